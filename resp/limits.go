@@ -1,0 +1,43 @@
+package resp
+
+import "fmt"
+
+// Limits bounds what one client command may be on the wire. A zero field
+// takes its default.
+type Limits struct {
+	MaxArgs   int // arguments in one command, the name included; default 1024
+	MaxBulk   int // bytes in one bulk argument; default 512 KiB
+	MaxInline int // bytes in one inline (telnet-style) command line; default 64 KiB
+}
+
+// PreAuth are Redis's own limits for a connection that has not yet
+// authenticated: 10 arguments of at most 16 KiB.
+var PreAuth = Limits{MaxArgs: 10, MaxBulk: 16 << 10, MaxInline: 16 << 10}
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxArgs == 0 {
+		l.MaxArgs = 1024
+	}
+	if l.MaxBulk == 0 {
+		l.MaxBulk = 512 << 10
+	}
+	if l.MaxInline == 0 {
+		l.MaxInline = 64 << 10
+	}
+	return l
+}
+
+// Validate reports a limit that cannot work, naming its config key.
+func (l Limits) Validate() error {
+	l = l.WithDefaults()
+	switch {
+	case l.MaxArgs < 1:
+		return fmt.Errorf("max_args (%d) must be at least 1", l.MaxArgs)
+	case l.MaxBulk < 1:
+		return fmt.Errorf("max_bulk (%d) must be at least 1", l.MaxBulk)
+	case l.MaxInline < 1:
+		return fmt.Errorf("max_inline (%d) must be at least 1", l.MaxInline)
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package resp
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Writer is the part of a client connection a Reply writes to.
+type Writer interface {
+	WriteString(s string)
+	WriteError(msg string)
+	WriteInt64(n int64)
+	WriteBulkString(s string)
+	WriteNull()
+	WriteArray(n int)
+}
+
+type kind uint8
+
+const (
+	kindStatus kind = iota
+	kindError
+	kindInt
+	kindBulk
+	kindNull
+	kindArray
+)
+
+// Reply is one RESP2 reply value. The zero Reply is the status "OK".
+type Reply struct {
+	kind  kind
+	str   string
+	n     int64
+	items []Reply
+}
+
+// OK is the status reply +OK.
+func OK() Reply { return Reply{kind: kindStatus, str: "OK"} }
+
+// Status is a simple string reply such as +PONG.
+func Status(s string) Reply { return Reply{kind: kindStatus, str: oneLine(s)} }
+
+// Error is an error reply. msg starts with an upper-case code such as ERR
+// or NOQUORUM; line breaks become spaces.
+func Error(msg string) Reply { return Reply{kind: kindError, str: oneLine(msg)} }
+
+// Int is an integer reply.
+func Int(n int64) Reply { return Reply{kind: kindInt, n: n} }
+
+// Bulk is a bulk string reply.
+func Bulk(s string) Reply { return Reply{kind: kindBulk, str: s} }
+
+// Null is the RESP2 null bulk reply ($-1).
+func Null() Reply { return Reply{kind: kindNull} }
+
+// Array is an array reply of items.
+func Array(items ...Reply) Reply { return Reply{kind: kindArray, items: items} }
+
+// IsError reports whether r is an error reply.
+func (r Reply) IsError() bool { return r.kind == kindError }
+
+// IsNull reports whether r is the null reply.
+func (r Reply) IsNull() bool { return r.kind == kindNull }
+
+// Text is the string an error, status or bulk reply carries.
+func (r Reply) Text() string { return r.str }
+
+// Integer is the value an integer reply carries.
+func (r Reply) Integer() (int64, bool) { return r.n, r.kind == kindInt }
+
+// WriteTo writes r to w.
+func (r Reply) WriteTo(w Writer) {
+	switch r.kind {
+	case kindStatus:
+		w.WriteString(r.str)
+	case kindError:
+		w.WriteError(r.str)
+	case kindInt:
+		w.WriteInt64(r.n)
+	case kindBulk:
+		w.WriteBulkString(r.str)
+	case kindNull:
+		w.WriteNull()
+	case kindArray:
+		w.WriteArray(len(r.items))
+		for _, it := range r.items {
+			it.WriteTo(w)
+		}
+	}
+}
+
+// String renders r the way redis-cli would, for logs and test messages.
+func (r Reply) String() string {
+	switch r.kind {
+	case kindStatus:
+		return r.str
+	case kindError:
+		return "(error) " + r.str
+	case kindInt:
+		return "(integer) " + strconv.FormatInt(r.n, 10)
+	case kindBulk:
+		return `"` + r.str + `"`
+	case kindNull:
+		return "(nil)"
+	}
+	parts := make([]string, len(r.items))
+	for i, it := range r.items {
+		parts[i] = it.String()
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s)
+}
