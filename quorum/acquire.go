@@ -1,0 +1,60 @@
+package quorum
+
+import (
+	"context"
+	"time"
+)
+
+// Lease is a granted lock, as the engine reports it.
+type Lease struct {
+	// Validity is how long the holder may rely on the lock, counted from
+	// when the engine decided: the TTL minus the time taken minus drift.
+	Validity time.Duration
+	// Expires is when the validity ends, on the monotonic clock. Check it
+	// again just before telling the client.
+	Expires time.Time
+	// Granted is how many nodes granted the operation.
+	Granted int
+}
+
+// Valid reports whether the lease is still valid at now.
+func (l Lease) Valid(now time.Time) bool { return now.Before(l.Expires) }
+
+// Acquire tries once to set every key of l to its token with the given
+// TTL on every node (Redlock steps 1-5). On failure the error matches
+// ErrDenied or ErrUnavailable, and the keys have been released again
+// wherever they hold the token.
+func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
+	// Step 1: the start time, before the first send.
+	start := time.Now()
+	// Steps 2-3: try every node at once, each under its own deadline.
+	results := fanOut(ctx, e, func(ctx context.Context, n Node) (bool, error) {
+		return n.Acquire(ctx, l, ttl)
+	})
+	elapsed := time.Since(start)
+	// Step 4: granted by a quorum, with validity left.
+	o := Outcome{Total: len(e.nodes)}
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v:
+			o.Granted++
+		default:
+			o.Denied++
+		}
+	}
+	v := validity(ttl, elapsed, e.cfg.DriftFactor)
+	err := verdict(o, e.quorum, failures(results))
+	if err == nil && v <= 0 {
+		err = &OutcomeError{Outcome: o, Expired: true, Failures: failures(results)}
+	}
+	if err == nil {
+		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted}, nil
+	}
+	// Step 5: undo on every node, even those that said no or timed out:
+	// a timed-out write may still have landed. The caller may have given
+	// up already; the cleanup must still run.
+	e.Release(context.WithoutCancel(ctx), l)
+	return Lease{}, err
+}

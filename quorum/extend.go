@@ -1,0 +1,58 @@
+package quorum
+
+import (
+	"context"
+	"time"
+)
+
+// Extend resets the TTL of every key of l on every node where all of them
+// still hold l's token. It is granted like an acquire: by a quorum, with
+// validity left. A failed extend is not undone: the lock keeps whatever
+// TTL each node had, and the holder must stop relying on it.
+func (e *Engine) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
+	return e.extend(ctx, l, ttl, ExtendSet)
+}
+
+// ExtendBy adds ttl to the remaining TTL of every key of l on every node
+// where all of them hold l's token (redis-py's extend). Each node adds to
+// its own remaining TTL, so the validity is taken from what the nodes set.
+func (e *Engine) ExtendBy(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
+	return e.extend(ctx, l, ttl, ExtendAdd)
+}
+
+// ExtendOrAcquire resets the TTL of l's keys where they hold its token
+// and sets them where they are missing (redsync's touch-or-setnx).
+func (e *Engine) ExtendOrAcquire(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
+	return e.extend(ctx, l, ttl, ExtendOrAcquire)
+}
+
+func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (Lease, error) {
+	start := time.Now()
+	results := fanOut(ctx, e, func(ctx context.Context, n Node) (time.Duration, error) {
+		return n.Extend(ctx, l, ttl, mode)
+	})
+	elapsed := time.Since(start)
+	o := Outcome{Total: len(e.nodes)}
+	var set []time.Duration
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v > 0:
+			o.Granted++
+			set = append(set, r.v)
+		default:
+			o.Denied++
+		}
+	}
+	if err := verdict(o, e.quorum, failures(results)); err != nil {
+		return Lease{}, err
+	}
+	// The TTL a quorum now has; in ExtendAdd mode it differs per node.
+	newTTL, _ := quorumTTL(set, e.quorum)
+	v := validity(newTTL, elapsed, e.cfg.DriftFactor)
+	if v <= 0 {
+		return Lease{}, &OutcomeError{Outcome: o, Expired: true, Failures: failures(results)}
+	}
+	return Lease{Validity: v, Expires: start.Add(newTTL - e.Drift(newTTL)), Granted: o.Granted}, nil
+}

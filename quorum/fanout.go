@@ -1,0 +1,42 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+)
+
+// result is one node's answer to one operation.
+type result[T any] struct {
+	v   T
+	err error // a *NodeError, or nil
+}
+
+// fanOut runs op on every node at once, each under its own deadline, and
+// returns one result per node, in node order. It returns when every node
+// has answered or timed out, so no goroutine outlives the call.
+func fanOut[T any](ctx context.Context, e *Engine, op func(context.Context, Node) (T, error)) []result[T] {
+	results := make([]result[T], len(e.nodes))
+	var wg sync.WaitGroup
+	for i, n := range e.nodes {
+		wg.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
+			defer cancel()
+			v, err := op(nctx, n)
+			if err != nil {
+				err = &NodeError{Node: i, Addr: n.Addr(), Err: err}
+			}
+			results[i] = result[T]{v: v, err: err}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// failures returns the failed results' errors, joined; nil if none failed.
+func failures[T any](results []result[T]) error {
+	errs := make([]error, 0, len(results))
+	for _, r := range results {
+		errs = append(errs, r.err)
+	}
+	return gather(errs)
+}

@@ -1,0 +1,96 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// State is a key's state as a quorum of nodes sees it.
+type State struct {
+	// Held is true when a quorum of nodes hold the key with one token.
+	Held  bool
+	Token string
+	// Validity is how long at least a quorum will still hold it, minus
+	// the time the read took and the drift allowance. Negative means the
+	// key has no expiry on a quorum.
+	Validity time.Duration
+}
+
+// Inspect reads key on every node and reports the token a quorum agrees
+// on, with a conservative remaining validity. A key that a quorum does
+// not hold with one token is not held. The error, if any, matches
+// ErrUnavailable: the failed nodes could have changed the answer.
+func (e *Engine) Inspect(ctx context.Context, key string) (State, error) {
+	start := time.Now()
+	results := fanOut(ctx, e, func(ctx context.Context, n Node) (Entry, error) {
+		return n.Inspect(ctx, key)
+	})
+	elapsed := time.Since(start)
+	// The token most nodes hold is the only one that can have a quorum.
+	votes := make(map[string]int, len(results))
+	best, most := "", 0
+	for _, r := range results {
+		if r.err == nil && r.v.Present {
+			votes[r.v.Token]++
+			if votes[r.v.Token] > most {
+				best, most = r.v.Token, votes[r.v.Token]
+			}
+		}
+	}
+	o := Outcome{Total: len(e.nodes)}
+	var ttls []time.Duration
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v.Present && r.v.Token == best:
+			o.Granted++
+			ttls = append(ttls, r.v.TTL)
+		default:
+			o.Denied++
+		}
+	}
+	err := verdict(o, e.quorum, failures(results))
+	if errors.Is(err, ErrUnavailable) {
+		return State{}, err
+	}
+	if err != nil {
+		return State{}, nil
+	}
+	ttl, _ := quorumTTL(ttls, e.quorum)
+	if ttl < 0 {
+		return State{Held: true, Token: best, Validity: -1}, nil
+	}
+	v := validity(ttl, elapsed, e.cfg.DriftFactor)
+	if v <= 0 {
+		return State{}, nil
+	}
+	return State{Held: true, Token: best, Validity: v}, nil
+}
+
+// Delete deletes keys on every node, whoever holds them (an admin's
+// forced release). It returns how many of the keys a quorum of nodes had.
+func (e *Engine) Delete(ctx context.Context, keys []string) (int, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, n Node) (int, error) {
+		return n.Delete(ctx, keys)
+	})
+	o := Outcome{Total: len(e.nodes)}
+	var counts []int
+	for _, r := range results {
+		if r.err != nil {
+			o.Failed++
+			continue
+		}
+		o.Granted++
+		counts = append(counts, r.v)
+	}
+	if err := verdict(o, e.quorum, failures(results)); err != nil {
+		return 0, err
+	}
+	// Largest first: the count that at least a quorum of nodes reached.
+	slices.Sort(counts)
+	slices.Reverse(counts)
+	return counts[e.quorum-1], nil
+}

@@ -1,0 +1,59 @@
+package quorum
+
+import (
+	"context"
+	"time"
+)
+
+// Node is one Redis master as the engine sees it. Each method is one
+// atomic step on that node. The engine declares it for its own use, so
+// that tests can swap in fakes; NewRedisNode is the real one.
+type Node interface {
+	// Addr is the node's address, for errors and logs.
+	Addr() string
+	// Acquire sets every key of l to its token with ttl, but only if no
+	// key exists (or, with l.PrefixLen, each existing one starts with the
+	// token's prefix). It reports whether it set them.
+	Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error)
+	// Release deletes each key of l that holds its token and reports, per
+	// key, what it found.
+	Release(ctx context.Context, l Lock) ([]Found, error)
+	// Extend gives every key of l the TTL mode asks for, but only if all of
+	// them hold its token (ExtendOrAcquire: or are missing). It returns the
+	// shortest TTL it set, or 0 if it set none.
+	Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (time.Duration, error)
+	// Inspect reads key's value and remaining TTL.
+	Inspect(ctx context.Context, key string) (Entry, error)
+	// Delete deletes keys unconditionally and returns how many existed.
+	Delete(ctx context.Context, keys []string) (int, error)
+	// Close closes the node's connections.
+	Close() error
+}
+
+// Found is what a release found at one key on one node.
+type Found int8
+
+const (
+	FoundOther   Found = 0  // the key holds another token: left alone
+	FoundDeleted Found = 1  // the key held the token: deleted
+	FoundMissing Found = -1 // no such key
+)
+
+// ExtendMode says how an extend sets the TTL.
+type ExtendMode uint8
+
+const (
+	// ExtendSet sets the TTL to the given one.
+	ExtendSet ExtendMode = iota
+	// ExtendAdd adds the given TTL to the key's remaining one.
+	ExtendAdd
+	// ExtendOrAcquire sets the TTL, or sets a missing key to the token.
+	ExtendOrAcquire
+)
+
+// Entry is a key's state on one node.
+type Entry struct {
+	Present bool
+	Token   string
+	TTL     time.Duration // remaining TTL; negative means no expiry
+}

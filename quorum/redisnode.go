@@ -1,0 +1,218 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// NodeOptions are the settings for a real Redis node.
+type NodeOptions struct {
+	Username, Password string // AUTH for the node; empty means none
+	// PoolSize caps connections to the node. If zero, 64 is used.
+	PoolSize int
+}
+
+// redisNode is a Node backed by one go-redis client.
+type redisNode struct {
+	addr string
+	c    *redis.Client
+}
+
+// NewRedisNode returns the Node for the Redis master at addr. The go-redis
+// settings that safety depends on are fixed here and nowhere else.
+func NewRedisNode(addr string, opts NodeOptions) Node {
+	if opts.PoolSize == 0 {
+		opts.PoolSize = 64
+	}
+	return &redisNode{addr: addr, c: redis.NewClient(&redis.Options{
+		Addr:     addr,
+		Username: opts.Username,
+		Password: opts.Password,
+		PoolSize: opts.PoolSize,
+		Protocol: 2, // plain RESP2 replies; nothing here needs RESP3
+		// A retried SET NX could read our own first write as "held".
+		MaxRetries: -1,
+		// Otherwise the per-node deadline never reaches the socket, and a
+		// frozen node costs go-redis's own 3s read timeout.
+		ContextTimeoutEnabled: true,
+		DialTimeout:           time.Second,
+		DisableIdentity:       true, // keeps the masters' MONITOR readable
+		MaintNotificationsConfig: &maintnotifications.Config{
+			Mode: maintnotifications.ModeDisabled,
+		},
+	})}
+}
+
+func (n *redisNode) Addr() string { return n.addr }
+
+func (n *redisNode) Close() error { return n.c.Close() }
+
+// The node-side scripts. Each runs atomically on one node; KEYS are the
+// lock's keys and ARGV[1] its token.
+
+// acquireScript sets every key to ARGV[1] with TTL ARGV[2] ms, unless one
+// exists. With ARGV[3] > 0 a key whose value starts with the first
+// ARGV[3] bytes of the token does not count as existing.
+var acquireScript = redis.NewScript(`
+for _, key in ipairs(KEYS) do
+  if redis.call("exists", key) == 1 then
+    local n = tonumber(ARGV[3])
+    if n == 0 or redis.call("getrange", key, 0, n - 1) ~= string.sub(ARGV[1], 1, n) then
+      return 0
+    end
+  end
+end
+for _, key in ipairs(KEYS) do
+  redis.call("set", key, ARGV[1], "PX", ARGV[2])
+end
+return 1
+`)
+
+// releaseScript deletes every key that holds ARGV[1], and returns per key
+// 1 (deleted), 0 (another token) or -1 (missing).
+var releaseScript = redis.NewScript(`
+local found = {}
+for i, key in ipairs(KEYS) do
+  local v = redis.call("get", key)
+  if v == ARGV[1] then
+    redis.call("del", key)
+    found[i] = 1
+  elseif v == false then
+    found[i] = -1
+  else
+    found[i] = 0
+  end
+end
+return found
+`)
+
+// extendScript gives every key TTL ARGV[2] ms if all hold ARGV[1]. ARGV[3]
+// is the mode: "set", "add" (to the remaining TTL) or "acquire" (a
+// missing key is set too). It returns the shortest TTL set, or 0.
+var extendScript = redis.NewScript(`
+local mode = ARGV[3]
+for _, key in ipairs(KEYS) do
+  local v = redis.call("get", key)
+  if v ~= ARGV[1] and not (mode == "acquire" and v == false) then
+    return 0
+  end
+  if mode == "add" and redis.call("pttl", key) < 0 then
+    return 0
+  end
+end
+local least = 0
+for _, key in ipairs(KEYS) do
+  local ttl = tonumber(ARGV[2])
+  if mode == "add" then
+    ttl = ttl + redis.call("pttl", key)
+  end
+  if redis.call("exists", key) == 0 then
+    redis.call("set", key, ARGV[1], "PX", ttl)
+  else
+    redis.call("pexpire", key, ttl)
+  end
+  if least == 0 or ttl < least then
+    least = ttl
+  end
+end
+return least
+`)
+
+// inspectScript returns the key's value (nil if missing) and its PTTL.
+var inspectScript = redis.NewScript(`
+return {redis.call("get", KEYS[1]), redis.call("pttl", KEYS[1])}
+`)
+
+var modeArg = map[ExtendMode]string{ExtendSet: "set", ExtendAdd: "add", ExtendOrAcquire: "acquire"}
+
+func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error) {
+	px := ttl.Milliseconds()
+	if len(l.Keys) == 1 && l.PrefixLen == 0 {
+		return setNXResult(n.c.SetArgs(ctx, l.Keys[0], l.Token, redis.SetArgs{Mode: "NX", TTL: time.Duration(px) * time.Millisecond}).Err())
+	}
+	v, err := acquireScript.Run(ctx, n.c, l.Keys, l.Token, px, l.PrefixLen).Int64()
+	return v == 1, err
+}
+
+// setNXResult turns a SET NX PX reply into the node's answer.
+func setNXResult(err error) (bool, error) {
+	switch {
+	case err == nil:
+		return true, nil // +OK: the key is ours
+	case errors.Is(err, redis.Nil):
+		return false, nil // nil reply: someone holds the key
+	default:
+		return false, err // error reply, timeout or I/O failure
+	}
+}
+
+func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
+	vals, err := releaseScript.Run(ctx, n.c, l.Keys, l.Token).Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	return foundResult(vals, len(l.Keys))
+}
+
+// foundResult checks a release script's reply: one known code per key.
+func foundResult(vals []int64, keys int) ([]Found, error) {
+	if len(vals) != keys {
+		return nil, fmt.Errorf("release replied %d codes for %d keys", len(vals), keys)
+	}
+	found := make([]Found, keys)
+	for i, v := range vals {
+		switch Found(v) {
+		case FoundDeleted, FoundOther, FoundMissing:
+			found[i] = Found(v)
+		default:
+			return nil, fmt.Errorf("release replied unknown code %d", v)
+		}
+	}
+	return found, nil
+}
+
+func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (time.Duration, error) {
+	ms, err := extendScript.Run(ctx, n.c, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode]).Int64()
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+func (n *redisNode) Inspect(ctx context.Context, key string) (Entry, error) {
+	vals, err := inspectScript.Run(ctx, n.c, []string{key}).Slice()
+	if err != nil {
+		return Entry{}, err
+	}
+	return entryResult(vals)
+}
+
+// entryResult turns the inspect script's {value, pttl} reply into an Entry.
+func entryResult(vals []any) (Entry, error) {
+	if len(vals) != 2 {
+		return Entry{}, fmt.Errorf("inspect replied %d values", len(vals))
+	}
+	pttl, ok := vals[1].(int64)
+	if !ok {
+		return Entry{}, fmt.Errorf("inspect replied pttl %T", vals[1])
+	}
+	switch v := vals[0].(type) {
+	case nil:
+		return Entry{}, nil
+	case string:
+		return Entry{Present: true, Token: v, TTL: time.Duration(pttl) * time.Millisecond}, nil
+	default:
+		return Entry{}, fmt.Errorf("inspect replied value %T", v)
+	}
+}
+
+func (n *redisNode) Delete(ctx context.Context, keys []string) (int, error) {
+	v, err := n.c.Del(ctx, keys...).Result()
+	return int(v), err
+}
+

@@ -1,0 +1,53 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+)
+
+// Released says what a release did.
+type Released struct {
+	// Keys is how many keys of the lock a quorum of nodes held with the
+	// token; they are now deleted on every node that answered.
+	Keys int
+	// Missing is how many keys no answering node held under any token:
+	// the lock had expired rather than been taken.
+	Missing int
+}
+
+// Release deletes every key of l on every node where it still holds l's
+// token. A key counts as released only if a quorum held it. The error,
+// if any, matches ErrUnavailable: too few nodes answered to say.
+func (e *Engine) Release(ctx context.Context, l Lock) (Released, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, n Node) ([]Found, error) {
+		return n.Release(ctx, l)
+	})
+	var rel Released
+	for k := range l.Keys {
+		o := Outcome{Total: len(e.nodes)}
+		other := 0
+		for _, r := range results {
+			switch {
+			case r.err != nil || len(r.v) != len(l.Keys):
+				o.Failed++
+			case r.v[k] == FoundDeleted:
+				o.Granted++
+			case r.v[k] == FoundOther:
+				o.Denied++
+				other++
+			default:
+				o.Denied++
+			}
+		}
+		err := verdict(o, e.quorum, failures(results))
+		switch {
+		case err == nil:
+			rel.Keys++
+		case errors.Is(err, ErrUnavailable):
+			return Released{}, err
+		case other == 0 && o.Granted == 0:
+			rel.Missing++
+		}
+	}
+	return rel, nil
+}
