@@ -215,4 +215,3 @@ func (n *redisNode) Delete(ctx context.Context, keys []string) (int, error) {
 	v, err := n.c.Del(ctx, keys...).Result()
 	return int(v), err
 }
-
