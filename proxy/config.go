@@ -14,7 +14,7 @@ type Config struct {
 	// RequirePass, if set, must be given with AUTH before any lock
 	// command. Empty means no password.
 	RequirePass string
-	// MinTTL and MaxTTL bound the TTL a client may ask for. If zero, 10ms
+	// MinTTL and MaxTTL bound the TTL a client may ask for. If zero, 100ms
 	// and 5m are used.
 	MinTTL, MaxTTL time.Duration
 	// DefaultTTL, if set, is used for SET key token NX given without an
@@ -41,7 +41,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.MinTTL == 0 {
-		c.MinTTL = 10 * time.Millisecond
+		c.MinTTL = 100 * time.Millisecond
 	}
 	if c.MaxTTL == 0 {
 		c.MaxTTL = 5 * time.Minute

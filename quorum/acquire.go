@@ -15,6 +15,8 @@ type Lease struct {
 	Expires time.Time
 	// Granted is how many nodes granted the operation.
 	Granted int
+	// Failures are the node failures the grant survived; nil if none.
+	Failures error
 }
 
 // Valid reports whether the lease is still valid at now.
@@ -50,7 +52,7 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 		err = &OutcomeError{Outcome: o, Expired: true, Failures: failures(results)}
 	}
 	if err == nil {
-		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted}, nil
+		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: failures(results)}, nil
 	}
 	// Step 5: undo on every node, even those that said no or timed out:
 	// a timed-out write may still have landed. The caller may have given

@@ -54,5 +54,5 @@ func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode Ext
 	if v <= 0 {
 		return Lease{}, &OutcomeError{Outcome: o, Expired: true, Failures: failures(results)}
 	}
-	return Lease{Validity: v, Expires: start.Add(newTTL - e.Drift(newTTL)), Granted: o.Granted}, nil
+	return Lease{Validity: v, Expires: start.Add(newTTL - e.Drift(newTTL)), Granted: o.Granted, Failures: failures(results)}, nil
 }

@@ -18,7 +18,8 @@ type Writer interface {
 type kind uint8
 
 const (
-	kindStatus kind = iota
+	kindNone kind = iota // the zero Reply: a handler bug
+	kindStatus
 	kindError
 	kindInt
 	kindBulk
@@ -26,7 +27,8 @@ const (
 	kindArray
 )
 
-// Reply is one RESP2 reply value. The zero Reply is the status "OK".
+// Reply is one RESP2 reply value. The zero Reply is a bug; it is written
+// as an internal error so that the client still gets one reply.
 type Reply struct {
 	kind  kind
 	str   string
@@ -71,6 +73,8 @@ func (r Reply) Integer() (int64, bool) { return r.n, r.kind == kindInt }
 // WriteTo writes r to w.
 func (r Reply) WriteTo(w Writer) {
 	switch r.kind {
+	case kindNone:
+		w.WriteError("ERR internal error: no reply")
 	case kindStatus:
 		w.WriteString(r.str)
 	case kindError:

@@ -1,0 +1,165 @@
+package proxy
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// version is what the proxy reports as its Redis version: the command
+// surface it mirrors is Redis 7.0's.
+const version = "7.0.0"
+
+// PING [message]
+func (s *Server) ping(r *request) resp.Reply {
+	switch len(r.args) {
+	case 1:
+		return resp.Status("PONG")
+	case 2:
+		return resp.Bulk(string(r.args[1]))
+	}
+	return resp.Error("ERR wrong number of arguments for 'ping' command")
+}
+
+// ECHO message
+func (s *Server) echo(r *request) resp.Reply { return resp.Bulk(string(r.args[1])) }
+
+// QUIT
+func (s *Server) quit(r *request) resp.Reply {
+	// ioredis waits for the server to close the connection.
+	r.closeAfter = true
+	return resp.OK()
+}
+
+// AUTH [username] password
+func (s *Server) auth(r *request) resp.Reply {
+	switch len(r.args) {
+	case 2:
+		return s.authenticate(r, "default", r.args[1])
+	case 3:
+		return s.authenticate(r, string(r.args[1]), r.args[2])
+	}
+	return resp.Error("ERR syntax error")
+}
+
+func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
+	if s.cfg.RequirePass == "" {
+		return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	}
+	// Compare both in constant time so a wrong user name and a wrong
+	// password take as long.
+	okUser := subtle.ConstantTimeCompare([]byte(user), []byte("default"))
+	okPass := subtle.ConstantTimeCompare(pass, []byte(s.cfg.RequirePass))
+	if okUser&okPass != 1 {
+		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
+	}
+	r.c.authed = true
+	markAuthenticated(r.conn.NetConn())
+	return resp.OK()
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+func (s *Server) hello(r *request) resp.Reply {
+	if len(r.args) >= 2 {
+		switch v := string(r.args[1]); v {
+		case "2":
+		case "3":
+			// redcon writes RESP2 only. This exact text is the one every
+			// client falls back to RESP2 on (go-redis, ioredis, redis-cli).
+			return resp.Error("ERR unknown command 'HELLO', with args beginning with: '3' ")
+		default:
+			if _, err := strconv.Atoi(v); err != nil {
+				return resp.Error("ERR Protocol version is not an integer or out of range")
+			}
+			return resp.Error("NOPROTO unsupported protocol version")
+		}
+	}
+	for i := 2; i < len(r.args); i++ {
+		switch opt := strings.ToLower(string(r.args[i])); {
+		case opt == "auth" && i+2 < len(r.args):
+			if rep := s.authenticate(r, string(r.args[i+1]), r.args[i+2]); rep.IsError() {
+				return rep
+			}
+			i += 2
+		case opt == "setname" && i+1 < len(r.args):
+			r.c.name = string(r.args[i+1])
+			i++
+		default:
+			return resp.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%.64s'", r.args[i]))
+		}
+	}
+	if !r.c.authed {
+		return resp.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	}
+	return resp.Array(
+		resp.Bulk("server"), resp.Bulk("redis"),
+		resp.Bulk("version"), resp.Bulk(version),
+		resp.Bulk("proto"), resp.Int(2),
+		resp.Bulk("id"), resp.Int(r.c.id),
+		resp.Bulk("mode"), resp.Bulk("standalone"),
+		resp.Bulk("role"), resp.Bulk("master"),
+		resp.Bulk("modules"), resp.Array(),
+	)
+}
+
+// SELECT index
+func (s *Server) selectDB(r *request) resp.Reply {
+	n, err := strconv.Atoi(string(r.args[1]))
+	switch {
+	case err != nil:
+		return resp.Error("ERR value is not an integer or out of range")
+	case n != 0:
+		return resp.Error("ERR DB index is out of range: redlock-proxy serves database 0 only")
+	}
+	return resp.OK()
+}
+
+// CLIENT SETNAME name | GETNAME | SETINFO attr value | ID
+func (s *Server) clientCmd(r *request) resp.Reply {
+	sub := strings.ToLower(string(r.args[1]))
+	switch {
+	case sub == "setname" && len(r.args) == 3:
+		if strings.ContainsAny(string(r.args[2]), " \r\n") {
+			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+		}
+		r.c.name = string(r.args[2])
+		return resp.OK()
+	case sub == "getname" && len(r.args) == 2:
+		if r.c.name == "" {
+			return resp.Null()
+		}
+		return resp.Bulk(r.c.name)
+	case sub == "setinfo" && len(r.args) == 4:
+		return resp.OK()
+	case sub == "id" && len(r.args) == 2:
+		return resp.Int(r.c.id)
+	case sub == "setname", sub == "getname", sub == "setinfo", sub == "id":
+		return resp.Error("ERR wrong number of arguments for 'client|" + sub + "' command")
+	}
+	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.64s'. Try CLIENT HELP.", r.args[1]))
+}
+
+// INFO [section ...]
+func (s *Server) info(r *request) resp.Reply {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nproxy:redlock-proxy\r\nuptime_in_seconds:%d\r\nloading:0\r\n",
+		version, int64(time.Since(s.started).Seconds()))
+	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.cfg.MaxClients)
+	fmt.Fprintf(&b, "\r\n# Quorum\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
+	for i, addr := range s.e.Addrs() {
+		fmt.Fprintf(&b, "node%d:addr=%s\r\n", i, addr)
+	}
+	return resp.Bulk(b.String())
+}
+
+// COMMAND [subcommand]
+func (s *Server) commandCmd(r *request) resp.Reply {
+	// redis-cli asks for COMMAND DOCS and falls back to its own help on an
+	// error; nothing else needs it.
+	return resp.Error("ERR COMMAND is not supported by redlock-proxy")
+}

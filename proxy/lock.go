@@ -1,0 +1,177 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// errLate is a grant whose validity ran out before the reply was written.
+var errLate = fmt.Errorf("%w: validity expired before the reply", quorum.ErrDenied)
+
+// SET key token NX PX milliseconds (or EX seconds, PXAT, EXAT; any order)
+func (s *Server) set(r *request) resp.Reply {
+	a, err := resp.ParseSet(r.args)
+	if err != nil {
+		return resp.Error(err.Error())
+	}
+	ttl, err := a.TTL(time.Now().UnixMilli())
+	if err != nil {
+		return resp.Error(err.Error())
+	}
+	if a.Unit == resp.NoExpiry {
+		if s.cfg.DefaultTTL == 0 {
+			return resp.Error("ERR a lock needs a TTL: SET key token NX PX milliseconds (or set default_ttl)")
+		}
+		ttl = s.cfg.DefaultTTL
+	}
+	if err := s.checkTTL(ttl, "set"); err != nil {
+		return resp.Error(err.Error())
+	}
+	err = s.acquire(r, quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl)
+	return s.outcome(err, resp.OK(), resp.Null())
+}
+
+// GET key
+func (s *Server) get(r *request) resp.Reply {
+	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !st.Held:
+		return resp.Null()
+	}
+	return resp.Bulk(st.Token)
+}
+
+// PTTL key
+func (s *Server) pttl(r *request) resp.Reply {
+	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !st.Held:
+		return resp.Int(-2)
+	case st.Validity < 0:
+		return resp.Int(-1)
+	}
+	return resp.Int(st.Validity.Milliseconds())
+}
+
+// TTL key
+func (s *Server) ttl(r *request) resp.Reply {
+	rep := s.pttl(r)
+	if ms, ok := rep.Integer(); ok && ms > 0 {
+		return resp.Int(ms / 1000) // rounded down: never more than is left
+	}
+	return rep
+}
+
+// EXISTS key [key ...]
+func (s *Server) exists(r *request) resp.Reply {
+	n := int64(0)
+	for _, key := range r.args[1:] {
+		st, err := s.e.Inspect(r.ctx, string(key))
+		if err != nil {
+			return s.fail(err)
+		}
+		if st.Held {
+			n++
+		}
+	}
+	return resp.Int(n)
+}
+
+// DEL key [key ...]
+func (s *Server) del(r *request) resp.Reply {
+	if !s.cfg.AllowForceDel {
+		return resp.Error("ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use")
+	}
+	keys := make([]string, len(r.args)-1)
+	for i, k := range r.args[1:] {
+		keys[i] = string(k)
+	}
+	n, err := s.e.Delete(r.ctx, keys)
+	if err != nil {
+		return s.fail(err)
+	}
+	s.cfg.Log.Info("forced delete", "keys", len(keys), "deleted", n, "addr", r.conn.RemoteAddr())
+	return resp.Int(int64(n))
+}
+
+// acquire takes l for ttl, and checks the lease once more just before the
+// reply: a grant whose validity ran out is released and denied.
+func (s *Server) acquire(r *request, l quorum.Lock, ttl time.Duration) error {
+	lease, err := s.e.Acquire(r.ctx, l, ttl)
+	s.warnFailures(lease.Failures)
+	if err == nil && !lease.Valid(time.Now()) {
+		s.e.Release(context.WithoutCancel(r.ctx), l)
+		err = errLate
+	}
+	return err
+}
+
+// extended checks an extend's lease once more just before the reply.
+func (s *Server) extended(lease quorum.Lease, err error) error {
+	s.warnFailures(lease.Failures)
+	if err == nil && !lease.Valid(time.Now()) {
+		err = errLate
+	}
+	return err
+}
+
+// checkTTL refuses a TTL outside [min_ttl, max_ttl].
+func (s *Server) checkTTL(ttl time.Duration, cmd string) error {
+	switch {
+	case ttl < s.cfg.MinTTL:
+		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is under min_ttl (%v)", cmd, ttl, s.cfg.MinTTL)
+	case ttl > s.cfg.MaxTTL:
+		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is over max_ttl (%v)", cmd, ttl, s.cfg.MaxTTL)
+	}
+	return nil
+}
+
+// parseMillis reads a TTL in milliseconds as a script argument carries it.
+func (s *Server) parseMillis(b []byte, cmd string) (time.Duration, error) {
+	ms, err := strconv.ParseInt(string(b), 10, 64)
+	switch {
+	case err != nil:
+		return 0, errors.New("ERR value is not an integer or out of range")
+	case ms <= 0:
+		return 0, fmt.Errorf("ERR invalid expire time in '%s' command", cmd)
+	case ms > s.cfg.MaxTTL.Milliseconds(): // before multiplying: no overflow
+		return 0, fmt.Errorf("ERR invalid expire time in '%s' command: %dms is over max_ttl (%v)", cmd, ms, s.cfg.MaxTTL)
+	}
+	ttl := time.Duration(ms) * time.Millisecond
+	return ttl, s.checkTTL(ttl, cmd)
+}
+
+// outcome turns an operation's error into its reply: success if none,
+// fail if the nodes denied it, an error reply if they could not decide.
+func (s *Server) outcome(err error, success, fail resp.Reply) resp.Reply {
+	switch {
+	case err == nil:
+		return success
+	case errors.Is(err, quorum.ErrDenied):
+		s.warnFailures(errors.Unwrap(err))
+		return fail
+	}
+	return s.fail(err)
+}
+
+// fail logs an operation that could not be decided and returns its reply.
+func (s *Server) fail(err error) resp.Reply {
+	s.cfg.Log.Warn("no quorum", "err", err)
+	return replyForError(err)
+}
+
+func (s *Server) warnFailures(err error) {
+	if err != nil {
+		s.cfg.Log.Warn("node failed", "err", err)
+	}
+}

@@ -1,0 +1,255 @@
+package proxy
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// maxCachedScripts bounds the scripts learned from EVAL and SCRIPT LOAD.
+// Catalogue scripts are known by digest and never need a place.
+const maxCachedScripts = 1024
+
+// scriptCache remembers the recognised scripts clients sent by body, so
+// that a later EVALSHA of the same digest runs them, as Redis's script
+// cache does. It holds no lock state.
+type scriptCache struct {
+	mu    sync.Mutex
+	bySHA map[string]resp.Script
+}
+
+func newScriptCache() *scriptCache {
+	return &scriptCache{bySHA: make(map[string]resp.Script)}
+}
+
+// lookup finds the script with digest sha: a catalogue script, or one a
+// client sent before.
+func (c *scriptCache) lookup(sha string) (resp.Script, bool) {
+	if sc, ok := resp.ClassifySHA(sha); ok {
+		return sc, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sc, ok := c.bySHA[strings.ToLower(sha)]
+	return sc, ok
+}
+
+// learn classifies body and remembers it under its digest. It reports the
+// script, its digest, and whether the body is a recognised lock script.
+func (c *scriptCache) learn(body []byte) (resp.Script, string, bool) {
+	sha := resp.SHA1Hex(body)
+	sc, ok := resp.ClassifyScript(body)
+	if !ok {
+		return sc, sha, false
+	}
+	if _, known := resp.ClassifySHA(sha); known {
+		return sc, sha, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.bySHA) >= maxCachedScripts {
+		clear(c.bySHA) // like SCRIPT FLUSH: clients recover through NOSCRIPT
+	}
+	c.bySHA[sha] = sc
+	return sc, sha, true
+}
+
+// flush forgets the learned scripts. Catalogue scripts stay known.
+func (c *scriptCache) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.bySHA)
+}
+
+// unsupportedScript is the reply to a script that is not a lock operation
+// the proxy can run on a quorum.
+func unsupportedScript(sc resp.Script) resp.Reply {
+	if sc.Name != "" {
+		return resp.Error("ERR unsupported script (" + sc.Name + "): redlock-proxy runs recognised lock scripts only")
+	}
+	return resp.Error("ERR unsupported script: redlock-proxy runs recognised lock scripts only (see its README)")
+}
+
+// EVAL script numkeys [key ...] [arg ...]
+func (s *Server) eval(r *request) resp.Reply {
+	sc, _, ok := s.scripts.learn(r.args[1])
+	if !ok {
+		return unsupportedScript(sc)
+	}
+	return s.runScript(r, sc)
+}
+
+// EVALSHA sha1 numkeys [key ...] [arg ...]
+func (s *Server) evalsha(r *request) resp.Reply {
+	sc, ok := s.scripts.lookup(string(r.args[1]))
+	if !ok {
+		return resp.Error("NOSCRIPT No matching script. Please use EVAL.")
+	}
+	return s.runScript(r, sc)
+}
+
+// SCRIPT LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]
+func (s *Server) script(r *request) resp.Reply {
+	sub := strings.ToLower(string(r.args[1]))
+	switch {
+	case sub == "load" && len(r.args) == 3:
+		sc, sha, ok := s.scripts.learn(r.args[2])
+		if !ok {
+			return unsupportedScript(sc)
+		}
+		return resp.Bulk(sha)
+	case sub == "exists" && len(r.args) >= 3:
+		found := make([]resp.Reply, len(r.args)-2)
+		for i, sha := range r.args[2:] {
+			_, ok := s.scripts.lookup(string(sha))
+			found[i] = resp.Int(btoi(ok))
+		}
+		return resp.Array(found...)
+	case sub == "flush" && len(r.args) <= 3:
+		if len(r.args) == 3 {
+			if m := strings.ToLower(string(r.args[2])); m != "async" && m != "sync" {
+				return resp.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+			}
+		}
+		s.scripts.flush()
+		return resp.OK()
+	case sub == "load", sub == "exists", sub == "flush":
+		return resp.Error("ERR wrong number of arguments for 'script|" + sub + "' command")
+	}
+	return resp.Error("ERR unknown subcommand '" + truncate(string(r.args[1]), 64) + "'. Try SCRIPT HELP.")
+}
+
+// scriptCall is a script invocation's keys and arguments, split.
+type scriptCall struct {
+	keys []string
+	argv [][]byte
+}
+
+// arg returns ARGV[i] (1-based).
+func (c scriptCall) arg(i int) []byte { return c.argv[i-1] }
+
+// splitCall checks numkeys and the argument count against what sc uses.
+func splitCall(args [][]byte, sc resp.Script) (scriptCall, resp.Reply, bool) {
+	nk, err := strconv.Atoi(string(args[2]))
+	rest := args[3:]
+	switch {
+	case err != nil:
+		return scriptCall{}, resp.Error("ERR value is not an integer or out of range"), false
+	case nk < 0:
+		return scriptCall{}, resp.Error("ERR Number of keys can't be negative"), false
+	case nk > len(rest):
+		return scriptCall{}, resp.Error("ERR Number of keys can't be greater than number of args"), false
+	case nk == 0:
+		return scriptCall{}, resp.Error("ERR a lock script needs at least one key"), false
+	case nk > 1 && !sc.MultiKey:
+		return scriptCall{}, resp.Error("ERR this lock script takes exactly one key"), false
+	}
+	c := scriptCall{keys: make([]string, nk), argv: rest[nk:]}
+	for i, k := range rest[:nk] {
+		c.keys[i] = string(k)
+	}
+	need := max(sc.TokenArg, sc.TTLArg, sc.PrefixArg, sc.ModeArg)
+	if len(c.argv) < need {
+		return scriptCall{}, resp.Error("ERR this lock script needs " + strconv.Itoa(need) + " arguments after its keys"), false
+	}
+	return c, resp.Reply{}, true
+}
+
+// runScript runs a recognised lock script as a quorum operation and
+// answers with the script's own reply codes.
+func (s *Server) runScript(r *request, sc resp.Script) resp.Reply {
+	c, rep, ok := splitCall(r.args, sc)
+	if !ok {
+		return rep
+	}
+	l := quorum.Lock{Keys: c.keys, Token: string(c.arg(sc.TokenArg))}
+	fail := resp.Int(sc.Fail)
+	if sc.FailNil {
+		fail = resp.Null()
+	}
+	success := resp.Int(1)
+	switch sc.Success {
+	case resp.SuccessOK:
+		success = resp.OK()
+	case resp.SuccessKeyCount:
+		success = resp.Int(int64(len(c.keys)))
+	}
+	switch sc.Op {
+	case resp.OpRelease:
+		return s.releaseScript(r, sc, l, success, fail)
+	case resp.OpPTTL:
+		return s.pttlScript(r, sc, l, fail)
+	}
+	ttl, err := s.parseMillis(c.arg(sc.TTLArg), "eval")
+	if err != nil {
+		return resp.Error(err.Error())
+	}
+	switch sc.Op {
+	case resp.OpAcquire:
+		if sc.PrefixArg > 0 {
+			n, err := strconv.Atoi(string(c.arg(sc.PrefixArg)))
+			if err != nil || n < 0 || n > len(l.Token) {
+				return resp.Error("ERR the token length argument must be an integer from 0 to the token's length")
+			}
+			l.PrefixLen = n
+		}
+		return s.outcome(s.acquire(r, l, ttl), success, fail)
+	case resp.OpExtend:
+		if sc.ModeArg > 0 && string(c.arg(sc.ModeArg)) == "0" {
+			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl)), success, fail)
+		}
+		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail)
+	case resp.OpExtendOrAcquire:
+		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail)
+	}
+	return unsupportedScript(sc)
+}
+
+// releaseScript answers a compare-and-delete: success only if a quorum
+// held every key, a count of released keys for multi-key scripts.
+func (s *Server) releaseScript(r *request, sc resp.Script, l quorum.Lock, success, fail resp.Reply) resp.Reply {
+	rel, err := s.e.Release(r.ctx, l)
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case sc.Success == resp.SuccessKeyCount:
+		return resp.Int(int64(rel.Keys))
+	case rel.Keys == len(l.Keys):
+		return success
+	case sc.HasMissing && rel.Missing == len(l.Keys):
+		return resp.Int(sc.Missing)
+	}
+	return fail
+}
+
+// pttlScript answers an owner-checked PTTL with the quorum's conservative
+// validity, or the script's sentinel when the token does not hold the key.
+func (s *Server) pttlScript(r *request, sc resp.Script, l quorum.Lock, fail resp.Reply) resp.Reply {
+	st, err := s.e.Inspect(r.ctx, l.Keys[0])
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !st.Held || st.Token != l.Token:
+		return fail
+	case st.Validity < 0:
+		return resp.Int(-1)
+	}
+	return resp.Int(st.Validity.Milliseconds())
+}
+
+func btoi(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
