@@ -1,0 +1,102 @@
+package resp
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func args(s string) [][]byte {
+	var out [][]byte
+	for _, f := range strings.Fields(s) {
+		out = append(out, []byte(f))
+	}
+	return out
+}
+
+func TestParseSet(t *testing.T) {
+	tests := []struct {
+		name string
+		cmd  string
+		want SetArgs
+		err  error
+	}{
+		{"redis-py order", "SET k t PX 5000 NX", SetArgs{"k", "t", PX, 5000}, nil},
+		{"redis-cli order", "SET k t NX PX 5000", SetArgs{"k", "t", PX, 5000}, nil},
+		{"go-redis lower case seconds", "set k t ex 8 nx", SetArgs{"k", "t", EX, 8}, nil},
+		{"mixed case", "sEt k t Nx pX 10", SetArgs{"k", "t", PX, 10}, nil},
+		{"exat", "SET k t NX EXAT 2000000000", SetArgs{"k", "t", EXAT, 2000000000}, nil},
+		{"pxat", "SET k t PXAT 2000000000000 NX", SetArgs{"k", "t", PXAT, 2000000000000}, nil},
+		{"no expiry", "SET k t NX", SetArgs{"k", "t", NoExpiry, 0}, nil},
+		{"nx twice is fine", "SET k t NX NX PX 5", SetArgs{"k", "t", PX, 5}, nil},
+		{"without nx", "SET k t PX 5000", SetArgs{}, ErrSetNotLock},
+		{"plain set", "SET k t", SetArgs{}, ErrSetNotLock},
+		{"xx", "SET k t XX PX 5000", SetArgs{}, ErrSetOption},
+		{"get", "SET k t NX GET PX 5000", SetArgs{}, ErrSetOption},
+		{"keepttl", "SET k t NX KEEPTTL", SetArgs{}, ErrSetOption},
+		{"two expiries", "SET k t NX PX 5 EX 5", SetArgs{}, ErrSyntax},
+		{"expiry without value", "SET k t NX PX", SetArgs{}, ErrSyntax},
+		{"unknown option", "SET k t NX FOO", SetArgs{}, ErrSyntax},
+		{"zero", "SET k t NX PX 0", SetArgs{}, ErrExpireTime},
+		{"negative", "SET k t NX EX -1", SetArgs{}, ErrExpireTime},
+		{"not a number", "SET k t NX PX abc", SetArgs{}, ErrNotInteger},
+		{"float", "SET k t NX PX 1.5", SetArgs{}, ErrNotInteger},
+		{"overflow", "SET k t NX PX 99999999999999999999", SetArgs{}, ErrNotInteger},
+		{"too few", "SET k", SetArgs{}, ErrSyntax},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseSet(args(tt.cmd))
+			if got != tt.want || !errors.Is(err, tt.err) {
+				t.Errorf("ParseSet(%q) = %+v, %v; want %+v, %v", tt.cmd, got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+func TestSetArgsTTL(t *testing.T) {
+	const now = 1_700_000_000_000 // Unix ms
+	tests := []struct {
+		name string
+		a    SetArgs
+		want time.Duration
+		err  error
+	}{
+		{"px", SetArgs{Unit: PX, Expiry: 1500}, 1500 * time.Millisecond, nil},
+		{"ex", SetArgs{Unit: EX, Expiry: 8}, 8 * time.Second, nil},
+		{"none", SetArgs{Unit: NoExpiry}, 0, nil},
+		{"pxat ahead", SetArgs{Unit: PXAT, Expiry: now + 2500}, 2500 * time.Millisecond, nil},
+		{"exat ahead", SetArgs{Unit: EXAT, Expiry: now/1000 + 3}, 3 * time.Second, nil},
+		{"pxat past", SetArgs{Unit: PXAT, Expiry: now - 1}, 0, ErrExpireTime},
+		{"pxat now", SetArgs{Unit: PXAT, Expiry: now}, 0, ErrExpireTime},
+		{"ex overflows ms", SetArgs{Unit: EX, Expiry: 1 << 62}, 0, ErrExpireTime},
+		{"px overflows duration", SetArgs{Unit: PX, Expiry: 1 << 62}, 0, ErrExpireTime},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.a.TTL(now)
+			if got != tt.want || !errors.Is(err, tt.err) {
+				t.Errorf("%+v.TTL(now) = %v, %v; want %v, %v", tt.a, got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+func FuzzParseSet(f *testing.F) {
+	f.Add("SET k t PX 5000 NX")
+	f.Add("set k t ex 8 nx")
+	f.Add("SET k t NX PXAT 99999999999999")
+	f.Fuzz(func(t *testing.T, cmd string) {
+		a, err := ParseSet(args(cmd))
+		if err != nil {
+			return
+		}
+		if a.Unit != NoExpiry && a.Expiry <= 0 {
+			t.Fatalf("ParseSet(%q) = %+v; accepted a non-positive expiry", cmd, a)
+		}
+		if ttl, err := a.TTL(0); err == nil && ttl < 0 {
+			t.Fatalf("%+v.TTL(0) = %v; negative", a, ttl)
+		}
+	})
+}
