@@ -183,6 +183,9 @@ func (s *Server) runScript(r *request, sc resp.Script) resp.Reply {
 	case resp.OpPTTL:
 		return s.pttlScript(r, sc, l, fail)
 	}
+	if sc.TTLArg == 0 {
+		return unsupportedScript(sc) // a lock without a TTL is never taken
+	}
 	ttl, err := s.parseMillis(c.arg(sc.TTLArg), "eval")
 	if err != nil {
 		return resp.Error(err.Error())

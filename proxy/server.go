@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,9 @@ type Server struct {
 	started time.Time
 	clients atomic.Int64 // open connections
 	nextID  atomic.Int64 // CLIENT ID of the last connection
+	// running counts Serve and every open connection's redcon goroutine,
+	// so that Close can wait for them all.
+	running sync.WaitGroup
 }
 
 // client is the per-connection state, kept in redcon's Conn context.
@@ -53,13 +57,20 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 // Serve accepts clients on ln until Close. Every byte a client sends
 // passes the framing limits before redcon parses it.
 func (s *Server) Serve(ln net.Listener) error {
+	s.running.Add(1)
+	defer s.running.Done()
 	return s.rc.Serve(guardListener(ln, s.cfg.Limits, s.cfg.RequirePass != ""))
 }
 
-// Close stops accepting and closes every client connection. Commands in
-// flight finish on the nodes; their replies are lost, and a lock they
-// took expires with its TTL.
-func (s *Server) Close() error { return s.rc.Close() }
+// Close stops accepting, closes every client connection, and returns once
+// Serve and every connection have finished. Commands in flight finish on
+// the nodes first; their replies are lost, and a lock they took expires
+// with its TTL. Call it after Serve has started.
+func (s *Server) Close() error {
+	err := s.rc.Close()
+	s.running.Wait()
+	return err
+}
 
 func (s *Server) accept(conn redcon.Conn) bool {
 	if s.clients.Add(1) > int64(s.cfg.MaxClients) {
@@ -70,10 +81,12 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		return false
 	}
 	conn.SetContext(&client{id: s.nextID.Add(1), authed: s.cfg.RequirePass == ""})
+	s.running.Add(1) // Serve is running, so the count is above zero
 	return true
 }
 
 func (s *Server) closed(conn redcon.Conn, err error) {
+	defer s.running.Done()
 	s.clients.Add(-1)
 	if err != nil {
 		s.cfg.Log.Debug("client closed", "addr", conn.RemoteAddr(), "err", err)
@@ -93,31 +106,32 @@ type request struct {
 type command struct {
 	arity   int  // > 0: exactly arity args; < 0: at least -arity
 	noAuth  bool // allowed before AUTH
+	grants  bool // may grant a lock: flush the reply at once
 	handler func(s *Server, r *request) resp.Reply
 }
 
 // commands is the whole client surface of the proxy.
 var commands = map[string]command{
 	// Connection.
-	"ping":    {-1, false, (*Server).ping},
-	"echo":    {2, false, (*Server).echo},
-	"quit":    {-1, true, (*Server).quit},
-	"auth":    {-2, true, (*Server).auth},
-	"hello":   {-1, true, (*Server).hello},
-	"select":  {2, false, (*Server).selectDB},
-	"client":  {-2, false, (*Server).clientCmd},
-	"info":    {-1, false, (*Server).info},
-	"command": {-1, false, (*Server).commandCmd},
+	"ping":    {arity: -1, handler: (*Server).ping},
+	"echo":    {arity: 2, handler: (*Server).echo},
+	"quit":    {arity: -1, noAuth: true, handler: (*Server).quit},
+	"auth":    {arity: -2, noAuth: true, handler: (*Server).auth},
+	"hello":   {arity: -1, noAuth: true, handler: (*Server).hello},
+	"select":  {arity: 2, handler: (*Server).selectDB},
+	"client":  {arity: -2, handler: (*Server).clientCmd},
+	"info":    {arity: -1, handler: (*Server).info},
+	"command": {arity: -1, handler: (*Server).commandCmd},
 	// Locks.
-	"set":     {-3, false, (*Server).set},
-	"get":     {2, false, (*Server).get},
-	"pttl":    {2, false, (*Server).pttl},
-	"ttl":     {2, false, (*Server).ttl},
-	"exists":  {-2, false, (*Server).exists},
-	"del":     {-2, false, (*Server).del},
-	"eval":    {-3, false, (*Server).eval},
-	"evalsha": {-3, false, (*Server).evalsha},
-	"script":  {-2, false, (*Server).script},
+	"set":     {arity: -3, grants: true, handler: (*Server).set},
+	"get":     {arity: 2, handler: (*Server).get},
+	"pttl":    {arity: 2, handler: (*Server).pttl},
+	"ttl":     {arity: 2, handler: (*Server).ttl},
+	"exists":  {arity: -2, handler: (*Server).exists},
+	"del":     {arity: -2, handler: (*Server).del},
+	"eval":    {arity: -3, grants: true, handler: (*Server).eval},
+	"evalsha": {arity: -3, grants: true, handler: (*Server).evalsha},
+	"script":  {arity: -2, handler: (*Server).script},
 }
 
 // serveRESP is the redcon handler: look up, check arity and auth, run,
@@ -153,8 +167,13 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	s.cfg.Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
 	cm.handler(s, r).WriteTo(conn)
-	if r.closeAfter {
+	switch {
+	case r.closeAfter:
 		conn.Close() // flushes the reply first
+	case cm.grants:
+		// A grant's validity is already running: send it now rather than
+		// after the rest of a pipelined batch.
+		redcon.BaseWriter(conn).Flush()
 	}
 }
 

@@ -1,0 +1,321 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// testLog sends logs to t.Log, so they show only when a test fails.
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// startServer serves a proxy over n in-process miniredis nodes on a free
+// loopback port and returns its address and the nodes.
+func startServer(t *testing.T, n int, cfg Config) (string, []*miniredis.Miniredis) {
+	t.Helper()
+	nodes := make([]quorum.Node, n)
+	minis := make([]*miniredis.Miniredis, n)
+	for i := range n {
+		minis[i] = miniredis.RunT(t)
+		nodes[i] = quorum.NewRedisNode(minis[i].Addr(), quorum.NodeOptions{})
+	}
+	e := quorum.New(quorum.Config{NodeTimeout: 200 * time.Millisecond}, nodes...)
+	t.Cleanup(func() { e.Close() })
+	cfg.Log = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, err := New(cfg, e)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }() // waited for in cleanup
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String(), minis
+}
+
+// rawConn is a client that sends commands and reads back each reply's
+// exact bytes.
+type rawConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dial(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &rawConn{c: c, r: bufio.NewReader(c)}
+}
+
+// do sends args as one RESP command and returns the raw reply.
+func (rc *rawConn) do(t *testing.T, args ...string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := rc.c.Write([]byte(b.String())); err != nil {
+		t.Fatalf("write %q: %v", args, err)
+	}
+	return rc.read(t)
+}
+
+// read returns one whole reply's bytes.
+func (rc *rawConn) read(t *testing.T) string {
+	t.Helper()
+	rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := rc.r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read reply: %v", err)
+	}
+	switch line[0] {
+	case '$':
+		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		if n < 0 {
+			return line
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rc.r, buf); err != nil {
+			t.Fatalf("read bulk: %v", err)
+		}
+		return line + string(buf)
+	case '*':
+		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		for range n {
+			line += rc.read(t)
+		}
+	}
+	return line
+}
+
+// closed reports whether the server closed the connection.
+func (rc *rawConn) closed() bool {
+	rc.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	_, err := rc.r.ReadByte()
+	return errors.Is(err, io.EOF)
+}
+
+// TestGoldenReplies checks the exact bytes each command sends back
+// against testdata/replies.golden; go test ./proxy -update rewrites it.
+func TestGoldenReplies(t *testing.T) {
+	addr, _ := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	session := [][]string{
+		{"PING"},
+		{"ping", "hello"},
+		{"ECHO", "x"},
+		{"HELLO", "3"},
+		{"hello", "3", "auth", "default", "pw", "setname", "app"},
+		{"HELLO", "2", "SETNAME", "app"},
+		{"HELLO", "4"},
+		{"CLIENT", "SETNAME", "app2"},
+		{"CLIENT", "GETNAME"},
+		{"client", "setinfo", "LIB-NAME", "go-redis(,go1.26)"},
+		{"client", "maint_notifications", "on", "moving-endpoint-type", "internal-ip"},
+		{"SELECT", "0"},
+		{"SELECT", "1"},
+		{"AUTH", "pw"},
+		{"SET", "k", "t1", "PX", "5000", "NX"},
+		{"set", "k", "t2", "nx", "ex", "5"},
+		{"GET", "k"},
+		{"EXISTS", "k", "nope"},
+		{"SET", "k", "t"},
+		{"SET", "k", "t", "NX"},
+		{"SET", "k", "t", "XX", "PX", "100"},
+		{"SET", "k", "t", "NX", "PX", "0"},
+		{"SET", "k", "t", "NX", "PX", "ten"},
+		{"SET", "k", "t", "NX", "PX", "99"},
+		{"SET", "k", "t", "NX", "EX", "301"},
+		{"SET", "k"},
+		{"DEL", "k"},
+		{"INCR", "k"},
+		{"FOO", "bar", "baz"},
+		{"EVALSHA", "0123456789012345678901234567890123456789", "1", "k", "t1"},
+		{"EVAL", "return redis.call('flushall')", "0"},
+		{"SCRIPT", "LOAD", "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n    return redis.call(\"del\",KEYS[1])\nelse\n    return 0\nend"},
+		{"SCRIPT", "EXISTS", "e950836ed1e694540c503ef9972b8de518044d3b", "0123456789012345678901234567890123456789"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "1", "k", "t2"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "1", "k", "t1"},
+		{"EVALSHA", "e950836ed1e694540c503ef9972b8de518044d3b", "1", "k", "t1"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "2", "k", "k2", "t1"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "3", "k", "t1"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "x", "k", "t1"},
+		{"SCRIPT", "FLUSH"},
+		{"SCRIPT", "FOO"},
+		{"GET", "k"},
+		{"PTTL", "k"},
+		{"TTL", "k"},
+		{"COMMAND", "DOCS"},
+		{"SET"},
+		{"QUIT"},
+	}
+	var got strings.Builder
+	for _, cmd := range session {
+		fmt.Fprintf(&got, "> %q\n< %q\n", cmd, rc.do(t, cmd...))
+	}
+	if !rc.closed() {
+		t.Errorf("connection still open after QUIT")
+	}
+	golden := filepath.Join("testdata", "replies.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./proxy -update to create it): %v", err)
+	}
+	if got.String() != string(want) {
+		t.Errorf("replies differ from %s (go test ./proxy -update rewrites it):\n%s", golden, diff(string(want), got.String()))
+	}
+}
+
+// diff lists the lines that differ, side by side.
+func diff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	for i := range max(len(w), len(g)) {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			fmt.Fprintf(&b, "line %d\n  want %s\n  got  %s\n", i+1, wl, gl)
+		}
+	}
+	return b.String()
+}
+
+func TestReplyForError(t *testing.T) {
+	nodeErr := &quorum.NodeError{Node: 2, Addr: "127.0.0.1:7003", Err: context.DeadlineExceeded}
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"unavailable", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 5, Granted: 1, Denied: 1, Failed: 3}, Unavailable: true, Failures: nodeErr},
+			"(error) NOQUORUM 2 of 5 nodes answered, 3 needed"},
+		{"wrapped unavailable", fmt.Errorf("x: %w", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Failed: 3}, Unavailable: true}),
+			"(error) NOQUORUM 0 of 3 nodes answered, 2 needed"},
+		{"command deadline", context.DeadlineExceeded, "(error) NOQUORUM command timed out"},
+		{"anything else", errors.New("boom"), "(error) ERR boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := replyForError(tt.err).String(); got != tt.want {
+				t.Errorf("replyForError(%v) = %s; want %s", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDeniedIsNotAnOutage checks that the reply tells "taken" from
+// "unreachable" for every lock command.
+func TestDeniedIsNotAnOutage(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	if got := rc.do(t, "SET", "k", "a", "NX", "PX", "5000"); got != "+OK\r\n" {
+		t.Fatalf("SET = %q; want +OK", got)
+	}
+	if got := rc.do(t, "SET", "k", "b", "NX", "PX", "5000"); got != "$-1\r\n" {
+		t.Errorf("SET on a held key = %q; want nil", got)
+	}
+	minis[0].Close()
+	minis[1].Close()
+	for _, cmd := range [][]string{
+		{"SET", "k2", "b", "NX", "PX", "5000"},
+		{"GET", "k"},
+		{"PTTL", "k"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "1", "k", "a"},
+	} {
+		if got := rc.do(t, cmd...); !strings.HasPrefix(got, "-NOQUORUM 1 of 3 nodes answered") {
+			t.Errorf("%q with 2 of 3 nodes down = %q; want a NOQUORUM error", cmd, got)
+		}
+	}
+}
+
+// TestRequirePass checks AUTH, NOAUTH and the constant-time password.
+func TestRequirePass(t *testing.T) {
+	addr, _ := startServer(t, 1, Config{RequirePass: "s3cret"})
+	rc := dial(t, addr)
+	steps := []struct{ cmd, want string }{
+		{"PING", "-NOAUTH Authentication required.\r\n"},
+		{"SET k t NX PX 1000", "-NOAUTH Authentication required.\r\n"},
+		{"AUTH wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH bob s3cret", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"AUTH default s3cret", "+OK\r\n"},
+		{"PING", "+PONG\r\n"},
+	}
+	for _, st := range steps {
+		if got := rc.do(t, strings.Fields(st.cmd)...); got != st.want {
+			t.Errorf("%s = %q; want %q", st.cmd, got, st.want)
+		}
+	}
+	rc2 := dial(t, addr)
+	if got := rc2.do(t, "HELLO", "2", "AUTH", "default", "s3cret"); !strings.HasPrefix(got, "*14\r\n") {
+		t.Errorf("HELLO 2 AUTH default s3cret = %q; want the 14-element map", got)
+	}
+	if got := rc2.do(t, "PING"); got != "+PONG\r\n" {
+		t.Errorf("PING after HELLO AUTH = %q; want +PONG", got)
+	}
+}
+
+// TestMaxClients checks that a client over max_clients is told why.
+func TestMaxClients(t *testing.T) {
+	addr, _ := startServer(t, 1, Config{MaxClients: 1})
+	rc := dial(t, addr)
+	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING = %q", got)
+	}
+	rc2 := dial(t, addr)
+	if got := rc2.read(t); got != "-ERR max number of clients reached\r\n" {
+		t.Errorf("second client got %q; want max clients error", got)
+	}
+	if !rc2.closed() {
+		t.Errorf("second client still open")
+	}
+	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
+		t.Errorf("first client PING after refusal = %q", got)
+	}
+}
