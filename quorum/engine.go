@@ -3,6 +3,7 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -43,6 +44,8 @@ func New(cfg Config, nodes ...Node) *Engine {
 	} else if cfg.DriftFactor < 0 {
 		cfg.DriftFactor = 0
 	}
+	// A copy: the caller's slice may change, and the engine's must not.
+	nodes = slices.Clone(nodes)
 	return &Engine{cfg: cfg, nodes: nodes, quorum: Quorum(len(nodes))}
 }
 

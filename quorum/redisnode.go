@@ -132,10 +132,16 @@ var modeArg = map[ExtendMode]string{ExtendSet: "set", ExtendAdd: "add", ExtendOr
 
 func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error) {
 	px := ttl.Milliseconds()
-	if len(l.Keys) == 1 && l.PrefixLen == 0 {
-		return setNXResult(n.c.SetArgs(ctx, l.Keys[0], l.Token, redis.SetArgs{Mode: "NX", TTL: time.Duration(px) * time.Millisecond}).Err())
+	// PrefixLen re-enters only when above zero; a negative one would turn
+	// on Lua's negative string indexes.
+	prefixLen := max(l.PrefixLen, 0)
+	if len(l.Keys) == 1 && prefixLen == 0 {
+		// PX always goes out, so Redis refuses a TTL under 1ms as the
+		// script does: SetArgs drops a TTL <= 0 and would set a key that
+		// never expires.
+		return setNXResult(n.c.Do(ctx, "set", l.Keys[0], l.Token, "px", px, "nx").Err())
 	}
-	v, err := acquireScript.Run(ctx, n.c, l.Keys, l.Token, px, l.PrefixLen).Int64()
+	v, err := acquireScript.Run(ctx, n.c, l.Keys, l.Token, px, prefixLen).Int64()
 	return v == 1, err
 }
 

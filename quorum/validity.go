@@ -42,7 +42,7 @@ func quorumTTL(ttls []time.Duration, quorum int) (time.Duration, bool) {
 	s := slices.Clone(ttls)
 	slices.SortFunc(s, func(a, b time.Duration) int {
 		switch {
-		case a == b:
+		case a == b, a < 0 && b < 0:
 			return 0
 		case a < 0, b >= 0 && a > b:
 			return -1

@@ -1,0 +1,99 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// replyError fakes a Redis error reply: it satisfies redis.Error.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+var _ redis.Error = replyError("")
+
+func TestSetNXResult(t *testing.T) {
+	readonly := replyError("READONLY You can't write against a read only replica.")
+	tests := []struct {
+		name    string
+		err     error
+		want    bool
+		wantErr error // nil: no error
+	}{
+		{"OK is granted", nil, true, nil},
+		{"nil reply is denied", redis.Nil, false, nil},
+		{"wrapped nil reply is denied", fmt.Errorf("set: %w", redis.Nil), false, nil},
+		{"error reply is a failure", readonly, false, readonly},
+		{"OOM is a failure", replyError("OOM command not allowed"), false, replyError("OOM command not allowed")},
+		{"timeout is a failure", context.DeadlineExceeded, false, context.DeadlineExceeded},
+		{"I/O error is a failure", io.EOF, false, io.EOF},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := setNXResult(tt.err)
+			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Errorf("setNXResult(%v) = %v, %v; want %v, %v", tt.err, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestFoundResult(t *testing.T) {
+	tests := []struct {
+		name    string
+		vals    []int64
+		keys    int
+		want    []Found
+		wantErr bool
+	}{
+		{"one deleted", []int64{1}, 1, []Found{FoundDeleted}, false},
+		{"each code", []int64{1, 0, -1}, 3, []Found{FoundDeleted, FoundOther, FoundMissing}, false},
+		{"no keys", []int64{}, 0, []Found{}, false},
+		{"too few codes", []int64{1}, 2, nil, true},
+		{"too many codes", []int64{1, 1}, 1, nil, true},
+		{"unknown code", []int64{1, 2}, 2, nil, true},
+		{"negative unknown code", []int64{-2}, 1, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := foundResult(tt.vals, tt.keys)
+			if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+				t.Errorf("foundResult(%v, %d) = %v, %v; want %v, error %v", tt.vals, tt.keys, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestEntryResult(t *testing.T) {
+	tests := []struct {
+		name    string
+		vals    []any
+		want    Entry
+		wantErr bool
+	}{
+		{"missing", []any{nil, int64(-2)}, Entry{}, false},
+		{"present", []any{"tok", int64(1500)}, Entry{Present: true, Token: "tok", TTL: 1500 * time.Millisecond}, false},
+		{"no expiry", []any{"tok", int64(-1)}, Entry{Present: true, Token: "tok", TTL: -time.Millisecond}, false},
+		{"empty token", []any{"", int64(10)}, Entry{Present: true, TTL: 10 * time.Millisecond}, false},
+		{"too short", []any{"tok"}, Entry{}, true},
+		{"too long", []any{"tok", int64(1), int64(2)}, Entry{}, true},
+		{"pttl not an integer", []any{"tok", "1500"}, Entry{}, true},
+		{"value not a string", []any{int64(7), int64(1500)}, Entry{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := entryResult(tt.vals)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("entryResult(%v) = %+v, %v; want %+v, error %v", tt.vals, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,152 @@
+package quorum
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestNewAppliesDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want Config
+	}{
+		{"zero config", Config{}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01}},
+		{"explicit values kept", Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05},
+			Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05}},
+		{"negative drift factor means none", Config{DriftFactor: -1}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := New(tt.cfg, &fakeNode{addr: "a"})
+			if e.cfg != tt.want {
+				t.Errorf("New(%+v).cfg = %+v; want %+v", tt.cfg, e.cfg, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewQuorumAndDrift(t *testing.T) {
+	tests := []struct {
+		name       string
+		nodes      int
+		cfg        Config
+		wantQuorum int
+		wantDrift  time.Duration // Drift(time.Second)
+	}{
+		{"one node", 1, Config{}, 1, 12 * time.Millisecond},
+		{"three nodes", 3, Config{}, 2, 12 * time.Millisecond},
+		{"five nodes, no proportional drift", 5, Config{DriftFactor: -1}, 3, 2 * time.Millisecond},
+		{"four nodes, larger drift", 4, Config{DriftFactor: 0.1}, 3, 102 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := make([]*fakeNode, tt.nodes)
+			for i := range fs {
+				fs[i] = &fakeNode{addr: string(rune('a' + i))}
+			}
+			e := New(tt.cfg, asNodes(fs)...)
+			if e.quorum != tt.wantQuorum || e.Nodes() != tt.nodes {
+				t.Errorf("New(%d nodes): quorum %d, Nodes() %d; want %d, %d", tt.nodes, e.quorum, e.Nodes(), tt.wantQuorum, tt.nodes)
+			}
+			if got := e.Drift(time.Second); got != tt.wantDrift {
+				t.Errorf("Drift(1s) = %v; want %v", got, tt.wantDrift)
+			}
+		})
+	}
+}
+
+func TestNewPanicsWithoutNodes(t *testing.T) {
+	defer func() {
+		if p := recover(); p != "quorum: no nodes" {
+			t.Errorf("New(Config{}) panicked with %v; want %q", p, "quorum: no nodes")
+		}
+	}()
+	New(Config{})
+}
+
+func TestAddrsInConfigOrder(t *testing.T) {
+	e := New(Config{}, &fakeNode{addr: "c:1"}, &fakeNode{addr: "a:1"}, &fakeNode{addr: "b:1"})
+	if got, want := e.Addrs(), []string{"c:1", "a:1", "b:1"}; !slices.Equal(got, want) {
+		t.Errorf("Addrs() = %v; want %v", got, want)
+	}
+}
+
+// The engine promises its nodes never change after New, so it must not
+// share the caller's slice.
+func TestNewKeepsItsOwnNodeList(t *testing.T) {
+	nodes := []Node{&fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"}}
+	e := New(Config{}, nodes...)
+	nodes[0] = &fakeNode{addr: "x"}
+	if got, want := e.Addrs(), []string{"a", "b", "c"}; !slices.Equal(got, want) {
+		t.Errorf("Addrs() after the caller reused its slice = %v; want %v", got, want)
+	}
+}
+
+func TestCloseClosesEveryNode(t *testing.T) {
+	errA, errC := errors.New("a broke"), errors.New("c broke")
+	tests := []struct {
+		name      string
+		closeErrs []error
+		want      []error // each must match; nil slice: Close returns nil
+	}{
+		{"all close", []error{nil, nil, nil}, nil},
+		{"errors joined", []error{errA, nil, errC}, []error{errA, errC}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := make([]*fakeNode, len(tt.closeErrs))
+			for i, err := range tt.closeErrs {
+				fs[i] = &fakeNode{addr: string(rune('a' + i)), closeErr: err}
+			}
+			err := New(Config{}, asNodes(fs)...).Close()
+			if tt.want == nil && err != nil {
+				t.Errorf("Close() = %v; want nil", err)
+			}
+			for _, w := range tt.want {
+				if !errors.Is(err, w) {
+					t.Errorf("Close() = %v; want it to match %v", err, w)
+				}
+			}
+			for _, f := range fs {
+				if got := f.ops(); !slices.Equal(got, []string{"close"}) {
+					t.Errorf("node %s got calls %v; want [close]", f.addr, got)
+				}
+			}
+		})
+	}
+}
+
+func TestLeaseValidUntilExpires(t *testing.T) {
+	expires := time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC)
+	l := Lease{Validity: time.Second, Expires: expires, Granted: 2}
+	tests := []struct {
+		name string
+		now  time.Time
+		want bool
+	}{
+		{"well before", expires.Add(-time.Second), true},
+		{"just before", expires.Add(-time.Nanosecond), true},
+		{"at expiry", expires, false},
+		{"after", expires.Add(time.Millisecond), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := l.Valid(tt.now); got != tt.want {
+				t.Errorf("Valid(%v) = %v; want %v", tt.now, got, tt.want)
+			}
+		})
+	}
+	if (Lease{}).Valid(expires) {
+		t.Errorf("Lease{}.Valid(%v) = true; want false", expires)
+	}
+}
+
+func TestLockStringShowsOnlyKeys(t *testing.T) {
+	l := Lock{Keys: []string{"a", "b c"}, Token: "secret"}
+	if got, want := l.String(), `["a" "b c"]`; got != want {
+		t.Errorf("String() = %q; want %q", got, want)
+	}
+}

@@ -1,0 +1,416 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeNode is an in-memory Node for engine tests. Each method has the
+// semantics of redisNode's Lua script for it (TestFakeNodeMatchesRedisNode
+// checks that against a real server). Keys expire on time.Now(), which is
+// virtual inside synctest.Test, so the TTLs tests see are exact.
+//
+// The zero behaviour answers at once. The fields above mu make the node
+// slow, silent, failing or lossy; set them before the node is used.
+type fakeNode struct {
+	addr string
+	// delay is how long the node takes to answer. A deadline that comes
+	// first cuts the call short, and then nothing is applied: the request
+	// never reached the node.
+	delay time.Duration
+	// silent never answers: the call blocks until its context is done,
+	// returns ctx.Err() and applies nothing.
+	silent bool
+	// err, when set, is returned after delay and nothing is applied.
+	err error
+	// lost applies the operation after delay, then waits past the
+	// caller's deadline and returns ctx.Err(): the write lands, the reply
+	// is lost.
+	lost bool
+	// closeErr is what Close returns.
+	closeErr error
+
+	mu    sync.Mutex
+	keys  map[string]fakeEntry
+	calls []fakeCall
+}
+
+// fakeEntry is one key on a fakeNode.
+type fakeEntry struct {
+	token   string
+	expires time.Time // zero: no expiry
+}
+
+// fakeCall records one call a fakeNode received, as it arrived.
+type fakeCall struct {
+	op          string // acquire, release, extend, inspect, delete, close
+	keys        []string
+	token       string
+	prefixLen   int
+	ttl         time.Duration
+	mode        ExtendMode
+	ctxErr      error // the context's error when the call arrived
+	hasDeadline bool  // whether the context carried a deadline
+}
+
+// with stores key with token and ttl (negative: no expiry), as if some
+// client had set it, and returns f for chaining. Call it inside the
+// synctest bubble, so the expiry is on the virtual clock.
+func (f *fakeNode) with(key, token string, ttl time.Duration) *fakeNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := fakeEntry{token: token}
+	if ttl >= 0 {
+		e.expires = time.Now().Add(ttl)
+	}
+	f.store()[key] = e
+	return f
+}
+
+// token returns the token key holds now, and whether it exists.
+func (f *fakeNode) token(key string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.get(time.Now(), key)
+	return e.token, ok
+}
+
+// ttl returns key's remaining TTL: negative when it has no expiry, and
+// -2ms when it does not exist (Redis's PTTL codes).
+func (f *fakeNode) ttl(key string) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	e, ok := f.get(now, key)
+	if !ok {
+		return -2 * time.Millisecond
+	}
+	return e.pttl(now)
+}
+
+// callsTo returns the calls of kind op the node received, in order.
+func (f *fakeNode) callsTo(op string) []fakeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var cs []fakeCall
+	for _, c := range f.calls {
+		if c.op == op {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// ops returns the kinds of the calls the node received, in order.
+func (f *fakeNode) ops() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ops := make([]string, len(f.calls))
+	for i, c := range f.calls {
+		ops[i] = c.op
+	}
+	return ops
+}
+
+func (f *fakeNode) store() map[string]fakeEntry {
+	if f.keys == nil {
+		f.keys = make(map[string]fakeEntry)
+	}
+	return f.keys
+}
+
+// get returns key's entry, dropping it if it expired. Like Redis, a key
+// is gone only once now is past its expiry. f.mu must be held.
+func (f *fakeNode) get(now time.Time, key string) (fakeEntry, bool) {
+	e, ok := f.store()[key]
+	if ok && !e.expires.IsZero() && now.After(e.expires) {
+		delete(f.keys, key)
+		return fakeEntry{}, false
+	}
+	return e, ok
+}
+
+// pttl is the entry's remaining TTL, -1ms if it has no expiry.
+func (e fakeEntry) pttl(now time.Time) time.Duration {
+	if e.expires.IsZero() {
+		return -time.Millisecond
+	}
+	return e.expires.Sub(now)
+}
+
+// do records the call, behaves as the node's fields say, and runs apply
+// under the lock unless the call failed first. An error from apply is the
+// node's error reply.
+func (f *fakeNode) do(ctx context.Context, c fakeCall, apply func(now time.Time) error) error {
+	c.ctxErr = ctx.Err()
+	_, c.hasDeadline = ctx.Deadline()
+	c.keys = slices.Clone(c.keys)
+	f.mu.Lock()
+	f.calls = append(f.calls, c)
+	f.mu.Unlock()
+
+	if f.silent {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if f.delay > 0 {
+		t := time.NewTimer(f.delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if f.err != nil {
+		return f.err
+	}
+	if err := ctx.Err(); err != nil {
+		return err // a request on a dead context is never sent
+	}
+	f.mu.Lock()
+	err := apply(time.Now())
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if f.lost {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (f *fakeNode) Addr() string { return f.addr }
+
+func (f *fakeNode) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fakeCall{op: "close"})
+	return f.closeErr
+}
+
+// errFakeTTL is the fake's answer to a TTL Redis would refuse.
+var errFakeTTL = errors.New("ERR invalid expire time")
+
+// Acquire is acquireScript (and the SET NX PX path, its one-key case):
+// all keys or none, and an existing key counts as free only when it
+// starts with the token's first PrefixLen bytes.
+func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error) {
+	var ok bool
+	err := f.do(ctx, fakeCall{op: "acquire", keys: l.Keys, token: l.Token, prefixLen: l.PrefixLen, ttl: ttl}, func(now time.Time) error {
+		if ttl < time.Millisecond {
+			return errFakeTTL // SET ... PX 0 is refused
+		}
+		for _, k := range l.Keys {
+			if e, held := f.get(now, k); held {
+				n := l.PrefixLen
+				if n <= 0 || prefix(e.token, n) != prefix(l.Token, n) {
+					return nil
+				}
+			}
+		}
+		for _, k := range l.Keys {
+			f.store()[k] = fakeEntry{token: l.Token, expires: now.Add(ttl)}
+		}
+		ok = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
+// prefix is s's first n bytes, or s if it is shorter (Lua's string.sub
+// and Redis's GETRANGE both stop at the end).
+func prefix(s string, n int) string { return s[:min(n, len(s))] }
+
+// Release is releaseScript: per key, deleted, another token, or missing.
+func (f *fakeNode) Release(ctx context.Context, l Lock) ([]Found, error) {
+	var found []Found
+	err := f.do(ctx, fakeCall{op: "release", keys: l.Keys, token: l.Token}, func(now time.Time) error {
+		found = make([]Found, len(l.Keys))
+		for i, k := range l.Keys {
+			e, ok := f.get(now, k)
+			switch {
+			case !ok:
+				found[i] = FoundMissing
+			case e.token == l.Token:
+				delete(f.keys, k)
+				found[i] = FoundDeleted
+			default:
+				found[i] = FoundOther
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return found, nil
+}
+
+// Extend is extendScript: every key must hold the token (in
+// ExtendOrAcquire mode, or be missing; in ExtendAdd mode, and have an
+// expiry), and then each gets its TTL; it returns the shortest TTL set.
+func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (time.Duration, error) {
+	var least time.Duration
+	err := f.do(ctx, fakeCall{op: "extend", keys: l.Keys, token: l.Token, ttl: ttl, mode: mode}, func(now time.Time) error {
+		for _, k := range l.Keys {
+			e, ok := f.get(now, k)
+			if !(ok && e.token == l.Token) && !(mode == ExtendOrAcquire && !ok) {
+				return nil
+			}
+			if mode == ExtendAdd && e.expires.IsZero() {
+				return nil
+			}
+		}
+		for _, k := range l.Keys {
+			t := ttl.Truncate(time.Millisecond) // sent as whole milliseconds
+			e, ok := f.get(now, k)
+			if mode == ExtendAdd {
+				t += e.pttl(now)
+			}
+			switch {
+			case t <= 0:
+				delete(f.keys, k) // PEXPIRE with a TTL <= 0 deletes
+			case !ok:
+				f.store()[k] = fakeEntry{token: l.Token, expires: now.Add(t)}
+			default:
+				f.keys[k] = fakeEntry{token: e.token, expires: now.Add(t)}
+			}
+			if least == 0 || t < least {
+				least = t
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return least, nil
+}
+
+// Inspect is inspectScript: the key's token and remaining TTL.
+func (f *fakeNode) Inspect(ctx context.Context, key string) (Entry, error) {
+	var ent Entry
+	err := f.do(ctx, fakeCall{op: "inspect", keys: []string{key}}, func(now time.Time) error {
+		if e, ok := f.get(now, key); ok {
+			ent = Entry{Present: true, Token: e.token, TTL: e.pttl(now)}
+		}
+		return nil
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	return ent, nil
+}
+
+// Delete is DEL: it deletes keys whoever holds them and counts those
+// that existed.
+func (f *fakeNode) Delete(ctx context.Context, keys []string) (int, error) {
+	var n int
+	err := f.do(ctx, fakeCall{op: "delete", keys: keys}, func(now time.Time) error {
+		for _, k := range keys {
+			if _, ok := f.get(now, k); ok {
+				delete(f.keys, k)
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// asNodes returns fs as the engine's Node list.
+func asNodes(fs []*fakeNode) []Node {
+	ns := make([]Node, len(fs))
+	for i, f := range fs {
+		ns[i] = f
+	}
+	return ns
+}
+
+// holders returns the addresses of the nodes where key holds token.
+func holders(fs []*fakeNode, key, token string) []string {
+	var addrs []string
+	for _, f := range fs {
+		if got, ok := f.token(key); ok && got == token {
+			addrs = append(addrs, f.addr)
+		}
+	}
+	return addrs
+}
+
+// checkSentinel fails the test unless err matches want (nil, ErrDenied or
+// ErrUnavailable) and does not match the other sentinel. call names the
+// call for the message.
+func checkSentinel(t *testing.T, call string, err, want error) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("%s = %v; want nil", call, err)
+		}
+		return
+	}
+	other := ErrDenied
+	if want == ErrDenied {
+		other = ErrUnavailable
+	}
+	if !errors.Is(err, want) || errors.Is(err, other) {
+		t.Fatalf("%s = %v; want %v", call, err, want)
+	}
+}
+
+// outcome returns the *OutcomeError in err, failing the test if there is
+// none.
+func outcome(t *testing.T, call string, err error) *OutcomeError {
+	t.Helper()
+	var oe *OutcomeError
+	if !errors.As(err, &oe) {
+		t.Fatalf("%s = %v (%T); want an *OutcomeError", call, err, err)
+	}
+	return oe
+}
+
+// answering returns the fakes that answer usefully: not silent, not
+// failing, not lossy.
+func answering(fs []*fakeNode) []*fakeNode {
+	var ok []*fakeNode
+	for _, f := range fs {
+		if !f.silent && f.err == nil && !f.lost {
+			ok = append(ok, f)
+		}
+	}
+	return ok
+}
+
+// checkFailures fails the test unless err, a Lease's Failures, is nil
+// when want is empty, and otherwise matches every cause in want and
+// holds a *NodeError.
+func checkFailures(t *testing.T, call string, err error, want []error) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Errorf("%s = %v; want nil", call, err)
+		}
+		return
+	}
+	for _, cause := range want {
+		if !errors.Is(err, cause) {
+			t.Errorf("%s = %v; want it to match %v", call, err, cause)
+		}
+	}
+	var ne *NodeError
+	if !errors.As(err, &ne) {
+		t.Errorf("errors.As(%s, *NodeError) = false; want true (%v)", call, err)
+	}
+}

@@ -1,0 +1,718 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// These tests run redisNode against real redis-server processes: its
+// scripts are Lua, and only Redis can say what they do.
+
+// redisProc is a redis-server started for one test.
+type redisProc struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// startRedis runs a redis-server with no persistence on a free loopback
+// port and stops it when the test ends.
+func startRedis(t *testing.T) *redisProc {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server is not installed")
+		}
+		t.Skip("redis-server not on PATH")
+	}
+	port := freePort(t)
+	cmd := exec.Command(bin,
+		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	p := &redisProc{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
+	t.Cleanup(p.kill)
+	waitPing(t, p.addr, 5*time.Second)
+	return p
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitPing waits until the server at addr answers PING.
+func waitPing(t *testing.T, addr string, timeout time.Duration) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server at %s did not answer PING within %v: %v", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *redisProc) kill() {
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+// freeze stops the server with SIGSTOP: it keeps accepting connections
+// but never answers. It is resumed when the test ends.
+func (p *redisProc) freeze(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP redis-server: %v", err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGCONT) })
+}
+
+// admin returns a plain client for setting up and checking keys.
+func (p *redisProc) admin(t *testing.T) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// node returns the redisNode for p, closed when the test ends.
+func (p *redisProc) node(t *testing.T) *redisNode {
+	t.Helper()
+	n := NewRedisNode(p.addr, NodeOptions{}).(*redisNode)
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// flush empties the server between table rows.
+func flush(t *testing.T, admin *redis.Client) {
+	t.Helper()
+	if err := admin.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
+}
+
+// setKey stores key = token with ttl (negative: no expiry).
+func setKey(t *testing.T, admin *redis.Client, key, token string, ttl time.Duration) {
+	t.Helper()
+	if ttl < 0 {
+		ttl = 0
+	}
+	if err := admin.Set(t.Context(), key, token, ttl).Err(); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+}
+
+// keyState is a key's value and PTTL in milliseconds (-2: missing, -1:
+// no expiry).
+func keyState(t *testing.T, admin *redis.Client, key string) (string, int64) {
+	t.Helper()
+	pttl, err := admin.Do(t.Context(), "pttl", key).Int64()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	if pttl == -2 {
+		return "", pttl
+	}
+	v, err := admin.Get(t.Context(), key).Result()
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v, pttl
+}
+
+// wantKey is what a key should hold after a call: a value ("" for
+// missing) and a PTTL range in milliseconds.
+type wantKey struct {
+	value    string
+	min, max int64
+}
+
+func missingKey() wantKey                 { return wantKey{"", -2, -2} }
+func noExpiry(v string) wantKey           { return wantKey{v, -1, -1} }
+func expiring(v string, ms int64) wantKey { return wantKey{v, ms - 500, ms} }
+
+func checkKeys(t *testing.T, admin *redis.Client, want map[string]wantKey) {
+	t.Helper()
+	for k, w := range want {
+		v, pttl := keyState(t, admin, k)
+		if v != w.value || pttl < w.min || pttl > w.max {
+			t.Errorf("key %s = %q, PTTL %dms; want %q, PTTL in [%d, %d]ms", k, v, pttl, w.value, w.min, w.max)
+		}
+	}
+}
+
+func TestRedisNodeAcquire(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	if n.Addr() != p.addr {
+		t.Errorf("Addr() = %q; want %q", n.Addr(), p.addr)
+	}
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T)
+		lock    Lock
+		want    bool
+		wantErr bool
+		keys    map[string]wantKey
+	}{
+		{"SET NX: free key", nil, Lock{Keys: []string{"k"}, Token: "mine"}, true, false,
+			map[string]wantKey{"k": expiring("mine", 1000)}},
+		{"SET NX: held key", func(t *testing.T) { setKey(t, admin, "k", "other", 100*time.Second) },
+			Lock{Keys: []string{"k"}, Token: "mine"}, false, false,
+			map[string]wantKey{"k": expiring("other", 100000)}},
+		{"SET NX: key of another type exists", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+			Lock{Keys: []string{"k"}, Token: "mine"}, false, false, nil},
+		{"script: several free keys", nil, Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, true, false,
+			map[string]wantKey{"k1": expiring("mine", 1000), "k2": expiring("mine", 1000)}},
+		{"script: one key held sets none", func(t *testing.T) { setKey(t, admin, "k2", "other", -1) },
+			Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, false, false,
+			map[string]wantKey{"k1": missingKey(), "k2": noExpiry("other")}},
+		{"script: own prefix re-enters with the new TTL", func(t *testing.T) { setKey(t, admin, "k", "app:1", 100*time.Second) },
+			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, false,
+			map[string]wantKey{"k": expiring("app:2", 1000)}},
+		{"script: re-entry beside a free key", func(t *testing.T) { setKey(t, admin, "k1", "app:1", -1) },
+			Lock{Keys: []string{"k1", "k2"}, Token: "app:2", PrefixLen: 4}, true, false,
+			map[string]wantKey{"k1": expiring("app:2", 1000), "k2": expiring("app:2", 1000)}},
+		{"script: other prefix is denied", func(t *testing.T) { setKey(t, admin, "k", "web:1", -1) },
+			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, false,
+			map[string]wantKey{"k": noExpiry("web:1")}},
+		{"script: prefix longer than the tokens", func(t *testing.T) { setKey(t, admin, "k", "ab", -1) },
+			Lock{Keys: []string{"k"}, Token: "ab", PrefixLen: 10}, true, false,
+			map[string]wantKey{"k": expiring("ab", 1000)}},
+		{"script: prefix on a free key", nil, Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, false,
+			map[string]wantKey{"k": expiring("app:2", 1000)}},
+		{"script: error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			if tt.setup != nil {
+				tt.setup(t)
+			}
+			got, err := n.Acquire(t.Context(), tt.lock, time.Second)
+			if got != tt.want || (err != nil) != tt.wantErr {
+				t.Fatalf("Acquire(%+v, 1s) = %v, %v; want %v, error %v", tt.lock, got, err, tt.want, tt.wantErr)
+			}
+			var rerr redis.Error
+			if tt.wantErr && !errors.As(err, &rerr) {
+				t.Errorf("Acquire error %v is not a redis.Error; want an error reply", err)
+			}
+			checkKeys(t, admin, tt.keys)
+		})
+	}
+}
+
+func TestRedisNodeRelease(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T)
+		keys    []string
+		want    []Found
+		wantErr bool
+		after   map[string]wantKey
+	}{
+		{"each code", func(t *testing.T) {
+			setKey(t, admin, "deleted", "mine", time.Second)
+			setKey(t, admin, "other", "other", -1)
+		}, []string{"deleted", "other", "missing"}, []Found{FoundDeleted, FoundOther, FoundMissing}, false,
+			map[string]wantKey{"deleted": missingKey(), "other": noExpiry("other")}},
+		{"token must match exactly", func(t *testing.T) { setKey(t, admin, "k", "mine:more", -1) },
+			[]string{"k"}, []Found{FoundOther}, false, map[string]wantKey{"k": noExpiry("mine:more")}},
+		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+			[]string{"k"}, nil, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			tt.setup(t)
+			got, err := n.Release(t.Context(), Lock{Keys: tt.keys, Token: "mine"})
+			if !slices.Equal(got, tt.want) || (err != nil) != tt.wantErr {
+				t.Fatalf("Release(%v) = %v, %v; want %v, error %v", tt.keys, got, err, tt.want, tt.wantErr)
+			}
+			checkKeys(t, admin, tt.after)
+		})
+	}
+}
+
+func TestRedisNodeExtend(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	const slack = 500 * time.Millisecond // for ADD, which counts the server's own clock
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T)
+		keys   []string
+		mode   ExtendMode
+		want   time.Duration // the call returns in (want-slack, want] for ExtendAdd, exactly want otherwise
+		after  map[string]wantKey
+		errRow bool
+	}{
+		{"set: held", func(t *testing.T) { setKey(t, admin, "k", "mine", 100*time.Millisecond) },
+			[]string{"k"}, ExtendSet, time.Second, map[string]wantKey{"k": expiring("mine", 1000)}, false},
+		{"set: no expiry gets one", func(t *testing.T) { setKey(t, admin, "k", "mine", -1) },
+			[]string{"k"}, ExtendSet, time.Second, map[string]wantKey{"k": expiring("mine", 1000)}, false},
+		{"set: another token", func(t *testing.T) { setKey(t, admin, "k", "other", 100*time.Second) },
+			[]string{"k"}, ExtendSet, 0, map[string]wantKey{"k": expiring("other", 100000)}, false},
+		{"set: missing", nil, []string{"k"}, ExtendSet, 0, map[string]wantKey{"k": missingKey()}, false},
+		{"set: one key not held changes none", func(t *testing.T) {
+			setKey(t, admin, "k1", "mine", 100*time.Second)
+			setKey(t, admin, "k2", "other", -1)
+		}, []string{"k1", "k2"}, ExtendSet, 0,
+			map[string]wantKey{"k1": expiring("mine", 100000), "k2": noExpiry("other")}, false},
+		{"add: held", func(t *testing.T) { setKey(t, admin, "k", "mine", time.Second) },
+			[]string{"k"}, ExtendAdd, 2 * time.Second, map[string]wantKey{"k": expiring("mine", 2000)}, false},
+		{"add: shortest of several", func(t *testing.T) {
+			setKey(t, admin, "k1", "mine", 3*time.Second)
+			setKey(t, admin, "k2", "mine", 2*time.Second)
+		}, []string{"k1", "k2"}, ExtendAdd, 3 * time.Second,
+			map[string]wantKey{"k1": expiring("mine", 4000), "k2": expiring("mine", 3000)}, false},
+		{"add: no expiry is denied", func(t *testing.T) { setKey(t, admin, "k", "mine", -1) },
+			[]string{"k"}, ExtendAdd, 0, map[string]wantKey{"k": noExpiry("mine")}, false},
+		{"add: missing", nil, []string{"k"}, ExtendAdd, 0, map[string]wantKey{"k": missingKey()}, false},
+		{"acquire: missing is set", nil, []string{"k"}, ExtendOrAcquire, time.Second,
+			map[string]wantKey{"k": expiring("mine", 1000)}, false},
+		{"acquire: held and missing", func(t *testing.T) { setKey(t, admin, "k1", "mine", -1) },
+			[]string{"k1", "k2"}, ExtendOrAcquire, time.Second,
+			map[string]wantKey{"k1": expiring("mine", 1000), "k2": expiring("mine", 1000)}, false},
+		{"acquire: another token sets none", func(t *testing.T) { setKey(t, admin, "k2", "other", -1) },
+			[]string{"k1", "k2"}, ExtendOrAcquire, 0,
+			map[string]wantKey{"k1": missingKey(), "k2": noExpiry("other")}, false},
+		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+			[]string{"k"}, ExtendSet, 0, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			if tt.setup != nil {
+				tt.setup(t)
+			}
+			got, err := n.Extend(t.Context(), Lock{Keys: tt.keys, Token: "mine"}, time.Second, tt.mode)
+			if (err != nil) != tt.errRow {
+				t.Fatalf("Extend(%v, 1s, %d) = %v, %v; want error %v", tt.keys, tt.mode, got, err, tt.errRow)
+			}
+			ok := got == tt.want
+			if tt.mode == ExtendAdd && tt.want > 0 {
+				ok = got > tt.want-slack && got <= tt.want
+			}
+			if !ok {
+				t.Errorf("Extend(%v, 1s, %d) = %v; want %v", tt.keys, tt.mode, got, tt.want)
+			}
+			checkKeys(t, admin, tt.after)
+		})
+	}
+}
+
+func TestRedisNodeInspect(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T)
+		want    Entry // TTL: the most it may be
+		wantErr bool
+	}{
+		{"missing", nil, Entry{}, false},
+		{"present", func(t *testing.T) { setKey(t, admin, "k", "mine", time.Second) },
+			Entry{Present: true, Token: "mine", TTL: time.Second}, false},
+		{"no expiry", func(t *testing.T) { setKey(t, admin, "k", "mine", -1) },
+			Entry{Present: true, Token: "mine", TTL: -time.Millisecond}, false},
+		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") }, Entry{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			if tt.setup != nil {
+				tt.setup(t)
+			}
+			got, err := n.Inspect(t.Context(), "k")
+			if (err != nil) != tt.wantErr {
+				t.Fatalf(`Inspect("k") = %+v, %v; want error %v`, got, err, tt.wantErr)
+			}
+			ok := got == tt.want
+			if tt.want.TTL > 0 {
+				ok = got.Present && got.Token == tt.want.Token && got.TTL > tt.want.TTL-500*time.Millisecond && got.TTL <= tt.want.TTL
+			}
+			if !ok {
+				t.Errorf(`Inspect("k") = %+v; want %+v`, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedisNodeDelete(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	setKey(t, admin, "k1", "mine", time.Second)
+	setKey(t, admin, "k2", "other", -1)
+	admin.RPush(t.Context(), "k3", "x")
+	got, err := n.Delete(t.Context(), []string{"k1", "k2", "k3", "k4"})
+	if got != 3 || err != nil {
+		t.Fatalf("Delete(k1..k4) = %d, %v; want 3, nil", got, err)
+	}
+	checkKeys(t, admin, map[string]wantKey{"k1": missingKey(), "k2": missingKey(), "k3": missingKey()})
+	if got, err := n.Delete(t.Context(), []string{"k1"}); got != 0 || err != nil {
+		t.Errorf("Delete(k1) again = %d, %v; want 0, nil", got, err)
+	}
+}
+
+// A frozen node accepts connections but never answers: every call must
+// give up at its context deadline, not at go-redis's own read timeout.
+func TestRedisNodeFrozenCallReturnsAtDeadline(t *testing.T) {
+	p := startRedis(t)
+	warm := p.node(t)
+	if _, err := warm.Inspect(t.Context(), "k"); err != nil {
+		t.Fatalf("Inspect before freezing: %v", err)
+	}
+	p.freeze(t)
+	one := Lock{Keys: []string{"k"}, Token: "mine"}
+	two := Lock{Keys: []string{"k1", "k2"}, Token: "mine"}
+	tests := []struct {
+		name string
+		node func(t *testing.T) Node
+		call func(ctx context.Context, n Node) error
+	}{
+		{"acquire on a pooled connection, SET NX", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
+			_, err := n.Acquire(ctx, one, time.Second)
+			return err
+		}},
+		{"acquire, script", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
+			_, err := n.Acquire(ctx, two, time.Second)
+			return err
+		}},
+		{"release", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
+			_, err := n.Release(ctx, one)
+			return err
+		}},
+		{"extend", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
+			_, err := n.Extend(ctx, one, time.Second, ExtendSet)
+			return err
+		}},
+		{"inspect", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
+			_, err := n.Inspect(ctx, "k")
+			return err
+		}},
+		{"delete", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
+			_, err := n.Delete(ctx, []string{"k"})
+			return err
+		}},
+		{"acquire on a new connection", func(t *testing.T) Node { return p.node(t) }, func(ctx context.Context, n Node) error {
+			_, err := n.Acquire(ctx, one, time.Second)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := tt.node(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err := tt.call(ctx, n)
+			elapsed := time.Since(start)
+			if err == nil {
+				t.Fatalf("%s on a frozen node = nil; want an error", tt.name)
+			}
+			// A bound against a 3s+ hang, not a speed test.
+			if elapsed > time.Second {
+				t.Errorf("%s on a frozen node took %v (%v); want about 100ms, under 1s", tt.name, elapsed, err)
+			}
+		})
+	}
+}
+
+// The engine over three real nodes: the Redlock steps end to end, and a
+// frozen node costs NodeTimeout and no more.
+func TestEngineOverRedisNodes(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	nodes := make([]Node, len(procs))
+	for i, p := range procs {
+		nodes[i] = p.node(t)
+	}
+	const nodeTimeout = 200 * time.Millisecond
+	e := New(Config{NodeTimeout: nodeTimeout}, nodes...)
+	ctx := t.Context()
+	lock := Lock{Keys: []string{"job"}, Token: "mine"}
+
+	lease, err := e.Acquire(ctx, lock, time.Second)
+	if err != nil || lease.Granted != 3 || lease.Validity > 988*time.Millisecond || lease.Validity < 500*time.Millisecond {
+		t.Fatalf("Acquire = %+v, %v; want 3 granted, validity in [500ms, 988ms]", lease, err)
+	}
+	if _, err := e.Acquire(ctx, Lock{Keys: []string{"job"}, Token: "other"}, time.Second); !errors.Is(err, ErrDenied) {
+		t.Errorf("second Acquire = %v; want %v", err, ErrDenied)
+	}
+	if st, err := e.Inspect(ctx, "job"); err != nil || !st.Held || st.Token != "mine" || st.Validity <= 0 || st.Validity > 988*time.Millisecond {
+		t.Errorf(`Inspect("job") = %+v, %v; want held by "mine" with validity in (0, 988ms]`, st, err)
+	}
+	if lease, err := e.ExtendBy(ctx, lock, time.Second); err != nil || lease.Granted != 3 || lease.Validity <= time.Second {
+		t.Errorf("ExtendBy(1s) = %+v, %v; want 3 granted, validity over 1s", lease, err)
+	}
+	if rel, err := e.Release(ctx, lock); err != nil || rel != (Released{Keys: 1}) {
+		t.Errorf("Release = %+v, %v; want {Keys:1}", rel, err)
+	}
+	if rel, err := e.Release(ctx, lock); err != nil || rel != (Released{Missing: 1}) {
+		t.Errorf("Release again = %+v, %v; want {Missing:1}", rel, err)
+	}
+
+	procs[2].freeze(t)
+	start := time.Now()
+	lease, err = e.Acquire(ctx, lock, time.Second)
+	elapsed := time.Since(start)
+	if err != nil || lease.Granted != 2 {
+		t.Fatalf("Acquire with a frozen node = %+v, %v; want 2 granted", lease, err)
+	}
+	if ne := (*NodeError)(nil); !errors.As(lease.Failures, &ne) || ne.Node != 2 {
+		t.Errorf("Acquire with a frozen node: Failures = %v; want node 2's failure", lease.Failures)
+	}
+	if elapsed < nodeTimeout || elapsed > time.Second {
+		t.Errorf("Acquire with a frozen node took %v; want about %v, under 1s", elapsed, nodeTimeout)
+	}
+	if most := time.Second - nodeTimeout - e.Drift(time.Second); lease.Validity > most {
+		t.Errorf("Acquire with a frozen node: validity %v; want at most %v", lease.Validity, most)
+	}
+	if rel, err := e.Release(ctx, lock); err != nil || rel != (Released{Keys: 1}) {
+		t.Errorf("Release with a frozen node = %+v, %v; want {Keys:1}", rel, err)
+	}
+}
+
+// conformStep is one call in a TestFakeNodeMatchesRedisNode scenario. It
+// returns the call's result in a form both nodes must agree on.
+type conformStep func(t *testing.T, n Node) string
+
+// norm renders a node's answer so the fake and Redis compare equal: TTLs
+// are rounded to 100ms, since Redis counts whole milliseconds on its own
+// clock.
+func norm(v any, err error) string {
+	if err != nil {
+		return "error"
+	}
+	round := func(d time.Duration) time.Duration {
+		if d < 0 {
+			return d
+		}
+		return d.Round(100 * time.Millisecond)
+	}
+	switch v := v.(type) {
+	case time.Duration:
+		return round(v).String()
+	case Entry:
+		v.TTL = round(v.TTL)
+		return fmt.Sprintf("%+v", v)
+	}
+	return fmt.Sprint(v)
+}
+
+func acquireStep(l Lock, ttl time.Duration) conformStep {
+	return func(t *testing.T, n Node) string { return norm(n.Acquire(t.Context(), l, ttl)) }
+}
+
+func releaseStep(l Lock) conformStep {
+	return func(t *testing.T, n Node) string { return norm(n.Release(t.Context(), l)) }
+}
+
+func extendStep(l Lock, ttl time.Duration, mode ExtendMode) conformStep {
+	return func(t *testing.T, n Node) string { return norm(n.Extend(t.Context(), l, ttl, mode)) }
+}
+
+func inspectStep(key string) conformStep {
+	return func(t *testing.T, n Node) string { return norm(n.Inspect(t.Context(), key)) }
+}
+
+func deleteStep(keys ...string) conformStep {
+	return func(t *testing.T, n Node) string { return norm(n.Delete(t.Context(), keys)) }
+}
+
+// seedStep stores key = token with ttl (negative: no expiry), as another
+// client would.
+func seedStep(key, token string, ttl time.Duration) conformStep {
+	return func(t *testing.T, n Node) string {
+		switch n := n.(type) {
+		case *fakeNode:
+			n.with(key, token, ttl)
+		case *redisNode:
+			if err := n.c.Set(t.Context(), key, token, max(ttl, 0)).Err(); err != nil {
+				t.Fatalf("SET %s: %v", key, err)
+			}
+		}
+		return "seeded"
+	}
+}
+
+func sleepStep(d time.Duration) conformStep {
+	return func(*testing.T, Node) string {
+		time.Sleep(d)
+		return "slept"
+	}
+}
+
+// The fake must do what the Lua scripts do, or the engine tests prove
+// nothing. Each scenario runs on both and their answers must agree.
+func TestFakeNodeMatchesRedisNode(t *testing.T) {
+	p := startRedis(t)
+	admin, rn := p.admin(t), p.node(t)
+	mine := func(keys ...string) Lock { return Lock{Keys: keys, Token: "mine"} }
+	tests := []struct {
+		name  string
+		steps []conformStep
+	}{
+		{"acquire and release one key", []conformStep{
+			acquireStep(mine("k"), time.Second),
+			acquireStep(Lock{Keys: []string{"k"}, Token: "other"}, time.Second),
+			inspectStep("k"),
+			releaseStep(Lock{Keys: []string{"k"}, Token: "other"}),
+			releaseStep(mine("k")),
+			releaseStep(mine("k")),
+			inspectStep("k"),
+		}},
+		{"many keys, all or nothing", []conformStep{
+			seedStep("k2", "other", time.Second),
+			acquireStep(mine("k1", "k2"), time.Second),
+			inspectStep("k1"),
+			acquireStep(mine("k1", "k3"), 2*time.Second),
+			releaseStep(mine("k1", "k2", "k3")),
+			deleteStep("k1", "k2", "k3"),
+		}},
+		{"prefix re-entry", []conformStep{
+			acquireStep(Lock{Keys: []string{"k"}, Token: "app:1"}, 2*time.Second),
+			acquireStep(Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, time.Second),
+			inspectStep("k"),
+			acquireStep(Lock{Keys: []string{"k"}, Token: "web:3", PrefixLen: 4}, time.Second),
+			acquireStep(Lock{Keys: []string{"k"}, Token: "ap", PrefixLen: 10}, time.Second),
+			acquireStep(Lock{Keys: []string{"k", "k2"}, Token: "app:9", PrefixLen: 4}, 3*time.Second),
+			inspectStep("k"),
+			inspectStep("k2"),
+		}},
+		{"extend modes", []conformStep{
+			seedStep("k", "mine", 500*time.Millisecond),
+			extendStep(mine("k"), time.Second, ExtendSet),
+			extendStep(mine("k"), time.Second, ExtendAdd),
+			inspectStep("k"),
+			extendStep(mine("k", "k2"), time.Second, ExtendOrAcquire),
+			inspectStep("k2"),
+			extendStep(Lock{Keys: []string{"k"}, Token: "other"}, time.Second, ExtendSet),
+			seedStep("k3", "mine", -1),
+			extendStep(mine("k3"), time.Second, ExtendAdd),
+			inspectStep("k3"),
+			extendStep(mine("k3"), time.Second, ExtendSet),
+			inspectStep("k3"),
+			extendStep(mine("missing"), time.Second, ExtendSet),
+			extendStep(mine("missing"), time.Second, ExtendAdd),
+		}},
+		{"extend or acquire over another token", []conformStep{
+			seedStep("k2", "other", time.Second),
+			extendStep(mine("k1", "k2"), time.Second, ExtendOrAcquire),
+			inspectStep("k1"),
+			inspectStep("k2"),
+		}},
+		{"keys expire", []conformStep{
+			acquireStep(mine("k"), 50*time.Millisecond),
+			sleepStep(100 * time.Millisecond),
+			inspectStep("k"),
+			releaseStep(mine("k")),
+			acquireStep(Lock{Keys: []string{"k"}, Token: "other"}, time.Second),
+		}},
+		{"no expiry", []conformStep{
+			seedStep("k", "mine", -1),
+			inspectStep("k"),
+			acquireStep(mine("k"), time.Second),
+			releaseStep(mine("k")),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			fake := &fakeNode{addr: "fake"}
+			for i, step := range tt.steps {
+				want, got := step(t, rn), step(t, fake)
+				if got != want {
+					t.Errorf("step %d: fake = %s; want %s, as Redis answered", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Redis refuses SET ... PX 0, so a TTL under 1ms must never leave a key
+// that does not expire: a lock nobody can lose.
+func TestRedisNodeAcquireNeverSetsKeyWithoutExpiry(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	tests := []struct {
+		name string
+		lock Lock
+		ttl  time.Duration
+	}{
+		{"SET NX, under a millisecond", Lock{Keys: []string{"k"}, Token: "mine"}, 500 * time.Microsecond},
+		{"SET NX, negative", Lock{Keys: []string{"k"}, Token: "mine"}, -time.Second},
+		{"script, under a millisecond", Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, 500 * time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			got, err := n.Acquire(t.Context(), tt.lock, tt.ttl)
+			for _, k := range tt.lock.Keys {
+				if v, pttl := keyState(t, admin, k); pttl == -1 {
+					t.Errorf("Acquire(%v, %v) = %v, %v and left %s = %q with no expiry; want an error and no key",
+						tt.lock.Keys, tt.ttl, got, err, k, v)
+				}
+			}
+		})
+	}
+}
+
+// Lock.PrefixLen re-enters only "when above zero": a negative one must
+// not turn on Lua's negative string indexes.
+func TestRedisNodeAcquireNegativePrefixLenIsPlain(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	tests := []struct {
+		name string
+		keys []string
+	}{
+		{"one key", []string{"k"}},
+		{"two keys", []string{"k", "k2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			// Another client's token is ours plus one byte: GETRANGE k 0 -2
+			// equals string.sub(token, 1, -1).
+			setKey(t, admin, "k", "mineX", -1)
+			l := Lock{Keys: tt.keys, Token: "mine", PrefixLen: -1}
+			got, err := n.Acquire(t.Context(), l, time.Second)
+			if got || err != nil {
+				t.Errorf("Acquire(%+v) over another token = %v, %v; want false, nil", l, got, err)
+			}
+			checkKeys(t, admin, map[string]wantKey{"k": noExpiry("mineX")})
+		})
+	}
+}
