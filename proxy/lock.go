@@ -157,6 +157,8 @@ func (s *Server) outcome(err error, success, fail resp.Reply) resp.Reply {
 	switch {
 	case err == nil:
 		return success
+	case errors.Is(err, quorum.ErrOverMaxTTL):
+		return resp.Error(fmt.Sprintf("ERR invalid expire time in 'eval' command: the extended TTL would be over max_ttl (%v)", s.cfg.MaxTTL))
 	case errors.Is(err, quorum.ErrDenied):
 		s.warnFailures(errors.Unwrap(err))
 		return fail

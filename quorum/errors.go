@@ -16,6 +16,9 @@ var (
 	// ErrUnavailable means too few nodes answered to decide: failed nodes
 	// could have changed the outcome.
 	ErrUnavailable = errors.New("quorum: unavailable")
+	// ErrOverMaxTTL means ExtendBy would have left a key with a TTL over
+	// its limit; nothing was extended.
+	ErrOverMaxTTL = errors.New("quorum: ttl over max_ttl")
 )
 
 // Outcome counts the nodes' answers to one operation.

@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -10,30 +12,33 @@ import (
 // validity left. A failed extend is not undone: the lock keeps whatever
 // TTL each node had, and the holder must stop relying on it.
 func (e *Engine) Extend(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
-	return e.extend(ctx, l, ttl, ExtendSet)
+	return e.extend(ctx, l, ttl, ExtendSet, 0)
 }
 
 // ExtendBy adds ttl to the remaining TTL of every key of l on every node
 // where all of them hold l's token (redis-py's extend). Each node adds to
 // its own remaining TTL, so the validity is taken from what the nodes set.
-func (e *Engine) ExtendBy(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
-	return e.extend(ctx, l, ttl, ExtendAdd)
+// A node whose TTL would pass limit (if above zero) extends nothing; if
+// that decides the outcome, the error matches ErrOverMaxTTL.
+func (e *Engine) ExtendBy(ctx context.Context, l Lock, ttl, limit time.Duration) (Lease, error) {
+	return e.extend(ctx, l, ttl, ExtendAdd, limit)
 }
 
 // ExtendOrAcquire resets the TTL of l's keys where they hold its token
 // and sets them where they are missing (redsync's touch-or-setnx).
 func (e *Engine) ExtendOrAcquire(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
-	return e.extend(ctx, l, ttl, ExtendOrAcquire)
+	return e.extend(ctx, l, ttl, ExtendOrAcquire, 0)
 }
 
-func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (Lease, error) {
+func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (Lease, error) {
 	start := time.Now()
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (time.Duration, error) {
-		return n.Extend(ctx, l, ttl, mode)
+		return n.Extend(ctx, l, ttl, mode, limit)
 	})
 	elapsed := time.Since(start)
 	o := Outcome{Total: len(e.nodes)}
 	var set []time.Duration
+	over := false
 	for _, r := range results {
 		switch {
 		case r.err != nil:
@@ -43,9 +48,13 @@ func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode Ext
 			set = append(set, r.v)
 		default:
 			o.Denied++
+			over = over || r.v < 0
 		}
 	}
 	if err := verdict(o, e.quorum, failures(results)); err != nil {
+		if over && errors.Is(err, ErrDenied) {
+			err = fmt.Errorf("%w (%v): %w", ErrOverMaxTTL, limit, err)
+		}
 		return Lease{}, err
 	}
 	// The TTL a quorum now has; in ExtendAdd mode it differs per node.

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -15,8 +16,10 @@ type extendCall struct {
 }
 
 var (
-	callExtend          = extendCall{"Extend", (*Engine).Extend}
-	callExtendBy        = extendCall{"ExtendBy", (*Engine).ExtendBy}
+	callExtend   = extendCall{"Extend", (*Engine).Extend}
+	callExtendBy = extendCall{"ExtendBy", func(e *Engine, ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
+		return e.ExtendBy(ctx, l, ttl, 0)
+	}}
 	callExtendOrAcquire = extendCall{"ExtendOrAcquire", (*Engine).ExtendOrAcquire}
 )
 
@@ -213,7 +216,7 @@ func TestExtendManyKeysNeedsEveryKeyHeld(t *testing.T) {
 			(&fakeNode{addr: "c"}).with("k1", "mine", 100*ms).with("k2", "mine", 200*ms),
 		}
 		e := New(Config{NodeTimeout: 50 * ms}, asNodes(fs)...)
-		lease, err := e.ExtendBy(t.Context(), lock, time.Second)
+		lease, err := e.ExtendBy(t.Context(), lock, time.Second, 0)
 		checkSentinel(t, "ExtendBy", err, nil)
 		// Each node reports its shortest key, 1.1s: 1100 - 11 - 2.
 		if lease.Validity != 1087*ms || lease.Granted != 2 {
@@ -224,6 +227,30 @@ func TestExtendManyKeysNeedsEveryKeyHeld(t *testing.T) {
 		}
 		if got := fs[1].ttl("k2"); got != 1200*ms {
 			t.Errorf("node b: k2 TTL = %v; want 1.2s", got)
+		}
+	})
+}
+
+func TestExtendByOverMaxTTLIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := []*fakeNode{
+			(&fakeNode{addr: "a"}).with("k", "mine", 4*time.Second),
+			(&fakeNode{addr: "b"}).with("k", "mine", 4*time.Second),
+			(&fakeNode{addr: "c"}).with("k", "mine", 4*time.Second),
+		}
+		e := New(Config{NodeTimeout: 50 * ms}, asNodes(fs)...)
+		l := Lock{Keys: []string{"k"}, Token: "mine"}
+		_, err := e.ExtendBy(t.Context(), l, 2*time.Second, 5*time.Second)
+		if !errors.Is(err, ErrOverMaxTTL) || !errors.Is(err, ErrDenied) {
+			t.Fatalf("ExtendBy(2s) past limit 5s = %v; want ErrOverMaxTTL and ErrDenied", err)
+		}
+		for _, f := range fs {
+			if got := f.ttl("k"); got != 4*time.Second {
+				t.Errorf("node %s: TTL after a refused ExtendBy = %v; want 4s (unchanged)", f.addr, got)
+			}
+		}
+		if _, err := e.ExtendBy(t.Context(), l, time.Second, 5*time.Second); err != nil {
+			t.Errorf("ExtendBy(1s) up to limit 5s = %v; want granted", err)
 		}
 	})
 }

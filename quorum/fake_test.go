@@ -258,7 +258,7 @@ func (f *fakeNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 // Extend is extendScript: every key must hold the token (in
 // ExtendOrAcquire mode, or be missing; in ExtendAdd mode, and have an
 // expiry), and then each gets its TTL; it returns the shortest TTL set.
-func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (time.Duration, error) {
+func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
 	var least time.Duration
 	err := f.do(ctx, fakeCall{op: "extend", keys: l.Keys, token: l.Token, ttl: ttl, mode: mode}, func(now time.Time) error {
 		for _, k := range l.Keys {
@@ -267,6 +267,10 @@ func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode E
 				return nil
 			}
 			if mode == ExtendAdd && e.expires.IsZero() {
+				return nil
+			}
+			if mode == ExtendAdd && limit.Milliseconds() > 0 && e.pttl(now)+ttl.Truncate(time.Millisecond) > limit.Truncate(time.Millisecond) {
+				least = -1
 				return nil
 			}
 		}

@@ -20,8 +20,10 @@ type Node interface {
 	Release(ctx context.Context, l Lock) ([]Found, error)
 	// Extend gives every key of l the TTL mode asks for, but only if all of
 	// them hold its token (ExtendOrAcquire: or are missing). It returns the
-	// shortest TTL it set, or 0 if it set none.
-	Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (time.Duration, error)
+	// shortest TTL it set, or 0 if it set none. In ExtendAdd mode with a
+	// limit above zero, it sets none and returns -1 if a key's TTL would
+	// pass limit.
+	Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error)
 	// Inspect reads key's value and remaining TTL.
 	Inspect(ctx context.Context, key string) (Entry, error)
 	// Delete deletes keys unconditionally and returns how many existed.

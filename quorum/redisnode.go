@@ -41,7 +41,10 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		// frozen node costs go-redis's own 3s read timeout.
 		ContextTimeoutEnabled: true,
 		DialTimeout:           time.Second,
-		DisableIdentity:       true, // keeps the masters' MONITOR readable
+		// One dial per attempt: go-redis would otherwise retry a refused
+		// dial 5 times, 100ms apart, inside the node's deadline.
+		DialerRetries:   1,
+		DisableIdentity: true, // keeps the masters' MONITOR readable
 		MaintNotificationsConfig: &maintnotifications.Config{
 			Mode: maintnotifications.ModeDisabled,
 		},
@@ -93,16 +96,24 @@ return found
 
 // extendScript gives every key TTL ARGV[2] ms if all hold ARGV[1]. ARGV[3]
 // is the mode: "set", "add" (to the remaining TTL) or "acquire" (a
-// missing key is set too). It returns the shortest TTL set, or 0.
+// missing key is set too). It returns the shortest TTL set, or 0; or -1
+// when in "add" mode a TTL would pass ARGV[4] ms (if above zero).
 var extendScript = redis.NewScript(`
 local mode = ARGV[3]
+local limit = tonumber(ARGV[4])
 for _, key in ipairs(KEYS) do
   local v = redis.call("get", key)
   if v ~= ARGV[1] and not (mode == "acquire" and v == false) then
     return 0
   end
-  if mode == "add" and redis.call("pttl", key) < 0 then
-    return 0
+  if mode == "add" then
+    local left = redis.call("pttl", key)
+    if left < 0 then
+      return 0
+    end
+    if limit > 0 and left + tonumber(ARGV[2]) > limit then
+      return -1
+    end
   end
 end
 local least = 0
@@ -182,8 +193,8 @@ func foundResult(vals []int64, keys int) ([]Found, error) {
 	return found, nil
 }
 
-func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode) (time.Duration, error) {
-	ms, err := extendScript.Run(ctx, n.c, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode]).Int64()
+func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
+	ms, err := extendScript.Run(ctx, n.c, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds()).Int64()
 	if err != nil {
 		return 0, err
 	}

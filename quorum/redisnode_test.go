@@ -317,7 +317,7 @@ func TestRedisNodeExtend(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t)
 			}
-			got, err := n.Extend(t.Context(), Lock{Keys: tt.keys, Token: "mine"}, time.Second, tt.mode)
+			got, err := n.Extend(t.Context(), Lock{Keys: tt.keys, Token: "mine"}, time.Second, tt.mode, 0)
 			if (err != nil) != tt.errRow {
 				t.Fatalf("Extend(%v, 1s, %d) = %v, %v; want error %v", tt.keys, tt.mode, got, err, tt.errRow)
 			}
@@ -415,7 +415,7 @@ func TestRedisNodeFrozenCallReturnsAtDeadline(t *testing.T) {
 			return err
 		}},
 		{"extend", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
-			_, err := n.Extend(ctx, one, time.Second, ExtendSet)
+			_, err := n.Extend(ctx, one, time.Second, ExtendSet, 0)
 			return err
 		}},
 		{"inspect", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
@@ -473,7 +473,7 @@ func TestEngineOverRedisNodes(t *testing.T) {
 	if st, err := e.Inspect(ctx, "job"); err != nil || !st.Held || st.Token != "mine" || st.Validity <= 0 || st.Validity > 988*time.Millisecond {
 		t.Errorf(`Inspect("job") = %+v, %v; want held by "mine" with validity in (0, 988ms]`, st, err)
 	}
-	if lease, err := e.ExtendBy(ctx, lock, time.Second); err != nil || lease.Granted != 3 || lease.Validity <= time.Second {
+	if lease, err := e.ExtendBy(ctx, lock, time.Second, 0); err != nil || lease.Granted != 3 || lease.Validity <= time.Second {
 		t.Errorf("ExtendBy(1s) = %+v, %v; want 3 granted, validity over 1s", lease, err)
 	}
 	if rel, err := e.Release(ctx, lock); err != nil || rel != (Released{Keys: 1}) {
@@ -540,7 +540,7 @@ func releaseStep(l Lock) conformStep {
 }
 
 func extendStep(l Lock, ttl time.Duration, mode ExtendMode) conformStep {
-	return func(t *testing.T, n Node) string { return norm(n.Extend(t.Context(), l, ttl, mode)) }
+	return func(t *testing.T, n Node) string { return norm(n.Extend(t.Context(), l, ttl, mode, 0)) }
 }
 
 func inspectStep(key string) conformStep {
@@ -713,6 +713,35 @@ func TestRedisNodeAcquireNegativePrefixLenIsPlain(t *testing.T) {
 				t.Errorf("Acquire(%+v) over another token = %v, %v; want false, nil", l, got, err)
 			}
 			checkKeys(t, admin, map[string]wantKey{"k": noExpiry("mineX")})
+		})
+	}
+}
+
+func TestRedisNodeExtendAddRespectsLimit(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	tests := []struct {
+		name  string
+		limit time.Duration
+		want  time.Duration // -1ms: over the limit, nothing set
+		after wantKey
+	}{
+		{"over the limit sets nothing", 1500 * time.Millisecond, -time.Millisecond, expiring("mine", 1000)},
+		{"within the limit", 2500 * time.Millisecond, 2 * time.Second, expiring("mine", 2000)},
+		{"zero is no limit", 0, 2 * time.Second, expiring("mine", 2000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			setKey(t, admin, "k", "mine", time.Second)
+			got, err := n.Extend(t.Context(), Lock{Keys: []string{"k"}, Token: "mine"}, time.Second, ExtendAdd, tt.limit)
+			if err != nil {
+				t.Fatalf("Extend(add 1s, limit %v) = %v", tt.limit, err)
+			}
+			if got != tt.want && !(tt.want > 0 && got > tt.want-500*time.Millisecond && got <= tt.want) {
+				t.Errorf("Extend(add 1s, limit %v) = %v; want %v", tt.limit, got, tt.want)
+			}
+			checkKeys(t, admin, map[string]wantKey{"k": tt.after})
 		})
 	}
 }

@@ -73,11 +73,12 @@ type Framer struct {
 	lim, next Limits // the current command's limits; those for the next one
 	err       *ProtocolError
 
-	state   frameState
-	num     int // the count or length being read; -1 before its first digit
-	args    int // multibulk: arguments still to come; inline: arguments seen
-	left    int // payload bytes still to come
-	pending int // bytes of the command in progress
+	state    frameState
+	num      int // the count or length being read; -1 before its first digit
+	args     int // multibulk: arguments still to come; inline: arguments seen
+	left     int // payload bytes still to come
+	pending  int // bytes of the command in progress
+	commands int // commands completed, not counting lines without arguments
 
 	// Inline line state.
 	line   int  // bytes of the line so far, newline included
@@ -118,8 +119,20 @@ func (f *Framer) Pending() int { return f.pending }
 // violation; once it has returned an error it keeps returning it, with n
 // zero. Feed takes time linear in len(p).
 func (f *Framer) Feed(p []byte) (n int, err error) {
+	n, _, err = f.feed(p, false)
+	return n, err
+}
+
+// FeedCommand is Feed, except that it stops after the first command that
+// p completes, and reports whether it did. Inline lines without
+// arguments, which redcon skips, do not count as commands.
+func (f *Framer) FeedCommand(p []byte) (n int, done bool, err error) {
+	return f.feed(p, true)
+}
+
+func (f *Framer) feed(p []byte, stop bool) (int, bool, error) {
 	if f.err != nil {
-		return 0, f.err
+		return 0, false, f.err
 	}
 	for i := 0; i < len(p); {
 		if f.state == stPayload {
@@ -134,13 +147,17 @@ func (f *Framer) Feed(p []byte) (n int, err error) {
 			continue
 		}
 		f.pending++
+		done := f.commands
 		if e := f.step(p[i]); e != nil {
 			f.err = e
-			return i, e
+			return i, false, e
 		}
 		i++
+		if stop && f.commands != done {
+			return i, true, nil
+		}
 	}
-	return len(p), nil
+	return len(p), false, nil
 }
 
 // step advances the state machine by one byte outside a payload.
@@ -202,6 +219,7 @@ func (f *Framer) step(c byte) *ProtocolError {
 		f.state = stDollar
 		if f.args == 0 {
 			f.state, f.pending = stCommand, 0
+			f.commands++
 		}
 	case stInline:
 		return f.inline(c)
@@ -309,6 +327,9 @@ func (f *Framer) endLine() *ProtocolError {
 		return protocolError("unbalanced quotes in request")
 	}
 	f.state, f.pending = stCommand, 0
+	if f.args > 0 {
+		f.commands++
+	}
 	return nil
 }
 

@@ -204,6 +204,38 @@ func TestFramerPending(t *testing.T) {
 	}
 }
 
+func TestFramerFeedCommand(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []int // n of each call; each but the last completes a command
+		wantErr string
+	}{
+		{"one at a time", "PING\r\nGET k\r\n" + mbulk("PING"), []int{6, 7, 14, 0}, ""},
+		{"lines without arguments go with the next command", "\r\n \nPING\r\n\n", []int{10, 1}, ""},
+		{"partial command", mbulk("PING") + "*1\r\n$4\r\nPI", []int{14, 10}, ""},
+		{"violation", "PING\r\n*0\r\n", []int{6, 1}, "Protocol error: invalid multibulk length"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := NewFramer(Limits{})
+			in := []byte(tt.in)
+			var got []int
+			var err error
+			for {
+				n, done, e := f.FeedCommand(in)
+				got, in, err = append(got, n), in[n:], e
+				if !done {
+					break
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) || errMsg(err) != tt.wantErr {
+				t.Errorf("FeedCommand calls = %v, %q; want %v, %q", got, errMsg(err), tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestFramerSetLimits(t *testing.T) {
 	big := mbulk("SET", "k", strings.Repeat("v", 20000))
 	tests := []struct {
@@ -304,11 +336,20 @@ func FuzzFramer(f *testing.F) {
 		if small {
 			lim = fuzzSmallLimits
 		}
-		var n, n1 int
-		var err, err1 error
+		var n, n1, n2, dones int
+		var err, err1, err2 error
 		withinDeadline(t, "Feed", func() {
 			n, err = NewFramer(lim).Feed(in)
 			n1, err1 = feedPieces(NewFramer(lim), in, 1)
+			fr := NewFramer(lim)
+			for done := true; done; {
+				var k int
+				k, done, err2 = fr.FeedCommand(in[n2:])
+				n2 += k
+				if done {
+					dones++
+				}
+			}
 		})
 		if n != n1 || errMsg(err) != errMsg(err1) {
 			t.Fatalf("Feed = %d, %v but byte by byte = %d, %v", n, err, n1, err1)
@@ -318,6 +359,9 @@ func FuzzFramer(f *testing.F) {
 		}
 		prefix := in[:n]
 		want := commandsAccepted(prefix, lim)
+		if n2 != n || errMsg(err2) != errMsg(err) || dones != want {
+			t.Fatalf("FeedCommand until done = %d, %v, %d commands; want %d, %v, %d", n2, err2, dones, n, err, want)
+		}
 		check := func(how string, r io.Reader) {
 			var got int
 			var rerr error

@@ -32,12 +32,12 @@ func (l Limits) WithDefaults() Limits {
 func (l Limits) Validate() error {
 	l = l.WithDefaults()
 	switch {
-	case l.MaxArgs < 1:
-		return fmt.Errorf("max_args (%d) must be at least 1", l.MaxArgs)
-	case l.MaxBulk < 1:
-		return fmt.Errorf("max_bulk (%d) must be at least 1", l.MaxBulk)
-	case l.MaxInline < 1:
-		return fmt.Errorf("max_inline (%d) must be at least 1", l.MaxInline)
+	case l.MaxArgs < 1 || l.MaxArgs > maxArgsCeiling:
+		return fmt.Errorf("max_args (%d) must be from 1 to %d", l.MaxArgs, maxArgsCeiling)
+	case l.MaxBulk < 1 || l.MaxBulk > maxBulkCeiling:
+		return fmt.Errorf("max_bulk (%d) must be from 1 to %d", l.MaxBulk, maxBulkCeiling)
+	case l.MaxInline < 1 || l.MaxInline > maxInlineCeiling:
+		return fmt.Errorf("max_inline (%d) must be from 1 to %d", l.MaxInline, maxInlineCeiling)
 	}
 	return nil
 }

@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"io"
+	"net"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+const (
+	// readChunk is the size of a guardedConn's buffer: the most it reads
+	// from the client at once, and the most of a longer command it hands
+	// redcon in one Read.
+	readChunk = 4 << 10
+	// refuseTimeout bounds the write of a protocol error, so that a client
+	// that does not read cannot hold its connection open.
+	refuseTimeout = 500 * time.Millisecond
+)
+
+// guardListener wraps ln so that every accepted connection's bytes pass a
+// Framer (pre-auth limits until markAuthenticated when needAuth) before
+// redcon reads them. redcon v1.6.2's reader has no limits of its own: one
+// bad length panics its connection goroutine and with it the process.
+func guardListener(ln net.Listener, lim resp.Limits, needAuth bool) net.Listener {
+	lim = lim.WithDefaults()
+	first := lim
+	if needAuth {
+		// Redis's pre-auth limits, unless the configured ones are lower.
+		first = resp.Limits{
+			MaxArgs:   min(resp.PreAuth.MaxArgs, lim.MaxArgs),
+			MaxBulk:   min(resp.PreAuth.MaxBulk, lim.MaxBulk),
+			MaxInline: min(resp.PreAuth.MaxInline, lim.MaxInline),
+		}
+	}
+	return &guardedListener{Listener: ln, lim: lim, first: first}
+}
+
+type guardedListener struct {
+	net.Listener
+	lim, first resp.Limits // after AUTH; before it
+}
+
+// Accept returns the next connection, guarded. Its errors are ln's
+// unchanged, so that redcon still sees net.ErrClosed on shutdown.
+func (l *guardedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &guardedConn{Conn: c, f: resp.NewFramer(l.first), lim: l.lim}, nil
+}
+
+// markAuthenticated lifts c's pre-auth limits from the next command; c is
+// the net.Conn redcon's Conn.NetConn() returns. A no-op for other conns.
+func markAuthenticated(c net.Conn) {
+	if g, ok := c.(*guardedConn); ok {
+		g.f.SetLimits(g.lim)
+	}
+}
+
+// guardedConn hands redcon only bytes its Framer accepted, one command
+// per Read.
+//
+// redcon runs every command of a batch, even after the handler closed
+// the connection, and reads the next batch only when its buffer holds no
+// whole command. Handing it one command at a time, and checking the bytes
+// behind a command only once it has run, makes AUTH lift the pre-auth
+// limits for the commands pipelined after it and makes nothing run after
+// QUIT, as in Redis. It also keeps redcon's reader, which never compacts
+// its buffer, from growing that buffer while a client keeps a pipeline
+// full, and it drops lines without arguments when nothing follows them:
+// redcon reads again, one call deeper, after every read that brings no
+// command, and a stream of empty lines would overflow its stack.
+//
+// redcon reads each connection from its own goroutine, and runs the
+// handler, and so markAuthenticated, on that same goroutine, so nothing
+// here needs a lock.
+type guardedConn struct {
+	net.Conn
+	f   *resp.Framer
+	lim resp.Limits // the limits after AUTH
+
+	buf     []byte // bytes read from the client, not yet handed to redcon
+	r, w    int    // buf[r:w] is what the client sent that redcon has not had
+	checked int    // buf[r:r+checked] is accepted by the Framer
+	ready   int    // buf[r:r+ready] is to be handed over as it is
+	err     error  // the violation, once found
+	sent    bool   // the violation has been reported to the client
+}
+
+// Read fills p with accepted bytes: one command, the accepted prefix
+// before a violation, or, of a command longer than readChunk, the next
+// readChunk bytes. After a violation it writes the error to the client
+// and returns io.EOF, and redcon closes the connection.
+func (c *guardedConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for c.ready == 0 {
+		if c.err != nil {
+			return 0, c.refuse()
+		}
+		if err := c.fill(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, c.buf[c.r:c.r+c.ready])
+	c.r += n
+	c.checked -= n
+	c.ready -= n
+	return n, nil
+}
+
+// fill checks the buffered bytes, reading more from the client while they
+// hold no whole command, until there is something to hand over.
+func (c *guardedConn) fill() error {
+	if c.buf == nil {
+		c.buf = make([]byte, readChunk)
+	}
+	for {
+		k, done, err := c.f.FeedCommand(c.buf[c.r+c.checked : c.w])
+		c.checked += k
+		if err != nil {
+			c.err = err
+			c.ready = c.checked
+			return nil
+		}
+		if done {
+			c.ready = c.checked
+			return nil
+		}
+		// All is checked and holds no whole command: drop the finished
+		// lines without arguments before the command in progress.
+		if skip := c.checked - c.f.Pending(); skip > 0 {
+			c.r += skip
+			c.checked -= skip
+		}
+		if c.w-c.r == len(c.buf) {
+			c.ready = c.checked // part of a command longer than buf
+			return nil
+		}
+		c.w = copy(c.buf, c.buf[c.r:c.w])
+		c.r = 0
+		n, err := c.Conn.Read(c.buf[c.w:])
+		c.w += n
+		if err != nil && n == 0 {
+			return err
+		}
+	}
+}
+
+// refuse writes the protocol error to the client, once, and returns
+// io.EOF. Write errors are ignored: the connection closes either way.
+func (c *guardedConn) refuse() error {
+	if !c.sent {
+		c.sent = true
+		c.Conn.SetWriteDeadline(time.Now().Add(refuseTimeout))
+		io.WriteString(c.Conn, "-ERR "+c.err.Error()+"\r\n")
+	}
+	return io.EOF
+}

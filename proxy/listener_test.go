@@ -1,0 +1,358 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// guardedServer is a redcon server behind guardListener on a free
+// loopback port. Its handler replies +OK to anything, lifts the pre-auth
+// limits on AUTH and closes the connection on QUIT.
+type guardedServer struct {
+	addr   string
+	closed chan struct{} // one value per closed connection
+
+	mu  sync.Mutex
+	ran []string // the commands run, by name
+}
+
+func serveGuarded(t *testing.T, lim resp.Limits, needAuth bool) *guardedServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	s := &guardedServer{addr: ln.Addr().String(), closed: make(chan struct{}, 100)}
+	handler := func(conn redcon.Conn, cmd redcon.Command) {
+		name := strings.ToUpper(string(cmd.Args[0]))
+		s.mu.Lock()
+		s.ran = append(s.ran, name)
+		s.mu.Unlock()
+		conn.WriteString("OK")
+		switch name {
+		case "AUTH":
+			markAuthenticated(conn.NetConn())
+		case "QUIT":
+			conn.Close()
+		}
+	}
+	closed := func(redcon.Conn, error) { s.closed <- struct{}{} }
+	gl := guardListener(ln, lim, needAuth)
+	srv := redcon.NewServer("", handler, nil, closed)
+	done := make(chan struct{})
+	go func() { // waited for by the cleanup below
+		defer close(done)
+		srv.Serve(gl)
+	}()
+	t.Cleanup(func() {
+		gl.Close()
+		<-done
+	})
+	return s
+}
+
+func (s *guardedServer) commands() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.ran...)
+}
+
+func dialGuarded(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+// exchange sends in and reads exactly len(want) bytes of replies.
+func exchange(t *testing.T, c net.Conn, in, want string) {
+	t.Helper()
+	if _, err := io.WriteString(c, in); err != nil {
+		t.Fatalf("write %.40q: %v", in, err)
+	}
+	got := make([]byte, len(want))
+	if n, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("read after %.40q = %q, %v; want %q", in, got[:n], err, want)
+	}
+	if string(got) != want {
+		t.Fatalf("reply to %.40q = %q; want %q", in, got, want)
+	}
+}
+
+// refused sends in and expects want and then the server closing c.
+func refused(t *testing.T, c net.Conn, in, want string) {
+	t.Helper()
+	if _, err := io.WriteString(c, in); err != nil {
+		t.Fatalf("write %.40q: %v", in, err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != want {
+		t.Fatalf("replies to %.40q until close = %q, %v; want %q, nil", in, got, err, want)
+	}
+}
+
+func mbulk(a ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(a))
+	for _, s := range a {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(s), s)
+	}
+	return b.String()
+}
+
+func elevenArgs() string { return mbulk("SET", "k", "t", "a", "b", "c", "d", "e", "f", "g", "h") }
+
+func TestListenerRefusesBadFrames(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"bulk length overflows", "*1\r\n$9223372036854775807\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"huge count", "*100000000\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"zero count", "*0\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"no dollar", "*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'\r\n"},
+		{"unbalanced quotes", "GET \"k\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
+		{"inline ping first", "PING\r\n*1\r\n$-1\r\n", "+OK\r\n-ERR Protocol error: invalid bulk length\r\n"},
+		{"pipelined pings first", mbulk("PING") + mbulk("PING") + "*1\r\n$9223372036854775807\r\n", "+OK\r\n+OK\r\n-ERR Protocol error: invalid bulk length\r\n"},
+		{"ping first, unbalanced quotes", "PING\r\nGET 'k\r\n", "+OK\r\n-ERR Protocol error: unbalanced quotes in request\r\n"},
+	}
+	srv := serveGuarded(t, resp.Limits{}, false)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refused(t, dialGuarded(t, srv.addr), tt.in, tt.want)
+			// The server lives on for other clients.
+			exchange(t, dialGuarded(t, srv.addr), "PING\r\n", "+OK\r\n")
+		})
+	}
+}
+
+func TestListenerPreAuthLimits(t *testing.T) {
+	const refusal = "-ERR Protocol error: invalid multibulk length\r\n"
+	t.Run("11 args before AUTH", func(t *testing.T) {
+		srv := serveGuarded(t, resp.Limits{}, true)
+		refused(t, dialGuarded(t, srv.addr), elevenArgs(), refusal)
+	})
+	t.Run("16KiB+1 bulk before AUTH", func(t *testing.T) {
+		srv := serveGuarded(t, resp.Limits{}, true)
+		refused(t, dialGuarded(t, srv.addr), "*2\r\n$4\r\nAUTH\r\n$16385\r\n", "-ERR Protocol error: invalid bulk length\r\n")
+	})
+	t.Run("11 args after AUTH", func(t *testing.T) {
+		srv := serveGuarded(t, resp.Limits{}, true)
+		c := dialGuarded(t, srv.addr)
+		exchange(t, c, mbulk("AUTH", "pw"), "+OK\r\n")
+		exchange(t, c, elevenArgs(), "+OK\r\n")
+		exchange(t, c, mbulk("SET", "k", strings.Repeat("t", 20000)), "+OK\r\n")
+	})
+	t.Run("11 args pipelined behind AUTH", func(t *testing.T) {
+		srv := serveGuarded(t, resp.Limits{}, true)
+		exchange(t, dialGuarded(t, srv.addr), mbulk("AUTH", "pw")+elevenArgs(), "+OK\r\n+OK\r\n")
+	})
+	t.Run("11 args without a password", func(t *testing.T) {
+		srv := serveGuarded(t, resp.Limits{}, false)
+		exchange(t, dialGuarded(t, srv.addr), elevenArgs(), "+OK\r\n")
+	})
+	t.Run("configured limits below pre-auth", func(t *testing.T) {
+		srv := serveGuarded(t, resp.Limits{MaxArgs: 3}, true)
+		c := dialGuarded(t, srv.addr)
+		exchange(t, c, mbulk("AUTH", "pw"), "+OK\r\n")
+		refused(t, c, mbulk("GET", "a", "b", "c"), refusal)
+	})
+}
+
+func TestListenerLargeBulk(t *testing.T) {
+	srv := serveGuarded(t, resp.Limits{}, false)
+	c := dialGuarded(t, srv.addr)
+	exchange(t, c, mbulk("SET", "k", strings.Repeat("v", 512<<10))+mbulk("PING"), "+OK\r\n+OK\r\n")
+	// Only the header: closing on unread payload would reset the connection.
+	refused(t, c, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$524289\r\n", "-ERR Protocol error: invalid bulk length\r\n")
+}
+
+// redcon runs a whole batch even after the handler closed the connection;
+// handing it one command per Read means nothing runs after QUIT.
+func TestListenerNothingRunsAfterQuit(t *testing.T) {
+	srv := serveGuarded(t, resp.Limits{}, false)
+	refused(t, dialGuarded(t, srv.addr), "PING\r\nQUIT\r\n"+mbulk("SET", "k", "t"), "+OK\r\n+OK\r\n")
+	select {
+	case <-srv.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server did not close the connection")
+	}
+	if got := srv.commands(); fmt.Sprint(got) != "[PING QUIT]" {
+		t.Errorf("commands run = %v; want [PING QUIT]", got)
+	}
+}
+
+// scriptConn is a net.Conn whose Reads return the given chunks, each
+// split to fit p, and then io.EOF. It records what is written to it.
+type scriptConn struct {
+	net.Conn // nil; only Read, Write and SetWriteDeadline are used
+	chunks   []string
+	wrote    bytes.Buffer
+}
+
+func (c *scriptConn) Read(p []byte) (int, error) {
+	for len(c.chunks) > 0 && c.chunks[0] == "" {
+		c.chunks = c.chunks[1:]
+	}
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	return n, nil
+}
+
+func (c *scriptConn) Write(p []byte) (int, error)      { return c.wrote.Write(p) }
+func (c *scriptConn) SetWriteDeadline(time.Time) error { return nil }
+
+func newGuarded(c net.Conn, first, lim resp.Limits) *guardedConn {
+	return &guardedConn{Conn: c, f: resp.NewFramer(first), lim: lim}
+}
+
+// readAllGuarded Reads g until io.EOF, or 100 Reads, calling
+// markAuthenticated after Read number authAfter (0: never).
+func readAllGuarded(t *testing.T, g *guardedConn, authAfter int) []string {
+	t.Helper()
+	p := make([]byte, 64<<10)
+	var reads []string
+	for i := 1; i <= 100; i++ {
+		n, err := g.Read(p)
+		if n > 0 {
+			reads = append(reads, string(p[:n]))
+		}
+		if i == authAfter {
+			markAuthenticated(g)
+		}
+		if err == io.EOF {
+			return reads
+		}
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+	}
+	t.Fatalf("no io.EOF after 100 Reads; read %q", reads)
+	return nil
+}
+
+func TestGuardedConnRead(t *testing.T) {
+	big := mbulk("SET", "k", strings.Repeat("v", 5000))
+	full := "*1\r\n$4085\r\n" + strings.Repeat("v", 4085) // fills the buffer
+	auth := mbulk("AUTH", "pw")
+	tests := []struct {
+		name      string
+		preAuth   bool
+		authAfter int      // markAuthenticated after this Read; 0: never
+		chunks    []string // what the client's socket yields, Read by Read
+		reads     []string // what redcon reads, Read by Read, before io.EOF
+		wrote     string   // what is written back to the client
+	}{
+		{"one command per Read", false, 0, []string{"PING\r\n" + mbulk("GET", "k") + "PING\r\n"}, []string{"PING\r\n", mbulk("GET", "k"), "PING\r\n"}, ""},
+		{"incomplete command waits", false, 0, []string{"PING\r\nPI", "NG\r\n"}, []string{"PING\r\n", "PING\r\n"}, ""},
+		{"read until a command ends", false, 0, []string{"*1\r\n", "$4\r\nPI", "NG\r\nPI", "NG\r\n"}, []string{"*1\r\n$4\r\nPING\r\n", "PING\r\n"}, ""},
+		{"big command in chunks", false, 0, []string{big}, []string{big[:4096], big[4096:]}, ""},
+		{"incomplete command at EOF", false, 0, []string{"PING\r\nPI"}, []string{"PING\r\n"}, ""},
+		{"lines without arguments go with the next command", false, 0, []string{"\r\n \r\nPING\r\n"}, []string{"\r\n \r\nPING\r\n"}, ""},
+		{"lines without arguments alone are dropped", false, 0, []string{strings.Repeat("\r\n", 5000), "\n\n", "PING\r\n"}, []string{"PING\r\n"}, ""},
+		{"valid prefix first", false, 0, []string{"PING\r\n*0\r\n"}, []string{"PING\r\n", "*"}, "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"waiting prefix before a violation", false, 0, []string{"PING\r\n*1\r\n$", "-1\r\n"}, []string{"PING\r\n", "*1\r\n$"}, "-ERR Protocol error: invalid bulk length\r\n"},
+		{"bulk length overflows", false, 0, []string{"*1\r\n$9223372036854775807\r\n"}, []string{"*1\r\n$92233"}, "-ERR Protocol error: invalid bulk length\r\n"},
+		{"violation first in a Read", false, 0, []string{full, "xx"}, []string{full}, "-ERR Protocol error: invalid bulk length\r\n"},
+		{"pre-auth 11 args", true, 0, []string{auth + elevenArgs()}, []string{auth, "*1"}, "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"AUTH lifts the limits for what follows", true, 1, []string{auth + elevenArgs()}, []string{auth, elevenArgs()}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := &scriptConn{chunks: append([]string(nil), tt.chunks...)}
+			first := resp.Limits{}.WithDefaults()
+			if tt.preAuth {
+				first = resp.PreAuth
+			}
+			g := newGuarded(sc, first, resp.Limits{}.WithDefaults())
+			reads := readAllGuarded(t, g, tt.authAfter)
+			if fmt.Sprintf("%q", reads) != fmt.Sprintf("%q", tt.reads) {
+				t.Errorf("Reads = %.200q; want %.200q", reads, tt.reads)
+			}
+			if got := sc.wrote.String(); got != tt.wrote {
+				t.Errorf("written = %q; want %q", got, tt.wrote)
+			}
+			if n, err := g.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+				t.Errorf("Read after the end = %d, %v; want 0, EOF", n, err)
+			}
+			if got := sc.wrote.String(); got != tt.wrote {
+				t.Errorf("written after another Read = %q; want %q", got, tt.wrote)
+			}
+		})
+	}
+}
+
+func TestGuardedConnReadDoesNotAllocate(t *testing.T) {
+	sc := &scriptConn{}
+	g := newGuarded(sc, resp.Limits{}, resp.Limits{})
+	p := make([]byte, 4096)
+	first := "PING\r\n" + mbulk("GET", "k") + "*2\r\n$3\r\nGET" // ends inside a command
+	chunks := make([]string, 2)
+	read := func() {
+		chunks[0], chunks[1] = first, "\r\n$1\r\nk\r\n"
+		sc.chunks = chunks
+		for range 3 {
+			if _, err := g.Read(p); err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+		}
+	}
+	read() // the first Read allocates the buffer the conn keeps
+	if got := testing.AllocsPerRun(100, read); got != 0 {
+		t.Errorf("allocations per 3 Reads = %v; want 0", got)
+	}
+}
+
+// maxReadConn records the largest buffer its reader offers.
+type maxReadConn struct {
+	net.Conn
+	max int
+}
+
+func (c *maxReadConn) Read(p []byte) (int, error) {
+	c.max = max(c.max, len(p))
+	return c.Conn.Read(p)
+}
+
+// A client that keeps its pipeline full, so that every socket read fills
+// the buffer it is given and ends inside a command, must not make redcon's
+// reader grow its buffer: the buffer's free space is what redcon offers
+// each Read.
+func TestGuardedConnKeepsRedconBufferSmall(t *testing.T) {
+	// 999-byte commands: reads of 4096 bytes do not end on one before 4MB.
+	const n = 3000
+	stream := strings.Repeat(mbulk("ECHO", strings.Repeat("x", 977)), n)
+	rec := &maxReadConn{Conn: newGuarded(&scriptConn{chunks: []string{stream}}, resp.Limits{}, resp.Limits{})}
+	rd := redcon.NewReader(rec)
+	cmds := 0
+	for {
+		cs, err := rd.ReadCommands()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("ReadCommands: %v", err)
+		}
+		cmds += len(cs)
+	}
+	if cmds != n || rec.max > 64<<10 {
+		t.Errorf("redcon read %d commands, offering at most %d bytes; want %d, at most %d", cmds, rec.max, n, 64<<10)
+	}
+}
