@@ -45,6 +45,20 @@ func TestSecondSetOnHeldKeyGetsNil(t *testing.T) {
 	c.wantHeldEverywhere(t, "lock", "tok1", 5*time.Second)
 }
 
+// A holder that sends its SET again with the same token gets nil, as from
+// a single Redis, and keeps its lock on every node.
+func TestRepeatedSetBySameTokenKeepsLock(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	if err := p.Client.Do(t.Context(), "SET", "lock", "tok1", "NX", "PX", "5000").Err(); err != nil {
+		t.Fatalf("first SET: %v", err)
+	}
+	got, err := p.Client.Do(t.Context(), "SET", "lock", "tok1", "NX", "PX", "5000").Result()
+	if !errors.Is(err, redis.Nil) {
+		t.Fatalf("repeated SET lock tok1 NX PX 5000 = %v, %v; want nil", got, err)
+	}
+	c.wantHeldEverywhere(t, "lock", "tok1", 5*time.Second)
+}
+
 // SET's options work in any order and case, with EX, PX, EXAT and PXAT.
 func TestSetOptionsInAnyOrderAndCase(t *testing.T) {
 	c, p := setup(t, 3, proxy.Config{})

@@ -54,9 +54,21 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	if err == nil {
 		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: failures(results)}, nil
 	}
-	// Step 5: undo on every node, even those that said no or timed out:
-	// a timed-out write may still have landed. The caller may have given
-	// up already; the cleanup must still run.
-	e.Release(context.WithoutCancel(ctx), l)
+	// Step 5: undo wherever the write may have landed: on the nodes that
+	// granted, and on those that failed or timed out, since a lost reply
+	// may hide a write. A node that denied wrote nothing, and a key it
+	// holds with this token is an earlier grant to the same token, which
+	// a single Redis would keep too. The caller may have given up
+	// already; the cleanup must still run.
+	denied := make(map[Node]bool, len(results))
+	for i, r := range results {
+		denied[e.nodes[i]] = r.err == nil && !r.v
+	}
+	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, n Node) ([]Found, error) {
+		if denied[n] {
+			return nil, nil
+		}
+		return n.Release(ctx, l)
+	})
 	return Lease{}, err
 }
