@@ -6,8 +6,9 @@
 // its own deadline, timed from before the first send on the monotonic
 // clock. It is granted only if a quorum of nodes granted it and the
 // validity, the TTL minus the time taken minus an allowance for clock
-// drift, is still positive. Otherwise the key is released on every node,
-// including those that failed or timed out, whose write may have landed.
+// drift, is still positive. Otherwise the key is released on every node
+// whose write may have landed: those that granted, and those that failed
+// or timed out.
 // A release deletes the key wherever it still holds the caller's token; an
 // extend resets its TTL wherever it does, and is granted like an acquire.
 //
