@@ -1,0 +1,136 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestShippedConfigIsTheDefault(t *testing.T) {
+	shipped, err := os.ReadFile("config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(shipped) != defaultConfig {
+		t.Errorf("the embedded default differs from config.toml")
+	}
+	fc, err := loadConfig(filepath.Join(t.TempDir(), "missing.toml"), false)
+	if err != nil {
+		t.Fatalf("loadConfig(missing, not explicit) = %v; want the built-in default", err)
+	}
+	if err := fc.validate(); err != nil {
+		t.Errorf("validate(default) = %v", err)
+	}
+	want := fileConfig{Listen: "127.0.0.1:6380", EmbeddedNodes: 5, DriftFactor: 0.01, MaxClients: 10000, LogLevel: "info"}
+	if fc.Listen != want.Listen || len(fc.Nodes) != 0 || fc.EmbeddedNodes != want.EmbeddedNodes ||
+		fc.NodeTimeout.Duration != 50*time.Millisecond || fc.MinTTL.Duration != 100*time.Millisecond ||
+		fc.MaxTTL.Duration != 5*time.Minute || fc.DriftFactor != want.DriftFactor || fc.LogLevel != want.LogLevel {
+		t.Errorf("default config = %+v; want listen 127.0.0.1:6380, no nodes, 5 embedded, 50ms, 100ms..5m, 0.01, info", fc)
+	}
+	if err := fc.proxyConfig(nil).Validate(); err != nil {
+		t.Errorf("proxy config from the default: %v", err)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name     string
+		path     string
+		explicit bool
+		want     string // in the error
+	}{
+		{"explicit missing file", filepath.Join(dir, "nope.toml"), true, "nope.toml"},
+		{"unknown key", write("unknown.toml", "node_timout = \"50ms\"\n"), true, `unknown key "node_timout"`},
+		{"bad duration", write("dur.toml", "min_ttl = \"ten\"\n"), true, "ten"},
+		{"not toml", write("bad.toml", "listen = \n"), true, "bad.toml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(tt.path, tt.explicit)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("loadConfig(%s) = %v; want an error containing %q", tt.name, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateNamesKeyAndValue(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*fileConfig)
+		want string
+	}{
+		{"node timeout over half min ttl", func(fc *fileConfig) { fc.NodeTimeout.Duration = 80 * time.Millisecond },
+			"node_timeout (80ms) must be at most half of min_ttl (100ms)"},
+		{"drift", func(fc *fileConfig) { fc.DriftFactor = 0.9 }, "drift_factor (0.9) must be from 0 to 0.5"},
+		{"log level", func(fc *fileConfig) { fc.LogLevel = "loud" }, `log_level ("loud")`},
+		{"node not host:port", func(fc *fileConfig) { fc.Nodes = []string{"localhost"} }, `nodes: "localhost" is not host:port`},
+		{"node twice", func(fc *fileConfig) { fc.Nodes = []string{"127.0.0.1:1", "127.0.0.1:1"} }, `nodes: "127.0.0.1:1" is listed twice`},
+		{"embedded count", func(fc *fileConfig) { fc.EmbeddedNodes = 10 }, "embedded_nodes (10) must be 1 to 9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc, err := loadConfig("", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(&fc)
+			if err := fc.validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("validate() = %v; want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestProxyConfigErrorsNameKeys(t *testing.T) {
+	fc, err := loadConfig("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.MaxTTL.Duration = 50 * time.Millisecond
+	if err := fc.proxyConfig(nil).Validate(); err == nil || !strings.Contains(err.Error(), "max_ttl (50ms) must not be under min_ttl (100ms)") {
+		t.Errorf("Validate() = %v; want the max_ttl error", err)
+	}
+	fc, _ = loadConfig("", false)
+	fc.MaxArgs = -1
+	if err := fc.proxyConfig(nil).Validate(); err == nil || !strings.Contains(err.Error(), "max_args (-1)") {
+		t.Errorf("Validate() = %v; want the max_args error", err)
+	}
+}
+
+func TestSplitNodes(t *testing.T) {
+	got := splitNodes(" 127.0.0.1:7001, 127.0.0.1:7002,,127.0.0.1:7003 ")
+	want := []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("splitNodes = %q; want %q", got, want)
+	}
+}
+
+func TestRunRefusesBadFlagsAndConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"-bogus"}, "bogus"},
+		{"bad node", []string{"-nodes", "nohost"}, `nodes: "nohost" is not host:port`},
+		{"listen taken by garbage", []string{"-listen", "256.0.0.1:1", "-nodes", "127.0.0.1:1"}, "256.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := run(tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run(%q) = %v; want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
