@@ -19,6 +19,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -317,5 +318,31 @@ func TestMaxClients(t *testing.T) {
 	}
 	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
 		t.Errorf("first client PING after refusal = %q", got)
+	}
+}
+
+// TestHandlerPanicClosesOnlyThatClient: a panicking handler is answered
+// with ERR internal error and closes its own connection; the server and
+// its other clients carry on.
+func TestHandlerPanicClosesOnlyThatClient(t *testing.T) {
+	commands["testpanic"] = command{arity: 1, handler: func(*Server, *request) resp.Reply { panic("boom") }}
+	t.Cleanup(func() { delete(commands, "testpanic") })
+	addr, _ := startServer(t, 1, Config{})
+	other := dial(t, addr)
+	if got := other.do(t, "PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING = %q", got)
+	}
+	rc := dial(t, addr)
+	if got := rc.do(t, "TESTPANIC"); got != "-ERR internal error\r\n" {
+		t.Errorf("TESTPANIC = %q; want -ERR internal error", got)
+	}
+	if !rc.closed() {
+		t.Errorf("panicking client still open")
+	}
+	if got := other.do(t, "SET", "k", "t", "NX", "PX", "1000"); got != "+OK\r\n" {
+		t.Errorf("other client's SET after the panic = %q; want +OK", got)
+	}
+	if got := dial(t, addr).do(t, "PING"); got != "+PONG\r\n" {
+		t.Errorf("new client's PING after the panic = %q; want +PONG", got)
 	}
 }
