@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"strconv"
@@ -51,10 +52,12 @@ func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
 	if s.cfg.RequirePass == "" {
 		return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	}
-	// Compare both in constant time so a wrong user name and a wrong
-	// password take as long.
-	okUser := subtle.ConstantTimeCompare([]byte(user), []byte("default"))
-	okPass := subtle.ConstantTimeCompare(pass, []byte(s.cfg.RequirePass))
+	// Compare digests, in constant time, so that neither the password's
+	// content nor its length shows in how long a wrong one takes.
+	gotUser, gotPass := sha256.Sum256([]byte(user)), sha256.Sum256(pass)
+	wantUser, wantPass := sha256.Sum256([]byte("default")), sha256.Sum256([]byte(s.cfg.RequirePass))
+	okUser := subtle.ConstantTimeCompare(gotUser[:], wantUser[:])
+	okPass := subtle.ConstantTimeCompare(gotPass[:], wantPass[:])
 	if okUser&okPass != 1 {
 		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
 	}

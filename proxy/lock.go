@@ -160,7 +160,9 @@ func (s *Server) outcome(err error, success, fail resp.Reply) resp.Reply {
 	case errors.Is(err, quorum.ErrOverMaxTTL):
 		return resp.Error(fmt.Sprintf("ERR invalid expire time in 'eval' command: the extended TTL would be over max_ttl (%v)", s.cfg.MaxTTL))
 	case errors.Is(err, quorum.ErrDenied):
-		s.warnFailures(errors.Unwrap(err))
+		if oe := (*quorum.OutcomeError)(nil); errors.As(err, &oe) {
+			s.warnFailures(oe.Failures)
+		}
 		return fail
 	}
 	return s.fail(err)
