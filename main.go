@@ -95,6 +95,7 @@ func run(args []string) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: fc.level()}))
+	quorum.SetDriverLog(log)
 
 	addrs := fc.Nodes
 	if len(addrs) == 0 {

@@ -1,0 +1,31 @@
+package quorum
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strconv"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSetDriverLog checks that a failed dial's log line goes to the given
+// logger, at Debug level, rather than to stderr.
+func TestSetDriverLog(t *testing.T) {
+	var buf bytes.Buffer
+	SetDriverLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { SetDriverLog(slog.New(slog.DiscardHandler)) })
+	// A free port nothing listens on: the dial is refused.
+	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), NodeOptions{})
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if _, err := n.Inspect(ctx, "k"); err == nil {
+		t.Fatalf("Inspect on a closed port succeeded")
+	}
+	if got := buf.String(); !strings.Contains(got, "level=DEBUG") || !strings.Contains(got, "go-redis") || !strings.Contains(got, "dial") {
+		t.Errorf("driver log = %q; want a DEBUG go-redis line about the dial", got)
+	}
+}
