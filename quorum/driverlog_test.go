@@ -3,9 +3,9 @@ package quorum
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
