@@ -3,7 +3,7 @@ package integration
 import "testing"
 
 // catalogueScript is a lock script a real client sends, byte for byte as
-// /work/shared/CLIENTS.md records it, with the SHA1 the client passes to
+// shared/CLIENTS.md records it, with the SHA1 the client passes to
 // EVALSHA. The bodies are copied here rather than imported from resp, so
 // that these tests check the proxy against what clients really send, not
 // against its own table.
