@@ -47,12 +47,13 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 		}
 	}
 	v := validity(ttl, elapsed, e.cfg.DriftFactor)
-	err := verdict(o, e.quorum, failures(results))
+	fails := failures(results)
+	err := verdict(o, e.quorum, fails)
 	if err == nil && v <= 0 {
-		err = &OutcomeError{Outcome: o, Expired: true, Failures: failures(results)}
+		err = &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 	}
 	if err == nil {
-		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: failures(results)}, nil
+		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: fails}, nil
 	}
 	// Step 5: undo wherever the write may have landed: on the nodes that
 	// granted, and on those that failed or timed out, since a lost reply

@@ -51,7 +51,8 @@ func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode Ext
 			over = over || r.v < 0
 		}
 	}
-	if err := verdict(o, e.quorum, failures(results)); err != nil {
+	fails := failures(results)
+	if err := verdict(o, e.quorum, fails); err != nil {
 		if over && errors.Is(err, ErrDenied) {
 			err = fmt.Errorf("%w (%v): %w", ErrOverMaxTTL, limit, err)
 		}
@@ -61,7 +62,7 @@ func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode Ext
 	newTTL, _ := quorumTTL(set, e.quorum)
 	v := validity(newTTL, elapsed, e.cfg.DriftFactor)
 	if v <= 0 {
-		return Lease{}, &OutcomeError{Outcome: o, Expired: true, Failures: failures(results)}
+		return Lease{}, &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 	}
-	return Lease{Validity: v, Expires: start.Add(newTTL - e.Drift(newTTL)), Granted: o.Granted, Failures: failures(results)}, nil
+	return Lease{Validity: v, Expires: start.Add(newTTL - e.Drift(newTTL)), Granted: o.Granted, Failures: fails}, nil
 }

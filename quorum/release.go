@@ -22,6 +22,7 @@ func (e *Engine) Release(ctx context.Context, l Lock) (Released, error) {
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) ([]Found, error) {
 		return n.Release(ctx, l)
 	})
+	fails := failures(results)
 	var rel Released
 	for k := range l.Keys {
 		o := Outcome{Total: len(e.nodes)}
@@ -39,7 +40,7 @@ func (e *Engine) Release(ctx context.Context, l Lock) (Released, error) {
 				o.Denied++
 			}
 		}
-		err := verdict(o, e.quorum, failures(results))
+		err := verdict(o, e.quorum, fails)
 		switch {
 		case err == nil:
 			rel.Keys++
