@@ -41,12 +41,12 @@ func (c *scriptCache) lookup(sha string) (resp.Script, bool) {
 // script, its digest, and whether the body is a recognised lock script.
 func (c *scriptCache) learn(body []byte) (resp.Script, string, bool) {
 	sha := resp.SHA1Hex(body)
+	if sc, known := resp.ClassifySHA(sha); known {
+		return sc, sha, true // a catalogue script: no need to remember it
+	}
 	sc, ok := resp.ClassifyScript(body)
 	if !ok {
 		return sc, sha, false
-	}
-	if _, known := resp.ClassifySHA(sha); known {
-		return sc, sha, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
