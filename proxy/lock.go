@@ -57,7 +57,14 @@ func (s *Server) pttl(r *request) resp.Reply {
 		return s.fail(err)
 	case !st.Held:
 		return resp.Int(-2)
-	case st.Validity < 0:
+	}
+	return validityMillis(st)
+}
+
+// validityMillis is a held key's validity as PTTL replies it: -1 for a
+// key without expiry.
+func validityMillis(st quorum.State) resp.Reply {
+	if st.Validity < 0 {
 		return resp.Int(-1)
 	}
 	return resp.Int(st.Validity.Milliseconds())

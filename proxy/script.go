@@ -237,10 +237,8 @@ func (s *Server) pttlScript(r *request, sc resp.Script, l quorum.Lock, fail resp
 		return s.fail(err)
 	case !st.Held || st.Token != l.Token:
 		return fail
-	case st.Validity < 0:
-		return resp.Int(-1)
 	}
-	return resp.Int(st.Validity.Milliseconds())
+	return validityMillis(st)
 }
 
 func btoi(b bool) int64 {
