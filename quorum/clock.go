@@ -35,11 +35,11 @@ func clockCheck(c *clockSample, p Probe, limit time.Duration, driftFactor float6
 	switch {
 	case jump != 0:
 		*c = clockSample{runID: p.RunID, last: r, first: r}
-		return fmt.Sprintf("clock jumped %+v", jump.Round(time.Millisecond))
+		return "clock jumped " + signed(jump)
 	case total != 0:
 		elapsed := r.local.Sub(c.first.local)
 		*c = clockSample{runID: p.RunID, last: r, first: r}
-		return fmt.Sprintf("clock rate off by %+v in %v", total.Round(time.Millisecond), elapsed.Round(time.Second))
+		return fmt.Sprintf("clock rate off by %s in %v", signed(total), elapsed.Round(time.Second))
 	}
 	return ""
 }
@@ -59,4 +59,13 @@ func excess(a, b clockReading, limit time.Duration, driftFactor float64) time.Du
 		return diff
 	}
 	return 0
+}
+
+// signed formats d to the millisecond with its sign: +123ms, -1.5s.
+func signed(d time.Duration) string {
+	d = d.Round(time.Millisecond)
+	if d > 0 {
+		return "+" + d.String()
+	}
+	return d.String()
 }

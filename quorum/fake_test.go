@@ -52,6 +52,7 @@ type fakeNode struct {
 	offset  time.Duration // the node's clock minus the proxy's
 	rate    float64       // how much faster the node's clock runs, from rateFrom
 	rateAt  time.Time
+	watch   func(runID string)
 }
 
 // fakeEntry is one key on a fakeNode.
@@ -458,6 +459,26 @@ func (f *fakeNode) drift(rate float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rate, f.rateAt = rate, time.Now()
+}
+
+func (f *fakeNode) watchConnects(w func(runID string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watch = w
+}
+
+// connect is a new connection to the node: the watcher, if any, hears the
+// node's run_id.
+func (f *fakeNode) connect() {
+	f.mu.Lock()
+	w, runID := f.watch, f.runID
+	f.mu.Unlock()
+	if runID == "" {
+		runID = "run-" + f.addr
+	}
+	if w != nil {
+		w(runID)
+	}
 }
 
 // asNodes returns fs as the engine's Node list.

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // result is one node's answer to one operation.
@@ -17,8 +18,17 @@ type result[T any] struct {
 // the breaker marked down is not called: its result is ErrNodeDown at
 // once, so a dead node costs nothing, while it still counts in N.
 func fanOut[T any](ctx context.Context, e *Engine, op func(context.Context, Node) (T, error)) []result[T] {
+	return fanOutWithin(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), op)
+}
+
+// each is fanOut for the monitor: under its own timeout, and without the
+// breaker (down nodes are called too, and failures do not count).
+func each[T any](ctx context.Context, e *Engine, timeout time.Duration, op func(context.Context, Node) (T, error)) []result[T] {
+	return fanOutWithin(ctx, e, timeout, false, op)
+}
+
+func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, op func(context.Context, Node) (T, error)) []result[T] {
 	results := make([]result[T], len(e.nodes))
-	monitored := e.monitored.Load()
 	var wg sync.WaitGroup
 	for i, n := range e.nodes {
 		if monitored && e.health[i].down.Load() {
@@ -26,7 +36,7 @@ func fanOut[T any](ctx context.Context, e *Engine, op func(context.Context, Node
 			continue
 		}
 		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
+			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			v, err := op(nctx, n)
 			if monitored {

@@ -73,8 +73,17 @@ type health struct {
 	runID   string // last run_id seen by a probe or a new connection
 	gen     uint64 // bumped when a new connection sees a new run_id
 	lastErr string
-	// verified is the run_id whose grants count, "" until one is.
+	// verified is the run_id whose grants count, "" until one is; while
+	// a restart quarantine runs, the previous process's.
 	verified string
+	// previous is the run_id verified before the current one: a record
+	// that still names it is stale, not a sign of another restart.
+	previous string
+	// pending is the run_id of a restarted process in quarantine; it
+	// becomes verified when the quarantine ends.
+	pending string
+	// fsyncAlways: the node runs appendonly yes, appendfsync always.
+	fsyncAlways bool
 	// start is when the node's process started, from its uptime.
 	start time.Time
 	clock clockSample
@@ -157,6 +166,9 @@ func isTimeout(err error) bool {
 // the node.
 func (e *Engine) markDown(i int, err error) {
 	h := e.health[i]
+	if ne := (*NodeError)(nil); errors.As(err, &ne) {
+		err = ne.Err
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastErr = err.Error()
