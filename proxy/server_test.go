@@ -185,6 +185,10 @@ func TestGoldenReplies(t *testing.T) {
 		{"TTL", "k"},
 		{"COMMAND", "DOCS"},
 		{"SET"},
+		{"SET", "redlock-proxy:members", "t", "NX", "PX", "1000"},
+		{"GET", "redlock-proxy:members"},
+		{"EXISTS", "k", "redlock-proxy:members"},
+		{"EVALSHA", "e950836ed1e694540c503ef9972b8de518044d3b", "1", "redlock-proxy:members", "t"},
 		{"QUIT"},
 	}
 	var got strings.Builder
