@@ -243,6 +243,8 @@ func TestReplyForError(t *testing.T) {
 			"(error) NOQUORUM 2 of 5 nodes answered, 3 needed"},
 		{"wrapped unavailable", fmt.Errorf("x: %w", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Failed: 3}, Unavailable: true}),
 			"(error) NOQUORUM 0 of 3 nodes answered, 2 needed"},
+		{"quarantined grant", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Granted: 1, Denied: 1, Quarantined: 1}, Unavailable: true},
+			"(error) NOQUORUM 2 of 3 nodes answered, 2 needed; 1 more granted but are quarantined (see INFO)"},
 		{"command deadline", context.DeadlineExceeded, "(error) NOQUORUM command timed out"},
 		{"anything else", errors.New("boom"), "(error) ERR boom"},
 	}
