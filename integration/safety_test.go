@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,5 +306,26 @@ func TestMembershipRecordIsReserved(t *testing.T) {
 	err := p.Client.SetNX(t.Context(), quorum.MembersKey, "t", time.Second).Err()
 	if err == nil || !strings.Contains(err.Error(), "reserved") {
 		t.Errorf("SET NX %s = %v; want it refused as reserved", quorum.MembersKey, err)
+	}
+}
+
+// TestBinaryRefusesReplicaAtStart: the real binary exits at start, naming
+// the replica and why, before it serves anyone.
+func TestBinaryRefusesReplicaAtStart(t *testing.T) {
+	bin := buildProxyBinary(t)
+	m := startRedis(t)
+	_, port, _ := net.SplitHostPort(m.Addr)
+	r := startRedis(t, "--replicaof", "127.0.0.1", port)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
+		"-nodes", strings.Join([]string{m.Addr, r.Addr, startRedis(t).Addr}, ","))
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("redlock-proxy over a replica exited 0; want a refusal:\n%s", out)
+	}
+	if want := "node 1 (" + r.Addr + ") refused: role is slave"; !strings.Contains(string(out), want) {
+		t.Errorf("redlock-proxy output:\n%s\nwant it to say %q", out, want)
 	}
 }
