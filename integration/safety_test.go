@@ -338,3 +338,16 @@ func TestBinaryRefusesReplicaAtStart(t *testing.T) {
 		t.Errorf("redlock-proxy output:\n%s\nwant it to say %q", out, want)
 	}
 }
+
+func TestFlushedMasterIsQuarantined(t *testing.T) {
+	c := startNodes(t, 3)
+	p := mustStartMonitored(t, safetyConfig(), c.addrs...)
+	time.Sleep(300 * time.Millisecond) // a few probes have seen node1's record
+	if err := c.direct[1].FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f := waitState(t, p.Client, 1, "quarantined", 5*time.Second)
+	if !strings.HasPrefix(f["reason"], "data lost") {
+		t.Errorf("node1 = %v; want reason data lost", f)
+	}
+}
