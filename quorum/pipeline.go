@@ -85,11 +85,15 @@ func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...a
 func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.Cmd, error) {
 	o := &op{ctx: ctx, cmd: cmd, s: s, done: make(chan struct{})}
 	select {
-	case p.queue <- o:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-p.quit:
-		return nil, errClosed
+	case p.queue <- o: // a one-case select: no locks on the other channels
+	default:
+		select {
+		case p.queue <- o:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.quit:
+			return nil, errClosed
+		}
 	}
 	select {
 	case <-o.done:
@@ -115,8 +119,15 @@ func (p *pipeline) send() {
 			return
 		}
 		// Let the callers that are ready to run queue their operations
-		// first: under load this makes the batch several times larger.
-		runtime.Gosched()
+		// first, while they keep coming: under load this makes the batch
+		// several times larger.
+		for range 4 {
+			n := len(p.queue)
+			runtime.Gosched()
+			if len(p.queue) == n {
+				break
+			}
+		}
 	more:
 		for len(batch) < maxBatch {
 			select {
@@ -157,11 +168,9 @@ func (p *pipeline) exec(batch []*op) {
 	if pipe.Len() == 0 {
 		return
 	}
-	ctx := context.Background()
+	var ctx context.Context = context.Background()
 	if bounded {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, latest)
-		defer cancel()
+		ctx = deadlineContext(latest)
 	}
 	pipe.Exec(ctx) // each command holds its own reply or error
 	var again []*op
@@ -191,3 +200,13 @@ func newScript(src string) *script {
 	h := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(h[:])}
 }
+
+// deadlineContext is a context that is never cancelled and only carries a
+// deadline, which go-redis sets on the connection (ContextTimeoutEnabled):
+// a pipeline needs no timer of its own.
+type deadlineContext time.Time
+
+func (d deadlineContext) Deadline() (time.Time, bool) { return time.Time(d), true }
+func (deadlineContext) Done() <-chan struct{}         { return nil }
+func (deadlineContext) Err() error                    { return nil }
+func (deadlineContext) Value(any) any                 { return nil }
