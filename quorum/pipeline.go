@@ -8,18 +8,16 @@ import (
 	"runtime"
 
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 const (
-	// senders is how many pipelines one node may have in flight. While
-	// they are all out, operations queue up and go in the next one.
-	senders = 1
 	// maxBatch caps the operations in one pipeline.
 	maxBatch = 256
-	// queueLen is how many operations may wait for a sender; a caller
+	// queueLen is how many operations may wait for the sender; a caller
 	// that finds the queue full waits, within its deadline, for room.
 	queueLen = 1024
 )
@@ -27,15 +25,20 @@ const (
 // errClosed is a node's answer once Close has begun.
 var errClosed = errors.New("node closed")
 
-// pipeline sends the operations of one node's concurrent callers to it in
-// batches: each sender takes everything queued, up to maxBatch, and sends
-// it as one go-redis pipeline (one write) on one connection. Replies come
-// back in order, one per operation. A caller waits only until its own
-// deadline: an operation whose deadline passed before it was sent is not
-// sent, and a late reply is dropped.
+// pipeline sends one node's operations to it with at most one write in
+// flight. A caller that finds the node idle sends its operation itself,
+// at once; callers that find it busy queue up, and the pipeline's sender
+// sends everything queued as one go-redis pipeline (one write) when the
+// node is free again. Replies come back in order, one per operation. A
+// caller waits only until its own deadline: an operation whose deadline
+// passed before it was sent is not sent, and a late reply is dropped.
 type pipeline struct {
-	c       *redis.Client
-	queue   chan *op
+	c     *redis.Client
+	queue chan *op
+	// slot holds a token while nothing is in flight; whoever takes it
+	// may write to the node.
+	slot    chan struct{}
+	taken   atomic.Bool   // the sender holds an operation it took
 	quit    chan struct{} // closed by close
 	running sync.WaitGroup
 	once    sync.Once
@@ -51,15 +54,17 @@ type op struct {
 }
 
 func newPipeline(c *redis.Client) *pipeline {
-	p := &pipeline{c: c, queue: make(chan *op, queueLen), quit: make(chan struct{})}
-	for range senders {
-		p.running.Go(p.send)
+	p := &pipeline{
+		c: c, queue: make(chan *op, queueLen),
+		slot: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
+	p.slot <- struct{}{}
+	p.running.Go(p.send)
 	return p
 }
 
-// close stops the senders and waits for the pipelines in flight, which
-// end by their operations' deadlines. Callers still waiting get errClosed.
+// close stops the sender and waits for the pipeline in flight, which ends
+// by its operations' deadlines. Callers still waiting get errClosed.
 func (p *pipeline) close() {
 	p.once.Do(func() { close(p.quit) })
 	p.running.Wait()
@@ -83,6 +88,21 @@ func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...a
 }
 
 func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.Cmd, error) {
+	select {
+	case <-p.quit:
+		return nil, errClosed
+	default:
+	}
+	// An idle node: nothing to batch with, so no hand-off to the sender.
+	if len(p.queue) == 0 && !p.taken.Load() {
+		select {
+		case <-p.slot:
+			cmd = p.direct(ctx, cmd, s)
+			p.slot <- struct{}{}
+			return cmd, cmd.Err()
+		default:
+		}
+	}
 	o := &op{ctx: ctx, cmd: cmd, s: s, done: make(chan struct{})}
 	select {
 	case p.queue <- o: // a one-case select: no locks on the other channels
@@ -108,13 +128,32 @@ func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.C
 	}
 }
 
-// send is one sender: it takes what is queued and sends it, until close.
+// direct sends cmd on its own, under ctx, and as EVAL if the node lacks
+// the script.
+func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
+	p.c.Process(ctx, cmd)
+	if s != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		args := cmd.Args()
+		args[0], args[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, args...)
+		p.c.Process(ctx, cmd)
+	}
+	return cmd
+}
+
+// send is the sender: it takes what is queued and sends it, until close.
 func (p *pipeline) send() {
 	batch := make([]*op, 0, maxBatch)
 	for {
 		select {
 		case o := <-p.queue:
+			p.taken.Store(true)
 			batch = append(batch, o)
+		case <-p.quit:
+			return
+		}
+		select {
+		case <-p.slot: // the write in flight has its reply
 		case <-p.quit:
 			return
 		}
@@ -138,6 +177,8 @@ func (p *pipeline) send() {
 			}
 		}
 		p.exec(batch)
+		p.taken.Store(false)
+		p.slot <- struct{}{}
 		for _, o := range batch {
 			close(o.done)
 		}

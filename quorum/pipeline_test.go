@@ -68,6 +68,24 @@ func waitQueued(t *testing.T, p *pipeline, n int) {
 
 func thaw(p *redisProc) { p.cmd.Process.Signal(syscall.SIGCONT) }
 
+// occupy sends a PING that finds the node idle and so is sent at once,
+// and returns once it is in flight: on a frozen node it keeps the node
+// busy until d or the thaw, and everything sent meanwhile queues.
+func occupy(t *testing.T, wg *sync.WaitGroup, p *pipeline, d time.Duration) {
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		defer cancel()
+		p.do(ctx, "ping")
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for len(p.slot) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the PING did not take the node within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Many callers at once each get their own reply, not a neighbour's.
 func TestPipelineRepliesInOrder(t *testing.T) {
 	p, _ := testPipeline(t, startRedis(t).addr)
@@ -100,13 +118,12 @@ func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 		t.Fatalf("PING: %v", err)
 	}
 	proc.freeze(t)
-	// Each sender takes one operation and waits for the frozen node; the
-	// rest queue up behind them.
+	start := writes.Load()
 	var wg sync.WaitGroup
+	occupy(t, &wg, p, 10*time.Second)
 	const ops = 100
 	var failed atomic.Int64
-	start := writes.Load()
-	for i := range ops + senders {
+	for i := range ops {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
@@ -115,26 +132,22 @@ func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 				failed.Add(1)
 			}
 		})
-		if i < senders {
-			time.Sleep(20 * time.Millisecond) // a sender has taken it
-		}
 	}
-	waitQueued(t, p, ops)
+	waitQueued(t, p, ops-1) // the sender holds the first
 	thaw(proc)
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
-		t.Fatalf("%d of %d operations failed", n, ops+senders)
+		t.Fatalf("%d of %d operations failed", n, ops)
 	}
-	// One write per sender for its first operation, and the rest in one
-	// or two batches; a new connection may add a write.
-	if got, most := writes.Load()-start, int64(senders+3); got > most {
-		t.Errorf("%d operations took %d writes; want at most %d", ops+senders, got, most)
+	// One write for the PING and one for the batch; a new connection or a
+	// split batch may add one or two.
+	if got := writes.Load() - start; got > 4 {
+		t.Errorf("a PING and %d operations queued behind it took %d writes; want at most 4", ops, got)
 	}
 }
 
-// An operation whose deadline passes while it waits in the queue fails
-// with its own deadline, is never sent, and does not hold up the
-// operations behind it.
+// An operation whose deadline passes while it waits fails with its own
+// deadline, is never sent, and does not hold up the operations behind it.
 func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 	proc := startRedis(t)
 	admin := proc.admin(t)
@@ -143,16 +156,8 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 		t.Fatalf("PING: %v", err)
 	}
 	proc.freeze(t)
-	// Keep every sender waiting on the frozen node.
 	var wg sync.WaitGroup
-	for range senders {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-			defer cancel()
-			p.do(ctx, "ping")
-		})
-		time.Sleep(20 * time.Millisecond) // a sender has taken it
-	}
+	occupy(t, &wg, p, 10*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -160,15 +165,15 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 	if elapsed := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || elapsed > time.Second {
 		t.Errorf("SET on a busy frozen node = %v after %v; want a deadline error after about 100ms", err, elapsed)
 	}
-	// The expired SET is still queued; a live one queues behind it, and
-	// both are taken in one batch.
+	// The sender still holds the expired SET; a live one queues behind
+	// it, and both go in one batch.
 	wg.Go(func() {
 		cmd, err := p.do(t.Context(), "set", "after", "x")
 		if err != nil || cmd.Val() != "OK" {
 			t.Errorf("SET after the expired one = %v, %v; want OK", cmd, err)
 		}
 	})
-	waitQueued(t, p, 2)
+	waitQueued(t, p, 1)
 	thaw(proc)
 	wg.Wait()
 	if n, err := admin.Exists(t.Context(), "late").Result(); err != nil || n != 0 {
@@ -204,33 +209,38 @@ func TestPipelineEachCallerWaitsOnlyForItsOwnDeadline(t *testing.T) {
 	wg.Wait()
 }
 
-// A script the node has not cached (or has flushed) runs by its body, in
-// a batch with others.
+// A script the node has not cached (or has flushed) runs by its body,
+// both when sent alone and in a batch.
 func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	proc := startRedis(t)
 	admin := proc.admin(t)
 	p, _ := testPipeline(t, proc.addr)
 	s := newScript(`return ARGV[1]`)
-	for round := range 2 {
-		if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
-			t.Fatalf("SCRIPT FLUSH: %v", err)
-		}
-		var wg sync.WaitGroup
-		for i := range 20 {
-			wg.Go(func() {
-				want := fmt.Sprint(round, "-", i)
-				cmd, err := p.eval(t.Context(), s, nil, want)
-				if err != nil || cmd.Val() != want {
-					t.Errorf("script = %v, %v; want %s", cmd, err, want)
-				}
-			})
-		}
-		wg.Wait()
+	if cmd, err := p.eval(t.Context(), s, nil, "alone"); err != nil || cmd.Val() != "alone" {
+		t.Errorf("script on an idle node = %v, %v; want alone", cmd, err)
 	}
+	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+	proc.freeze(t)
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 10*time.Second)
+	for i := range 20 {
+		wg.Go(func() {
+			want := fmt.Sprint("batched-", i)
+			cmd, err := p.eval(t.Context(), s, nil, want)
+			if err != nil || cmd.Val() != want {
+				t.Errorf("script = %v, %v; want %s", cmd, err, want)
+			}
+		})
+	}
+	waitQueued(t, p, 19)
+	thaw(proc)
+	wg.Wait()
 }
 
-// close stops the senders, fails the callers still queued, and leaves
-// no goroutine behind.
+// close stops the sender, fails the callers still queued, and leaves no
+// goroutine behind.
 func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 	proc := startRedis(t)
 	before := runtime.NumGoroutine()
@@ -243,28 +253,32 @@ func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 		}
 	}
 	proc.freeze(t)
-	errs := make(chan error, senders+5)
-	for i := range senders + 5 {
-		go func() { // each ends through errs
-			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 500*time.Millisecond)
+	errs := make(chan error, 5)
+	for range 5 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			_, err := p.do(ctx, "ping")
 			errs <- err
-		}()
-		if i < senders {
-			time.Sleep(20 * time.Millisecond) // a sender has taken it
+		})
+	}
+	waitQueued(t, p, 4) // the sender holds the first
+	start := time.Now()
+	p.close()
+	for range 5 {
+		if err := <-errs; !errors.Is(err, errClosed) {
+			t.Errorf("queued PING on a closed pipeline = %v; want %v", err, errClosed)
 		}
 	}
-	waitQueued(t, p, 5)
-	p.close()
-	for range senders + 5 {
-		if err := <-errs; err == nil {
-			t.Errorf("PING on a frozen, closed pipeline = nil; want an error")
-		}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("queued callers waited %v after close; want no more than the PING in flight (500ms)", elapsed)
 	}
 	if _, err := p.do(t.Context(), "ping"); !errors.Is(err, errClosed) {
 		t.Errorf("PING after close = %v; want %v", err, errClosed)
 	}
+	wg.Wait()
 	c.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before {
