@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"runtime"
-
 	"sync"
 	"sync/atomic"
 	"time"
