@@ -3,16 +3,21 @@ package proxy
 import (
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 const (
-	// readChunk is the size of a guardedConn's buffer: the most it reads
-	// from the client at once, and the most of a longer command it hands
-	// redcon in one Read.
+	// readChunk is the size of a guardedConn's large buffer: the most it
+	// reads from the client at once, and the most of a longer command it
+	// hands redcon in one Read.
 	readChunk = 4 << 10
+	// smallChunk is the size of the buffer each guardedConn keeps. A
+	// command that does not fit borrows a large one until the client's
+	// bytes are all handed over, so that an idle client holds no more.
+	smallChunk = 512
 	// refuseTimeout bounds the write of a protocol error, so that a client
 	// that does not read cannot hold its connection open.
 	refuseTimeout = 500 * time.Millisecond
@@ -81,12 +86,14 @@ type guardedConn struct {
 	f   *resp.Framer
 	lim resp.Limits // the limits after AUTH
 
-	buf     []byte // bytes read from the client, not yet handed to redcon
-	r, w    int    // buf[r:w] is what the client sent that redcon has not had
-	checked int    // buf[r:r+checked] is accepted by the Framer
-	ready   int    // buf[r:r+ready] is to be handed over as it is
-	err     error  // the violation, once found
-	sent    bool   // the violation has been reported to the client
+	small   [smallChunk]byte
+	large   *[readChunk]byte // borrowed from chunks while in use
+	buf     []byte           // small or large: bytes read from the client
+	r, w    int              // buf[r:w] is what the client sent that redcon has not had
+	checked int              // buf[r:r+checked] is accepted by the Framer
+	ready   int              // buf[r:r+ready] is to be handed over as it is
+	err     error            // the violation, once found
+	sent    bool             // the violation has been reported to the client
 }
 
 // Read fills p with accepted bytes: one command, the accepted prefix
@@ -109,14 +116,31 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	c.r += n
 	c.checked -= n
 	c.ready -= n
+	if c.r == c.w && c.large != nil {
+		chunks.Put(c.large) // all handed over: back to the small buffer
+		c.large, c.buf, c.r, c.w = nil, c.small[:], 0, 0
+	}
 	return n, nil
+}
+
+// chunks holds the large buffers not in use.
+var chunks = sync.Pool{New: func() any { return new([readChunk]byte) }}
+
+// Write writes p to the client. redcon flushes its writer after every
+// batch of commands, even when a grant already flushed it: an empty write
+// would cost a system call for nothing.
+func (c *guardedConn) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return c.Conn.Write(p)
 }
 
 // fill checks the buffered bytes, reading more from the client while they
 // hold no whole command, until there is something to hand over.
 func (c *guardedConn) fill() error {
 	if c.buf == nil {
-		c.buf = make([]byte, readChunk)
+		c.buf = c.small[:]
 	}
 	for {
 		k, done, err := c.f.FeedCommand(c.buf[c.r+c.checked : c.w])
@@ -137,6 +161,12 @@ func (c *guardedConn) fill() error {
 			c.checked -= skip
 		}
 		if c.w-c.r == len(c.buf) {
+			if c.large == nil {
+				c.large = chunks.Get().(*[readChunk]byte)
+				c.w = copy(c.large[:], c.buf[c.r:c.w])
+				c.r, c.buf = 0, c.large[:]
+				continue
+			}
 			c.ready = c.checked // part of a command longer than buf
 			return nil
 		}

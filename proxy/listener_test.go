@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/redcon"
 
@@ -354,5 +355,55 @@ func TestGuardedConnKeepsRedconBufferSmall(t *testing.T) {
 	}
 	if cmds != n || rec.max > 64<<10 {
 		t.Errorf("redcon read %d commands, offering at most %d bytes; want %d, at most %d", cmds, rec.max, n, 64<<10)
+	}
+}
+
+// An idle client holds only the small buffer: a command longer than it
+// borrows a large one, given back once all its bytes are handed over.
+func TestGuardedConnGivesBackLargeBuffer(t *testing.T) {
+	long := mbulk("SET", "k", strings.Repeat("v", 2000))
+	sc := &scriptConn{chunks: []string{long[:1000], long[1000:] + "PING\r\n"}}
+	g := newGuarded(sc, resp.Limits{}, resp.Limits{})
+	p := make([]byte, 8192)
+	n, err := g.Read(p)
+	if err != nil || string(p[:n]) != long {
+		t.Fatalf("first Read = %.40q, %v; want the long SET", p[:n], err)
+	}
+	if g.large == nil {
+		t.Errorf("no large buffer while a PING waits behind the long SET")
+	}
+	if n, err := g.Read(p); err != nil || string(p[:n]) != "PING\r\n" {
+		t.Fatalf("second Read = %q, %v; want PING", p[:n], err)
+	}
+	if g.large != nil || len(g.buf) != smallChunk {
+		t.Errorf("large buffer still held with nothing pending (buf %d bytes)", len(g.buf))
+	}
+	if size := unsafe.Sizeof(guardedConn{}); size > smallChunk+256 {
+		t.Errorf("an idle guardedConn is %d bytes; want under %d", size, smallChunk+256)
+	}
+}
+
+// writeCounter counts the writes that reach the socket.
+type writeCounter struct {
+	net.Conn
+	writes int
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) { c.writes++; return len(p), nil }
+
+// redcon flushes after every batch, also when a grant flushed already; an
+// empty flush must not cost a write.
+func TestGuardedConnSkipsEmptyWrites(t *testing.T) {
+	wc := &writeCounter{}
+	g := newGuarded(wc, resp.Limits{}, resp.Limits{})
+	wr := redcon.NewWriter(g)
+	wr.WriteString("OK")
+	for range 3 {
+		if err := wr.Flush(); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+	}
+	if wc.writes != 1 {
+		t.Errorf("a reply and two empty flushes made %d writes; want 1", wc.writes)
 	}
 }

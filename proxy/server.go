@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -164,7 +165,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 			conn.Close()
 		}
 	}()
-	s.cfg.Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
+	if s.cfg.Log.Enabled(ctx, slog.LevelDebug) { // spares the arguments' allocations
+		s.cfg.Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
+	}
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
 	cm.handler(s, r).WriteTo(conn)
 	switch {

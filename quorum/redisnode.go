@@ -21,7 +21,8 @@ type NodeOptions struct {
 // redisNode is a Node backed by one go-redis client.
 type redisNode struct {
 	addr string
-	c    *redis.Client
+	c    *redis.Client // for one-off commands
+	p    *pipeline     // the lock operations, batched over c
 	// onRunID, once the engine watches, gets each new connection's run_id
 	// (probe.go).
 	onRunID atomic.Pointer[func(runID string)]
@@ -57,12 +58,16 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		// command, so a restart is seen before a grant from it can count.
 		OnConnect: n.connected,
 	})
+	n.p = newPipeline(n.c)
 	return n
 }
 
 func (n *redisNode) Addr() string { return n.addr }
 
-func (n *redisNode) Close() error { return n.c.Close() }
+func (n *redisNode) Close() error {
+	n.p.close()
+	return n.c.Close()
+}
 
 // The node-side scripts. Each runs atomically on one node; KEYS are the
 // lock's keys and ARGV[1] its token.
@@ -70,7 +75,7 @@ func (n *redisNode) Close() error { return n.c.Close() }
 // acquireScript sets every key to ARGV[1] with TTL ARGV[2] ms, unless one
 // exists. With ARGV[3] > 0 a key whose value starts with the first
 // ARGV[3] bytes of the token does not count as existing.
-var acquireScript = redis.NewScript(`
+var acquireScript = newScript(`
 for _, key in ipairs(KEYS) do
   if redis.call("exists", key) == 1 then
     local n = tonumber(ARGV[3])
@@ -87,7 +92,7 @@ return 1
 
 // releaseScript deletes every key that holds ARGV[1], and returns per key
 // 1 (deleted), 0 (another token) or -1 (missing).
-var releaseScript = redis.NewScript(`
+var releaseScript = newScript(`
 local found = {}
 for i, key in ipairs(KEYS) do
   local v = redis.call("get", key)
@@ -107,7 +112,7 @@ return found
 // is the mode: "set", "add" (to the remaining TTL) or "acquire" (a
 // missing key is set too). It returns the shortest TTL set, or 0; or -1
 // when in "add" mode a TTL would pass ARGV[4] ms (if above zero).
-var extendScript = redis.NewScript(`
+var extendScript = newScript(`
 local mode = ARGV[3]
 local limit = tonumber(ARGV[4])
 for _, key in ipairs(KEYS) do
@@ -144,7 +149,7 @@ return least
 `)
 
 // inspectScript returns the key's value (nil if missing) and its PTTL.
-var inspectScript = redis.NewScript(`
+var inspectScript = newScript(`
 return {redis.call("get", KEYS[1]), redis.call("pttl", KEYS[1])}
 `)
 
@@ -159,9 +164,14 @@ func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (boo
 		// PX always goes out, so Redis refuses a TTL under 1ms as the
 		// script does: SetArgs drops a TTL <= 0 and would set a key that
 		// never expires.
-		return setNXResult(n.c.Do(ctx, "set", l.Keys[0], l.Token, "px", px, "nx").Err())
+		_, err := n.p.do(ctx, "set", l.Keys[0], l.Token, "px", px, "nx")
+		return setNXResult(err)
 	}
-	v, err := acquireScript.Run(ctx, n.c, l.Keys, l.Token, px, prefixLen).Int64()
+	cmd, err := n.p.eval(ctx, acquireScript, l.Keys, l.Token, px, prefixLen)
+	if err != nil {
+		return false, err
+	}
+	v, err := cmd.Int64()
 	return v == 1, err
 }
 
@@ -178,7 +188,11 @@ func setNXResult(err error) (bool, error) {
 }
 
 func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
-	vals, err := releaseScript.Run(ctx, n.c, l.Keys, l.Token).Int64Slice()
+	cmd, err := n.p.eval(ctx, releaseScript, l.Keys, l.Token)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := cmd.Int64Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +217,11 @@ func foundResult(vals []int64, keys int) ([]Found, error) {
 }
 
 func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
-	ms, err := extendScript.Run(ctx, n.c, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds()).Int64()
+	cmd, err := n.p.eval(ctx, extendScript, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds())
+	if err != nil {
+		return 0, err
+	}
+	ms, err := cmd.Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -211,7 +229,11 @@ func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode 
 }
 
 func (n *redisNode) Inspect(ctx context.Context, key string) (Entry, error) {
-	vals, err := inspectScript.Run(ctx, n.c, []string{key}).Slice()
+	cmd, err := n.p.eval(ctx, inspectScript, []string{key})
+	if err != nil {
+		return Entry{}, err
+	}
+	vals, err := cmd.Slice()
 	if err != nil {
 		return Entry{}, err
 	}
@@ -238,6 +260,15 @@ func entryResult(vals []any) (Entry, error) {
 }
 
 func (n *redisNode) Delete(ctx context.Context, keys []string) (int, error) {
-	v, err := n.c.Del(ctx, keys...).Result()
+	args := make([]any, 1+len(keys))
+	args[0] = "del"
+	for i, k := range keys {
+		args[1+i] = k
+	}
+	cmd, err := n.p.do(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	v, err := cmd.Int64()
 	return int(v), err
 }

@@ -1,0 +1,252 @@
+package quorum
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// maxBatch caps the operations in one pipeline.
+	maxBatch = 256
+	// queueLen is how many operations may wait for the sender; a caller
+	// that finds the queue full waits, within its deadline, for room.
+	queueLen = 1024
+)
+
+// errClosed is a node's answer once Close has begun.
+var errClosed = errors.New("node closed")
+
+// pipeline sends one node's operations to it with at most one write in
+// flight. A caller that finds the node idle sends its operation itself,
+// at once; callers that find it busy queue up, and the pipeline's sender
+// sends everything queued as one go-redis pipeline (one write) when the
+// node is free again. Replies come back in order, one per operation. A
+// caller waits only until its own deadline: an operation whose deadline
+// passed before it was sent is not sent, and a late reply is dropped.
+type pipeline struct {
+	c     *redis.Client
+	queue chan *op
+	// slot holds a token while nothing is in flight; whoever takes it
+	// may write to the node.
+	slot    chan struct{}
+	taken   atomic.Bool   // the sender holds an operation it took
+	quit    chan struct{} // closed by close
+	running sync.WaitGroup
+	once    sync.Once
+}
+
+// op is one queued command and its caller's context. cmd holds the reply
+// once done is closed.
+type op struct {
+	ctx  context.Context
+	cmd  *redis.Cmd
+	s    *script // for a script: its body, to resend on NOSCRIPT
+	done chan struct{}
+}
+
+func newPipeline(c *redis.Client) *pipeline {
+	p := &pipeline{
+		c: c, queue: make(chan *op, queueLen),
+		slot: make(chan struct{}, 1), quit: make(chan struct{}),
+	}
+	p.slot <- struct{}{}
+	p.running.Go(p.send)
+	return p
+}
+
+// close stops the sender and waits for the pipeline in flight, which ends
+// by its operations' deadlines. Callers still waiting get errClosed.
+func (p *pipeline) close() {
+	p.once.Do(func() { close(p.quit) })
+	p.running.Wait()
+}
+
+// do sends args as one command and returns it with its reply.
+func (p *pipeline) do(ctx context.Context, args ...any) (*redis.Cmd, error) {
+	return p.run(ctx, redis.NewCmd(ctx, args...), nil)
+}
+
+// eval runs s by its SHA-1 (EVALSHA), and by its body (EVAL) if the node
+// does not have it.
+func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...any) (*redis.Cmd, error) {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", s.sha, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	return p.run(ctx, redis.NewCmd(ctx, cmdArgs...), s)
+}
+
+func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.Cmd, error) {
+	select {
+	case <-p.quit:
+		return nil, errClosed
+	default:
+	}
+	// An idle node: nothing to batch with, so no hand-off to the sender.
+	if len(p.queue) == 0 && !p.taken.Load() {
+		select {
+		case <-p.slot:
+			cmd = p.direct(ctx, cmd, s)
+			p.slot <- struct{}{}
+			return cmd, cmd.Err()
+		default:
+		}
+	}
+	o := &op{ctx: ctx, cmd: cmd, s: s, done: make(chan struct{})}
+	select {
+	case p.queue <- o: // a one-case select: no locks on the other channels
+	default:
+		select {
+		case p.queue <- o:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-p.quit:
+			return nil, errClosed
+		}
+	}
+	select {
+	case <-o.done:
+		if err := ctx.Err(); err != nil {
+			return nil, err // a late reply is not an answer
+		}
+		return o.cmd, o.cmd.Err()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-p.quit:
+		return nil, errClosed
+	}
+}
+
+// direct sends cmd on its own, under ctx, and as EVAL if the node lacks
+// the script.
+func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
+	p.c.Process(ctx, cmd)
+	if s != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		args := cmd.Args()
+		args[0], args[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, args...)
+		p.c.Process(ctx, cmd)
+	}
+	return cmd
+}
+
+// send is the sender: it takes what is queued and sends it, until close.
+func (p *pipeline) send() {
+	batch := make([]*op, 0, maxBatch)
+	for {
+		select {
+		case o := <-p.queue:
+			p.taken.Store(true)
+			batch = append(batch, o)
+		case <-p.quit:
+			return
+		}
+		select {
+		case <-p.slot: // the write in flight has its reply
+		case <-p.quit:
+			return
+		}
+		// Let the callers that are ready to run queue their operations
+		// first, while they keep coming: under load this makes the batch
+		// several times larger.
+		for range 4 {
+			n := len(p.queue)
+			runtime.Gosched()
+			if len(p.queue) == n {
+				break
+			}
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case o := <-p.queue:
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		p.exec(batch)
+		p.taken.Store(false)
+		p.slot <- struct{}{}
+		for _, o := range batch {
+			close(o.done)
+		}
+		clear(batch)
+		batch = batch[:0]
+	}
+}
+
+// exec sends the batch's live operations as one pipeline, under the
+// latest of their deadlines, and then resends as EVAL the scripts the
+// node did not have.
+func (p *pipeline) exec(batch []*op) {
+	pipe := p.c.Pipeline()
+	var latest time.Time
+	bounded := true
+	for _, o := range batch {
+		if err := o.ctx.Err(); err != nil {
+			o.cmd.SetErr(err) // its caller has given up: not sent
+			continue
+		}
+		d, ok := o.ctx.Deadline()
+		bounded = bounded && ok
+		if d.After(latest) {
+			latest = d
+		}
+		pipe.Process(o.ctx, o.cmd)
+	}
+	if pipe.Len() == 0 {
+		return
+	}
+	var ctx context.Context = context.Background()
+	if bounded {
+		ctx = deadlineContext(latest)
+	}
+	pipe.Exec(ctx) // each command holds its own reply or error
+	var again []*op
+	for _, o := range batch {
+		if o.s != nil && redis.HasErrorPrefix(o.cmd.Err(), "NOSCRIPT") && o.ctx.Err() == nil {
+			args := o.cmd.Args()
+			args[0], args[1] = "eval", o.s.src
+			o.cmd = redis.NewCmd(o.ctx, args...)
+			again = append(again, o)
+		}
+	}
+	if len(again) > 0 {
+		pipe = p.c.Pipeline()
+		for _, o := range again {
+			pipe.Process(o.ctx, o.cmd)
+		}
+		pipe.Exec(ctx)
+	}
+}
+
+// script is a Lua script run on nodes, with its SHA-1.
+type script struct {
+	src, sha string
+}
+
+func newScript(src string) *script {
+	h := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(h[:])}
+}
+
+// deadlineContext is a context that is never cancelled and only carries a
+// deadline, which go-redis sets on the connection (ContextTimeoutEnabled):
+// a pipeline needs no timer of its own.
+type deadlineContext time.Time
+
+func (d deadlineContext) Deadline() (time.Time, bool) { return time.Time(d), true }
+func (deadlineContext) Done() <-chan struct{}         { return nil }
+func (deadlineContext) Err() error                    { return nil }
+func (deadlineContext) Value(any) any                 { return nil }

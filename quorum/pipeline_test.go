@@ -1,0 +1,290 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// countingConn counts the writes on a node connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// testPipeline returns a pipeline to addr over a client with the node's
+// settings, whose connections count their writes; both are closed when
+// the test ends.
+func testPipeline(t *testing.T, addr string) (*pipeline, *atomic.Int64) {
+	t.Helper()
+	writes := new(atomic.Int64)
+	c := redis.NewClient(&redis.Options{
+		Addr: addr, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true,
+		DialerRetries: 1, DisableIdentity: true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{Conn: conn, writes: writes}, nil
+		},
+	})
+	p := newPipeline(c)
+	t.Cleanup(func() {
+		p.close()
+		c.Close()
+	})
+	return p, writes
+}
+
+// waitQueued waits until n operations wait in p's queue.
+func waitQueued(t *testing.T, p *pipeline, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(p.queue) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d operations queued after 5s; want %d", len(p.queue), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func thaw(p *redisProc) { p.cmd.Process.Signal(syscall.SIGCONT) }
+
+// occupy sends a PING that finds the node idle and so is sent at once,
+// and returns once it is in flight: on a frozen node it keeps the node
+// busy until d or the thaw, and everything sent meanwhile queues.
+func occupy(t *testing.T, wg *sync.WaitGroup, p *pipeline, d time.Duration) {
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		defer cancel()
+		p.do(ctx, "ping")
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for len(p.slot) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the PING did not take the node within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Many callers at once each get their own reply, not a neighbour's.
+func TestPipelineRepliesInOrder(t *testing.T) {
+	p, _ := testPipeline(t, startRedis(t).addr)
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			for j := range 50 {
+				msg := fmt.Sprintf("msg-%d-%d", i, j)
+				cmd, err := p.do(t.Context(), "echo", msg)
+				if err != nil {
+					t.Errorf("ECHO %s: %v", msg, err)
+					return
+				}
+				if got := cmd.Val(); got != msg {
+					t.Errorf("ECHO %s = %v", msg, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Operations queued while the node is busy go out together, in one
+// write, not one write each.
+func TestPipelineCoalescesQueuedOperations(t *testing.T) {
+	proc := startRedis(t)
+	p, writes := testPipeline(t, proc.addr)
+	if _, err := p.do(t.Context(), "ping"); err != nil { // dial outside the count
+		t.Fatalf("PING: %v", err)
+	}
+	proc.freeze(t)
+	start := writes.Load()
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 10*time.Second)
+	const ops = 100
+	var failed atomic.Int64
+	for i := range ops {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			msg := fmt.Sprint("m", i)
+			if cmd, err := p.do(ctx, "echo", msg); err != nil || cmd.Val() != msg {
+				failed.Add(1)
+			}
+		})
+	}
+	waitQueued(t, p, ops-1) // the sender holds the first
+	thaw(proc)
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d of %d operations failed", n, ops)
+	}
+	// One write for the PING and one for the batch; a new connection or a
+	// split batch may add one or two.
+	if got := writes.Load() - start; got > 4 {
+		t.Errorf("a PING and %d operations queued behind it took %d writes; want at most 4", ops, got)
+	}
+}
+
+// An operation whose deadline passes while it waits fails with its own
+// deadline, is never sent, and does not hold up the operations behind it.
+func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
+	proc := startRedis(t)
+	admin := proc.admin(t)
+	p, _ := testPipeline(t, proc.addr)
+	if _, err := p.do(t.Context(), "ping"); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	proc.freeze(t)
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := p.do(ctx, "set", "late", "x")
+	if elapsed := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || elapsed > time.Second {
+		t.Errorf("SET on a busy frozen node = %v after %v; want a deadline error after about 100ms", err, elapsed)
+	}
+	// The sender still holds the expired SET; a live one queues behind
+	// it, and both go in one batch.
+	wg.Go(func() {
+		cmd, err := p.do(t.Context(), "set", "after", "x")
+		if err != nil || cmd.Val() != "OK" {
+			t.Errorf("SET after the expired one = %v, %v; want OK", cmd, err)
+		}
+	})
+	waitQueued(t, p, 1)
+	thaw(proc)
+	wg.Wait()
+	if n, err := admin.Exists(t.Context(), "late").Result(); err != nil || n != 0 {
+		t.Errorf("EXISTS late = %d, %v; want 0: an expired operation was sent", n, err)
+	}
+}
+
+// A frozen node costs each caller its own deadline, whatever the
+// deadlines of the operations batched with it.
+func TestPipelineEachCallerWaitsOnlyForItsOwnDeadline(t *testing.T) {
+	proc := startRedis(t)
+	p, _ := testPipeline(t, proc.addr)
+	if _, err := p.do(t.Context(), "ping"); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	proc.freeze(t)
+	var wg sync.WaitGroup
+	for _, d := range []time.Duration{time.Second, 100 * time.Millisecond, 600 * time.Millisecond, 150 * time.Millisecond} {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), d)
+			defer cancel()
+			start := time.Now()
+			_, err := p.do(ctx, "ping")
+			elapsed := time.Since(start)
+			if err == nil {
+				t.Errorf("PING with deadline %v on a frozen node = nil; want an error", d)
+			}
+			if elapsed < d-10*time.Millisecond || elapsed > d+900*time.Millisecond {
+				t.Errorf("PING with deadline %v returned after %v", d, elapsed)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A script the node has not cached (or has flushed) runs by its body,
+// both when sent alone and in a batch.
+func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
+	proc := startRedis(t)
+	admin := proc.admin(t)
+	p, _ := testPipeline(t, proc.addr)
+	s := newScript(`return ARGV[1]`)
+	if cmd, err := p.eval(t.Context(), s, nil, "alone"); err != nil || cmd.Val() != "alone" {
+		t.Errorf("script on an idle node = %v, %v; want alone", cmd, err)
+	}
+	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+	proc.freeze(t)
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 10*time.Second)
+	for i := range 20 {
+		wg.Go(func() {
+			want := fmt.Sprint("batched-", i)
+			cmd, err := p.eval(t.Context(), s, nil, want)
+			if err != nil || cmd.Val() != want {
+				t.Errorf("script = %v, %v; want %s", cmd, err, want)
+			}
+		})
+	}
+	waitQueued(t, p, 19)
+	thaw(proc)
+	wg.Wait()
+}
+
+// close stops the sender, fails the callers still queued, and leaves no
+// goroutine behind.
+func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
+	proc := startRedis(t)
+	before := runtime.NumGoroutine()
+	c := redis.NewClient(&redis.Options{Addr: proc.addr, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true, DisableIdentity: true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	p := newPipeline(c)
+	for range 10 {
+		if _, err := p.do(t.Context(), "ping"); err != nil {
+			t.Fatalf("PING: %v", err)
+		}
+	}
+	proc.freeze(t)
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 500*time.Millisecond)
+	errs := make(chan error, 5)
+	for range 5 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			_, err := p.do(ctx, "ping")
+			errs <- err
+		})
+	}
+	waitQueued(t, p, 4) // the sender holds the first
+	start := time.Now()
+	p.close()
+	for range 5 {
+		if err := <-errs; !errors.Is(err, errClosed) {
+			t.Errorf("queued PING on a closed pipeline = %v; want %v", err, errClosed)
+		}
+	}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("queued callers waited %v after close; want no more than the PING in flight (500ms)", elapsed)
+	}
+	if _, err := p.do(t.Context(), "ping"); !errors.Is(err, errClosed) {
+		t.Errorf("PING after close = %v; want %v", err, errClosed)
+	}
+	wg.Wait()
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines 5s after close; %d before the pipeline", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
