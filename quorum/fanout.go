@@ -29,24 +29,34 @@ func each[T any](ctx context.Context, e *Engine, timeout time.Duration, op func(
 
 func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, op func(context.Context, Node) (T, error)) []result[T] {
 	results := make([]result[T], len(e.nodes))
+	// One deadline for every node: they all start now, so each still gets
+	// the whole timeout, and one timer serves them all.
+	nctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	call := func(i int, n Node) {
+		v, err := op(nctx, n)
+		if monitored {
+			e.noteResult(ctx, i, err)
+		}
+		if err != nil {
+			err = &NodeError{Node: i, Addr: n.Addr(), Err: err}
+		}
+		results[i] = result[T]{v: v, err: err}
+	}
 	var wg sync.WaitGroup
+	last := -1 // the node the caller's own goroutine calls
 	for i, n := range e.nodes {
 		if monitored && e.health[i].down.Load() {
 			results[i] = result[T]{err: &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}}
 			continue
 		}
-		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			v, err := op(nctx, n)
-			if monitored {
-				e.noteResult(ctx, i, err)
-			}
-			if err != nil {
-				err = &NodeError{Node: i, Addr: n.Addr(), Err: err}
-			}
-			results[i] = result[T]{v: v, err: err}
-		})
+		if j := last; j >= 0 {
+			wg.Go(func() { call(j, e.nodes[j]) })
+		}
+		last = i
+	}
+	if last >= 0 {
+		call(last, e.nodes[last])
 	}
 	wg.Wait()
 	return results

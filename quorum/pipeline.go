@@ -32,7 +32,12 @@ var errClosed = errors.New("node closed")
 // caller waits only until its own deadline: an operation whose deadline
 // passed before it was sent is not sent, and a late reply is dropped.
 type pipeline struct {
-	c     *redis.Client
+	c *redis.Client
+	// conn is the one connection operations go out on, so that they skip
+	// the pool (and its health check, a system call per command). Only
+	// the slot's holder touches it; nil until first used, and again after
+	// a failure may have left it with unread replies.
+	conn  *redis.Conn
 	queue chan *op
 	// slot holds a token while nothing is in flight; whoever takes it
 	// may write to the node.
@@ -65,8 +70,33 @@ func newPipeline(c *redis.Client) *pipeline {
 // close stops the sender and waits for the pipeline in flight, which ends
 // by its operations' deadlines. Callers still waiting get errClosed.
 func (p *pipeline) close() {
-	p.once.Do(func() { close(p.quit) })
-	p.running.Wait()
+	p.once.Do(func() {
+		close(p.quit)
+		p.running.Wait()
+		<-p.slot // wait out a caller sending on its own; none takes it again
+		if p.conn != nil {
+			p.conn.Close()
+		}
+	})
+}
+
+// connection returns the connection to send on. The slot must be held.
+func (p *pipeline) connection() *redis.Conn {
+	if p.conn == nil {
+		p.conn = p.c.Conn()
+	}
+	return p.conn
+}
+
+// check drops the connection after err, unless err is a reply (an error
+// reply or nil): a timeout or I/O failure may leave replies unread on it.
+// The slot must be held.
+func (p *pipeline) check(err error) {
+	var reply redis.Error
+	if err != nil && !errors.As(err, &reply) && p.conn != nil {
+		p.conn.Close()
+		p.conn = nil
+	}
 }
 
 // do sends args as one command and returns it with its reply.
@@ -130,13 +160,14 @@ func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.C
 // direct sends cmd on its own, under ctx, and as EVAL if the node lacks
 // the script.
 func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
-	p.c.Process(ctx, cmd)
+	p.connection().Process(ctx, cmd)
 	if s != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		args := cmd.Args()
 		args[0], args[1] = "eval", s.src
 		cmd = redis.NewCmd(ctx, args...)
-		p.c.Process(ctx, cmd)
+		p.connection().Process(ctx, cmd)
 	}
+	p.check(cmd.Err())
 	return cmd
 }
 
@@ -190,7 +221,7 @@ func (p *pipeline) send() {
 // latest of their deadlines, and then resends as EVAL the scripts the
 // node did not have.
 func (p *pipeline) exec(batch []*op) {
-	pipe := p.c.Pipeline()
+	pipe := p.connection().Pipeline()
 	var latest time.Time
 	bounded := true
 	for _, o := range batch {
@@ -213,6 +244,7 @@ func (p *pipeline) exec(batch []*op) {
 		ctx = deadlineContext(latest)
 	}
 	pipe.Exec(ctx) // each command holds its own reply or error
+	p.checkAll(pipe.Cmds())
 	var again []*op
 	for _, o := range batch {
 		if o.s != nil && redis.HasErrorPrefix(o.cmd.Err(), "NOSCRIPT") && o.ctx.Err() == nil {
@@ -223,11 +255,19 @@ func (p *pipeline) exec(batch []*op) {
 		}
 	}
 	if len(again) > 0 {
-		pipe = p.c.Pipeline()
+		pipe = p.connection().Pipeline()
 		for _, o := range again {
 			pipe.Process(o.ctx, o.cmd)
 		}
 		pipe.Exec(ctx)
+		p.checkAll(pipe.Cmds())
+	}
+}
+
+// checkAll is check over the commands a pipeline sent.
+func (p *pipeline) checkAll(cmds []redis.Cmder) {
+	for _, c := range cmds {
+		p.check(c.Err())
 	}
 }
 
