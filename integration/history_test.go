@@ -47,6 +47,7 @@ type op struct {
 	Result string        `json:"result,omitempty"`
 	Nodes  []int         `json:"nodes,omitempty"`  // held/gone: nodes holding the token; fault: the node
 	Unread []int         `json:"unread,omitempty"` // held/gone: nodes that could not be read
+	Note   string        `json:"note,omitempty"`
 }
 
 // history records ops from many goroutines.
@@ -191,14 +192,14 @@ func checkCounter(ops []op, counters map[string]int64) []string {
 	return bad
 }
 
-// checkLiveness is checker (c): after healed, a probe acquired every key
-// within bound.
+// checkLiveness is checker (c): after healed, some client (the workload
+// or a probe) acquired every key within bound.
 func checkLiveness(ops []op, keys []string, healed, bound time.Duration) []string {
 	var bad []string
 	for _, key := range keys {
 		first := openEnd
 		for _, o := range ops {
-			if o.Client == probeClient && o.Op == opAcquire && o.Key == key && o.Result == resOK && o.Start >= healed && o.End < first {
+			if o.Op == opAcquire && o.Key == key && o.Result == resOK && o.Start >= healed && o.End < first {
 				first = o.End
 			}
 		}
