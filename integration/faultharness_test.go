@@ -288,7 +288,7 @@ min_ttl = "%v"
 max_ttl = "%v"
 drift_factor = 0.01
 command_timeout = "1s"
-log_level = "warn"
+log_level = "error"
 `, ps.Addr, strings.Join(masters, `", "`), po.nodeTimeout, po.minTTL, faultMaxTTL)
 	if err := os.WriteFile(ps.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -248,7 +248,7 @@ func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
 	bad = append(bad, checkExclusion(ops)...)
 	bad = append(bad, checkCounter(ops, w.counters(t))...)
 	bad = append(bad, checkLiveness(ops, w.keys, healed, bound)...)
-	bad = append(bad, checkQuorumHeld(ops, len(w.fc.masters), time.Second)...)
+	bad = append(bad, checkQuorumHeld(ops, len(w.fc.masters), time.Second, faultNodeTimeout)...)
 	t.Logf("%d attempts by %d clients, %d OK, %d ops recorded", w.attempts.Load(), loadClients, w.oks.Load(), len(ops))
 	return bad
 }
