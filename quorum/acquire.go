@@ -20,7 +20,7 @@ type Lease struct {
 }
 
 // Valid reports whether the lease is still valid at now.
-func (l Lease) Valid(now time.Time) bool { return now.Before(l.Expires) }
+func (l Lease) Valid(now time.Time) bool { return brokenNoValidity() || now.Before(l.Expires) }
 
 // Acquire tries once to set every key of l to its token with the given
 // TTL on every node (Redlock steps 1-5). On failure the error matches
@@ -34,12 +34,15 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 		return n.Acquire(ctx, l, ttl)
 	})
 	elapsed := time.Since(start)
-	// Step 4: granted by a quorum, with validity left.
+	// Step 4: granted by a quorum, with validity left. A grant from a
+	// node in quarantine does not count: it may have lost locks.
 	o := Outcome{Total: len(e.nodes)}
-	for _, r := range results {
+	for i, r := range results {
 		switch {
 		case r.err != nil:
 			o.Failed++
+		case r.v && !e.counts(i):
+			o.Quarantined++
 		case r.v:
 			o.Granted++
 		default:
@@ -49,7 +52,7 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	v := validity(ttl, elapsed, e.cfg.DriftFactor)
 	fails := failures(results)
 	err := verdict(o, e.quorum, fails)
-	if err == nil && v <= 0 {
+	if err == nil && v <= 0 && !brokenNoValidity() {
 		err = &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 	}
 	if err == nil {

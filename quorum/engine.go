@@ -1,9 +1,13 @@
 package quorum
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,16 +22,45 @@ type Config struct {
 	// 2ms is always added on top. If zero, 0.01 is used; a negative
 	// value means no proportional allowance.
 	DriftFactor float64
+
+	// The rest matters only once Start runs the health monitor.
+
+	// MaxTTL is the longest TTL a client may ask for: a restarted node,
+	// or one whose clock jumped, is quarantined for MaxTTL plus its drift
+	// allowance. If zero, 5m is used.
+	MaxTTL time.Duration
+	// ProbeInterval is how often each node is probed (INFO, TIME and the
+	// membership record), and how often a down node is retried. If zero,
+	// 500ms is used.
+	ProbeInterval time.Duration
+	// ClockJumpLimit is how far a node's clock may move against the
+	// proxy's monotonic clock between two probes, beyond the probes'
+	// round trips and the drift allowance, before the node is
+	// quarantined. If zero, 100ms is used.
+	ClockJumpLimit time.Duration
+	// TrustFsyncAlways exempts from restart quarantine the nodes that run
+	// with appendonly yes and appendfsync always, as read from the node.
+	// It never exempts from clock-jump quarantine. False by default.
+	TrustFsyncAlways bool
+	// Log receives the monitor's state transitions. If nil, logs are
+	// discarded. The request path never logs.
+	Log *slog.Logger
 }
 
 // Engine runs the Redlock operations over a fixed set of nodes. It keeps
-// no state between calls (the client holds the token), and neither its
-// nodes nor its config change after New, so it is safe for concurrent
-// use.
+// no lock state between calls (the client holds the token, the nodes the
+// keys), and neither its nodes nor its config change after New. Its only
+// state is each node's health, which Start's monitor keeps and which is
+// safe for concurrent use; so is the Engine.
 type Engine struct {
 	cfg    Config
 	nodes  []Node
 	quorum int
+	health []*health
+
+	monitored atomic.Bool        // Start ran: the breaker and the checks apply
+	stop      context.CancelFunc // ends the monitor; set by Start
+	wg        sync.WaitGroup     // the monitor's goroutines, waited for by Close
 }
 
 // New returns an engine over nodes with cfg's defaults applied. It panics
@@ -44,9 +77,25 @@ func New(cfg Config, nodes ...Node) *Engine {
 	} else if cfg.DriftFactor < 0 {
 		cfg.DriftFactor = 0
 	}
+	if cfg.MaxTTL == 0 {
+		cfg.MaxTTL = 5 * time.Minute
+	}
+	if cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = 500 * time.Millisecond
+	}
+	if cfg.ClockJumpLimit == 0 {
+		cfg.ClockJumpLimit = 100 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	// A copy: the caller's slice may change, and the engine's must not.
 	nodes = slices.Clone(nodes)
-	return &Engine{cfg: cfg, nodes: nodes, quorum: Quorum(len(nodes))}
+	e := &Engine{cfg: cfg, nodes: nodes, quorum: brokenQuorum(Quorum(len(nodes)))}
+	for _, n := range nodes {
+		e.health = append(e.health, newHealth(n.Addr()))
+	}
+	return e
 }
 
 // Nodes returns how many nodes the engine runs over.
@@ -61,8 +110,13 @@ func (e *Engine) Addrs() []string {
 	return addrs
 }
 
-// Close closes every node's connections.
+// Close stops the monitor, if Start ran, waits for it, and closes every
+// node's connections.
 func (e *Engine) Close() error {
+	if e.stop != nil {
+		e.stop()
+	}
+	e.wg.Wait()
 	var errs []error
 	for _, n := range e.nodes {
 		errs = append(errs, n.Close())

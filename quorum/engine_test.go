@@ -13,14 +13,22 @@ func TestNewAppliesDefaults(t *testing.T) {
 		cfg  Config
 		want Config
 	}{
-		{"zero config", Config{}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01}},
-		{"explicit values kept", Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05},
-			Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05}},
-		{"negative drift factor means none", Config{DriftFactor: -1}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0}},
+		{"zero config", Config{}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01,
+			MaxTTL: 5 * time.Minute, ProbeInterval: 500 * time.Millisecond, ClockJumpLimit: 100 * time.Millisecond}},
+		{"explicit values kept", Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05,
+			MaxTTL: time.Second, ProbeInterval: 100 * time.Millisecond, ClockJumpLimit: 10 * time.Millisecond, TrustFsyncAlways: true},
+			Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05,
+				MaxTTL: time.Second, ProbeInterval: 100 * time.Millisecond, ClockJumpLimit: 10 * time.Millisecond, TrustFsyncAlways: true}},
+		{"negative drift factor means none", Config{DriftFactor: -1}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0,
+			MaxTTL: 5 * time.Minute, ProbeInterval: 500 * time.Millisecond, ClockJumpLimit: 100 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := New(tt.cfg, &fakeNode{addr: "a"})
+			if e.cfg.Log == nil {
+				t.Errorf("New(%+v).cfg.Log = nil; want a discarding logger", tt.cfg)
+			}
+			e.cfg.Log = nil
 			if e.cfg != tt.want {
 				t.Errorf("New(%+v).cfg = %+v; want %+v", tt.cfg, e.cfg, tt.want)
 			}

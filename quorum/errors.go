@@ -27,6 +27,10 @@ type Outcome struct {
 	Granted int // nodes that did it
 	Denied  int // nodes that answered no
 	Failed  int // nodes that did not answer usefully
+	// Quarantined counts the nodes that granted, but whose grant does not
+	// count: quarantined, unverified or refused. For the verdict they
+	// are like failed nodes: they could have changed the outcome.
+	Quarantined int
 }
 
 // Answered is how many nodes gave an answer, yes or no.
@@ -51,6 +55,9 @@ func (e *OutcomeError) Error() string {
 		fmt.Fprintf(&b, "%v: validity expired after %d of %d nodes granted", ErrDenied, e.Granted, e.Total)
 	default:
 		fmt.Fprintf(&b, "%v: %d of %d nodes granted", ErrDenied, e.Granted, e.Total)
+	}
+	if e.Quarantined > 0 {
+		fmt.Fprintf(&b, " (%d more granted while quarantined)", e.Quarantined)
 	}
 	if e.Failures != nil {
 		b.WriteString(": ")

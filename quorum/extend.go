@@ -39,10 +39,12 @@ func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode Ext
 	o := Outcome{Total: len(e.nodes)}
 	var set []time.Duration
 	over := false
-	for _, r := range results {
+	for i, r := range results {
 		switch {
 		case r.err != nil:
 			o.Failed++
+		case r.v > 0 && !e.counts(i):
+			o.Quarantined++
 		case r.v > 0:
 			o.Granted++
 			set = append(set, r.v)
@@ -61,7 +63,7 @@ func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode Ext
 	// The TTL a quorum now has; in ExtendAdd mode it differs per node.
 	newTTL, _ := quorumTTL(set, e.quorum)
 	v := validity(newTTL, elapsed, e.cfg.DriftFactor)
-	if v <= 0 {
+	if v <= 0 && !brokenNoValidity() {
 		return Lease{}, &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 	}
 	return Lease{Validity: v, Expires: start.Add(newTTL - e.Drift(newTTL)), Granted: o.Granted, Failures: fails}, nil

@@ -34,9 +34,25 @@ type fakeNode struct {
 	// closeErr is what Close returns.
 	closeErr error
 
-	mu    sync.Mutex
-	keys  map[string]fakeEntry
-	calls []fakeCall
+	// What Probe reports; set before the engine starts, or through the
+	// methods below. An empty runID is filled in from addr.
+	runID   string
+	role    string // "" reads as master
+	policy  string // maxmemory-policy
+	aof     bool
+	fsync   string        // appendfsync
+	started time.Time     // the process's start; zero: long ago (1h)
+	rtt     time.Duration // how long TIME takes, on the virtual clock
+
+	mu      sync.Mutex
+	keys    map[string]fakeEntry
+	calls   []fakeCall
+	members map[string]string
+	failing error         // every call fails with it, when set
+	offset  time.Duration // the node's clock minus the proxy's
+	rate    float64       // how much faster the node's clock runs, from rateFrom
+	rateAt  time.Time
+	watch   func(runID string)
 }
 
 // fakeEntry is one key on a fakeNode.
@@ -153,6 +169,12 @@ func (f *fakeNode) do(ctx context.Context, c fakeCall, apply func(now time.Time)
 	f.calls = append(f.calls, c)
 	f.mu.Unlock()
 
+	f.mu.Lock()
+	failing := f.failing
+	f.mu.Unlock()
+	if failing != nil {
+		return failing
+	}
 	if f.silent {
 		<-ctx.Done()
 		return ctx.Err()
@@ -332,6 +354,131 @@ func (f *fakeNode) Delete(ctx context.Context, keys []string) (int, error) {
 		return 0, err
 	}
 	return n, nil
+}
+
+// Probe reports the fields above, and the node's clock: the proxy's plus
+// offset, running rate faster since rateAt.
+func (f *fakeNode) Probe(ctx context.Context) (Probe, error) {
+	var p Probe
+	err := f.do(ctx, fakeCall{op: "probe"}, func(now time.Time) error {
+		p = Probe{RunID: f.runID, Role: f.role, MaxmemoryPolicy: f.policy, AOF: f.aof, RTT: f.rtt}
+		if p.RunID == "" {
+			p.RunID = "run-" + f.addr
+		}
+		if p.Role == "" {
+			p.Role = "master"
+		}
+		if f.aof {
+			p.Appendfsync = f.fsync
+		}
+		started := f.started
+		if started.IsZero() {
+			started = now.Add(-time.Hour)
+		}
+		p.Uptime = now.Sub(started).Truncate(time.Second)
+		node := now.Add(f.offset)
+		if f.rate != 0 {
+			node = node.Add(time.Duration(f.rate * float64(now.Sub(f.rateAt))))
+		}
+		p.Time = node.Round(0)
+		p.Local = now
+		return nil
+	})
+	return p, err
+}
+
+// Members is HGETALL of the membership record.
+func (f *fakeNode) Members(ctx context.Context) (map[string]string, error) {
+	var m map[string]string
+	err := f.do(ctx, fakeCall{op: "members"}, func(time.Time) error {
+		m = make(map[string]string, len(f.members))
+		for k, v := range f.members {
+			m[k] = v
+		}
+		return nil
+	})
+	return m, err
+}
+
+// SetMembers is HSET of the membership record.
+func (f *fakeNode) SetMembers(ctx context.Context, fields map[string]string) error {
+	return f.do(ctx, fakeCall{op: "setmembers"}, func(time.Time) error {
+		if f.members == nil {
+			f.members = make(map[string]string)
+		}
+		for k, v := range fields {
+			f.members[k] = v
+		}
+		return nil
+	})
+}
+
+// record returns the node's membership record.
+func (f *fakeNode) record() map[string]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]string, len(f.members))
+	for k, v := range f.members {
+		m[k] = v
+	}
+	return m
+}
+
+// withRecord stores a membership record, as an earlier proxy would have.
+func (f *fakeNode) withRecord(m map[string]string) *fakeNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members = m
+	return f
+}
+
+// fail makes every call fail with err from now on; nil heals the node.
+func (f *fakeNode) fail(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing = err
+}
+
+// restart is a crash and a restart without persistence: a new run_id,
+// uptime from now, and no keys or record.
+func (f *fakeNode) restart(runID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.runID, f.started, f.keys, f.members = runID, time.Now(), nil, nil
+}
+
+// jump moves the node's clock by d.
+func (f *fakeNode) jump(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.offset += d
+}
+
+// drift makes the node's clock run rate faster (negative: slower) from now.
+func (f *fakeNode) drift(rate float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rate, f.rateAt = rate, time.Now()
+}
+
+func (f *fakeNode) watchConnects(w func(runID string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watch = w
+}
+
+// connect is a new connection to the node: the watcher, if any, hears the
+// node's run_id.
+func (f *fakeNode) connect() {
+	f.mu.Lock()
+	w, runID := f.watch, f.runID
+	f.mu.Unlock()
+	if runID == "" {
+		runID = "run-" + f.addr
+	}
+	if w != nil {
+		w(runID)
+	}
 }
 
 // asNodes returns fs as the engine's Node list.

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // result is one node's answer to one operation.
@@ -13,15 +14,34 @@ type result[T any] struct {
 
 // fanOut runs op on every node at once, each under its own deadline, and
 // returns one result per node, in node order. It returns when every node
-// has answered or timed out, so no goroutine outlives the call.
+// has answered or timed out, so no goroutine outlives the call. A node
+// the breaker marked down is not called: its result is ErrNodeDown at
+// once, so a dead node costs nothing, while it still counts in N.
 func fanOut[T any](ctx context.Context, e *Engine, op func(context.Context, Node) (T, error)) []result[T] {
+	return fanOutWithin(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), op)
+}
+
+// each is fanOut for the monitor: under its own timeout, and without the
+// breaker (down nodes are called too, and failures do not count).
+func each[T any](ctx context.Context, e *Engine, timeout time.Duration, op func(context.Context, Node) (T, error)) []result[T] {
+	return fanOutWithin(ctx, e, timeout, false, op)
+}
+
+func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, op func(context.Context, Node) (T, error)) []result[T] {
 	results := make([]result[T], len(e.nodes))
 	var wg sync.WaitGroup
 	for i, n := range e.nodes {
+		if monitored && e.health[i].down.Load() {
+			results[i] = result[T]{err: &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}}
+			continue
+		}
 		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
+			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			v, err := op(nctx, n)
+			if monitored {
+				e.noteResult(ctx, i, err)
+			}
 			if err != nil {
 				err = &NodeError{Node: i, Addr: n.Addr(), Err: err}
 			}

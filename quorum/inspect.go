@@ -31,8 +31,8 @@ func (e *Engine) Inspect(ctx context.Context, key string) (State, error) {
 	// The token most nodes hold is the only one that can have a quorum.
 	votes := make(map[string]int, len(results))
 	best, most := "", 0
-	for _, r := range results {
-		if r.err == nil && r.v.Present {
+	for i, r := range results {
+		if r.err == nil && r.v.Present && e.counts(i) {
 			votes[r.v.Token]++
 			if votes[r.v.Token] > most {
 				best, most = r.v.Token, votes[r.v.Token]
@@ -41,10 +41,12 @@ func (e *Engine) Inspect(ctx context.Context, key string) (State, error) {
 	}
 	o := Outcome{Total: len(e.nodes)}
 	var ttls []time.Duration
-	for _, r := range results {
+	for i, r := range results {
 		switch {
 		case r.err != nil:
 			o.Failed++
+		case r.v.Present && !e.counts(i):
+			o.Quarantined++ // it may have lost the key, or hold a stale one
 		case r.v.Present && r.v.Token == best:
 			o.Granted++
 			ttls = append(ttls, r.v.TTL)

@@ -28,8 +28,46 @@ type Node interface {
 	Inspect(ctx context.Context, key string) (Entry, error)
 	// Delete deletes keys unconditionally and returns how many existed.
 	Delete(ctx context.Context, keys []string) (int, error)
+	// Probe reads what the monitor checks: the node's identity, role and
+	// settings (INFO), and its clock (TIME).
+	Probe(ctx context.Context) (Probe, error)
+	// Members reads the node's membership record, MembersKey: node
+	// address -> run_id. A missing record is empty, not an error.
+	Members(ctx context.Context) (map[string]string, error)
+	// SetMembers writes the given fields of the node's membership record.
+	SetMembers(ctx context.Context, fields map[string]string) error
 	// Close closes the node's connections.
 	Close() error
+}
+
+// MembersKey is the hash on every node that records, for each node
+// address, the run_id that the proxies last verified there. Clients may
+// not touch it.
+const MembersKey = "redlock-proxy:members"
+
+// Probe is what one probe read from a node.
+type Probe struct {
+	RunID   string        // INFO run_id: new on every start of the process
+	Uptime  time.Duration // INFO uptime_in_seconds
+	Loading bool          // INFO loading: still reading its data set
+	Role    string        // INFO role: "master" or "slave"
+	// MaxmemoryPolicy is INFO maxmemory_policy; an allkeys-* policy may
+	// evict lock keys.
+	MaxmemoryPolicy string
+	AOF             bool   // INFO aof_enabled
+	Appendfsync     string // CONFIG GET appendfsync; "" if not read
+	// Time is the node's clock (TIME), and Local the proxy's clock (with
+	// its monotonic reading) half-way through that call, which took RTT.
+	Time  time.Time
+	Local time.Time
+	RTT   time.Duration
+}
+
+// connWatcher is a Node that reports the run_id of every new connection
+// before the connection is used, so that a node restarted between two
+// probes cannot have a grant counted before the engine knows.
+type connWatcher interface {
+	watchConnects(func(runID string))
 }
 
 // Found is what a release found at one key on one node.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,9 @@ type NodeOptions struct {
 type redisNode struct {
 	addr string
 	c    *redis.Client
+	// onRunID, once the engine watches, gets each new connection's run_id
+	// (probe.go).
+	onRunID atomic.Pointer[func(runID string)]
 }
 
 // NewRedisNode returns the Node for the Redis master at addr. The go-redis
@@ -29,7 +33,8 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 	if opts.PoolSize == 0 {
 		opts.PoolSize = 64
 	}
-	return &redisNode{addr: addr, c: redis.NewClient(&redis.Options{
+	n := &redisNode{addr: addr}
+	n.c = redis.NewClient(&redis.Options{
 		Addr:     addr,
 		Username: opts.Username,
 		Password: opts.Password,
@@ -48,7 +53,11 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		MaintNotificationsConfig: &maintnotifications.Config{
 			Mode: maintnotifications.ModeDisabled,
 		},
-	})}
+		// Each new connection reports the node's run_id before its first
+		// command, so a restart is seen before a grant from it can count.
+		OnConnect: n.connected,
+	})
+	return n
 }
 
 func (n *redisNode) Addr() string { return n.addr }

@@ -19,13 +19,13 @@ func drift(ttl time.Duration, driftFactor float64) time.Duration {
 }
 
 // verdict decides an operation from its outcome: nil when a quorum
-// granted, ErrUnavailable when the failed nodes could have changed the
-// result or too few answered, ErrDenied otherwise.
+// granted, ErrUnavailable when the failed or quarantined nodes could have
+// changed the result or too few answered, ErrDenied otherwise.
 func verdict(o Outcome, quorum int, failures error) error {
 	switch {
 	case o.Granted >= quorum:
 		return nil
-	case o.Granted+o.Failed >= quorum, o.Answered() < quorum:
+	case o.Granted+o.Failed+o.Quarantined >= quorum, o.Answered() < quorum:
 		return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
 	default:
 		return &OutcomeError{Outcome: o, Failures: failures}

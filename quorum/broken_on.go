@@ -1,0 +1,31 @@
+//go:build brokenbuild
+
+package quorum
+
+import (
+	"os"
+	"slices"
+	"strings"
+)
+
+// The negative-control hooks, for the fault-injection suite only: a binary
+// built with -tags brokenbuild breaks the safety rules that
+// REDLOCK_PROXY_BROKEN names (comma-separated), so the suite can show that
+// its checks catch a broken proxy:
+//
+//	quorum1       a single node's grant is a quorum
+//	novalidity    a lock is granted even when no validity is left
+//	noquarantine  grants from quarantined or unverified nodes count
+//
+// No release build has this file.
+var brokenModes = strings.Split(os.Getenv("REDLOCK_PROXY_BROKEN"), ",")
+
+func brokenQuorum(q int) int {
+	if slices.Contains(brokenModes, "quorum1") {
+		return 1
+	}
+	return q
+}
+
+func brokenNoValidity() bool   { return slices.Contains(brokenModes, "novalidity") }
+func brokenNoQuarantine() bool { return slices.Contains(brokenModes, "noquarantine") }

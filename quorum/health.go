@@ -1,0 +1,184 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNodeDown is a down node's failure: the engine did not call it. The
+// monitor retries it in the background.
+var ErrNodeDown = errors.New("node down")
+
+// NodeState is a node's health as the engine sees it.
+type NodeState uint8
+
+const (
+	// StateUp answers, and its grants count.
+	StateUp NodeState = iota
+	// StateDown is unreachable: operations fail at once without calling
+	// it, and the monitor retries it every probe interval.
+	StateDown
+	// StateUnverified is reachable, but its run_id has not been checked
+	// yet (a new connection saw a new one, or the node just came up):
+	// its grants do not count.
+	StateUnverified
+	// StateQuarantined restarted, or its clock jumped: it gets every
+	// write, release and extend, but its grants do not count until the
+	// quarantine ends.
+	StateQuarantined
+	// StateRefused failed a check (a replica, or an eviction policy that
+	// may evict lock keys, or the same run_id as another node): its
+	// grants do not count.
+	StateRefused
+)
+
+var stateNames = [...]string{"up", "down", "unverified", "quarantined", "refused"}
+
+func (s NodeState) String() string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// NodeStatus is one node's health at one moment.
+type NodeStatus struct {
+	Addr   string
+	State  NodeState
+	Until  time.Time // when a quarantine ends; zero otherwise
+	Reason string    // why the node is not up; empty when up
+	RunID  string    // the run_id last seen; empty if never reached
+	// LastError is the node's most recent failure, empty if none.
+	LastError string
+}
+
+// health is what the engine knows of one node. The two flags are what the
+// request path reads; the rest is the monitor's, under mu.
+type health struct {
+	addr   string
+	down   atomic.Bool  // fanOut does not call the node
+	counts atomic.Bool  // the node's grants count towards a quorum
+	stalls atomic.Int32 // consecutive timeouts on the request path
+	wake   chan struct{}
+
+	mu      sync.Mutex
+	state   NodeState
+	until   time.Time // end of a quarantine, on the proxy's clock
+	reason  string
+	runID   string // last run_id seen by a probe or a new connection
+	gen     uint64 // bumped when a new connection sees a new run_id
+	lastErr string
+	// verified is the run_id whose grants count, "" until one is; while
+	// a restart quarantine runs, the previous process's.
+	verified string
+	// previous is the run_id verified before the current one: a record
+	// that still names it is stale, not a sign of another restart.
+	previous string
+	// pending is the run_id of a restarted process in quarantine; it
+	// becomes verified when the quarantine ends.
+	pending string
+	// fsyncAlways: the node runs appendonly yes, appendfsync always.
+	fsyncAlways bool
+	// start is when the node's process started, from its uptime.
+	start time.Time
+	clock clockSample
+}
+
+func newHealth(addr string) *health {
+	h := &health{addr: addr, wake: make(chan struct{}, 1)}
+	h.counts.Store(true) // without Start, every node counts
+	return h
+}
+
+// setLocked moves the node to state and keeps the request-path flags in
+// step. h.mu must be held.
+func (h *health) setLocked(state NodeState, until time.Time, reason string) {
+	h.state, h.until, h.reason = state, until, reason
+	h.down.Store(state == StateDown)
+	h.counts.Store(state == StateUp)
+}
+
+// poke wakes the node's monitor, if it is not awake already.
+func (h *health) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// counts reports whether node i's grants count towards a quorum.
+func (e *Engine) counts(i int) bool {
+	return brokenNoQuarantine() || e.health[i].counts.Load()
+}
+
+// Status returns every node's health, in configuration order. Without
+// Start, every node is up.
+func (e *Engine) Status() []NodeStatus {
+	st := make([]NodeStatus, len(e.health))
+	for i, h := range e.health {
+		h.mu.Lock()
+		st[i] = NodeStatus{Addr: h.addr, State: h.state, Reason: h.reason, RunID: h.runID, LastError: h.lastErr}
+		if h.state == StateQuarantined {
+			st[i].Until = h.until
+		}
+		h.mu.Unlock()
+	}
+	return st
+}
+
+// stallLimit is how many timeouts in a row mark a node down.
+const stallLimit = 3
+
+// noteResult is the circuit breaker: it looks at one call's error on the
+// request path and marks the node down on a connection failure, or on
+// stallLimit timeouts in a row. ctx is the operation's context, before
+// the node's own deadline.
+func (e *Engine) noteResult(ctx context.Context, i int, err error) {
+	h := e.health[i]
+	var re redis.Error
+	switch {
+	case err == nil, errors.As(err, &re):
+		// An answer, even an error reply, shows the node is there.
+		h.stalls.Store(0)
+	case ctx.Err() != nil:
+		// The caller gave up; that says nothing about the node.
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		if h.stalls.Add(1) >= stallLimit {
+			e.markDown(i, err)
+		}
+	default:
+		e.markDown(i, err)
+	}
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// markDown opens node i's breaker and wakes its monitor, which retries
+// the node.
+func (e *Engine) markDown(i int, err error) {
+	h := e.health[i]
+	if ne := (*NodeError)(nil); errors.As(err, &ne) {
+		err = ne.Err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.lastErr = err.Error()
+	if h.state == StateDown {
+		return
+	}
+	h.setLocked(StateDown, time.Time{}, "unreachable")
+	h.stalls.Store(0)
+	h.poke()
+	// A transition, logged once; the requests that follow fail at once
+	// and log nothing.
+	e.cfg.Log.Warn("node down", "node", h.addr, "err", err)
+}

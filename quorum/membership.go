@@ -1,0 +1,179 @@
+package quorum
+
+import (
+	"context"
+	"time"
+)
+
+// A restarted node may have lost the locks it granted, so until every one
+// of them has expired (max_ttl after its start, plus drift) its grants
+// must not count. Telling a restart from a first deployment needs memory
+// older than this proxy: each node keeps the membership record, MembersKey,
+// a hash of node address -> the run_id the proxies verified there. A node
+// whose run_id differs from what any reachable record (or this proxy) has
+// for its address restarted; a node that no record knows is new, and
+// serves at once. A restarted node's new run_id is written only once its
+// quarantine is over, so a proxy started later still sees the mismatch
+// and computes the same end, from the node's own uptime.
+
+// apply acts on a successful probe of node i: the clock check, then the
+// restart check. gen is the node's generation when the probe began.
+func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
+	h := e.health[i]
+	now := time.Now()
+	h.mu.Lock()
+	if h.gen != gen && h.runID != p.RunID {
+		// A new connection saw another process after this probe began.
+		h.mu.Unlock()
+		h.poke()
+		return
+	}
+	h.runID = p.RunID
+	h.start = p.Local.Add(-p.Uptime)
+	h.fsyncAlways = p.AOF && p.Appendfsync == "always"
+	if p.Loading {
+		h.setLocked(StateUnverified, time.Time{}, "loading")
+		h.mu.Unlock()
+		return
+	}
+	if reason := clockCheck(&h.clock, p, e.cfg.ClockJumpLimit, e.cfg.DriftFactor); reason != "" {
+		e.quarantineLocked(h, now.Add(e.quarantine()), reason)
+	}
+	switch p.RunID {
+	case h.verified:
+		e.settleLocked(h, now)
+		h.mu.Unlock()
+		return
+	case h.pending:
+		if now.Before(h.until) {
+			h.mu.Unlock()
+			return
+		}
+		h.previous, h.verified, h.pending = h.verified, p.RunID, ""
+		e.settleLocked(h, now)
+		h.mu.Unlock()
+		e.writeRecord(ctx, h.addr, p.RunID)
+		return
+	}
+	known := h.verified
+	h.mu.Unlock()
+
+	// A process this proxy has not verified: new, or restarted?
+	recs := each(ctx, e, e.probeTimeout(), func(ctx context.Context, n Node) (map[string]string, error) {
+		return n.Members(ctx)
+	})
+	old := ""
+	for _, r := range recs {
+		if v, ok := r.v[h.addr]; r.err == nil && ok && v != p.RunID {
+			old = v
+		}
+	}
+	if known != "" && known != p.RunID {
+		old = known
+	}
+	h.mu.Lock()
+	if h.runID != p.RunID {
+		h.mu.Unlock()
+		h.poke()
+		return
+	}
+	until := h.start.Add(e.quarantine())
+	switch {
+	case old == "": // no record disagrees: a first deployment, or the same process
+	case e.cfg.TrustFsyncAlways && h.fsyncAlways:
+		e.cfg.Log.Info("node restarted; not quarantined: it runs appendfsync always", "node", h.addr, "run_id", p.RunID)
+	case now.Before(until):
+		h.verified, h.pending = old, p.RunID
+		e.quarantineLocked(h, until, "restarted")
+		h.mu.Unlock()
+		return
+	}
+	if old != "" {
+		h.previous = old
+	}
+	h.verified, h.pending = p.RunID, ""
+	e.settleLocked(h, now)
+	h.mu.Unlock()
+	e.writeRecord(ctx, h.addr, p.RunID)
+}
+
+// quarantine is how long a node stays out of the quorum: until every lock
+// it may have lost has expired.
+func (e *Engine) quarantine() time.Duration {
+	return e.cfg.MaxTTL + e.Drift(e.cfg.MaxTTL)
+}
+
+// quarantineLocked quarantines h until then (or later, if it already is),
+// logging the change. h.mu must be held.
+func (e *Engine) quarantineLocked(h *health, until time.Time, reason string) {
+	if h.state == StateQuarantined && h.until.After(until) {
+		until = h.until
+	}
+	if h.state == StateQuarantined && h.until.Equal(until) && h.reason == reason {
+		return
+	}
+	h.setLocked(StateQuarantined, until, reason)
+	e.cfg.Log.Warn("node quarantined", "node", h.addr, "reason", reason,
+		"until", until.UTC().Format(time.RFC3339Nano), "run_id", h.runID)
+}
+
+// settleLocked makes h up, unless its quarantine still runs, and logs the
+// change. h.mu must be held.
+func (e *Engine) settleLocked(h *health, now time.Time) {
+	prev := h.state
+	if prev == StateUp || prev == StateQuarantined && now.Before(h.until) {
+		return
+	}
+	h.setLocked(StateUp, time.Time{}, "")
+	if prev == StateQuarantined {
+		e.cfg.Log.Info("node quarantine over", "node", h.addr, "run_id", h.runID)
+		return
+	}
+	e.cfg.Log.Info("node up", "node", h.addr, "run_id", h.runID)
+}
+
+// writeRecord sets addr's run_id in the membership record of every node
+// not down. A node it misses is filled in later by syncRecord.
+func (e *Engine) writeRecord(ctx context.Context, addr, runID string) {
+	down := make(map[Node]bool, len(e.nodes))
+	for i, n := range e.nodes {
+		down[n] = e.health[i].down.Load()
+	}
+	each(ctx, e, e.probeTimeout(), func(ctx context.Context, n Node) (struct{}, error) {
+		if down[n] {
+			return struct{}{}, nil
+		}
+		return struct{}{}, n.SetMembers(ctx, map[string]string{addr: runID})
+	})
+}
+
+// syncRecord compares node i's membership record rec with what the engine
+// verified. A missing field is filled in. A field that names another
+// run_id for an up node means that node restarted while no record could
+// be read (or this proxy started after): it is quarantined for what is
+// left of max_ttl since its start, or, if that is over, the field is
+// corrected.
+func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
+	now := time.Now()
+	fix := map[string]string{}
+	for _, h := range e.health {
+		h.mu.Lock()
+		v, ok := rec[h.addr]
+		until := h.start.Add(e.quarantine())
+		switch {
+		case h.state == StateQuarantined && h.pending != "" && !ok:
+			// Keep the restart visible to proxies that start later.
+			fix[h.addr] = h.verified
+		case h.state != StateUp || h.verified == "" || v == h.verified:
+		case ok && v != h.previous && now.Before(until) && !(e.cfg.TrustFsyncAlways && h.fsyncAlways):
+			h.verified, h.pending = v, h.verified
+			e.quarantineLocked(h, until, "restarted")
+		default:
+			fix[h.addr] = h.verified
+		}
+		h.mu.Unlock()
+	}
+	if len(fix) > 0 {
+		e.nodes[i].SetMembers(ctx, fix)
+	}
+}

@@ -1,0 +1,329 @@
+package quorum
+
+import (
+	"errors"
+	"log/slog"
+	"maps"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// testLog sends the engine's logs to t.Log.
+func testLog(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// monitorConfig is a short max_ttl and probe interval for monitor tests:
+// a quarantine lasts 10s + 102ms drift.
+func monitorConfig(t *testing.T) Config {
+	return Config{NodeTimeout: 50 * time.Millisecond, MaxTTL: 10 * time.Second,
+		ProbeInterval: 100 * time.Millisecond, Log: testLog(t)}
+}
+
+const quarantineFor = 10*time.Second + 102*time.Millisecond
+
+// threeFakes returns three fake nodes a, b, c with run_ids run-a...
+func threeFakes() []*fakeNode {
+	return []*fakeNode{{addr: "a"}, {addr: "b"}, {addr: "c"}}
+}
+
+// started returns an engine over fs, started; it is closed when the
+// bubble's test function returns.
+func started(t *testing.T, cfg Config, fs []*fakeNode) *Engine {
+	t.Helper()
+	e := New(cfg, asNodes(fs)...)
+	t.Cleanup(func() { e.Close() })
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return e
+}
+
+// wantState fails the test unless node i is in state, with a reason
+// containing reason.
+func wantState(t *testing.T, e *Engine, i int, state NodeState, reason string) NodeStatus {
+	t.Helper()
+	st := e.Status()[i]
+	if st.State != state || !strings.Contains(st.Reason, reason) {
+		t.Fatalf("Status()[%d] = %+v; want %v, reason containing %q", i, st, state, reason)
+	}
+	if want := state == StateUp; e.counts(i) != want {
+		t.Fatalf("counts(%d) = %v in state %v; want %v", i, e.counts(i), state, want)
+	}
+	return st
+}
+
+func wantRecord(t *testing.T, f *fakeNode, want map[string]string) {
+	t.Helper()
+	if got := f.record(); !maps.Equal(got, want) {
+		t.Errorf("node %s record = %v; want %v", f.addr, got, want)
+	}
+}
+
+var freshRecord = map[string]string{"a": "run-a", "b": "run-b", "c": "run-c"}
+
+func TestFreshDeploymentServesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		fs[0].started = time.Now() // younger than max_ttl, but no record knows it
+		e := started(t, monitorConfig(t), fs)
+		for i := range fs {
+			wantState(t, e, i, StateUp, "")
+			wantRecord(t, fs[i], freshRecord)
+		}
+		if _, err := e.Acquire(t.Context(), Lock{Keys: []string{"k"}, Token: "t"}, time.Second); err != nil {
+			t.Fatalf("Acquire right after Start: %v", err)
+		}
+	})
+}
+
+func TestNotStartedEngineHasEveryNodeUp(t *testing.T) {
+	e := New(Config{}, &fakeNode{addr: "a"})
+	if st := e.Status()[0]; st.State != StateUp || !e.counts(0) {
+		t.Errorf("Status()[0] = %+v, counts %v; want up and counting", st, e.counts(0))
+	}
+}
+
+func TestRestartDetected(t *testing.T) {
+	tests := []struct {
+		name    string
+		uptime  time.Duration // of a's new process when the proxy starts
+		cfg     func(*Config)
+		aof     string // appendfsync on a, "" for no AOF
+		want    NodeState
+		records bool // the other nodes hold a record of a's old run_id
+	}{
+		{"record mismatch, young: quarantined", 3 * time.Second, nil, "", StateQuarantined, true},
+		{"record mismatch, older than max_ttl: up", 11 * time.Second, nil, "", StateUp, true},
+		{"no record: new, up", time.Second, nil, "", StateUp, false},
+		{"appendfsync always trusted: up", time.Second, func(c *Config) { c.TrustFsyncAlways = true }, "always", StateUp, true},
+		{"appendfsync always, not trusted: quarantined", time.Second, nil, "always", StateQuarantined, true},
+		{"appendfsync everysec, trusted: quarantined", time.Second, func(c *Config) { c.TrustFsyncAlways = true }, "everysec", StateQuarantined, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := threeFakes()
+				fs[0].runID, fs[0].started = "run-a2", time.Now().Add(-tt.uptime)
+				fs[0].aof, fs[0].fsync = tt.aof != "", tt.aof
+				if tt.records {
+					for _, f := range fs[1:] {
+						f.withRecord(map[string]string{"a": "run-a", "b": "run-b", "c": "run-c"})
+					}
+				}
+				cfg := monitorConfig(t)
+				if tt.cfg != nil {
+					tt.cfg(&cfg)
+				}
+				e := started(t, cfg, fs)
+				st := wantState(t, e, 0, tt.want, "")
+				if tt.want == StateUp {
+					wantRecord(t, fs[1], map[string]string{"a": "run-a2", "b": "run-b", "c": "run-c"})
+					return
+				}
+				// The end is computed from the node's uptime, not from now.
+				if want := fs[0].started.Add(quarantineFor); !st.Until.Equal(want) || st.Reason != "restarted" {
+					t.Fatalf("Status()[0] = %+v; want restarted until %v", st, want)
+				}
+				// The record keeps the old run_id while the quarantine runs.
+				wantRecord(t, fs[1], map[string]string{"a": "run-a", "b": "run-b", "c": "run-c"})
+				time.Sleep(time.Until(st.Until) - time.Millisecond)
+				wantState(t, e, 0, StateQuarantined, "restarted")
+				time.Sleep(200 * time.Millisecond)
+				wantState(t, e, 0, StateUp, "")
+				wantRecord(t, fs[1], map[string]string{"a": "run-a2", "b": "run-b", "c": "run-c"})
+				wantRecord(t, fs[0], map[string]string{"a": "run-a2", "b": "run-b", "c": "run-c"})
+			})
+		})
+	}
+}
+
+func TestRestartWhileRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e := started(t, monitorConfig(t), fs)
+		fs[0].restart("run-a2")
+		restarted := time.Now()
+		time.Sleep(150 * time.Millisecond) // one probe
+		st := wantState(t, e, 0, StateQuarantined, "restarted")
+		// Uptime is in whole seconds, so the start the proxy computes may
+		// be up to 1s late: never early.
+		if want := restarted.Add(quarantineFor); st.Until.Before(want) || st.Until.After(want.Add(time.Second)) {
+			t.Errorf("Until = %v; want within 1s after %v (start + max_ttl + drift)", st.Until, want)
+		}
+		// Its grant does not count: b holds k for another token, so
+		// a's and c's grants are not enough.
+		fs[1].with("k", "other", time.Minute)
+		_, err := e.Acquire(t.Context(), Lock{Keys: []string{"k"}, Token: "t"}, time.Second)
+		checkSentinel(t, "Acquire", err, ErrUnavailable)
+		// A second proxy, started now, reaches the same verdict from the
+		// records on b and c (a's own was lost in the restart and has
+		// been refilled with the old run_id).
+		wantRecord(t, fs[0], freshRecord)
+		e2 := started(t, monitorConfig(t), fs)
+		if st2 := wantState(t, e2, 0, StateQuarantined, "restarted"); st2.Until.Sub(st.Until).Abs() > time.Second {
+			t.Errorf("second proxy: Until = %v; want within 1s of %v", st2.Until, st.Until)
+		}
+		time.Sleep(quarantineFor + time.Second)
+		wantState(t, e, 0, StateUp, "")
+		wantState(t, e2, 0, StateUp, "")
+	})
+}
+
+func TestNewConnectionToRestartedNodeStopsCountingAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e := started(t, monitorConfig(t), fs)
+		fs[0].connect() // the same process: nothing changes
+		wantState(t, e, 0, StateUp, "")
+		fs[0].restart("run-a2")
+		fs[0].connect() // before any probe
+		wantState(t, e, 0, StateUnverified, "new run_id")
+		synctest.Wait()
+		wantState(t, e, 0, StateQuarantined, "restarted")
+	})
+}
+
+func TestDownNodeComesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		refused := errors.New("dial tcp: connection refused")
+		fs[2].fail(refused)
+		e := started(t, monitorConfig(t), fs)
+		st := wantState(t, e, 2, StateDown, "unreachable")
+		if st.LastError != refused.Error() {
+			t.Errorf("LastError = %q; want %q", st.LastError, refused)
+		}
+		// While down it costs nothing and is not called.
+		before := len(fs[2].callsTo("acquire"))
+		start := time.Now()
+		if _, err := e.Acquire(t.Context(), Lock{Keys: []string{"k"}, Token: "t"}, time.Second); err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("Acquire took %v; want 0", took)
+		}
+		if got := len(fs[2].callsTo("acquire")); got != before {
+			t.Errorf("down node got %d acquires; want none", got-before)
+		}
+		fs[2].fail(nil)
+		time.Sleep(150 * time.Millisecond)
+		wantState(t, e, 2, StateUp, "")
+		// It was new: its run_id is in every record now.
+		wantRecord(t, fs[0], freshRecord)
+	})
+}
+
+func TestNodeFoundDownByRequestsIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e := started(t, monitorConfig(t), fs)
+		fs[1].fail(errors.New("read: connection reset by peer"))
+		e.Acquire(t.Context(), Lock{Keys: []string{"k"}, Token: "t"}, time.Second)
+		wantState(t, e, 1, StateDown, "unreachable")
+		fs[1].fail(nil)
+		time.Sleep(150 * time.Millisecond)
+		wantState(t, e, 1, StateUp, "") // the same run_id: no quarantine
+	})
+}
+
+func TestStartRefuses(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(fs []*fakeNode)
+		want  []string // in the error
+	}{
+		{"replica", func(fs []*fakeNode) { fs[1].role = "slave" }, []string{"node 1 (b)", "role is slave"}},
+		{"allkeys eviction", func(fs []*fakeNode) { fs[2].policy = "allkeys-lru" }, []string{"node 2 (c)", "maxmemory-policy is allkeys-lru"}},
+		{"volatile eviction", func(fs []*fakeNode) { fs[0].policy = "volatile-ttl" }, []string{"node 0 (a)", "maxmemory-policy is volatile-ttl"}},
+		{"one master twice", func(fs []*fakeNode) { fs[2].runID = "run-a" }, []string{"node 2 (c)", "same run_id run-a as node 0 (a)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := threeFakes()
+				tt.setup(fs)
+				e := New(monitorConfig(t), asNodes(fs)...)
+				defer e.Close()
+				err := e.Start(t.Context())
+				if err == nil {
+					t.Fatal("Start = nil; want an error")
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("Start = %q; want it to say %q", err, w)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestNodeRefusedLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e := started(t, monitorConfig(t), fs)
+		fs[1].mu.Lock()
+		fs[1].role = "slave" // REPLICAOF at runtime
+		fs[1].mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		wantState(t, e, 1, StateRefused, "role is slave")
+		fs[1].mu.Lock()
+		fs[1].role = "master"
+		fs[1].mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		wantState(t, e, 1, StateUp, "")
+	})
+}
+
+func TestClockJump(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(f *fakeNode)
+		wait   time.Duration
+		reason string // "" for no quarantine
+		// after undoes change once it was caught: a clock that keeps
+		// drifting stays quarantined.
+		after func(f *fakeNode)
+	}{
+		{"jump forward", func(f *fakeNode) { f.jump(500 * time.Millisecond) }, 150 * time.Millisecond, "clock jumped +500ms", nil},
+		{"jump back", func(f *fakeNode) { f.jump(-300 * time.Millisecond) }, 150 * time.Millisecond, "clock jumped -300ms", nil},
+		{"small jump within the limit", func(f *fakeNode) { f.jump(50 * time.Millisecond) }, time.Second, "", nil},
+		{"5% fast: the rate shows within seconds", func(f *fakeNode) { f.drift(0.05) }, 5 * time.Second, "clock rate off", func(f *fakeNode) { f.drift(0) }},
+		{"0.5% fast: within drift_factor", func(f *fakeNode) { f.drift(0.005) }, time.Minute, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := threeFakes()
+				e := started(t, monitorConfig(t), fs)
+				time.Sleep(250 * time.Millisecond) // a few samples first
+				tt.change(fs[0])
+				time.Sleep(tt.wait)
+				if tt.reason == "" {
+					wantState(t, e, 0, StateUp, "")
+					return
+				}
+				st := wantState(t, e, 0, StateQuarantined, tt.reason)
+				// Until max_ttl plus drift from the detection.
+				if left := time.Until(st.Until); left <= quarantineFor-tt.wait || left > quarantineFor {
+					t.Errorf("quarantine left %v; want about %v", left, quarantineFor)
+				}
+				if tt.after != nil {
+					tt.after(fs[0])
+				}
+				time.Sleep(quarantineFor + 200*time.Millisecond)
+				wantState(t, e, 0, StateUp, "")
+			})
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package quorum
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Probe reads INFO, then TIME on its own so that its round trip is tight,
+// then, on a node with AOF on, CONFIG GET appendfsync (which an ACL may
+// refuse; then Appendfsync stays empty).
+func (n *redisNode) Probe(ctx context.Context) (Probe, error) {
+	text, err := n.c.Info(ctx).Result()
+	if err != nil {
+		return Probe{}, err
+	}
+	p, err := parseInfo(text)
+	if err != nil {
+		return Probe{}, err
+	}
+	sent := time.Now()
+	now, err := n.c.Time(ctx).Result()
+	if err != nil {
+		return Probe{}, err
+	}
+	p.RTT = time.Since(sent)
+	p.Local = sent.Add(p.RTT / 2)
+	p.Time = now
+	if p.AOF {
+		if v, err := n.c.ConfigGet(ctx, "appendfsync").Result(); err == nil {
+			p.Appendfsync = v["appendfsync"]
+		}
+	}
+	return p, nil
+}
+
+// parseInfo reads the fields a Probe needs from an INFO reply.
+func parseInfo(text string) (Probe, error) {
+	var p Probe
+	fields := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":"); ok {
+			fields[k] = v
+		}
+	}
+	p.RunID = fields["run_id"]
+	if p.RunID == "" {
+		return Probe{}, errors.New("INFO has no run_id")
+	}
+	up, err := strconv.ParseInt(fields["uptime_in_seconds"], 10, 64)
+	if err != nil {
+		return Probe{}, fmt.Errorf("INFO uptime_in_seconds: %w", err)
+	}
+	p.Uptime = time.Duration(up) * time.Second
+	p.Loading = fields["loading"] == "1"
+	p.Role = fields["role"]
+	p.MaxmemoryPolicy = fields["maxmemory_policy"]
+	p.AOF = fields["aof_enabled"] == "1"
+	return p, nil
+}
+
+func (n *redisNode) Members(ctx context.Context) (map[string]string, error) {
+	return n.c.HGetAll(ctx, MembersKey).Result()
+}
+
+func (n *redisNode) SetMembers(ctx context.Context, fields map[string]string) error {
+	return n.c.HSet(ctx, MembersKey, fields).Err()
+}
+
+// watchConnects makes every new connection read the node's run_id and
+// pass it to f before the connection carries a command.
+func (n *redisNode) watchConnects(f func(runID string)) { n.onRunID.Store(&f) }
+
+// connected is go-redis's OnConnect hook. Until the engine watches, it
+// costs nothing.
+func (n *redisNode) connected(ctx context.Context, cn *redis.Conn) error {
+	f := n.onRunID.Load()
+	if f == nil {
+		return nil
+	}
+	text, err := cn.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	p, err := parseInfo(text)
+	if err != nil {
+		return err
+	}
+	(*f)(p.RunID)
+	return nil
+}
