@@ -32,13 +32,15 @@ type run struct {
 	fc   *faultCluster
 	px   []*proxySub
 	w    *workload
+	po   proxyOpts
 }
 
 // startRun starts the masters, the given number of proxies (with po) and
 // the workload spread over them.
 func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 	t.Helper()
-	r := &run{t: t, seed: seedFor(t)}
+	po.defaults(t)
+	r := &run{t: t, seed: seedFor(t), po: po}
 	r.rng = rand.New(rand.NewPCG(r.seed, 0))
 	r.fc = startFaultCluster(t, faultMasters)
 	var addrs []string
@@ -46,7 +48,7 @@ func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 		r.px = append(r.px, startProxySub(t, r.fc.addrs(), po))
 		addrs = append(addrs, r.px[len(r.px)-1].Addr)
 	}
-	r.w = startWorkload(t, r.fc, r.seed, addrs...)
+	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), addrs...)
 	return r
 }
 
@@ -62,14 +64,14 @@ func (r *run) finish(healed time.Duration, extra ...string) []string {
 	r.t.Helper()
 	r.w.runFor(r.t, healed+liveBound-r.fc.h.now(), loadLimit)
 	r.w.stop()
-	probe(r.t, r.fc.h, r.px[0].Addr, append(extra, r.w.keys...), liveBound)
+	probe(r.t, r.fc.h, r.px[0].Addr, append(extra, r.w.keys...), r.po.ttl, r.po.drift(r.po.ttl), liveBound)
 	return r.w.check(r.t, healed, liveBound)
 }
 
 // checkNoOK fails the test if an acquisition made within [from, to) got
-// OK, and unless every one of them got an error reply. One that ends after
-// to may have seen the fault heal.
-func (r *run) checkNoOK(from, to time.Duration, why string) {
+// OK, and unless every one of them got an error reply (or nil, if
+// nilToo). One that ends after to may have seen the fault heal.
+func (r *run) checkNoOK(from, to time.Duration, nilToo bool, why string) {
 	r.t.Helper()
 	n := 0
 	for _, o := range r.fc.h.snapshot() {
@@ -77,7 +79,7 @@ func (r *run) checkNoOK(from, to time.Duration, why string) {
 			continue
 		}
 		n++
-		if !strings.HasPrefix(o.Result, "error: ") {
+		if !strings.HasPrefix(o.Result, "error: ") && !(nilToo && o.Result == resNil) {
 			r.t.Errorf("%s: client %d's SET %s at %v got %s; want an error reply", why, o.Client, o.Key, o.Start, o.Result)
 		}
 	}
@@ -112,7 +114,7 @@ func TestFaultKillTwoThenThird(t *testing.T) {
 		r.fc.restart(i)
 	}
 	healed := r.fc.h.now()
-	r.checkNoOK(from, to, "three of five masters down")
+	r.checkNoOK(from, to, false, "three of five masters down")
 	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
 }
 
@@ -137,7 +139,7 @@ func restartWhileHeldOnThree(r *run) []string {
 	holder := proxyClient(t, r.px[0].Addr)
 	deadline := time.Now().Add(10 * time.Second)
 	for n := 0; ; n++ {
-		res, _, _ := acquire(r.fc.h, holder, 100, "victim", fmt.Sprintf("victim-a-%d", n), faultMaxTTL)
+		res, _, _ := acquire(r.fc.h, holder, 100, "victim", fmt.Sprintf("victim-a-%d", n), faultMaxTTL, r.po.drift(faultMaxTTL))
 		if res == resOK {
 			break
 		}
@@ -153,7 +155,7 @@ func restartWhileHeldOnThree(r *run) []string {
 	// A second client tries for the whole of the first one's TTL.
 	other := proxyClient(t, r.px[0].Addr)
 	for n := 0; time.Since(r.fc.h.base) < healed+faultMaxTTL; n++ {
-		acquire(r.fc.h, other, 101, "victim", fmt.Sprintf("victim-b-%d", n), faultTTL)
+		acquire(r.fc.h, other, 101, "victim", fmt.Sprintf("victim-b-%d", n), faultTTL, r.po.drift(faultTTL))
 		time.Sleep(20 * time.Millisecond)
 	}
 	return r.finish(healed, "victim")
@@ -206,7 +208,7 @@ func TestFaultBlackholeAndLostReplies(t *testing.T) {
 		r.fc.heal(i)
 	}
 	healed := r.fc.h.now()
-	r.checkNoOK(from, to, "replies lost from three of five masters")
+	r.checkNoOK(from, to, false, "replies lost from three of five masters")
 	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
 }
 
@@ -225,7 +227,7 @@ func TestFaultAllMastersSlowerThanTTL(t *testing.T) {
 		r.fc.heal(i)
 	}
 	healed := r.fc.h.now()
-	r.checkNoOK(from, to, "every master slower than the TTL")
+	r.checkNoOK(from, to, false, "every master slower than the TTL")
 	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
 }
 

@@ -263,12 +263,12 @@ type proxyOpts struct {
 	env         []string // added to the environment, e.g. REDLOCK_PROXY_BROKEN=quorum1
 	nodeTimeout time.Duration
 	minTTL      time.Duration
+	driftFactor float64       // default 0.01
+	ttl         time.Duration // the workload's TTL; default faultTTL
 }
 
-// startProxySub writes a config for the masters to a temp dir and runs
-// the proxy over them.
-func startProxySub(t *testing.T, masters []string, po proxyOpts) *proxySub {
-	t.Helper()
+// defaults fills in the zero fields of po.
+func (po *proxyOpts) defaults(t testing.TB) {
 	if po.bin == "" {
 		po.bin = buildProxyBinary(t)
 	}
@@ -278,6 +278,24 @@ func startProxySub(t *testing.T, masters []string, po proxyOpts) *proxySub {
 	if po.minTTL == 0 {
 		po.minTTL = 2 * po.nodeTimeout
 	}
+	if po.driftFactor == 0 {
+		po.driftFactor = 0.01
+	}
+	if po.ttl == 0 {
+		po.ttl = faultTTL
+	}
+}
+
+// drift is the proxy's drift allowance for ttl.
+func (po *proxyOpts) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*po.driftFactor) + 2*time.Millisecond
+}
+
+// startProxySub writes a config for the masters to a temp dir and runs
+// the proxy over them.
+func startProxySub(t *testing.T, masters []string, po proxyOpts) *proxySub {
+	t.Helper()
+	po.defaults(t)
 	dir := t.TempDir()
 	ps := &proxySub{t: t, bin: po.bin, env: po.env, config: filepath.Join(dir, "config.toml")}
 	ps.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
@@ -286,10 +304,10 @@ nodes = ["%s"]
 node_timeout = "%v"
 min_ttl = "%v"
 max_ttl = "%v"
-drift_factor = 0.01
+drift_factor = %v
 command_timeout = "1s"
 log_level = "error"
-`, ps.Addr, strings.Join(masters, `", "`), po.nodeTimeout, po.minTTL, faultMaxTTL)
+`, ps.Addr, strings.Join(masters, `", "`), po.nodeTimeout, po.minTTL, faultMaxTTL, po.driftFactor)
 	if err := os.WriteFile(ps.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

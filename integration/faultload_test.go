@@ -28,18 +28,24 @@ const (
 // and checks again.
 type workload struct {
 	fc       *faultCluster
+	ttl      time.Duration // of every acquisition
+	drift    time.Duration // the proxy's drift allowance for ttl
 	keys     []string
 	seed     uint64
 	attempts atomic.Int64
 	oks      atomic.Int64
+	pauseMu  sync.RWMutex // read-held by every turn; see pause
+	paused   bool         // guarded by pauseMu
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
 
-// startWorkload starts the clients; client c talks to addrs[c%len(addrs)].
-func startWorkload(t *testing.T, fc *faultCluster, seed uint64, addrs ...string) *workload {
+// startWorkload starts the clients, acquiring with ttl through proxies
+// whose drift allowance for it is drift; client c talks to
+// addrs[c%len(addrs)].
+func startWorkload(t *testing.T, fc *faultCluster, seed uint64, ttl, drift time.Duration, addrs ...string) *workload {
 	t.Helper()
-	w := &workload{fc: fc, seed: seed}
+	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift}
 	for k := range loadKeys {
 		w.keys = append(w.keys, "fault-"+strconv.Itoa(k))
 	}
@@ -85,21 +91,46 @@ func (w *workload) runFor(t *testing.T, d, limit time.Duration) {
 }
 
 func (w *workload) client(ctx context.Context, c int, rdb *redis.Client, rng *rand.Rand) {
-	h := w.fc.h
 	for n := 0; ctx.Err() == nil; n++ {
-		key := w.keys[rng.IntN(len(w.keys))]
-		token := fmt.Sprintf("c%d-%d", c, n)
-		w.attempts.Add(1)
-		res, start, _ := acquire(h, rdb, c, key, token, faultTTL)
-		switch {
-		case res == resOK:
-			w.oks.Add(1)
-			w.hold(c, rdb, key, token, start)
-		case res == resNil:
-			time.Sleep(time.Duration(1+rng.IntN(3)) * time.Millisecond)
-		default: // an error or no reply: back off a little longer
-			time.Sleep(time.Duration(10+rng.IntN(20)) * time.Millisecond)
+		w.pauseMu.RLock()
+		if w.paused {
+			w.pauseMu.RUnlock()
+			time.Sleep(5 * time.Millisecond)
+			continue
 		}
+		w.turn(c, rdb, rng, n)
+		w.pauseMu.RUnlock()
+	}
+}
+
+// pause stops the clients from starting calls and waits for the calls
+// under way; resume lets them go on.
+func (w *workload) pause() {
+	w.pauseMu.Lock()
+	defer w.pauseMu.Unlock()
+	w.paused = true
+}
+
+func (w *workload) resume() {
+	w.pauseMu.Lock()
+	defer w.pauseMu.Unlock()
+	w.paused = false
+}
+
+// turn is one attempt of client c: acquire, and on OK use and release.
+func (w *workload) turn(c int, rdb *redis.Client, rng *rand.Rand, n int) {
+	key := w.keys[rng.IntN(len(w.keys))]
+	token := fmt.Sprintf("c%d-%d", c, n)
+	w.attempts.Add(1)
+	res, start, _ := acquire(w.fc.h, rdb, c, key, token, w.ttl, w.drift)
+	switch {
+	case res == resOK:
+		w.oks.Add(1)
+		w.hold(c, rdb, key, token, start)
+	case res == resNil:
+		time.Sleep(time.Duration(1+rng.IntN(3)) * time.Millisecond)
+	default: // an error or no reply: back off a little longer
+		time.Sleep(time.Duration(10+rng.IntN(20)) * time.Millisecond)
 	}
 }
 
@@ -107,9 +138,9 @@ func (w *workload) client(ctx context.Context, c int, rdb *redis.Client, rng *ra
 // the validity leaves time, releases, and checks the masters again.
 func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.Duration) {
 	h := w.fc.h
-	end := start + faultTTL - drift(faultTTL)
+	end := start + w.ttl - w.drift
 	w.fc.readHolders(c, opHeld, key, token)
-	if h.now() < end-100*time.Millisecond {
+	if h.now() < end-w.ttl/5 {
 		w.increment(c, key, token, end)
 	}
 	release(h, rdb, c, key, token)
@@ -154,13 +185,14 @@ func (w *workload) counters(t *testing.T) map[string]int64 {
 	return m
 }
 
-// acquire sends SET key token NX PX ttl and records it.
-func acquire(h *history, rdb *redis.Client, c int, key, token string, ttl time.Duration) (res string, start, end time.Duration) {
+// acquire sends SET key token NX PX ttl and records it, with the drift
+// allowance of the proxy (0 for the default).
+func acquire(h *history, rdb *redis.Client, c int, key, token string, ttl, drift time.Duration) (res string, start, end time.Duration) {
 	start = h.now()
 	err := rdb.SetArgs(context.Background(), key, token, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 	end = h.now()
 	res = result(err, resOK)
-	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Start: start, End: end, Result: res})
+	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res})
 	return res, start, end
 }
 
@@ -220,16 +252,16 @@ func (fc *faultCluster) readHolders(c int, kind, key, token string) {
 	fc.h.add(o)
 }
 
-// probe stops nothing and, for each key in turn, tries to acquire it
+// probe, for each key in turn, tries to acquire it
 // (and release it) until it succeeds or limit passes.
-func probe(t *testing.T, h *history, addr string, keys []string, limit time.Duration) {
+func probe(t *testing.T, h *history, addr string, keys []string, ttl, drift, limit time.Duration) {
 	t.Helper()
 	rdb := proxyClient(t, addr)
 	deadline := time.Now().Add(limit)
 	for i, key := range keys {
 		for n := 0; time.Now().Before(deadline); n++ {
 			token := fmt.Sprintf("probe-%d-%d", i, n)
-			if res, _, _ := acquire(h, rdb, probeClient, key, token, faultTTL); res == resOK {
+			if res, _, _ := acquire(h, rdb, probeClient, key, token, ttl, drift); res == resOK {
 				release(h, rdb, probeClient, key, token)
 				break
 			}
@@ -251,4 +283,15 @@ func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
 	bad = append(bad, checkQuorumHeld(ops, len(w.fc.masters), time.Second, faultNodeTimeout)...)
 	t.Logf("%d attempts by %d clients, %d OK, %d ops recorded", w.attempts.Load(), loadClients, w.oks.Load(), len(ops))
 	return bad
+}
+
+// holders returns the masters that hold token at key, read directly.
+func (fc *faultCluster) holders(key, token string) []int {
+	var idx []int
+	for i, m := range fc.masters {
+		if v, err := m.direct.Get(context.Background(), key).Result(); err == nil && v == token {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }

@@ -43,6 +43,7 @@ type op struct {
 	Key    string        `json:"key,omitempty"`
 	Token  string        `json:"token,omitempty"`
 	TTL    time.Duration `json:"ttl,omitempty"`
+	Drift  time.Duration `json:"drift,omitempty"` // acquire: the proxy's drift allowance for TTL; 0 means drift(TTL)
 	Start  time.Duration `json:"start"`
 	End    time.Duration `json:"end"`
 	Result string        `json:"result,omitempty"`
@@ -108,8 +109,19 @@ func (h *history) save() (string, error) {
 	return f.Name(), f.Close()
 }
 
-// drift is the proxy's allowance for clock drift over ttl.
+// drift is the proxy's allowance for clock drift over ttl with the
+// default drift_factor of 0.01.
 func drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// validUntil is when the validity of an acquire's OK ends, as its client
+// can compute it alone: its start plus the TTL minus the drift allowance.
+func (o op) validUntil() time.Duration {
+	d := o.Drift
+	if d == 0 {
+		d = drift(o.TTL)
+	}
+	return o.Start + o.TTL - d
+}
 
 // window is the time a holder may rely on a lock: from the OK until the
 // validity the client can compute on its own runs out, or until it starts
@@ -137,13 +149,13 @@ func windows(ops []op, key string) ([]window, []string) {
 		if o.Op != opAcquire || o.Key != key || o.Result != resOK {
 			continue
 		}
-		w := window{client: o.Client, token: o.Token, begin: o.End, end: o.Start + o.TTL - drift(o.TTL)}
+		w := window{client: o.Client, token: o.Token, begin: o.End, end: o.validUntil()}
 		if s, ok := released[o.Token]; ok && s < w.end {
 			w.end = s
 		}
-		if o.End >= o.Start+o.TTL-drift(o.TTL) {
+		if o.End >= o.validUntil() {
 			late = append(late, fmt.Sprintf("key %s: client %d got OK for %s at %v, after its validity ended at %v (late OK)",
-				key, o.Client, o.Token, o.End, o.Start+o.TTL-drift(o.TTL)))
+				key, o.Client, o.Token, o.End, o.validUntil()))
 			continue
 		}
 		if w.begin < w.end {
@@ -254,7 +266,7 @@ func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) []strin
 		switch c.Op {
 		case opHeld:
 			a, ok := acquires[c.Token]
-			if !ok || c.End >= a.Start+a.TTL-drift(a.TTL) {
+			if !ok || c.End >= a.validUntil() {
 				continue
 			}
 			maybe := len(c.Nodes)
@@ -374,6 +386,9 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 			acq(3, "k", "t3", 40*ms, 45*ms, resOK),
 		}, nil, []string{"a"}},
 		{"late OK", []op{acq(1, "k", "t1", 0, 600*ms, resOK)}, nil, []string{"a"}},
+		{"late OK with a larger drift allowance", []op{
+			{Client: 1, Op: opAcquire, Key: "k", Token: "t1", TTL: 200 * ms, Drift: 102 * ms, Start: 0, End: 99 * ms, Result: resOK},
+		}, nil, []string{"a"}},
 		{"other keys do not conflict", []op{
 			acq(1, "k", "t1", 0, 5*ms, resOK),
 			acq(2, "j", "t2", 1*ms, 6*ms, resOK),

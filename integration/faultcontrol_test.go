@@ -1,0 +1,194 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The scenarios that need a special setting, and the negative controls:
+// the same scenarios over a proxy built with -tags brokenbuild and broken
+// on purpose, where the checkers must report a violation. A safety check
+// that never fails on a broken build proves nothing.
+
+// noValidityOpts makes validity run out within node_timeout: with a
+// drift_factor of 0.5 and a TTL of twice node_timeout, a grant has
+// node_timeout - 2ms - elapsed left.
+func noValidityOpts() proxyOpts {
+	return proxyOpts{nodeTimeout: faultNodeTimeout, driftFactor: 0.5, ttl: 2 * faultNodeTimeout}
+}
+
+// noValidityLeft slows the masters, for a few seconds, so that an
+// acquisition has no validity left: two answer later than node_timeout
+// and three 15ms before it, so an acquisition waits out node_timeout for
+// the two while the three grant, and node_timeout is all the validity
+// there is. (Three masters slow by nearly node_timeout would not do: a
+// timeout closes the proxy's connection, and a new one costs a round
+// trip more.) The workload pauses while the fault starts and ends, so
+// that no acquisition straddles either edge: one that does may be
+// granted a sliver of validity that its reply outlasts. It returns the
+// window of acquisitions made under the fault.
+func noValidityLeft(r *run) (from, to time.Duration) {
+	time.Sleep(time.Second)
+	r.w.pause()
+	for i, m := range r.pick(faultMasters) {
+		if i < 2 {
+			r.fc.slow(m, 3*faultNodeTimeout)
+		} else {
+			r.fc.slow(m, faultNodeTimeout-15*time.Millisecond)
+		}
+	}
+	from = r.fc.h.now()
+	r.w.resume()
+	time.Sleep(3 * time.Second)
+	r.w.pause()
+	to = r.fc.h.now()
+	for i := range faultMasters {
+		r.fc.heal(i)
+	}
+	r.w.resume()
+	return from, to
+}
+
+// Masters answer too late for any validity to be left: no client gets an
+// OK it cannot use.
+func TestFaultNoValidityLeft(t *testing.T) {
+	r := startRun(t, 1, noValidityOpts())
+	from, to := noValidityLeft(r)
+	healed := r.fc.h.now()
+	n, oks := 0, 0
+	for _, o := range r.fc.h.snapshot() {
+		if o.Op == opAcquire && o.Start >= from && o.End < to {
+			n++
+			if o.Result == resOK {
+				oks++
+			}
+		}
+	}
+	t.Logf("%d acquisitions with no validity left, %d granted", n, oks)
+	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
+}
+
+// One master's clock jumps forward past a lock's TTL, so that it drops the
+// key early. A real jump of a redis-server's clock needs libfaketime; this
+// emulates its effect on the key with PEXPIRE on that master alone, which
+// the proxy cannot see (its TIME does not move). Held on all five masters
+// the lock stays safe: four still hold it. Held on exactly three, a second
+// client gets it: the limit the README documents, and checker (a) reports
+// it.
+func TestFaultClockJumpOnOneMaster(t *testing.T) {
+	r := startRun(t, 1, proxyOpts{})
+	order := r.pick(faultMasters)
+	time.Sleep(time.Second)
+	contend(r, r.fc.h, "clock-all", order[0], faultMasters)
+
+	// Exactly a quorum, in a history of its own: the violation is expected.
+	h := newHistory()
+	r.fc.blackhole(order[3])
+	r.fc.blackhole(order[4])
+	time.Sleep(100 * time.Millisecond)
+	contend(r, h, "clock-quorum", order[0], 3)
+	bad := checkExclusion(h.snapshot())
+	if len(bad) == 0 {
+		t.Errorf("held on exactly three masters, one of which dropped the key early, no second holder was seen; want checker (a) to report one")
+	}
+	t.Logf("the documented limit, as checker (a) reports it: %s", strings.Join(bad, "; "))
+	reportViolations(t, r.fc.h, r.seed, r.finish(r.fc.h.now(), "clock-all"))
+}
+
+// contend has client 100 acquire key for max_ttl on exactly held masters
+// (jump among them), heals every master, has master jump drop the key,
+// and has client 101 try for the key for the rest of the TTL, recording
+// in h.
+func contend(r *run, h *history, key string, jump, held int) {
+	t := r.t
+	t.Helper()
+	holder := proxyClient(t, r.px[0].Addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; ; n++ {
+		token := fmt.Sprintf("%s-a-%d", key, n)
+		res, _, _ := acquire(h, holder, 100, key, token, faultMaxTTL, r.po.drift(faultMaxTTL))
+		if res == resOK {
+			if got := r.fc.holders(key, token); len(got) == held && slices.Contains(got, jump) {
+				break
+			}
+			release(h, holder, 100, key, token) // a node missed it under load: again
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not acquired within 10s: last %s", key, res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := range faultMasters {
+		r.fc.heal(i)
+	}
+	if err := r.fc.masters[jump].direct.PExpire(context.Background(), key, time.Millisecond).Err(); err != nil {
+		t.Fatalf("PEXPIRE %s on master %d: %v", key, jump, err)
+	}
+	other := proxyClient(t, r.px[0].Addr)
+	start := time.Now()
+	for n := 0; time.Since(start) < faultMaxTTL-200*time.Millisecond; n++ {
+		acquire(h, other, 101, key, fmt.Sprintf("%s-b-%d", key, n), faultTTL, r.po.drift(faultTTL))
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// wantViolation fails t unless the checkers reported a violation that
+// contains want.
+func wantViolation(t *testing.T, bad []string, want string) {
+	t.Helper()
+	for _, b := range bad {
+		if strings.Contains(b, want) {
+			t.Logf("the checkers caught the broken proxy (%d violations), e.g. %s", len(bad), b)
+			return
+		}
+	}
+	t.Errorf("the checkers reported %d violations over a broken proxy, none containing %q; want at least one:\n%s", len(bad), want, joinLines(bad))
+}
+
+// A proxy that counts one node's grant as a quorum gives the same lock to
+// several clients under plain contention.
+func TestFaultNegativeControlQuorumOfOne(t *testing.T) {
+	r := startRun(t, 1, proxyOpts{bin: buildBrokenBinary(t), env: []string{"REDLOCK_PROXY_BROKEN=quorum1"}})
+	wantViolation(t, r.finish(0), " held [")
+}
+
+// A proxy that grants without validity left gives OKs the client cannot
+// use, when the masters are slow.
+func TestFaultNegativeControlNoValidity(t *testing.T) {
+	po := noValidityOpts()
+	po.bin, po.env = buildBrokenBinary(t), []string{"REDLOCK_PROXY_BROKEN=novalidity"}
+	r := startRun(t, 1, po)
+	from, to := noValidityLeft(r)
+	var late []string
+	for _, b := range r.finish(r.fc.h.now()) {
+		if at := lateAt(b); at >= from && at < to {
+			late = append(late, b)
+		}
+	}
+	wantViolation(t, late, "late OK")
+}
+
+// A proxy that lets a restarted master's grants count gives the victim of
+// the Redlock counterexample a second holder.
+func TestFaultNegativeControlNoQuarantine(t *testing.T) {
+	r := startRun(t, 1, proxyOpts{bin: buildBrokenBinary(t), env: []string{"REDLOCK_PROXY_BROKEN=noquarantine"}})
+	wantViolation(t, restartWhileHeldOnThree(r), "key victim: client 101")
+}
+
+// lateAt returns when the late OK a violation reports was received, or -1.
+func lateAt(violation string) time.Duration {
+	_, rest, ok := strings.Cut(violation, " at ")
+	if !ok || !strings.HasSuffix(violation, "(late OK)") {
+		return -1
+	}
+	at, _, _ := strings.Cut(rest, ",")
+	d, err := time.ParseDuration(at)
+	if err != nil {
+		return -1
+	}
+	return d
+}
