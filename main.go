@@ -39,6 +39,9 @@ type fileConfig struct {
 	DriftFactor    float64  `toml:"drift_factor"`
 	MinTTL         duration `toml:"min_ttl"`
 	MaxTTL         duration `toml:"max_ttl"`
+	ProbeInterval  duration `toml:"probe_interval"`
+	ClockJumpLimit duration `toml:"clock_jump_limit"`
+	TrustFsync     bool     `toml:"trust_fsync_always"`
 	DefaultTTL     duration `toml:"default_ttl"`
 	CommandTimeout duration `toml:"command_timeout"`
 	AllowForceDel  bool     `toml:"allow_force_del"`
@@ -110,8 +113,15 @@ func run(args []string) error {
 	for i, a := range addrs {
 		nodeList[i] = quorum.NewRedisNode(a, quorum.NodeOptions{Username: fc.NodeUsername, Password: fc.NodePassword})
 	}
-	e := quorum.New(quorum.Config{NodeTimeout: fc.NodeTimeout.Duration, DriftFactor: fc.DriftFactor}, nodeList...)
+	e := quorum.New(fc.quorumConfig(log), nodeList...)
 	defer e.Close()
+	if len(fc.Nodes) > 0 {
+		// The embedded demo nodes live and die with this process: nothing
+		// to check. Real masters are checked before the first client.
+		if err := e.Start(context.Background()); err != nil {
+			return err
+		}
+	}
 
 	srv, err := proxy.New(fc.proxyConfig(log), e)
 	if err != nil {
@@ -122,7 +132,8 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("serving", "listen", ln.Addr().String(), "nodes", len(addrs), "quorum", quorum.Quorum(len(addrs)),
-		"node_timeout", fc.NodeTimeout.Duration, "max_ttl", fc.MaxTTL.Duration)
+		"node_timeout", fc.NodeTimeout.Duration, "max_ttl", fc.MaxTTL.Duration,
+		"probe_interval", fc.ProbeInterval.Duration, "trust_fsync_always", fc.TrustFsync)
 	if len(fc.Nodes) == 0 {
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		log.Info(fmt.Sprintf("demo mode: %d embedded in-process nodes; try: redis-cli -p %s SET mylock mytoken NX PX 30000; put real masters in nodes (config.toml) or -nodes", len(addrs), port))
@@ -195,6 +206,12 @@ func (fc *fileConfig) applyDefaults() {
 	if fc.MaxTTL.Duration == 0 {
 		fc.MaxTTL.Duration = 5 * time.Minute
 	}
+	if fc.ProbeInterval.Duration == 0 {
+		fc.ProbeInterval.Duration = 500 * time.Millisecond
+	}
+	if fc.ClockJumpLimit.Duration == 0 {
+		fc.ClockJumpLimit.Duration = 100 * time.Millisecond
+	}
 	if fc.LogLevel == "" {
 		fc.LogLevel = "info"
 	}
@@ -221,6 +238,10 @@ func (fc fileConfig) validate() error {
 		return fmt.Errorf("node_timeout (%v) must be at most half of min_ttl (%v)", fc.NodeTimeout.Duration, fc.MinTTL.Duration)
 	case fc.DriftFactor < 0 || fc.DriftFactor > 0.5:
 		return fmt.Errorf("drift_factor (%v) must be from 0 to 0.5", fc.DriftFactor)
+	case fc.ProbeInterval.Duration < 10*time.Millisecond || fc.ProbeInterval.Duration > 10*time.Second:
+		return fmt.Errorf("probe_interval (%v) must be from 10ms to 10s", fc.ProbeInterval.Duration)
+	case fc.ClockJumpLimit.Duration < time.Millisecond || fc.ClockJumpLimit.Duration > fc.MaxTTL.Duration:
+		return fmt.Errorf("clock_jump_limit (%v) must be from 1ms to max_ttl (%v)", fc.ClockJumpLimit.Duration, fc.MaxTTL.Duration)
 	case fc.level() == slog.Level(-100):
 		return fmt.Errorf("log_level (%q) must be debug, info, warn or error", fc.LogLevel)
 	}
@@ -239,6 +260,18 @@ func (fc fileConfig) level() slog.Level {
 		return slog.LevelError
 	}
 	return slog.Level(-100)
+}
+
+func (fc fileConfig) quorumConfig(log *slog.Logger) quorum.Config {
+	return quorum.Config{
+		NodeTimeout:      fc.NodeTimeout.Duration,
+		DriftFactor:      fc.DriftFactor,
+		MaxTTL:           fc.MaxTTL.Duration,
+		ProbeInterval:    fc.ProbeInterval.Duration,
+		ClockJumpLimit:   fc.ClockJumpLimit.Duration,
+		TrustFsyncAlways: fc.TrustFsync,
+		Log:              log,
+	}
 }
 
 func (fc fileConfig) proxyConfig(log *slog.Logger) proxy.Config {

@@ -32,6 +32,11 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	if err := fc.proxyConfig(nil).Validate(); err != nil {
 		t.Errorf("proxy config from the default: %v", err)
 	}
+	qc := fc.quorumConfig(nil)
+	if qc.MaxTTL != 5*time.Minute || qc.ProbeInterval != 500*time.Millisecond || qc.ClockJumpLimit != 100*time.Millisecond ||
+		qc.TrustFsyncAlways || qc.NodeTimeout != 50*time.Millisecond || qc.DriftFactor != 0.01 {
+		t.Errorf("quorum config from the default = %+v; want max_ttl 5m, probe 500ms, clock limit 100ms, no fsync trust", qc)
+	}
 }
 
 func TestLoadConfigErrors(t *testing.T) {
@@ -77,6 +82,9 @@ func TestValidateNamesKeyAndValue(t *testing.T) {
 		{"node not host:port", func(fc *fileConfig) { fc.Nodes = []string{"localhost"} }, `nodes: "localhost" is not host:port`},
 		{"node twice", func(fc *fileConfig) { fc.Nodes = []string{"127.0.0.1:1", "127.0.0.1:1"} }, `nodes: "127.0.0.1:1" is listed twice`},
 		{"embedded count", func(fc *fileConfig) { fc.EmbeddedNodes = 10 }, "embedded_nodes (10) must be 1 to 9"},
+		{"probe interval", func(fc *fileConfig) { fc.ProbeInterval.Duration = time.Millisecond }, "probe_interval (1ms) must be from 10ms to 10s"},
+		{"clock jump limit over max_ttl", func(fc *fileConfig) { fc.ClockJumpLimit.Duration = 10 * time.Minute },
+			"clock_jump_limit (10m0s) must be from 1ms to max_ttl (5m0s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -154,10 +154,26 @@ func (s *Server) info(r *request) resp.Reply {
 		version, int64(time.Since(s.started).Seconds()))
 	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.cfg.MaxClients)
 	fmt.Fprintf(&b, "\r\n# Quorum\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
-	for i, addr := range s.e.Addrs() {
-		fmt.Fprintf(&b, "node%d:addr=%s\r\n", i, addr)
+	for i, st := range s.e.Status() {
+		fmt.Fprintf(&b, "node%d:addr=%s,state=%s", i, infoValue(st.Addr), st.State)
+		if !st.Until.IsZero() {
+			fmt.Fprintf(&b, ",until=%s", st.Until.UTC().Format(time.RFC3339Nano))
+		}
+		fmt.Fprintf(&b, ",reason=%s,run_id=%s,last_error=%s\r\n", infoValue(st.Reason), infoValue(st.RunID), infoValue(st.LastError))
 	}
 	return resp.Bulk(b.String())
+}
+
+// infoValue makes s safe as one value of an INFO field: no commas, which
+// separate values, and no line breaks, which separate fields.
+func infoValue(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case ',', '\r', '\n':
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // COMMAND [subcommand]

@@ -33,12 +33,29 @@ func (s *Server) set(r *request) resp.Reply {
 	if err := s.checkTTL(ttl, "set"); err != nil {
 		return resp.Error(err.Error())
 	}
+	if rep, bad := reservedKey(r.args[1:2]); bad {
+		return rep
+	}
 	err = s.acquire(r, quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl)
 	return s.outcome(err, resp.OK(), resp.Null())
 }
 
+// reservedKey refuses the proxies' own membership record, which a client
+// could otherwise overwrite to hide a node's restart.
+func reservedKey(keys [][]byte) (resp.Reply, bool) {
+	for _, k := range keys {
+		if string(k) == quorum.MembersKey {
+			return resp.Error("ERR key '" + quorum.MembersKey + "' is reserved for redlock-proxy"), true
+		}
+	}
+	return resp.Reply{}, false
+}
+
 // GET key
 func (s *Server) get(r *request) resp.Reply {
+	if rep, bad := reservedKey(r.args[1:2]); bad {
+		return rep
+	}
 	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
 	switch {
 	case err != nil:
@@ -51,6 +68,9 @@ func (s *Server) get(r *request) resp.Reply {
 
 // PTTL key
 func (s *Server) pttl(r *request) resp.Reply {
+	if rep, bad := reservedKey(r.args[1:2]); bad {
+		return rep
+	}
 	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
 	switch {
 	case err != nil:
@@ -81,6 +101,9 @@ func (s *Server) ttl(r *request) resp.Reply {
 
 // EXISTS key [key ...]
 func (s *Server) exists(r *request) resp.Reply {
+	if rep, bad := reservedKey(r.args[1:]); bad {
+		return rep
+	}
 	n := int64(0)
 	for _, key := range r.args[1:] {
 		st, err := s.e.Inspect(r.ctx, string(key))
@@ -98,6 +121,9 @@ func (s *Server) exists(r *request) resp.Reply {
 func (s *Server) del(r *request) resp.Reply {
 	if !s.cfg.AllowForceDel {
 		return resp.Error("ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use")
+	}
+	if rep, bad := reservedKey(r.args[1:]); bad {
+		return rep
 	}
 	keys := make([]string, len(r.args)-1)
 	for i, k := range r.args[1:] {
@@ -176,13 +202,15 @@ func (s *Server) outcome(err error, success, fail resp.Reply) resp.Reply {
 }
 
 // fail logs an operation that could not be decided and returns its reply.
+// Debug only: during an outage every request fails, and the engine's
+// monitor logs each node's state changes once instead.
 func (s *Server) fail(err error) resp.Reply {
-	s.cfg.Log.Warn("no quorum", "err", err)
+	s.cfg.Log.Debug("no quorum", "err", err)
 	return replyForError(err)
 }
 
 func (s *Server) warnFailures(err error) {
 	if err != nil {
-		s.cfg.Log.Warn("node failed", "err", err)
+		s.cfg.Log.Debug("node failed", "err", err)
 	}
 }

@@ -151,6 +151,9 @@ func splitCall(args [][]byte, sc resp.Script) (scriptCall, resp.Reply, bool) {
 	for i, k := range rest[:nk] {
 		c.keys[i] = string(k)
 	}
+	if rep, bad := reservedKey(rest[:nk]); bad {
+		return scriptCall{}, rep, false
+	}
 	need := max(sc.TokenArg, sc.TTLArg, sc.PrefixArg, sc.ModeArg)
 	if len(c.argv) < need {
 		return scriptCall{}, resp.Error("ERR this lock script needs " + strconv.Itoa(need) + " arguments after its keys"), false

@@ -210,6 +210,9 @@ func unknownCommand(args [][]byte) resp.Reply {
 func replyForError(err error) resp.Reply {
 	var oe *quorum.OutcomeError
 	switch {
+	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable) && oe.Quarantined > 0:
+		return resp.Error(fmt.Sprintf("NOQUORUM %d of %d nodes answered, %d needed; %d more granted but are quarantined (see INFO)",
+			oe.Answered(), oe.Total, quorum.Quorum(oe.Total), oe.Quarantined))
 	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable):
 		return resp.Error(fmt.Sprintf("NOQUORUM %d of %d nodes answered, %d needed", oe.Answered(), oe.Total, quorum.Quorum(oe.Total)))
 	case errors.Is(err, context.DeadlineExceeded):

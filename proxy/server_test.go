@@ -185,6 +185,10 @@ func TestGoldenReplies(t *testing.T) {
 		{"TTL", "k"},
 		{"COMMAND", "DOCS"},
 		{"SET"},
+		{"SET", "redlock-proxy:members", "t", "NX", "PX", "1000"},
+		{"GET", "redlock-proxy:members"},
+		{"EXISTS", "k", "redlock-proxy:members"},
+		{"EVALSHA", "e950836ed1e694540c503ef9972b8de518044d3b", "1", "redlock-proxy:members", "t"},
 		{"QUIT"},
 	}
 	var got strings.Builder
@@ -239,6 +243,8 @@ func TestReplyForError(t *testing.T) {
 			"(error) NOQUORUM 2 of 5 nodes answered, 3 needed"},
 		{"wrapped unavailable", fmt.Errorf("x: %w", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Failed: 3}, Unavailable: true}),
 			"(error) NOQUORUM 0 of 3 nodes answered, 2 needed"},
+		{"quarantined grant", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Granted: 1, Denied: 1, Quarantined: 1}, Unavailable: true},
+			"(error) NOQUORUM 2 of 3 nodes answered, 2 needed; 1 more granted but are quarantined (see INFO)"},
 		{"command deadline", context.DeadlineExceeded, "(error) NOQUORUM command timed out"},
 		{"anything else", errors.New("boom"), "(error) ERR boom"},
 	}

@@ -25,4 +25,41 @@
 // serve the same nodes. It does not issue fencing tokens: a holder that
 // pauses past its validity can still act on a lock it no longer holds, and
 // only the protected resource can refuse it.
+//
+// Once Start runs, the engine enforces those assumptions instead of
+// trusting them. Each node is probed every ProbeInterval (INFO, TIME and
+// the membership record) and is in one state: up, down, unverified,
+// quarantined or refused. Only an up node's grants count; a grant from any
+// other node is counted as Quarantined, which, like a failure, can make an
+// outcome ErrUnavailable but never a grant. Writes, releases and extends
+// still go to every node that is not down, so a quarantined node holds new
+// locks correctly when it comes back.
+//
+//   - Restart quarantine. Every node keeps the membership record
+//     (MembersKey: node address -> run_id). A node whose run_id differs from
+//     a reachable record's, or from the one this engine verified, restarted
+//     and may have lost locks: it is quarantined until its start (from its
+//     uptime) plus MaxTTL plus drift. Its new run_id is recorded only then,
+//     so an engine started later computes the same end. A node no record
+//     knows is new and counts at once (a first deployment). Every new
+//     connection reads the run_id before its first command, so a restart
+//     is seen before a grant from the new process can count.
+//     TrustFsyncAlways exempts nodes that run appendfsync always.
+//   - Clock checks. A node whose TIME moved more or less than the proxy's
+//     monotonic clock, beyond ClockJumpLimit, the round trips and the drift
+//     allowance, since the last probe (a jump) or since the first (a wrong
+//     rate), is quarantined for MaxTTL plus drift.
+//   - Refusals. A replica, a node with an allkeys-* or volatile-* eviction
+//     policy (lock keys all have a TTL), and a node with another's run_id
+//     (one master listed twice) are refused: Start fails naming them, and
+//     later they are state refused.
+//   - Circuit breaker. A connection failure, or three timeouts in a row,
+//     marks a node down: operations then fail on it at once without a
+//     call, and the monitor retries it in the background. N, and so the
+//     quorum, never change.
+//
+// Limits: if every node loses its data at once and no running engine saw
+// the old run_ids, the restart looks like a first deployment. A node that
+// restarts while no record can be read is counted as new until a record
+// is read again; it is then quarantined for what is left of MaxTTL.
 package quorum

@@ -327,3 +327,57 @@ func TestClockJump(t *testing.T) {
 		})
 	}
 }
+
+func TestRestartSeenLateWhenRecordsReturn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		fs[0].runID, fs[0].started = "run-a2", time.Now().Add(-3*time.Second)
+		for _, f := range fs[1:] {
+			f.withRecord(map[string]string{"a": "run-a", "b": "run-b", "c": "run-c"})
+			f.fail(errors.New("connection refused"))
+		}
+		e := started(t, monitorConfig(t), fs)
+		// No record could be read: a looks new.
+		wantState(t, e, 0, StateUp, "")
+		fs[1].fail(nil)
+		time.Sleep(150 * time.Millisecond)
+		// b's record says a restarted: quarantined for what is left.
+		st := wantState(t, e, 0, StateQuarantined, "restarted")
+		if want := fs[0].started.Add(quarantineFor); !st.Until.Equal(want) {
+			t.Errorf("Until = %v; want %v", st.Until, want)
+		}
+		wantRecord(t, fs[1], map[string]string{"a": "run-a", "b": "run-b", "c": "run-c"})
+		time.Sleep(time.Until(st.Until) + 200*time.Millisecond)
+		wantState(t, e, 0, StateUp, "")
+		wantRecord(t, fs[1], map[string]string{"a": "run-a2", "b": "run-b", "c": "run-c"})
+	})
+}
+
+func TestClockCheck(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	probe := func(local, node time.Duration, rtt time.Duration) Probe {
+		return Probe{RunID: "r", Local: base.Add(local), Time: base.Add(node), RTT: rtt}
+	}
+	tests := []struct {
+		name string
+		next Probe // after a first probe at 0, 0 with a 1ms round trip
+		want string
+	}{
+		{"in step", probe(time.Second, time.Second, time.Millisecond), ""},
+		// 100ms limit + 2 x 1ms round trip + 1% of 1s = 112ms allowed.
+		{"just within", probe(time.Second, time.Second+112*time.Millisecond, time.Millisecond), ""},
+		{"just over", probe(time.Second, time.Second+113*time.Millisecond, time.Millisecond), "clock jumped +113ms"},
+		{"backwards", probe(time.Second, time.Second-200*time.Millisecond, time.Millisecond), "clock jumped -200ms"},
+		{"slow round trip widens the allowance", probe(time.Second, time.Second+150*time.Millisecond, 50*time.Millisecond), ""},
+		{"another process starts afresh", Probe{RunID: "r2", Local: base.Add(time.Second), Time: base.Add(time.Hour)}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c clockSample
+			clockCheck(&c, probe(0, 0, time.Millisecond), 100*time.Millisecond, 0.01)
+			if got := clockCheck(&c, tt.next, 100*time.Millisecond, 0.01); got != tt.want {
+				t.Errorf("clockCheck = %q; want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,331 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+)
+
+// safetyConfig is the engine config of the safety tests: a short max_ttl,
+// so a restart quarantine lasts 2s + 22ms, and a fast probe.
+func safetyConfig() quorum.Config {
+	return quorum.Config{NodeTimeout: nodeTimeout, MaxTTL: 2 * time.Second, ProbeInterval: 100 * time.Millisecond}
+}
+
+// startMonitored is startProxy with the engine's monitor started, as main
+// does over real masters. It returns the error of Start, if any, instead
+// of a proxy.
+func startMonitored(t testing.TB, qcfg quorum.Config, addrs ...string) (*proxyProc, error) {
+	t.Helper()
+	logs := newLogWriter(t)
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	qcfg.Log = log
+	nodes := make([]quorum.Node, len(addrs))
+	for i, a := range addrs {
+		nodes[i] = quorum.NewRedisNode(a, quorum.NodeOptions{})
+	}
+	e := quorum.New(qcfg, nodes...)
+	t.Cleanup(func() { e.Close() }) // runs after the server's cleanup below
+	if err := e.Start(t.Context()); err != nil {
+		return nil, err
+	}
+	srv, err := proxy.New(proxy.Config{Log: log, MaxTTL: qcfg.MaxTTL, CommandTimeout: commandTimeout}, e)
+	if err != nil {
+		t.Fatalf("proxy.New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }() // waited for by the cleanup below
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	p := &proxyProc{Addr: ln.Addr().String(), Server: srv}
+	waitServing(t, p.Addr, 5*time.Second)
+	p.Client = newClient(t, p.Addr, nil)
+	return p, nil
+}
+
+func mustStartMonitored(t testing.TB, qcfg quorum.Config, addrs ...string) *proxyProc {
+	t.Helper()
+	p, err := startMonitored(t, qcfg, addrs...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	return p
+}
+
+// nodeInfo returns INFO's line for node i as its fields.
+func nodeInfo(t testing.TB, c *redis.Client, i int) map[string]string {
+	t.Helper()
+	text, err := c.Info(t.Context()).Result()
+	if err != nil {
+		t.Fatalf("INFO: %v", err)
+	}
+	prefix := fmt.Sprintf("node%d:", i)
+	for line := range strings.SplitSeq(text, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			fields := map[string]string{}
+			for kv := range strings.SplitSeq(rest, ",") {
+				k, v, _ := strings.Cut(kv, "=")
+				fields[k] = v
+			}
+			return fields
+		}
+	}
+	t.Fatalf("INFO has no %s line:\n%s", prefix, text)
+	return nil
+}
+
+// waitState waits until INFO shows node i in state, and returns its fields.
+func waitState(t testing.TB, c *redis.Client, i int, state string, within time.Duration) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		f := nodeInfo(t, c, i)
+		if f["state"] == state {
+			return f
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node%d = %v after %v; want state=%s", i, f, within, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestFreshMastersServeAtOnce(t *testing.T) {
+	c := startNodes(t, 3)
+	p := mustStartMonitored(t, safetyConfig(), c.addrs...)
+	// No wait: Start checked every node, and none is known as restarted.
+	if err := p.Client.SetNX(t.Context(), "k", "t", time.Second).Err(); err != nil {
+		t.Fatalf("SET NX right after start: %v", err)
+	}
+	for i := range c.addrs {
+		if f := nodeInfo(t, p.Client, i); f["state"] != "up" || len(f["run_id"]) != 40 || f["addr"] != c.addrs[i] {
+			t.Errorf("node%d = %v; want up with its run_id", i, f)
+		}
+		rec, err := c.direct[i].HGetAll(t.Context(), quorum.MembersKey).Result()
+		if err != nil || len(rec) != 3 {
+			t.Errorf("node %d membership record = %v, %v; want the 3 nodes' run_ids", i, rec, err)
+		}
+	}
+}
+
+func TestRestartedMasterIsQuarantined(t *testing.T) {
+	c := startNodes(t, 3)
+	cfg := safetyConfig()
+	p := mustStartMonitored(t, cfg, c.addrs...)
+	old := nodeInfo(t, p.Client, 0)["run_id"]
+
+	c.procs[0] = restartRedis(t, c.procs[0])
+	restarted := time.Now()
+	f := waitState(t, p.Client, 0, "quarantined", 5*time.Second)
+	if f["reason"] != "restarted" || f["run_id"] == old || f["until"] == "" {
+		t.Fatalf("node0 = %v; want quarantined, reason restarted, a new run_id, an end", f)
+	}
+	until, err := time.Parse(time.RFC3339Nano, f["until"])
+	if err != nil {
+		t.Fatalf("until %q: %v", f["until"], err)
+	}
+	// max_ttl + drift from the node's start, which uptime gives to the
+	// second (never early).
+	if min := restarted.Add(cfg.MaxTTL - time.Second); until.Before(min) {
+		t.Errorf("until = %v; want at least %v (restart + max_ttl, 1s for uptime's rounding)", until, min)
+	}
+
+	// Its grant does not count: node1 holds the key for another token,
+	// so node0's and node2's grants would be a quorum only if node0's
+	// counted. The reply is an error, not a nil "taken".
+	if err := c.direct[1].Set(t.Context(), "k", "other", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Client.SetNX(t.Context(), "k", "t", time.Second).Err()
+	if err == nil || errors.Is(err, redis.Nil) || !strings.HasPrefix(err.Error(), "NOQUORUM") {
+		t.Errorf("SET NX with node0 quarantined = %v; want a NOQUORUM error", err)
+	}
+	// The write still went to node0 and was undone there.
+	if v, ok := c.value(t, 0, "k"); ok {
+		t.Errorf("node0 holds k = %q after the failed acquire; want it released", v)
+	}
+
+	// A proxy started after the restart never saw the old run_id, and
+	// still quarantines node0, from the records on node1 and node2.
+	p2 := mustStartMonitored(t, cfg, c.addrs...)
+	if f2 := nodeInfo(t, p2.Client, 0); f2["state"] != "quarantined" || f2["reason"] != "restarted" {
+		t.Errorf("second proxy: node0 = %v; want quarantined, restarted", f2)
+	}
+
+	// Once max_ttl has passed since the restart, both count it again.
+	waitState(t, p.Client, 0, "up", cfg.MaxTTL+3*time.Second)
+	if time.Now().Before(restarted.Add(cfg.MaxTTL)) {
+		t.Errorf("node0 up %v after its restart; want at least max_ttl (%v)", time.Since(restarted), cfg.MaxTTL)
+	}
+	waitState(t, p2.Client, 0, "up", 2*time.Second)
+	if err := p.Client.SetNX(t.Context(), "k", "t", time.Second).Err(); err != nil {
+		t.Errorf("SET NX after the quarantine: %v", err)
+	}
+	rec, _ := c.direct[1].HGet(t.Context(), quorum.MembersKey, c.addrs[0]).Result()
+	if rec != f["run_id"] {
+		t.Errorf("node1's record of node0 = %q; want the new run_id %q", rec, f["run_id"])
+	}
+}
+
+func TestAppendfsyncAlwaysIsTrusted(t *testing.T) {
+	aof := []string{"--appendonly", "yes", "--appendfsync", "always"}
+	c := &cluster{killed: map[int]bool{}}
+	for i := range 3 {
+		var extra []string
+		if i == 0 {
+			extra = aof
+		}
+		pr := startRedis(t, extra...)
+		c.procs, c.addrs = append(c.procs, pr), append(c.addrs, pr.Addr)
+		c.direct = append(c.direct, direct(t, pr.Addr))
+	}
+	cfg := safetyConfig()
+	cfg.TrustFsyncAlways = true
+	p := mustStartMonitored(t, cfg, c.addrs...)
+	if err := p.Client.SetNX(t.Context(), "k", "t", cfg.MaxTTL).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old := nodeInfo(t, p.Client, 0)["run_id"]
+	c.procs[0] = restartRedis(t, c.procs[0], aof...)
+	// A new run_id, and up, never quarantined.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f := nodeInfo(t, p.Client, 0)
+		if f["state"] == "quarantined" {
+			t.Fatalf("node0 = %v; want not quarantined: it runs appendfsync always", f)
+		}
+		if f["state"] == "up" && f["run_id"] != old {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node0 = %v; want up with a new run_id", f)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// It kept the lock through the restart.
+	if v, _ := c.value(t, 0, "k"); v != "t" {
+		t.Errorf("node0 GET k = %q after restart; want t (from its AOF)", v)
+	}
+}
+
+func TestStartRefusesUnsafeMasters(t *testing.T) {
+	tests := []struct {
+		name  string
+		addrs func(t *testing.T) []string
+		want  []string // in Start's error
+	}{
+		{"replica", func(t *testing.T) []string {
+			m := startRedis(t)
+			_, port, _ := net.SplitHostPort(m.Addr)
+			r := startRedis(t, "--replicaof", "127.0.0.1", port)
+			return []string{m.Addr, r.Addr, startRedis(t).Addr}
+		}, []string{"node 1 (", "role is slave"}},
+		{"allkeys eviction", func(t *testing.T) []string {
+			return []string{startRedis(t).Addr, startRedis(t).Addr, startRedis(t, "--maxmemory-policy", "allkeys-lru").Addr}
+		}, []string{"node 2 (", "maxmemory-policy is allkeys-lru"}},
+		{"one master twice", func(t *testing.T) []string {
+			a := startRedis(t).Addr
+			_, port, _ := net.SplitHostPort(a)
+			return []string{a, startRedis(t).Addr, "localhost:" + port}
+		}, []string{"node 2 (localhost:", "same run_id", "as node 0 (127.0.0.1:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := startMonitored(t, safetyConfig(), tt.addrs(t)...)
+			if err == nil {
+				t.Fatal("Start = nil; want it to refuse")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Start = %q; want it to say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestDeadMasterCostsLittle: with a master down, a request costs far less
+// than node_timeout, once the breaker has opened: a killed master at once
+// (its connection is refused), a frozen one after three timeouts.
+func TestDeadMasterCostsLittle(t *testing.T) {
+	for _, mode := range []string{"killed", "frozen"} {
+		t.Run(mode, func(t *testing.T) {
+			c := startNodes(t, 3)
+			cfg := safetyConfig()
+			cfg.NodeTimeout = 500 * time.Millisecond
+			p := mustStartMonitored(t, cfg, c.addrs...)
+			if mode == "killed" {
+				c.kill(2)
+			} else {
+				c.procs[2].Freeze(t)
+			}
+			for i := range 3 { // opens the breaker
+				p.Client.SetNX(t.Context(), fmt.Sprint("warm", i), "t", time.Second)
+			}
+			waitState(t, p.Client, 2, "down", 5*time.Second)
+			const n = 20
+			start := time.Now()
+			for i := range n {
+				if err := p.Client.SetNX(t.Context(), fmt.Sprint("k", i), "t", time.Second).Err(); err != nil {
+					t.Fatalf("SET NX with node 2 down: %v", err)
+				}
+			}
+			per := time.Since(start) / n
+			t.Logf("%s master: %v per SET NX (node_timeout %v)", mode, per, cfg.NodeTimeout)
+			if per > cfg.NodeTimeout/10 {
+				t.Errorf("%v per SET NX with a %s master; want under a tenth of node_timeout (%v)", per, mode, cfg.NodeTimeout)
+			}
+			if f := nodeInfo(t, p.Client, 2); f["last_error"] == "" {
+				t.Errorf("node2 = %v; want its last error", f)
+			}
+		})
+	}
+}
+
+func TestMembershipRecordIsReserved(t *testing.T) {
+	c := startNodes(t, 3)
+	p := mustStartMonitored(t, safetyConfig(), c.addrs...)
+	err := p.Client.SetNX(t.Context(), quorum.MembersKey, "t", time.Second).Err()
+	if err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Errorf("SET NX %s = %v; want it refused as reserved", quorum.MembersKey, err)
+	}
+}
+
+// TestBinaryRefusesReplicaAtStart: the real binary exits at start, naming
+// the replica and why, before it serves anyone.
+func TestBinaryRefusesReplicaAtStart(t *testing.T) {
+	bin := buildProxyBinary(t)
+	m := startRedis(t)
+	_, port, _ := net.SplitHostPort(m.Addr)
+	r := startRedis(t, "--replicaof", "127.0.0.1", port)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))),
+		"-nodes", strings.Join([]string{m.Addr, r.Addr, startRedis(t).Addr}, ","))
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("redlock-proxy over a replica exited 0; want a refusal:\n%s", out)
+	}
+	if want := "node 1 (" + r.Addr + ") refused: role is slave"; !strings.Contains(string(out), want) {
+		t.Errorf("redlock-proxy output:\n%s\nwant it to say %q", out, want)
+	}
+}
