@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -43,10 +45,20 @@ func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 	r := &run{t: t, seed: seedFor(t), po: po}
 	r.rng = rand.New(rand.NewPCG(r.seed, 0))
 	r.fc = startFaultCluster(t, faultMasters)
+	ctx, cancel := context.WithCancel(context.Background())
+	var watchers sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		watchers.Wait()
+	})
 	var addrs []string
-	for range proxies {
-		r.px = append(r.px, startProxySub(t, r.fc.addrs(), po))
-		addrs = append(addrs, r.px[len(r.px)-1].Addr)
+	for k := range proxies {
+		ps := startProxySub(t, r.fc.addrs(), po)
+		ps.h = r.fc.h
+		r.fc.waitAllUp(ps, 10*time.Second)
+		r.px = append(r.px, ps)
+		addrs = append(addrs, ps.Addr)
+		watchers.Go(func() { r.fc.watch(ctx, k, ps) })
 	}
 	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), addrs...)
 	return r

@@ -104,9 +104,14 @@ func (fc *faultCluster) addrs() []string {
 
 // toxic adds a toxic named name on master i and records a fault.
 func (fc *faultCluster) toxic(i int, name, typ, stream string, attrs string) {
+	fc.toxicSome(i, name, typ, stream, attrs, 1)
+}
+
+// toxicSome is toxic on a share of the connections, chosen as each opens.
+func (fc *faultCluster) toxicSome(i int, name, typ, stream string, attrs string, share float64) {
 	fc.t.Helper()
 	m := fc.masters[i]
-	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":{%s}}`, name, typ, stream, attrs)
+	body := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":%v,"attributes":{%s}}`, name, typ, stream, share, attrs)
 	if _, err := m.tox.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
 		fc.t.Fatalf("master %d: add toxic %s: %v", i, body, err)
 	}
@@ -248,6 +253,8 @@ func startRedisOn(t testing.TB, port int) (*redisProc, error) {
 // can be killed and paused.
 type proxySub struct {
 	t      *testing.T
+	h      *history // if set, outages are recorded in it
+	outage int      // the open outage's op index, or -1
 	bin    string
 	env    []string
 	config string
@@ -265,6 +272,7 @@ type proxyOpts struct {
 	minTTL      time.Duration
 	driftFactor float64       // default 0.01
 	ttl         time.Duration // the workload's TTL; default faultTTL
+	probe       time.Duration // probe_interval; default 100ms
 }
 
 // defaults fills in the zero fields of po.
@@ -284,6 +292,9 @@ func (po *proxyOpts) defaults(t testing.TB) {
 	if po.ttl == 0 {
 		po.ttl = faultTTL
 	}
+	if po.probe == 0 {
+		po.probe = 100 * time.Millisecond
+	}
 }
 
 // drift is the proxy's drift allowance for ttl.
@@ -297,7 +308,7 @@ func startProxySub(t *testing.T, masters []string, po proxyOpts) *proxySub {
 	t.Helper()
 	po.defaults(t)
 	dir := t.TempDir()
-	ps := &proxySub{t: t, bin: po.bin, env: po.env, config: filepath.Join(dir, "config.toml")}
+	ps := &proxySub{t: t, bin: po.bin, env: po.env, config: filepath.Join(dir, "config.toml"), outage: -1}
 	ps.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	cfg := fmt.Sprintf(`listen = %q
 nodes = ["%s"]
@@ -305,9 +316,10 @@ node_timeout = "%v"
 min_ttl = "%v"
 max_ttl = "%v"
 drift_factor = %v
+probe_interval = "%v"
 command_timeout = "1s"
 log_level = "error"
-`, ps.Addr, strings.Join(masters, `", "`), po.nodeTimeout, po.minTTL, faultMaxTTL, po.driftFactor)
+`, ps.Addr, strings.Join(masters, `", "`), po.nodeTimeout, po.minTTL, faultMaxTTL, po.driftFactor, po.probe)
 	if err := os.WriteFile(ps.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -341,6 +353,7 @@ func (ps *proxySub) start() {
 		})
 		b := &binProc{Addr: ps.Addr, cmd: cmd, exited: exited}
 		if b.waitServing(10 * time.Second) {
+			ps.outageEnd()
 			return
 		}
 		if attempt == 3 {
@@ -350,14 +363,36 @@ func (ps *proxySub) start() {
 	}
 }
 
-// kill crashes the proxy (SIGKILL).
+// kill crashes the proxy (SIGKILL). It is out until start.
 func (ps *proxySub) kill() {
+	ps.outageBegin()
 	ps.cmd.Process.Kill()
 	<-ps.exited
 }
 
-func (ps *proxySub) freeze() { ps.cmd.Process.Signal(syscall.SIGSTOP) }
-func (ps *proxySub) thaw()   { ps.cmd.Process.Signal(syscall.SIGCONT) }
+// freeze stops the proxy (SIGSTOP); thaw resumes it.
+func (ps *proxySub) freeze() {
+	ps.outageBegin()
+	ps.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+func (ps *proxySub) thaw() {
+	ps.cmd.Process.Signal(syscall.SIGCONT)
+	ps.outageEnd()
+}
+
+func (ps *proxySub) outageBegin() {
+	if ps.h != nil && ps.outage < 0 {
+		ps.outage = ps.h.faultBegin(-1, proxyOutage)
+	}
+}
+
+func (ps *proxySub) outageEnd() {
+	if ps.h != nil && ps.outage >= 0 {
+		ps.h.faultEnd(ps.outage)
+		ps.outage = -1
+	}
+}
 
 var (
 	brokenOnce sync.Once
@@ -384,4 +419,70 @@ func buildBrokenBinary(t testing.TB) string {
 		t.Fatal(brokenErr)
 	}
 	return brokenPath
+}
+
+// watch polls the INFO of proxy k until ctx ends and records, as a fault
+// on a master, every time the proxy does not count that master as up
+// (down, quarantined, unverified, refused): to the proxy the master is
+// then unreachable, as if faulted, and checker (d) must leave it out.
+// A state shorter than the poll interval may be missed.
+func (fc *faultCluster) watch(ctx context.Context, k int, ps *proxySub) {
+	rdb := newClient(fc.t, ps.Addr, func(o *redis.Options) {
+		o.PoolSize = 1
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	})
+	state := make([]string, len(fc.masters))
+	for ctx.Err() == nil {
+		info, err := rdb.Info(ctx).Result()
+		if err == nil {
+			for _, line := range strings.Split(info, "\r\n") {
+				var i int
+				name, fields, ok := strings.Cut(line, ":")
+				if !ok || !strings.HasPrefix(name, "node") {
+					continue
+				}
+				if _, err := fmt.Sscanf(name, "node%d", &i); err != nil || i >= len(fc.masters) {
+					continue
+				}
+				st := ""
+				for _, f := range strings.Split(fields, ",") {
+					if v, ok := strings.CutPrefix(f, "state="); ok {
+						st = v
+					}
+				}
+				if st == state[i] {
+					continue
+				}
+				m := fc.masters[i]
+				if state[i] != "" && state[i] != "up" {
+					m.end(fc.h, fmt.Sprintf("proxy%d-%s", k, state[i]))
+				}
+				if st != "up" {
+					m.begin(fc.h, fmt.Sprintf("proxy%d-%s", k, st))
+				}
+				state[i] = st
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitAllUp waits until proxy ps reports every master up in INFO.
+func (fc *faultCluster) waitAllUp(ps *proxySub, limit time.Duration) {
+	fc.t.Helper()
+	rdb := proxyClient(fc.t, ps.Addr)
+	deadline := time.Now().Add(limit)
+	for {
+		info, err := rdb.Info(context.Background()).Result()
+		if err == nil && strings.Count(info, ",state=up,") == len(fc.masters) {
+			return
+		}
+		if time.Now().After(deadline) {
+			fc.t.Fatalf("proxy %s does not report every master up within %v: %v\n%s", ps.Addr, limit, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
