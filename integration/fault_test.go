@@ -101,6 +101,20 @@ func (r *run) checkNoOK(from, to time.Duration, nilToo bool, why string) {
 	}
 }
 
+// wantState fails the test unless proxy k reported master i in state
+// (INFO) at some time after from.
+func (r *run) wantState(k, i int, state string, from time.Duration) {
+	r.t.Helper()
+	name := fmt.Sprintf("proxy%d-%s", k, state)
+	for _, o := range r.fc.h.snapshot() {
+		if o.Op == opFault && o.Result == name && o.Nodes[0] == i && o.Start >= from {
+			r.t.Logf("proxy %d reported master %d %s for %v", k, i, state, min(o.End, r.fc.h.now())-o.Start)
+			return
+		}
+	}
+	r.t.Errorf("proxy %d never reported master %d %s after %v", k, i, state, from)
+}
+
 // Contention alone: nothing is ever held twice.
 func TestFaultNoFaults(t *testing.T) {
 	r := startRun(t, 1, proxyOpts{})
@@ -128,6 +142,9 @@ func TestFaultKillTwoThenThird(t *testing.T) {
 	healed := r.fc.h.now()
 	r.checkNoOK(from, to, false, "three of five masters down")
 	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
+	for _, i := range down {
+		r.wantState(0, i, "quarantined", to)
+	}
 }
 
 // The Redlock page's counterexample: a lock held on exactly three of five
@@ -160,10 +177,12 @@ func restartWhileHeldOnThree(r *run) []string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	restarted := r.fc.h.now()
 	r.fc.restart(order[0])
 	r.fc.heal(order[3])
 	r.fc.heal(order[4])
 	healed := r.fc.h.now()
+	defer r.wantState(0, order[0], "quarantined", restarted)
 	// A second client tries for the whole of the first one's TTL.
 	other := proxyClient(t, r.px[0].Addr)
 	for n := 0; time.Since(r.fc.h.base) < healed+faultMaxTTL; n++ {
@@ -281,6 +300,7 @@ func TestFaultTwoProxies(t *testing.T) {
 	time.Sleep(time.Second)
 	r.fc.blackhole(m[0])
 	time.Sleep(time.Second)
+	restarted := r.fc.h.now()
 	r.fc.restart(m[1])
 	time.Sleep(time.Second)
 	r.px[1].freeze()
@@ -289,4 +309,6 @@ func TestFaultTwoProxies(t *testing.T) {
 	r.fc.heal(m[0])
 	healed := r.fc.h.now()
 	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
+	r.wantState(0, m[1], "quarantined", restarted)
+	r.wantState(1, m[1], "quarantined", restarted)
 }
