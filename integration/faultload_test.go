@@ -280,14 +280,15 @@ func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
 	bad = append(bad, checkExclusion(ops)...)
 	bad = append(bad, checkCounter(ops, w.counters(t))...)
 	bad = append(bad, checkLiveness(ops, w.keys, healed, bound)...)
-	bad = append(bad, checkQuorumHeld(ops, len(w.fc.masters), time.Second, faultNodeTimeout)...)
+	held, judged := checkQuorumHeld(ops, len(w.fc.masters), time.Second, faultNodeTimeout)
+	bad = append(bad, held...)
 	if w.ttl-w.drift >= 400*time.Millisecond {
 		// A thinner window is judged by its scenario: on a loaded
 		// machine, a reply can take longer than a few milliseconds to
 		// reach the client.
 		bad = append(bad, checkLateOK(ops, nil)...)
 	}
-	t.Logf("%d attempts by %d clients, %d OK, %d ops recorded", w.attempts.Load(), loadClients, w.oks.Load(), len(ops))
+	t.Logf("%d attempts by %d clients, %d OK, %d ops recorded, %d quorum checks (d) judged", w.attempts.Load(), loadClients, w.oks.Load(), len(ops), judged)
 	return bad
 }
 

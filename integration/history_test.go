@@ -261,7 +261,8 @@ func checkLiveness(ops []op, keys []string, healed, bound time.Duration) []strin
 // nothing (the key may have expired) and is skipped; so is the check of a
 // release that took nodeTimeout or longer, as some node may have missed
 // its deadline, which to the proxy is a node it cannot reach.
-func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) []string {
+// It also returns how many checks it judged.
+func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) (bad []string, judged int) {
 	quorum := n/2 + 1
 	var faults []op
 	acquires := map[string]op{} // by token
@@ -284,7 +285,6 @@ func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) []strin
 		}
 		return false
 	}
-	var bad []string
 	for _, c := range ops {
 		switch c.Op {
 		case opHeld:
@@ -298,6 +298,7 @@ func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) []strin
 					maybe++
 				}
 			}
+			judged++
 			if maybe < quorum {
 				bad = append(bad, fmt.Sprintf("key %s: after client %d's OK for %s only nodes %v held it (%v unread); want %d of %d",
 					c.Key, c.Client, c.Token, c.Nodes, c.Unread, quorum, n))
@@ -307,6 +308,7 @@ func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) []strin
 			if !ok || r.Result == resUnknown || strings.HasPrefix(r.Result, "error: ") || r.End-r.Start >= nodeTimeout {
 				continue
 			}
+			judged++
 			for _, i := range c.Nodes {
 				if !faulted(i, r.Start-settle, c.End) {
 					bad = append(bad, fmt.Sprintf("key %s: node %d still holds %s after client %d's release replied %s",
@@ -315,7 +317,7 @@ func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) []strin
 			}
 		}
 	}
-	return bad
+	return bad, judged
 }
 
 // keysOf returns the keys acquired in ops, sorted.
@@ -475,7 +477,7 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 				"a": checkExclusion(tt.ops),
 				"b": checkCounter(tt.ops, tt.counters),
 				"c": checkLiveness(tt.ops, keysOfProbes(tt.ops), 2000*ms, 3000*ms),
-				"d": checkQuorumHeld(tt.ops, 5, time.Second, 100*ms),
+				"d": first(checkQuorumHeld(tt.ops, 5, time.Second, 100*ms)),
 				"l": checkLateOK(tt.ops, nil),
 			}
 			if tt.counters == nil {
@@ -501,3 +503,5 @@ func keysOfProbes(ops []op) []string {
 	}
 	return keys
 }
+
+func first[T, U any](t T, _ U) T { return t }
