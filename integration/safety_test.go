@@ -179,9 +179,17 @@ func TestRestartedMasterIsQuarantined(t *testing.T) {
 	if err := p.Client.SetNX(t.Context(), "k", "t", time.Second).Err(); err != nil {
 		t.Errorf("SET NX after the quarantine: %v", err)
 	}
-	rec, _ := c.direct[1].HGet(t.Context(), quorum.MembersKey, c.addrs[0]).Result()
-	if rec != f["run_id"] {
-		t.Errorf("node1's record of node0 = %q; want the new run_id %q", rec, f["run_id"])
+	// The record is rewritten just after the state changes.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		rec, _ := c.direct[1].HGet(t.Context(), quorum.MembersKey, c.addrs[0]).Result()
+		if rec == f["run_id"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node1's record of node0 = %q; want the new run_id %q", rec, f["run_id"])
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -199,8 +207,9 @@ func TestAppendfsyncAlwaysIsTrusted(t *testing.T) {
 	}
 	cfg := safetyConfig()
 	cfg.TrustFsyncAlways = true
+	cfg.MaxTTL = time.Minute // a quarantine would outlast the test
 	p := mustStartMonitored(t, cfg, c.addrs...)
-	if err := p.Client.SetNX(t.Context(), "k", "t", cfg.MaxTTL).Err(); err != nil {
+	if err := p.Client.SetNX(t.Context(), "k", "t", 30*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
 	old := nodeInfo(t, p.Client, 0)["run_id"]
@@ -327,5 +336,18 @@ func TestBinaryRefusesReplicaAtStart(t *testing.T) {
 	}
 	if want := "node 1 (" + r.Addr + ") refused: role is slave"; !strings.Contains(string(out), want) {
 		t.Errorf("redlock-proxy output:\n%s\nwant it to say %q", out, want)
+	}
+}
+
+func TestFlushedMasterIsQuarantined(t *testing.T) {
+	c := startNodes(t, 3)
+	p := mustStartMonitored(t, safetyConfig(), c.addrs...)
+	time.Sleep(300 * time.Millisecond) // a few probes have seen node1's record
+	if err := c.direct[1].FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	f := waitState(t, p.Client, 1, "quarantined", 5*time.Second)
+	if !strings.HasPrefix(f["reason"], "data lost") {
+		t.Errorf("node1 = %v; want reason data lost", f)
 	}
 }

@@ -44,7 +44,9 @@
 //     knows is new and counts at once (a first deployment). Every new
 //     connection reads the run_id before its first command, so a restart
 //     is seen before a grant from the new process can count.
-//     TrustFsyncAlways exempts nodes that run appendfsync always.
+//     TrustFsyncAlways exempts nodes that run appendfsync always. A node
+//     whose own record vanished while its run_id stayed (FLUSHALL) lost its
+//     locks too, and is quarantined for MaxTTL plus drift from then.
 //   - Clock checks. A node whose TIME moved more or less than the proxy's
 //     monotonic clock, beyond ClockJumpLimit, the round trips and the drift
 //     allowance, since the last probe (a jump) or since the first (a wrong

@@ -84,6 +84,10 @@ type health struct {
 	pending string
 	// fsyncAlways: the node runs appendonly yes, appendfsync always.
 	fsyncAlways bool
+	// recorded is the run_id of the process last seen holding a
+	// membership record: if that process's record vanishes, so did its
+	// data (FLUSHALL).
+	recorded string
 	// start is when the node's process started, from its uptime.
 	start time.Time
 	clock clockSample

@@ -155,14 +155,27 @@ func (e *Engine) writeRecord(ctx context.Context, addr, runID string) {
 // corrected.
 func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	now := time.Now()
+	// A process whose own record vanished lost its data without a
+	// restart (FLUSHALL): the locks it granted are gone too.
+	hi := e.health[i]
+	hi.mu.Lock()
+	switch {
+	case len(rec) > 0:
+		hi.recorded = hi.runID
+	case hi.recorded == hi.runID && hi.runID == hi.verified && hi.state == StateUp:
+		e.quarantineLocked(hi, now.Add(e.quarantine()), "data lost (membership record gone)")
+	}
+	hi.mu.Unlock()
 	fix := map[string]string{}
 	for _, h := range e.health {
 		h.mu.Lock()
 		v, ok := rec[h.addr]
 		until := h.start.Add(e.quarantine())
 		switch {
-		case h.state == StateQuarantined && h.pending != "" && !ok:
-			// Keep the restart visible to proxies that start later.
+		case h.state == StateQuarantined && h.verified != "" && !ok:
+			// Refill, and in a restart quarantine (where verified is the
+			// previous process) keep the restart visible to proxies that
+			// start later.
 			fix[h.addr] = h.verified
 		case h.state != StateUp || h.verified == "" || v == h.verified:
 		case ok && v != h.previous && now.Before(until) && !(e.cfg.TrustFsyncAlways && h.fsyncAlways):

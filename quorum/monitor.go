@@ -14,7 +14,8 @@ import (
 // when it comes up. Start returns an error naming the node and the reason
 // when a reachable node is refused: it is a replica, it may evict lock
 // keys, or it has the same run_id as another (the same master listed
-// twice). Start takes at most about two probe timeouts.
+// twice). ctx bounds only these first checks, which take a few probe
+// timeouts at most; the background checks run until Close.
 func (e *Engine) Start(ctx context.Context) error {
 	if e.stop != nil {
 		return errors.New("quorum: Start called twice")

@@ -381,3 +381,23 @@ func TestClockCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestFlushedNodeIsQuarantined(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e := started(t, monitorConfig(t), fs)
+		time.Sleep(150 * time.Millisecond) // a probe has seen b's record
+		fs[1].mu.Lock()
+		fs[1].keys, fs[1].members = nil, nil // FLUSHALL: same process, no data
+		fs[1].mu.Unlock()
+		flushed := time.Now()
+		time.Sleep(150 * time.Millisecond)
+		st := wantState(t, e, 1, StateQuarantined, "data lost")
+		if left := st.Until.Sub(flushed); left < quarantineFor || left > quarantineFor+200*time.Millisecond {
+			t.Errorf("quarantine ends %v after the flush; want about %v", left, quarantineFor)
+		}
+		wantRecord(t, fs[1], freshRecord) // refilled
+		time.Sleep(quarantineFor + 200*time.Millisecond)
+		wantState(t, e, 1, StateUp, "")
+	})
+}
