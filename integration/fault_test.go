@@ -152,13 +152,14 @@ func TestFaultKillTwoThenThird(t *testing.T) {
 // come back. No second client may get the lock while the first holds it.
 func TestFaultRestartEmptyWhileHeldOnExactlyThree(t *testing.T) {
 	r := startRun(t, 1, proxyOpts{})
-	bad := restartWhileHeldOnThree(r)
+	bad := restartWhileHeldOnThree(r, r.fc.restart)
 	reportViolations(t, r.fc.h, r.seed, bad)
 }
 
 // restartWhileHeldOnThree plays the counterexample on key "victim" while
-// the workload runs, and returns what the checkers report.
-func restartWhileHeldOnThree(r *run) []string {
+// the workload runs, wiping one of the three holders with wipe, and
+// returns what the checkers report.
+func restartWhileHeldOnThree(r *run, wipe func(i int)) []string {
 	t := r.t
 	t.Helper()
 	order := r.pick(faultMasters)
@@ -178,7 +179,7 @@ func restartWhileHeldOnThree(r *run) []string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	restarted := r.fc.h.now()
-	r.fc.restart(order[0])
+	wipe(order[0])
 	r.fc.heal(order[3])
 	r.fc.heal(order[4])
 	healed := r.fc.h.now()

@@ -143,6 +143,74 @@ func contend(r *run, h *history, key string, jump, held int) {
 	}
 }
 
+// FLUSHALL on one of exactly three masters holding a lock: the same
+// process, so no connection breaks and no run_id changes, and the proxy
+// learns of it only when a probe finds its membership record gone. Until
+// then a second client can get the lock: a documented limit, bounded by
+// the probe interval. The counterexample runs in a history of its own,
+// which must show the gap closing: every second holder got its OK within
+// flushBound of the flush. The workload pauses for that long, so that its
+// own keys (held on the same three) are not caught in the gap.
+func TestFaultFlushAllWhileHeldOnExactlyThree(t *testing.T) {
+	const flushBound = 600 * time.Millisecond // probe_interval 100ms, plus slack for load
+	r := startRun(t, 1, proxyOpts{})
+	order := r.pick(faultMasters)
+	h := newHistory()
+	time.Sleep(time.Second)
+	r.fc.blackhole(order[3])
+	r.fc.blackhole(order[4])
+	time.Sleep(100 * time.Millisecond)
+	holder := proxyClient(t, r.px[0].Addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; ; n++ {
+		token := fmt.Sprintf("flush-a-%d", n)
+		res, _, _ := acquire(h, holder, 100, "flush", token, faultMaxTTL, r.po.drift(faultMaxTTL))
+		if res == resOK {
+			if got := r.fc.holders("flush", token); len(got) == 3 && slices.Contains(got, order[0]) {
+				break
+			}
+			release(h, holder, 100, "flush", token)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flush not acquired on exactly three masters within 10s: last %s", res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.w.pause()
+	flushed := h.now()
+	r.fc.flushAll(order[0])
+	r.fc.heal(order[3])
+	r.fc.heal(order[4])
+	other := proxyClient(t, r.px[0].Addr)
+	for n := 0; h.now() < flushed+faultMaxTTL; n++ {
+		if h.now() > flushed+flushBound {
+			r.w.resume()
+		}
+		acquire(h, other, 101, "flush", fmt.Sprintf("flush-b-%d", n), faultTTL, r.po.drift(faultTTL))
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.w.resume()
+	ws := windows(h.snapshot(), "flush")
+	gap := 0
+	for _, a := range ws {
+		for _, b := range ws {
+			if a.client != 100 || b.client != 101 || b.begin >= a.end || b.end <= a.begin {
+				continue
+			}
+			if b.begin >= flushed+flushBound {
+				t.Errorf("client 101 held the lock [%v, %v) while client 100 held it [%v, %v), %v after the FLUSHALL; want no second holder after %v",
+					b.begin, b.end, a.begin, a.end, b.begin-flushed, flushBound)
+				continue
+			}
+			gap++
+			t.Logf("in the gap before the proxy saw the FLUSHALL, client 101 held the lock [%v, %v) while client 100 held it [%v, %v)", b.begin, b.end, a.begin, a.end)
+		}
+	}
+	t.Logf("%d second holders in the gap", gap)
+	reportViolations(t, r.fc.h, r.seed, r.finish(r.fc.h.now()))
+	r.wantState(0, order[0], "quarantined", flushed)
+}
+
 // wantViolation fails t unless the checkers reported a violation that
 // contains want.
 func wantViolation(t *testing.T, bad []string, want string) {
@@ -180,5 +248,5 @@ func TestFaultNegativeControlNoValidity(t *testing.T) {
 // the Redlock counterexample a second holder.
 func TestFaultNegativeControlNoQuarantine(t *testing.T) {
 	r := startRun(t, 1, proxyOpts{bin: buildBrokenBinary(t), env: []string{"REDLOCK_PROXY_BROKEN=noquarantine"}})
-	wantViolation(t, restartWhileHeldOnThree(r), "key victim: client 101")
+	wantViolation(t, restartWhileHeldOnThree(r, r.fc.restart), "key victim: client 101")
 }

@@ -178,6 +178,18 @@ func (fc *faultCluster) restart(i int) {
 	m.end(fc.h, "kill")
 }
 
+// flushAll deletes every key on master i (FLUSHALL), in place: the same
+// process, with its locks and the proxies' membership record gone.
+func (fc *faultCluster) flushAll(i int) {
+	fc.t.Helper()
+	m := fc.masters[i]
+	m.begin(fc.h, "flushall")
+	if err := m.direct.FlushAll(context.Background()).Err(); err != nil {
+		fc.t.Fatalf("FLUSHALL master %d: %v", i, err)
+	}
+	m.end(fc.h, "flushall")
+}
+
 // freeze stops master i (SIGSTOP); thaw resumes it.
 func (fc *faultCluster) freeze(i int) {
 	m := fc.masters[i]
