@@ -1,0 +1,304 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sizes of every scenario's workload.
+const (
+	loadClients  = 16
+	loadAttempts = 1000 // contended acquisition attempts at least
+	loadKeys     = 3
+)
+
+// workload is loadClients clients contending for a few keys through one
+// or more proxies. Each one that gets OK checks which masters hold its
+// token, increments the key's counter on the resource server with a
+// pause in the middle (a second holder would lose an update), releases,
+// and checks again.
+type workload struct {
+	fc       *faultCluster
+	ttl      time.Duration // of every acquisition
+	drift    time.Duration // the proxy's drift allowance for ttl
+	keys     []string
+	seed     uint64
+	attempts atomic.Int64
+	oks      atomic.Int64
+	pauseMu  sync.RWMutex // read-held by every turn; see pause
+	paused   bool         // guarded by pauseMu
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// startWorkload starts the clients, acquiring with ttl through proxies
+// whose drift allowance for it is drift; client c talks to
+// addrs[c%len(addrs)].
+func startWorkload(t *testing.T, fc *faultCluster, seed uint64, ttl, drift time.Duration, addrs ...string) *workload {
+	t.Helper()
+	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift}
+	for k := range loadKeys {
+		w.keys = append(w.keys, "fault-"+strconv.Itoa(k))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	t.Cleanup(w.stop)
+	for c := range loadClients {
+		rdb := proxyClient(t, addrs[c%len(addrs)])
+		rng := rand.New(rand.NewPCG(seed, uint64(c)))
+		w.wg.Go(func() { w.client(ctx, c, rdb, rng) })
+	}
+	return w
+}
+
+// proxyClient is a go-redis client to a proxy with one connection, so a
+// connection lost to a fault is replaced at once.
+func proxyClient(t testing.TB, addr string) *redis.Client {
+	return newClient(t, addr, func(o *redis.Options) {
+		o.PoolSize = 1
+		o.DialTimeout = time.Second
+		o.ReadTimeout, o.WriteTimeout = 2*time.Second, 2*time.Second
+	})
+}
+
+// stop ends the workload and waits for its clients.
+func (w *workload) stop() {
+	w.cancel()
+	w.wg.Wait()
+}
+
+// runFor lets the workload run for at least d and until it has made
+// loadAttempts attempts, or fails t after limit.
+func (w *workload) runFor(t *testing.T, d, limit time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < d || w.attempts.Load() < loadAttempts {
+		if time.Since(start) > limit {
+			t.Errorf("%d acquisition attempts within %v; want %d", w.attempts.Load(), limit, loadAttempts)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (w *workload) client(ctx context.Context, c int, rdb *redis.Client, rng *rand.Rand) {
+	for n := 0; ctx.Err() == nil; n++ {
+		w.pauseMu.RLock()
+		if w.paused {
+			w.pauseMu.RUnlock()
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		w.turn(c, rdb, rng, n)
+		w.pauseMu.RUnlock()
+	}
+}
+
+// pause stops the clients from starting calls and waits for the calls
+// under way; resume lets them go on.
+func (w *workload) pause() {
+	w.pauseMu.Lock()
+	defer w.pauseMu.Unlock()
+	w.paused = true
+}
+
+func (w *workload) resume() {
+	w.pauseMu.Lock()
+	defer w.pauseMu.Unlock()
+	w.paused = false
+}
+
+// turn is one attempt of client c: acquire, and on OK use and release.
+func (w *workload) turn(c int, rdb *redis.Client, rng *rand.Rand, n int) {
+	key := w.keys[rng.IntN(len(w.keys))]
+	token := fmt.Sprintf("c%d-%d", c, n)
+	w.attempts.Add(1)
+	res, start, _ := acquire(w.fc.h, rdb, c, key, token, w.ttl, w.drift)
+	switch {
+	case res == resOK:
+		w.oks.Add(1)
+		w.hold(c, rdb, key, token, start)
+	case res == resNil:
+		time.Sleep(time.Duration(1+rng.IntN(3)) * time.Millisecond)
+	default: // an error or no reply: back off a little longer
+		time.Sleep(time.Duration(10+rng.IntN(20)) * time.Millisecond)
+	}
+}
+
+// hold uses a granted lock: checks the masters, increments the counter if
+// the validity leaves time, releases, and checks the masters again.
+func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.Duration) {
+	h := w.fc.h
+	end := start + w.ttl - w.drift
+	w.fc.readHolders(c, opHeld, key, token)
+	if h.now() < end-w.ttl/5 {
+		w.increment(c, key, token, end)
+	}
+	release(h, rdb, c, key, token)
+	w.fc.readHolders(c, opGone, key, token)
+}
+
+// increment reads the key's counter, pauses, and writes it back plus one,
+// on the resource server. It is recorded as done only if the write
+// happened before the lock's validity ended.
+func (w *workload) increment(c int, key, token string, end time.Duration) {
+	h := w.fc.h
+	ctx := context.Background()
+	start := h.now()
+	v, err := w.fc.resource.Get(ctx, "counter:"+key).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		h.add(op{Client: c, Op: opWork, Key: key, Token: token, Start: start, End: h.now(), Result: "error: " + err.Error()})
+		return
+	}
+	time.Sleep(2 * time.Millisecond)
+	err = w.fc.resource.Set(ctx, "counter:"+key, v+1, 0).Err()
+	o := op{Client: c, Op: opWork, Key: key, Token: token, Start: start, End: h.now(), Result: resOK}
+	if err != nil {
+		o.Result = "error: " + err.Error()
+	}
+	if o.End >= end {
+		o.Note = "ran past the validity"
+	}
+	h.add(o)
+}
+
+// counters reads every key's counter from the resource server.
+func (w *workload) counters(t *testing.T) map[string]int64 {
+	t.Helper()
+	m := map[string]int64{}
+	for _, key := range w.keys {
+		v, err := w.fc.resource.Get(t.Context(), "counter:"+key).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatalf("read counter of %s: %v", key, err)
+		}
+		m[key] = v
+	}
+	return m
+}
+
+// acquire sends SET key token NX PX ttl and records it, with the drift
+// allowance of the proxy (0 for the default).
+func acquire(h *history, rdb *redis.Client, c int, key, token string, ttl, drift time.Duration) (res string, start, end time.Duration) {
+	start = h.now()
+	err := rdb.SetArgs(context.Background(), key, token, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+	end = h.now()
+	res = result(err, resOK)
+	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res})
+	return res, start, end
+}
+
+// release runs the compare-and-delete script and records it.
+func release(h *history, rdb *redis.Client, c int, key, token string) string {
+	start := h.now()
+	n, err := rdb.Eval(context.Background(), distlockRelease, []string{key}, token).Int64()
+	res := result(err, strconv.FormatInt(n, 10))
+	h.add(op{Client: c, Op: opRelease, Key: key, Token: token, Start: start, End: h.now(), Result: res})
+	return res
+}
+
+// result names the outcome of a call: ok (the reply), nil, an error
+// reply, or unknown when no reply came.
+func result(err error, ok string) string {
+	var re redis.Error
+	switch {
+	case err == nil:
+		return ok
+	case errors.Is(err, redis.Nil):
+		return resNil
+	case errors.As(err, &re):
+		return "error: " + err.Error()
+	}
+	return resUnknown
+}
+
+// readHolders reads key on every master directly, at once, and records
+// which hold token and which could not be read.
+func (fc *faultCluster) readHolders(c int, kind, key, token string) {
+	start := fc.h.now()
+	held := make([]bool, len(fc.masters))
+	unread := make([]bool, len(fc.masters))
+	var wg sync.WaitGroup
+	for i, m := range fc.masters {
+		wg.Go(func() {
+			v, err := m.direct.Get(context.Background(), key).Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+			case err != nil:
+				unread[i] = true
+			default:
+				held[i] = v == token
+			}
+		})
+	}
+	wg.Wait()
+	o := op{Client: c, Op: kind, Key: key, Token: token, Start: start, End: fc.h.now()}
+	for i := range fc.masters {
+		if held[i] {
+			o.Nodes = append(o.Nodes, i)
+		}
+		if unread[i] {
+			o.Unread = append(o.Unread, i)
+		}
+	}
+	fc.h.add(o)
+}
+
+// probe, for each key in turn, tries to acquire it
+// (and release it) until it succeeds or limit passes.
+func probe(t *testing.T, h *history, addr string, keys []string, ttl, drift, limit time.Duration) {
+	t.Helper()
+	rdb := proxyClient(t, addr)
+	deadline := time.Now().Add(limit)
+	for i, key := range keys {
+		for n := 0; time.Now().Before(deadline); n++ {
+			token := fmt.Sprintf("probe-%d-%d", i, n)
+			if res, _, _ := acquire(h, rdb, probeClient, key, token, ttl, drift); res == resOK {
+				release(h, rdb, probeClient, key, token)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// check runs every checker over the history and fails t on a violation.
+// healed is when the last fault healed, and probes must have acquired
+// every key within bound of it.
+func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
+	t.Helper()
+	ops := w.fc.h.snapshot()
+	var bad []string
+	bad = append(bad, checkExclusion(ops)...)
+	bad = append(bad, checkCounter(ops, w.counters(t))...)
+	bad = append(bad, checkLiveness(ops, w.keys, healed, bound)...)
+	held, judged := checkQuorumHeld(ops, len(w.fc.masters), time.Second, faultNodeTimeout)
+	bad = append(bad, held...)
+	if w.ttl-w.drift >= 400*time.Millisecond {
+		// A thinner window is judged by its scenario: on a loaded
+		// machine, a reply can take longer than a few milliseconds to
+		// reach the client.
+		bad = append(bad, checkLateOK(ops, nil)...)
+	}
+	t.Logf("%d attempts by %d clients, %d OK, %d ops recorded, %d quorum checks (d) judged", w.attempts.Load(), loadClients, w.oks.Load(), len(ops), judged)
+	return bad
+}
+
+// holders returns the masters that hold token at key, read directly.
+func (fc *faultCluster) holders(key, token string) []int {
+	var idx []int
+	for i, m := range fc.masters {
+		if v, err := m.direct.Get(context.Background(), key).Result(); err == nil && v == token {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
