@@ -14,7 +14,11 @@ import (
 // NodeOptions are the settings for a real Redis node.
 type NodeOptions struct {
 	Username, Password string // AUTH for the node; empty means none
-	// PoolSize caps connections to the node. If zero, 64 is used.
+	// PoolSize caps connections to the node. If zero, 65536 is used: the
+	// lock operations share one connection, and go-redis stops dialing a
+	// node for a second at a time once PoolSize dials have failed, which
+	// would hold back a node that is up again (the breaker decides when to
+	// retry instead).
 	PoolSize int
 }
 
@@ -32,7 +36,7 @@ type redisNode struct {
 // settings that safety depends on are fixed here and nowhere else.
 func NewRedisNode(addr string, opts NodeOptions) Node {
 	if opts.PoolSize == 0 {
-		opts.PoolSize = 64
+		opts.PoolSize = 1 << 16
 	}
 	n := &redisNode{addr: addr}
 	n.c = redis.NewClient(&redis.Options{

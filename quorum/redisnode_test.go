@@ -29,6 +29,12 @@ type redisProc struct {
 // port and stops it when the test ends.
 func startRedis(t *testing.T) *redisProc {
 	t.Helper()
+	return startRedisOn(t, freePort(t))
+}
+
+// startRedisOn is startRedis on the given port.
+func startRedisOn(t *testing.T, port int) *redisProc {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -36,7 +42,6 @@ func startRedis(t *testing.T) *redisProc {
 		}
 		t.Skip("redis-server not on PATH")
 	}
-	port := freePort(t)
 	cmd := exec.Command(bin,
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
@@ -743,5 +748,27 @@ func TestRedisNodeExtendAddRespectsLimit(t *testing.T) {
 			}
 			checkKeys(t, admin, map[string]wantKey{"k": tt.after})
 		})
+	}
+}
+
+// go-redis stops dialing for a second at a time once PoolSize dials have
+// failed; a node that is up again must be reached at once.
+func TestRedisNodeReachedAtOnceAfterManyFailedDials(t *testing.T) {
+	port := freePort(t)
+	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), NodeOptions{}).(*redisNode)
+	t.Cleanup(func() { n.Close() })
+	for i := range 200 {
+		if _, err := n.Probe(t.Context()); err == nil {
+			t.Fatalf("Probe %d of a closed port = nil error; want a dial error", i)
+		}
+	}
+	startRedisOn(t, port)
+	if _, err := n.Probe(t.Context()); err != nil {
+		t.Fatalf("Probe once the node is up = %v; want it reached at once", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if ok, err := n.Acquire(ctx, Lock{Keys: []string{"k"}, Token: "t"}, time.Second); !ok || err != nil {
+		t.Fatalf("Acquire once the node is up = %v, %v; want true, nil", ok, err)
 	}
 }
