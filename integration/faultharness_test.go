@@ -437,16 +437,20 @@ func buildBrokenBinary(t testing.TB) string {
 // on a master, every time the proxy does not count that master as up
 // (down, quarantined, unverified, refused): to the proxy the master is
 // then unreachable, as if faulted, and checker (d) must leave it out.
-// A state shorter than the poll interval may be missed.
+// A down spell shorter than the poll interval shows only in the node's
+// downs counter: it is recorded as a fault over the whole interval.
 func (fc *faultCluster) watch(ctx context.Context, k int, ps *proxySub) {
 	rdb := newClient(fc.t, ps.Addr, func(o *redis.Options) {
 		o.PoolSize = 1
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 	})
 	state := make([]string, len(fc.masters))
+	downs := make([]string, len(fc.masters))
+	polled := fc.h.now()
 	for ctx.Err() == nil {
 		info, err := rdb.Info(ctx).Result()
 		if err == nil {
+			now := fc.h.now()
 			for _, line := range strings.Split(info, "\r\n") {
 				var i int
 				name, fields, ok := strings.Cut(line, ":")
@@ -456,12 +460,19 @@ func (fc *faultCluster) watch(ctx context.Context, k int, ps *proxySub) {
 				if _, err := fmt.Sscanf(name, "node%d", &i); err != nil || i >= len(fc.masters) {
 					continue
 				}
-				st := ""
+				st, n := "", ""
 				for _, f := range strings.Split(fields, ",") {
 					if v, ok := strings.CutPrefix(f, "state="); ok {
 						st = v
 					}
+					if v, ok := strings.CutPrefix(f, "downs="); ok {
+						n = v
+					}
 				}
+				if downs[i] != "" && n != downs[i] {
+					fc.h.faultSpan(i, fmt.Sprintf("proxy%d-down-spell", k), polled, now)
+				}
+				downs[i] = n
 				if st == state[i] {
 					continue
 				}
@@ -474,6 +485,7 @@ func (fc *faultCluster) watch(ctx context.Context, k int, ps *proxySub) {
 				}
 				state[i] = st
 			}
+			polled = now
 		}
 		select {
 		case <-ctx.Done():

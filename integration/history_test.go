@@ -79,6 +79,11 @@ func (h *history) faultBegin(node int, what string) int {
 	return len(h.ops) - 1
 }
 
+// faultSpan records a fault on node from start to end.
+func (h *history) faultSpan(node int, what string, start, end time.Duration) {
+	h.add(op{Client: -1, Op: opFault, Result: what, Nodes: []int{node}, Start: start, End: end})
+}
+
 // faultEnd records that the fault at index i healed now.
 func (h *history) faultEnd(i int) {
 	h.mu.Lock()

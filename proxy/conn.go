@@ -159,7 +159,7 @@ func (s *Server) info(r *request) resp.Reply {
 		if !st.Until.IsZero() {
 			fmt.Fprintf(&b, ",until=%s", st.Until.UTC().Format(time.RFC3339Nano))
 		}
-		fmt.Fprintf(&b, ",reason=%s,run_id=%s,last_error=%s\r\n", infoValue(st.Reason), infoValue(st.RunID), infoValue(st.LastError))
+		fmt.Fprintf(&b, ",reason=%s,run_id=%s,downs=%d,last_error=%s\r\n", infoValue(st.Reason), infoValue(st.RunID), st.Downs, infoValue(st.LastError))
 	}
 	return resp.Bulk(b.String())
 }

@@ -55,15 +55,19 @@ type NodeStatus struct {
 	RunID  string    // the run_id last seen; empty if never reached
 	// LastError is the node's most recent failure, empty if none.
 	LastError string
+	// Downs is how many times the breaker has marked the node down. A
+	// down spell can be shorter than any poll of Status; this shows it.
+	Downs uint64
 }
 
 // health is what the engine knows of one node. The two flags are what the
 // request path reads; the rest is the monitor's, under mu.
 type health struct {
 	addr   string
-	down   atomic.Bool  // fanOut does not call the node
-	counts atomic.Bool  // the node's grants count towards a quorum
-	stalls atomic.Int32 // consecutive timeouts on the request path
+	down   atomic.Bool   // fanOut does not call the node
+	counts atomic.Bool   // the node's grants count towards a quorum
+	stalls atomic.Int32  // consecutive timeouts on the request path
+	downs  atomic.Uint64 // times marked down
 	wake   chan struct{}
 
 	mu      sync.Mutex
@@ -126,7 +130,7 @@ func (e *Engine) Status() []NodeStatus {
 	st := make([]NodeStatus, len(e.health))
 	for i, h := range e.health {
 		h.mu.Lock()
-		st[i] = NodeStatus{Addr: h.addr, State: h.state, Reason: h.reason, RunID: h.runID, LastError: h.lastErr}
+		st[i] = NodeStatus{Addr: h.addr, State: h.state, Reason: h.reason, RunID: h.runID, LastError: h.lastErr, Downs: h.downs.Load()}
 		if h.state == StateQuarantined {
 			st[i].Until = h.until
 		}
@@ -180,6 +184,7 @@ func (e *Engine) markDown(i int, err error) {
 		return
 	}
 	h.setLocked(StateDown, time.Time{}, "unreachable")
+	h.downs.Add(1)
 	h.stalls.Store(0)
 	h.poke()
 	// A transition, logged once; the requests that follow fail at once

@@ -233,6 +233,16 @@ func TestNodeFoundDownByRequestsIsRetried(t *testing.T) {
 		fs[1].fail(nil)
 		time.Sleep(150 * time.Millisecond)
 		wantState(t, e, 1, StateUp, "") // the same run_id: no quarantine
+		// Up again, the spell still shows: once per opening of the breaker.
+		if got := e.Status()[1].Downs; got != 1 {
+			t.Errorf("Status()[1].Downs = %d; want 1", got)
+		}
+		fs[1].fail(errors.New("read: connection reset by peer"))
+		e.Acquire(t.Context(), Lock{Keys: []string{"k2"}, Token: "t"}, time.Second)
+		e.Acquire(t.Context(), Lock{Keys: []string{"k3"}, Token: "t"}, time.Second)
+		if got := e.Status()[1].Downs; got != 2 {
+			t.Errorf("Status()[1].Downs after a second failure = %d; want 2", got)
+		}
 	})
 }
 
