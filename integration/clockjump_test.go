@@ -64,7 +64,7 @@ func startClockRelay(t testing.TB, upstream string) *clockRelay {
 	return r
 }
 
-// setSkew makes f, called at each reply, the skew of the node's clock.
+// setSkew makes f, called at each TIME reply, the skew of the node's clock.
 func (r *clockRelay) setSkew(f func() time.Duration) { r.skew.Store(&f) }
 
 // track adds c to the open connections, or closes it if the relay is
@@ -96,7 +96,17 @@ func (r *clockRelay) serve(c net.Conn, upstream string) {
 	pending := make(chan bool, 1024) // per command sent: is it TIME?
 	var once sync.Once
 	done := make(chan struct{})
-	stop := func() { once.Do(func() { close(done); c.Close(); up.Close() }) }
+	stop := func() {
+		once.Do(func() {
+			close(done)
+			c.Close()
+			up.Close()
+			r.mu.Lock()
+			delete(r.open, c) // a no-op on the nil map once closing
+			delete(r.open, up)
+			r.mu.Unlock()
+		})
+	}
 	r.wg.Go(func() { // replies
 		defer stop()
 		in := bufio.NewReader(up)
