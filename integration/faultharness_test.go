@@ -234,31 +234,7 @@ func startRedisOn(t testing.TB, port int) (*redisProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &redisProc{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, exited: make(chan struct{}), dir: dir}
-	go func() { // waited for by Kill, through exited
-		cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(p.Kill)
-	deadline := time.Now().Add(5 * time.Second)
-	for pingOnce(p.Addr) != nil {
-		select {
-		case <-p.exited:
-			return nil, fmt.Errorf("redis-server on %s exited: %v", p.Addr, cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.Kill()
-			return nil, fmt.Errorf("redis-server on %s did not answer PING within 5s", p.Addr)
-		}
-	}
-	return p, nil
+	return launchRedis(t, bin, port, t.TempDir(), nil)
 }
 
 // proxySub is the redlock-proxy binary run as a subprocess, so that it

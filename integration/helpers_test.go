@@ -114,7 +114,7 @@ func startRedis(t testing.TB, extra ...string) *redisProc {
 	// A port found free may be taken before redis-server binds it; try
 	// again on another one, a bounded number of times.
 	for attempt := 1; ; attempt++ {
-		p, err := tryStartRedis(t, bin, extra)
+		p, err := launchRedis(t, bin, freePort(t), t.TempDir(), extra)
 		if err == nil {
 			return p
 		}
@@ -125,9 +125,10 @@ func startRedis(t testing.TB, extra ...string) *redisProc {
 	}
 }
 
-func tryStartRedis(t testing.TB, bin string, extra []string) (*redisProc, error) {
-	dir := t.TempDir()
-	port := freePort(t)
+// launchRedis runs redis-server bin with no persistence on port, keeping
+// its files in dir, and waits until it answers PING. extra is passed to
+// redis-server.
+func launchRedis(t testing.TB, bin string, port int, dir string, extra []string) (*redisProc, error) {
 	args := append([]string{
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--dir", dir,

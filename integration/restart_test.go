@@ -3,9 +3,8 @@ package integration
 import (
 	"net"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"testing"
-	"time"
 )
 
 // restartRedis crashes p (SIGKILL) and starts a new redis-server on the
@@ -20,32 +19,10 @@ func restartRedis(t testing.TB, p *redisProc, extra ...string) *redisProc {
 		t.Fatal("redis-server is not installed")
 	}
 	_, port, _ := net.SplitHostPort(p.Addr)
-	args := append([]string{
-		"--bind", "127.0.0.1", "--port", port,
-		"--save", "", "--appendonly", "no", "--dir", p.dir,
-		"--logfile", filepath.Join(p.dir, "redis.log"),
-	}, extra...)
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
+	n, _ := strconv.Atoi(port)
+	np, err := launchRedis(t, bin, n, p.dir, extra)
+	if err != nil {
 		t.Fatalf("restart redis-server on %s: %v", p.Addr, err)
-	}
-	np := &redisProc{Addr: p.Addr, cmd: cmd, exited: make(chan struct{}), dir: p.dir}
-	go func() { // waited for by Kill, through exited
-		cmd.Wait()
-		close(np.exited)
-	}()
-	t.Cleanup(np.Kill)
-	deadline := time.Now().Add(5 * time.Second)
-	for pingOnce(np.Addr) != nil {
-		select {
-		case <-np.exited:
-			np.logTail(t)
-			t.Fatalf("restarted redis-server on %s exited: %v", np.Addr, cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restarted redis-server on %s did not answer PING within 5s", np.Addr)
-		}
 	}
 	return np
 }
