@@ -375,7 +375,9 @@ func (f *fakeNode) Probe(ctx context.Context) (Probe, error) {
 		if started.IsZero() {
 			started = now.Add(-time.Hour)
 		}
-		p.Uptime = now.Sub(started).Truncate(time.Second)
+		// As Redis counts it: the difference of two whole-second clock
+		// readings, which can exceed the true uptime by almost a second.
+		p.Uptime = time.Duration(now.Unix()-started.Unix()) * time.Second
 		node := now.Add(f.offset)
 		if f.rate != 0 {
 			node = node.Add(time.Duration(f.rate * float64(now.Sub(f.rateAt))))

@@ -29,7 +29,11 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 		return
 	}
 	h.runID = p.RunID
-	h.start = p.Local.Add(-p.Uptime)
+	// uptime_in_seconds is the difference of two whole-second clock
+	// readings, so it can exceed the true uptime by almost a second: the
+	// start it gives is moved a second later, so that it is never early
+	// and a quarantine never ends too soon.
+	h.start = p.Local.Add(time.Second - p.Uptime)
 	h.fsyncAlways = p.AOF && p.Appendfsync == "always"
 	if p.Loading {
 		h.setLocked(StateUnverified, time.Time{}, "loading")
