@@ -21,7 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
-	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // BenchmarkLockCycle measures lock+unlock cycles on distinct keys, each a
@@ -197,28 +196,7 @@ func newRedsyncCycler(b *testing.B, addrs []string, clients int) cycler {
 // startBenchProxy serves an in-process proxy over addrs with logs
 // discarded, and returns its address.
 func startBenchProxy(b *testing.B, addrs ...string) string {
-	nodes := make([]quorum.Node, len(addrs))
-	for i, a := range addrs {
-		nodes[i] = quorum.NewRedisNode(a, quorum.NodeOptions{})
-	}
-	e := quorum.New(engineConfig(), nodes...)
-	b.Cleanup(func() { e.Close() })
-	srv, err := proxy.New(proxy.Config{CommandTimeout: commandTimeout}, e)
-	if err != nil {
-		b.Fatalf("proxy.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatalf("listen: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }() // waited for by the cleanup
-	b.Cleanup(func() {
-		srv.Close()
-		<-served
-	})
-	waitServing(b, ln.Addr().String(), 5*time.Second)
-	return ln.Addr().String()
+	return serveProxy(b, proxy.Config{CommandTimeout: commandTimeout}, newEngine(b, engineConfig(), addrs...)).Addr
 }
 
 // startRelay serves a do-nothing TCP relay to addr: every connection is

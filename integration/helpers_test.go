@@ -383,12 +383,28 @@ func startProxy(t testing.TB, cfg proxy.Config, qcfg quorum.Config, addrs ...str
 	t.Helper()
 	logs := newLogWriter(t)
 	cfg.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p := serveProxy(t, cfg, newEngine(t, qcfg, addrs...))
+	p.Client = newClient(t, p.Addr, nil)
+	return p
+}
+
+// newEngine returns an engine over the real nodes at addrs, closed when
+// the test ends (after the proxy serving it, whose cleanup comes later).
+func newEngine(t testing.TB, qcfg quorum.Config, addrs ...string) *quorum.Engine {
+	t.Helper()
 	nodes := make([]quorum.Node, len(addrs))
 	for i, a := range addrs {
 		nodes[i] = quorum.NewRedisNode(a, quorum.NodeOptions{})
 	}
 	e := quorum.New(qcfg, nodes...)
-	t.Cleanup(func() { e.Close() }) // runs after the server's cleanup below
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// serveProxy serves a proxy over e on 127.0.0.1:0 until the test ends,
+// and waits until it answers.
+func serveProxy(t testing.TB, cfg proxy.Config, e *quorum.Engine) *proxyProc {
+	t.Helper()
 	srv, err := proxy.New(cfg, e)
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
@@ -412,7 +428,6 @@ func startProxy(t testing.TB, cfg proxy.Config, qcfg quorum.Config, addrs ...str
 	})
 	p := &proxyProc{Addr: ln.Addr().String(), Server: srv}
 	waitServing(t, p.Addr, 5*time.Second)
-	p.Client = newClient(t, p.Addr, nil)
 	return p
 }
 

@@ -32,31 +32,11 @@ func startMonitored(t testing.TB, qcfg quorum.Config, addrs ...string) (*proxyPr
 	logs := newLogWriter(t)
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	qcfg.Log = log
-	nodes := make([]quorum.Node, len(addrs))
-	for i, a := range addrs {
-		nodes[i] = quorum.NewRedisNode(a, quorum.NodeOptions{})
-	}
-	e := quorum.New(qcfg, nodes...)
-	t.Cleanup(func() { e.Close() }) // runs after the server's cleanup below
+	e := newEngine(t, qcfg, addrs...)
 	if err := e.Start(t.Context()); err != nil {
 		return nil, err
 	}
-	srv, err := proxy.New(proxy.Config{Log: log, MaxTTL: qcfg.MaxTTL, CommandTimeout: commandTimeout}, e)
-	if err != nil {
-		t.Fatalf("proxy.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }() // waited for by the cleanup below
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-	})
-	p := &proxyProc{Addr: ln.Addr().String(), Server: srv}
-	waitServing(t, p.Addr, 5*time.Second)
+	p := serveProxy(t, proxy.Config{Log: log, MaxTTL: qcfg.MaxTTL, CommandTimeout: commandTimeout}, e)
 	p.Client = newClient(t, p.Addr, nil)
 	return p, nil
 }
