@@ -25,6 +25,7 @@ const (
 	kindBulk
 	kindNull
 	kindArray
+	kindPush
 )
 
 // Reply is one RESP2 reply value. The zero Reply is a bug; it is written
@@ -58,6 +59,10 @@ func Null() Reply { return Reply{kind: kindNull} }
 // Array is an array reply of items.
 func Array(items ...Reply) Reply { return Reply{kind: kindArray, items: items} }
 
+// Push is an out-of-band message such as a pub/sub delivery. RESP2 has no
+// push type, so it is written as an array there.
+func Push(items ...Reply) Reply { return Reply{kind: kindPush, items: items} }
+
 // IsError reports whether r is an error reply.
 func (r Reply) IsError() bool { return r.kind == kindError }
 
@@ -85,7 +90,7 @@ func (r Reply) WriteTo(w Writer) {
 		w.WriteBulkString(r.str)
 	case kindNull:
 		w.WriteNull()
-	case kindArray:
+	case kindArray, kindPush:
 		w.WriteArray(len(r.items))
 		for _, it := range r.items {
 			it.WriteTo(w)
