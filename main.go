@@ -22,7 +22,6 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
-	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 //go:embed config.toml
@@ -284,7 +283,7 @@ func (fc fileConfig) proxyConfig(log *slog.Logger) proxy.Config {
 		AllowForceDel:  fc.AllowForceDel,
 		MaxClients:     fc.MaxClients,
 		IdleTimeout:    fc.IdleTimeout.Duration,
-		Limits:         resp.Limits{MaxArgs: fc.MaxArgs, MaxBulk: fc.MaxBulk, MaxInline: fc.MaxInline},
+		Limits:         proxy.Limits{MaxArgs: fc.MaxArgs, MaxBulk: fc.MaxBulk, MaxInline: fc.MaxInline},
 		Log:            log,
 	}
 }

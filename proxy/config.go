@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 // Config holds the server's settings. The zero value of a field means its
@@ -33,8 +31,8 @@ type Config struct {
 	// long. Zero means never.
 	IdleTimeout time.Duration
 	// Limits bounds what one client command may be. Zero fields take
-	// resp's defaults.
-	Limits resp.Limits
+	// their defaults.
+	Limits Limits
 	// Log receives the server's logs. If nil, logs are discarded.
 	Log *slog.Logger
 }

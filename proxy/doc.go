@@ -1,5 +1,6 @@
 // Package proxy is the client side of redlock-proxy: a redcon listener
-// that speaks to unmodified single-instance Redis lock clients, turns
-// their commands and scripts into quorum operations, and answers as one
-// Redis would.
+// behind a RESP framing validator that stands in front of redcon's reader,
+// speaking to unmodified single-instance Redis lock clients, turning their
+// commands and scripts into quorum operations, and answering as one Redis
+// would.
 package proxy

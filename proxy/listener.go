@@ -5,8 +5,6 @@ import (
 	"net"
 	"sync"
 	"time"
-
-	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 const (
@@ -27,15 +25,15 @@ const (
 // Framer (pre-auth limits until markAuthenticated when needAuth) before
 // redcon reads them. redcon v1.6.2's reader has no limits of its own: one
 // bad length panics its connection goroutine and with it the process.
-func guardListener(ln net.Listener, lim resp.Limits, needAuth bool) net.Listener {
+func guardListener(ln net.Listener, lim Limits, needAuth bool) net.Listener {
 	lim = lim.WithDefaults()
 	first := lim
 	if needAuth {
 		// Redis's pre-auth limits, unless the configured ones are lower.
-		first = resp.Limits{
-			MaxArgs:   min(resp.PreAuth.MaxArgs, lim.MaxArgs),
-			MaxBulk:   min(resp.PreAuth.MaxBulk, lim.MaxBulk),
-			MaxInline: min(resp.PreAuth.MaxInline, lim.MaxInline),
+		first = Limits{
+			MaxArgs:   min(PreAuth.MaxArgs, lim.MaxArgs),
+			MaxBulk:   min(PreAuth.MaxBulk, lim.MaxBulk),
+			MaxInline: min(PreAuth.MaxInline, lim.MaxInline),
 		}
 	}
 	return &guardedListener{Listener: ln, lim: lim, first: first}
@@ -43,7 +41,7 @@ func guardListener(ln net.Listener, lim resp.Limits, needAuth bool) net.Listener
 
 type guardedListener struct {
 	net.Listener
-	lim, first resp.Limits // after AUTH; before it
+	lim, first Limits // after AUTH; before it
 }
 
 // Accept returns the next connection, guarded. Its errors are ln's
@@ -53,7 +51,7 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Conn: c, f: resp.NewFramer(l.first), lim: l.lim}, nil
+	return &guardedConn{Conn: c, f: NewFramer(l.first), lim: l.lim}, nil
 }
 
 // markAuthenticated lifts c's pre-auth limits from the next command; c is
@@ -83,8 +81,8 @@ func markAuthenticated(c net.Conn) {
 // here needs a lock.
 type guardedConn struct {
 	net.Conn
-	f   *resp.Framer
-	lim resp.Limits // the limits after AUTH
+	f   *Framer
+	lim Limits // the limits after AUTH
 
 	small   [smallChunk]byte
 	large   *[readChunk]byte // borrowed from chunks while in use

@@ -13,8 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/redcon"
-
-	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 // guardedServer is a redcon server behind guardListener on a free
@@ -28,7 +26,7 @@ type guardedServer struct {
 	ran []string // the commands run, by name
 }
 
-func serveGuarded(t *testing.T, lim resp.Limits, needAuth bool) *guardedServer {
+func serveGuarded(t *testing.T, lim Limits, needAuth bool) *guardedServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -107,15 +105,6 @@ func refused(t *testing.T, c net.Conn, in, want string) {
 	}
 }
 
-func mbulk(a ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(a))
-	for _, s := range a {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(s), s)
-	}
-	return b.String()
-}
-
 func elevenArgs() string { return mbulk("SET", "k", "t", "a", "b", "c", "d", "e", "f", "g", "h") }
 
 func TestListenerRefusesBadFrames(t *testing.T) {
@@ -131,7 +120,7 @@ func TestListenerRefusesBadFrames(t *testing.T) {
 		{"pipelined pings first", mbulk("PING") + mbulk("PING") + "*1\r\n$9223372036854775807\r\n", "+OK\r\n+OK\r\n-ERR Protocol error: invalid bulk length\r\n"},
 		{"ping first, unbalanced quotes", "PING\r\nGET 'k\r\n", "+OK\r\n-ERR Protocol error: unbalanced quotes in request\r\n"},
 	}
-	srv := serveGuarded(t, resp.Limits{}, false)
+	srv := serveGuarded(t, Limits{}, false)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			refused(t, dialGuarded(t, srv.addr), tt.in, tt.want)
@@ -144,30 +133,30 @@ func TestListenerRefusesBadFrames(t *testing.T) {
 func TestListenerPreAuthLimits(t *testing.T) {
 	const refusal = "-ERR Protocol error: invalid multibulk length\r\n"
 	t.Run("11 args before AUTH", func(t *testing.T) {
-		srv := serveGuarded(t, resp.Limits{}, true)
+		srv := serveGuarded(t, Limits{}, true)
 		refused(t, dialGuarded(t, srv.addr), elevenArgs(), refusal)
 	})
 	t.Run("16KiB+1 bulk before AUTH", func(t *testing.T) {
-		srv := serveGuarded(t, resp.Limits{}, true)
+		srv := serveGuarded(t, Limits{}, true)
 		refused(t, dialGuarded(t, srv.addr), "*2\r\n$4\r\nAUTH\r\n$16385\r\n", "-ERR Protocol error: invalid bulk length\r\n")
 	})
 	t.Run("11 args after AUTH", func(t *testing.T) {
-		srv := serveGuarded(t, resp.Limits{}, true)
+		srv := serveGuarded(t, Limits{}, true)
 		c := dialGuarded(t, srv.addr)
 		exchange(t, c, mbulk("AUTH", "pw"), "+OK\r\n")
 		exchange(t, c, elevenArgs(), "+OK\r\n")
 		exchange(t, c, mbulk("SET", "k", strings.Repeat("t", 20000)), "+OK\r\n")
 	})
 	t.Run("11 args pipelined behind AUTH", func(t *testing.T) {
-		srv := serveGuarded(t, resp.Limits{}, true)
+		srv := serveGuarded(t, Limits{}, true)
 		exchange(t, dialGuarded(t, srv.addr), mbulk("AUTH", "pw")+elevenArgs(), "+OK\r\n+OK\r\n")
 	})
 	t.Run("11 args without a password", func(t *testing.T) {
-		srv := serveGuarded(t, resp.Limits{}, false)
+		srv := serveGuarded(t, Limits{}, false)
 		exchange(t, dialGuarded(t, srv.addr), elevenArgs(), "+OK\r\n")
 	})
 	t.Run("configured limits below pre-auth", func(t *testing.T) {
-		srv := serveGuarded(t, resp.Limits{MaxArgs: 3}, true)
+		srv := serveGuarded(t, Limits{MaxArgs: 3}, true)
 		c := dialGuarded(t, srv.addr)
 		exchange(t, c, mbulk("AUTH", "pw"), "+OK\r\n")
 		refused(t, c, mbulk("GET", "a", "b", "c"), refusal)
@@ -175,7 +164,7 @@ func TestListenerPreAuthLimits(t *testing.T) {
 }
 
 func TestListenerLargeBulk(t *testing.T) {
-	srv := serveGuarded(t, resp.Limits{}, false)
+	srv := serveGuarded(t, Limits{}, false)
 	c := dialGuarded(t, srv.addr)
 	exchange(t, c, mbulk("SET", "k", strings.Repeat("v", 512<<10))+mbulk("PING"), "+OK\r\n+OK\r\n")
 	// Only the header: closing on unread payload would reset the connection.
@@ -185,7 +174,7 @@ func TestListenerLargeBulk(t *testing.T) {
 // redcon runs a whole batch even after the handler closed the connection;
 // handing it one command per Read means nothing runs after QUIT.
 func TestListenerNothingRunsAfterQuit(t *testing.T) {
-	srv := serveGuarded(t, resp.Limits{}, false)
+	srv := serveGuarded(t, Limits{}, false)
 	refused(t, dialGuarded(t, srv.addr), "PING\r\nQUIT\r\n"+mbulk("SET", "k", "t"), "+OK\r\n+OK\r\n")
 	select {
 	case <-srv.closed:
@@ -220,8 +209,8 @@ func (c *scriptConn) Read(p []byte) (int, error) {
 func (c *scriptConn) Write(p []byte) (int, error)      { return c.wrote.Write(p) }
 func (c *scriptConn) SetWriteDeadline(time.Time) error { return nil }
 
-func newGuarded(c net.Conn, first, lim resp.Limits) *guardedConn {
-	return &guardedConn{Conn: c, f: resp.NewFramer(first), lim: lim}
+func newGuarded(c net.Conn, first, lim Limits) *guardedConn {
+	return &guardedConn{Conn: c, f: NewFramer(first), lim: lim}
 }
 
 // readAllGuarded Reads g until io.EOF, or 100 Reads, calling
@@ -278,11 +267,11 @@ func TestGuardedConnRead(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := &scriptConn{chunks: append([]string(nil), tt.chunks...)}
-			first := resp.Limits{}.WithDefaults()
+			first := Limits{}.WithDefaults()
 			if tt.preAuth {
-				first = resp.PreAuth
+				first = PreAuth
 			}
-			g := newGuarded(sc, first, resp.Limits{}.WithDefaults())
+			g := newGuarded(sc, first, Limits{}.WithDefaults())
 			reads := readAllGuarded(t, g, tt.authAfter)
 			if fmt.Sprintf("%q", reads) != fmt.Sprintf("%q", tt.reads) {
 				t.Errorf("Reads = %.200q; want %.200q", reads, tt.reads)
@@ -302,7 +291,7 @@ func TestGuardedConnRead(t *testing.T) {
 
 func TestGuardedConnReadDoesNotAllocate(t *testing.T) {
 	sc := &scriptConn{}
-	g := newGuarded(sc, resp.Limits{}, resp.Limits{})
+	g := newGuarded(sc, Limits{}, Limits{})
 	p := make([]byte, 4096)
 	first := "PING\r\n" + mbulk("GET", "k") + "*2\r\n$3\r\nGET" // ends inside a command
 	chunks := make([]string, 2)
@@ -340,7 +329,7 @@ func TestGuardedConnKeepsRedconBufferSmall(t *testing.T) {
 	// 999-byte commands: reads of 4096 bytes do not end on one before 4MB.
 	const n = 3000
 	stream := strings.Repeat(mbulk("ECHO", strings.Repeat("x", 977)), n)
-	rec := &maxReadConn{Conn: newGuarded(&scriptConn{chunks: []string{stream}}, resp.Limits{}, resp.Limits{})}
+	rec := &maxReadConn{Conn: newGuarded(&scriptConn{chunks: []string{stream}}, Limits{}, Limits{})}
 	rd := redcon.NewReader(rec)
 	cmds := 0
 	for {
@@ -363,7 +352,7 @@ func TestGuardedConnKeepsRedconBufferSmall(t *testing.T) {
 func TestGuardedConnGivesBackLargeBuffer(t *testing.T) {
 	long := mbulk("SET", "k", strings.Repeat("v", 2000))
 	sc := &scriptConn{chunks: []string{long[:1000], long[1000:] + "PING\r\n"}}
-	g := newGuarded(sc, resp.Limits{}, resp.Limits{})
+	g := newGuarded(sc, Limits{}, Limits{})
 	p := make([]byte, 8192)
 	n, err := g.Read(p)
 	if err != nil || string(p[:n]) != long {
@@ -395,7 +384,7 @@ func (c *writeCounter) Write(p []byte) (int, error) { c.writes++; return len(p),
 // empty flush must not cost a write.
 func TestGuardedConnSkipsEmptyWrites(t *testing.T) {
 	wc := &writeCounter{}
-	g := newGuarded(wc, resp.Limits{}, resp.Limits{})
+	g := newGuarded(wc, Limits{}, Limits{})
 	wr := redcon.NewWriter(g)
 	wr.WriteString("OK")
 	for range 3 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
+	"github.com/redlock-proxy/redlock-proxy/script"
 )
 
 // maxCachedScripts bounds the scripts learned from EVAL and SCRIPT LOAD.
@@ -18,17 +19,17 @@ const maxCachedScripts = 1024
 // cache does. It holds no lock state.
 type scriptCache struct {
 	mu    sync.Mutex
-	bySHA map[string]resp.Script
+	bySHA map[string]script.Script
 }
 
 func newScriptCache() *scriptCache {
-	return &scriptCache{bySHA: make(map[string]resp.Script)}
+	return &scriptCache{bySHA: make(map[string]script.Script)}
 }
 
 // lookup finds the script with digest sha: a catalogue script, or one a
 // client sent before.
-func (c *scriptCache) lookup(sha string) (resp.Script, bool) {
-	if sc, ok := resp.ClassifySHA(sha); ok {
+func (c *scriptCache) lookup(sha string) (script.Script, bool) {
+	if sc, ok := script.ClassifySHA(sha); ok {
 		return sc, true
 	}
 	c.mu.Lock()
@@ -39,12 +40,12 @@ func (c *scriptCache) lookup(sha string) (resp.Script, bool) {
 
 // learn classifies body and remembers it under its digest. It reports the
 // script, its digest, and whether the body is a recognised lock script.
-func (c *scriptCache) learn(body []byte) (resp.Script, string, bool) {
-	sha := resp.SHA1Hex(body)
-	if sc, known := resp.ClassifySHA(sha); known {
+func (c *scriptCache) learn(body []byte) (script.Script, string, bool) {
+	sha := script.SHA1Hex(body)
+	if sc, known := script.ClassifySHA(sha); known {
 		return sc, sha, true // a catalogue script: no need to remember it
 	}
-	sc, ok := resp.ClassifyScript(body)
+	sc, ok := script.ClassifyScript(body)
 	if !ok {
 		return sc, sha, false
 	}
@@ -66,7 +67,7 @@ func (c *scriptCache) flush() {
 
 // unsupportedScript is the reply to a script that is not a lock operation
 // the proxy can run on a quorum.
-func unsupportedScript(sc resp.Script) resp.Reply {
+func unsupportedScript(sc script.Script) resp.Reply {
 	if sc.Name != "" {
 		return resp.Error("ERR unsupported script (" + sc.Name + "): redlock-proxy runs recognised lock scripts only")
 	}
@@ -132,7 +133,7 @@ type scriptCall struct {
 func (c scriptCall) arg(i int) []byte { return c.argv[i-1] }
 
 // splitCall checks numkeys and the argument count against what sc uses.
-func splitCall(args [][]byte, sc resp.Script) (scriptCall, resp.Reply, bool) {
+func splitCall(args [][]byte, sc script.Script) (scriptCall, resp.Reply, bool) {
 	nk, err := strconv.Atoi(string(args[2]))
 	rest := args[3:]
 	switch {
@@ -163,7 +164,7 @@ func splitCall(args [][]byte, sc resp.Script) (scriptCall, resp.Reply, bool) {
 
 // runScript runs a recognised lock script as a quorum operation and
 // answers with the script's own reply codes.
-func (s *Server) runScript(r *request, sc resp.Script) resp.Reply {
+func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
 	c, rep, ok := splitCall(r.args, sc)
 	if !ok {
 		return rep
@@ -175,15 +176,15 @@ func (s *Server) runScript(r *request, sc resp.Script) resp.Reply {
 	}
 	success := resp.Int(1)
 	switch sc.Success {
-	case resp.SuccessOK:
+	case script.SuccessOK:
 		success = resp.OK()
-	case resp.SuccessKeyCount:
+	case script.SuccessKeyCount:
 		success = resp.Int(int64(len(c.keys)))
 	}
 	switch sc.Op {
-	case resp.OpRelease:
+	case script.OpRelease:
 		return s.releaseScript(r, sc, l, success, fail)
-	case resp.OpPTTL:
+	case script.OpPTTL:
 		return s.pttlScript(r, sc, l, fail)
 	}
 	if sc.TTLArg == 0 {
@@ -194,7 +195,7 @@ func (s *Server) runScript(r *request, sc resp.Script) resp.Reply {
 		return resp.Error(err.Error())
 	}
 	switch sc.Op {
-	case resp.OpAcquire:
+	case script.OpAcquire:
 		if sc.PrefixArg > 0 {
 			n, err := strconv.Atoi(string(c.arg(sc.PrefixArg)))
 			if err != nil || n < 0 || n > len(l.Token) {
@@ -203,12 +204,12 @@ func (s *Server) runScript(r *request, sc resp.Script) resp.Reply {
 			l.PrefixLen = n
 		}
 		return s.outcome(s.acquire(r, l, ttl), success, fail)
-	case resp.OpExtend:
+	case script.OpExtend:
 		if sc.ModeArg > 0 && string(c.arg(sc.ModeArg)) == "0" {
 			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl, s.cfg.MaxTTL)), success, fail)
 		}
 		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail)
-	case resp.OpExtendOrAcquire:
+	case script.OpExtendOrAcquire:
 		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail)
 	}
 	return unsupportedScript(sc)
@@ -216,12 +217,12 @@ func (s *Server) runScript(r *request, sc resp.Script) resp.Reply {
 
 // releaseScript answers a compare-and-delete: success only if a quorum
 // held every key, a count of released keys for multi-key scripts.
-func (s *Server) releaseScript(r *request, sc resp.Script, l quorum.Lock, success, fail resp.Reply) resp.Reply {
+func (s *Server) releaseScript(r *request, sc script.Script, l quorum.Lock, success, fail resp.Reply) resp.Reply {
 	rel, err := s.e.Release(r.ctx, l)
 	switch {
 	case err != nil:
 		return s.fail(err)
-	case sc.Success == resp.SuccessKeyCount:
+	case sc.Success == script.SuccessKeyCount:
 		return resp.Int(int64(rel.Keys))
 	case rel.Keys == len(l.Keys):
 		return success
@@ -233,7 +234,7 @@ func (s *Server) releaseScript(r *request, sc resp.Script, l quorum.Lock, succes
 
 // pttlScript answers an owner-checked PTTL with the quorum's conservative
 // validity, or the script's sentinel when the token does not hold the key.
-func (s *Server) pttlScript(r *request, sc resp.Script, l quorum.Lock, fail resp.Reply) resp.Reply {
+func (s *Server) pttlScript(r *request, sc script.Script, l quorum.Lock, fail resp.Reply) resp.Reply {
 	st, err := s.e.Inspect(r.ctx, l.Keys[0])
 	switch {
 	case err != nil:

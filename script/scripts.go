@@ -1,4 +1,4 @@
-package resp
+package script
 
 import (
 	"crypto/sha1"
@@ -83,7 +83,7 @@ var scriptsBySHA = func() map[[sha1.Size]byte]Script {
 	for _, k := range append(knownScripts[:len(knownScripts):len(knownScripts)], redissonScripts...) {
 		sum := sha1.Sum([]byte(k.src))
 		if _, dup := m[sum]; dup {
-			panic("resp: known script listed twice: " + k.script.Name)
+			panic("script: known script listed twice: " + k.script.Name)
 		}
 		m[sum] = k.script
 	}

@@ -1,4 +1,4 @@
-package resp
+package proxy
 
 import "fmt"
 

@@ -1,4 +1,4 @@
-package resp
+package script
 
 import "fmt"
 
@@ -124,7 +124,7 @@ func compileTemplates() []luaTemplate {
 	add := func(src string, s Script) {
 		tree, ok := parseScript([]byte(src), true)
 		if !ok {
-			panic("resp: template does not parse: " + src)
+			panic("script: template does not parse: " + src)
 		}
 		ts = append(ts, luaTemplate{script: s, tree: tree})
 	}

@@ -1,4 +1,4 @@
-package resp
+package script
 
 // Op is the lock operation a recognised script performs.
 type Op uint8

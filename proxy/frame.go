@@ -1,4 +1,4 @@
-package resp
+package proxy
 
 // The Framer stands in front of redcon v1.6.2's request reader, which has
 // no limits of its own: a bulk length near MaxInt64 overflows its index
@@ -186,9 +186,13 @@ func (f *Framer) step(c byte) *ProtocolError {
 		f.state, f.args = stDollar, f.num
 	case stDollar:
 		if c != '$' {
-			// Redis's wording; oneLine keeps a stray line break from
-			// splitting the error reply.
-			return protocolError("expected '$', got '" + oneLine(string([]byte{c})) + "'")
+			// Redis's wording; a stray line break becomes a space so
+			// that it cannot split the error reply.
+			got := string([]byte{c})
+			if c == '\r' || c == '\n' {
+				got = " "
+			}
+			return protocolError("expected '$', got '" + got + "'")
 		}
 		f.state, f.num = stLen, -1
 	case stLen:
