@@ -130,9 +130,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	qc := fc.quorumConfig(nil).WithDefaults()
 	log.Info("serving", "listen", ln.Addr().String(), "nodes", len(addrs), "quorum", quorum.Quorum(len(addrs)),
-		"node_timeout", fc.NodeTimeout.Duration, "max_ttl", fc.MaxTTL.Duration,
-		"probe_interval", fc.ProbeInterval.Duration, "trust_fsync_always", fc.TrustFsync)
+		"node_timeout", qc.NodeTimeout, "max_ttl", e.MaxTTL(),
+		"probe_interval", qc.ProbeInterval, "trust_fsync_always", qc.TrustFsyncAlways)
 	if len(fc.Nodes) == 0 {
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		log.Info(fmt.Sprintf("demo mode: %d embedded in-process nodes; try: redis-cli -p %s SET mylock mytoken NX PX 30000; put real masters in nodes (config.toml) or -nodes", len(addrs), port))
@@ -186,6 +187,8 @@ func splitNodes(s string) []string {
 	return out
 }
 
+// applyDefaults fills in main's own keys. The engine's and the server's
+// defaults are theirs (quorum.Config.WithDefaults, proxy.Config.WithDefaults).
 func (fc *fileConfig) applyDefaults() {
 	if fc.Listen == "" {
 		fc.Listen = "127.0.0.1:6380"
@@ -193,30 +196,12 @@ func (fc *fileConfig) applyDefaults() {
 	if fc.EmbeddedNodes == 0 {
 		fc.EmbeddedNodes = 5
 	}
-	if fc.NodeTimeout.Duration == 0 {
-		fc.NodeTimeout.Duration = 50 * time.Millisecond
-	}
-	if fc.DriftFactor == 0 {
-		fc.DriftFactor = 0.01
-	}
-	if fc.MinTTL.Duration == 0 {
-		fc.MinTTL.Duration = 100 * time.Millisecond
-	}
-	if fc.MaxTTL.Duration == 0 {
-		fc.MaxTTL.Duration = 5 * time.Minute
-	}
-	if fc.ProbeInterval.Duration == 0 {
-		fc.ProbeInterval.Duration = 500 * time.Millisecond
-	}
-	if fc.ClockJumpLimit.Duration == 0 {
-		fc.ClockJumpLimit.Duration = 100 * time.Millisecond
-	}
 	if fc.LogLevel == "" {
 		fc.LogLevel = "info"
 	}
 }
 
-// validate checks what spans packages; proxy.Config.Validate checks the rest.
+// validate checks main's own keys, then has each package check its own.
 func (fc fileConfig) validate() error {
 	seen := map[string]bool{}
 	for _, a := range fc.Nodes {
@@ -231,20 +216,15 @@ func (fc fileConfig) validate() error {
 	switch {
 	case len(fc.Nodes) == 0 && (fc.EmbeddedNodes < 1 || fc.EmbeddedNodes > 9):
 		return fmt.Errorf("embedded_nodes (%d) must be 1 to 9", fc.EmbeddedNodes)
-	case fc.NodeTimeout.Duration < time.Millisecond:
-		return fmt.Errorf("node_timeout (%v) must be at least 1ms", fc.NodeTimeout.Duration)
-	case 2*fc.NodeTimeout.Duration > fc.MinTTL.Duration:
-		return fmt.Errorf("node_timeout (%v) must be at most half of min_ttl (%v)", fc.NodeTimeout.Duration, fc.MinTTL.Duration)
-	case fc.DriftFactor < 0 || fc.DriftFactor > 0.5:
-		return fmt.Errorf("drift_factor (%v) must be from 0 to 0.5", fc.DriftFactor)
-	case fc.ProbeInterval.Duration < 10*time.Millisecond || fc.ProbeInterval.Duration > 10*time.Second:
-		return fmt.Errorf("probe_interval (%v) must be from 10ms to 10s", fc.ProbeInterval.Duration)
-	case fc.ClockJumpLimit.Duration < time.Millisecond || fc.ClockJumpLimit.Duration > fc.MaxTTL.Duration:
-		return fmt.Errorf("clock_jump_limit (%v) must be from 1ms to max_ttl (%v)", fc.ClockJumpLimit.Duration, fc.MaxTTL.Duration)
 	case fc.level() == slog.Level(-100):
 		return fmt.Errorf("log_level (%q) must be debug, info, warn or error", fc.LogLevel)
 	}
-	return nil
+	qc := fc.quorumConfig(nil)
+	if err := qc.Validate(); err != nil {
+		return err
+	}
+	qc = qc.WithDefaults()
+	return fc.proxyConfig(nil).Validate(qc.MinTTL, qc.MaxTTL)
 }
 
 func (fc fileConfig) level() slog.Level {
@@ -265,6 +245,7 @@ func (fc fileConfig) quorumConfig(log *slog.Logger) quorum.Config {
 	return quorum.Config{
 		NodeTimeout:      fc.NodeTimeout.Duration,
 		DriftFactor:      fc.DriftFactor,
+		MinTTL:           fc.MinTTL.Duration,
 		MaxTTL:           fc.MaxTTL.Duration,
 		ProbeInterval:    fc.ProbeInterval.Duration,
 		ClockJumpLimit:   fc.ClockJumpLimit.Duration,
@@ -276,8 +257,6 @@ func (fc fileConfig) quorumConfig(log *slog.Logger) quorum.Config {
 func (fc fileConfig) proxyConfig(log *slog.Logger) proxy.Config {
 	return proxy.Config{
 		RequirePass:    fc.RequirePass,
-		MinTTL:         fc.MinTTL.Duration,
-		MaxTTL:         fc.MaxTTL.Duration,
 		DefaultTTL:     fc.DefaultTTL.Duration,
 		CommandTimeout: fc.CommandTimeout.Duration,
 		AllowForceDel:  fc.AllowForceDel,

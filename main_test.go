@@ -29,11 +29,11 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 		fc.MaxTTL.Duration != 5*time.Minute || fc.DriftFactor != want.DriftFactor || fc.LogLevel != want.LogLevel {
 		t.Errorf("default config = %+v; want listen 127.0.0.1:6380, no nodes, 5 embedded, 50ms, 100ms..5m, 0.01, info", fc)
 	}
-	if err := fc.proxyConfig(nil).Validate(); err != nil {
+	if err := fc.proxyConfig(nil).Validate(100*time.Millisecond, 5*time.Minute); err != nil {
 		t.Errorf("proxy config from the default: %v", err)
 	}
 	qc := fc.quorumConfig(nil)
-	if qc.MaxTTL != 5*time.Minute || qc.ProbeInterval != 500*time.Millisecond || qc.ClockJumpLimit != 100*time.Millisecond ||
+	if qc.MinTTL != 100*time.Millisecond || qc.MaxTTL != 5*time.Minute || qc.ProbeInterval != 500*time.Millisecond || qc.ClockJumpLimit != 100*time.Millisecond ||
 		qc.TrustFsyncAlways || qc.NodeTimeout != 50*time.Millisecond || qc.DriftFactor != 0.01 {
 		t.Errorf("quorum config from the default = %+v; want max_ttl 5m, probe 500ms, clock limit 100ms, no fsync trust", qc)
 	}
@@ -83,6 +83,10 @@ func TestValidateNamesKeyAndValue(t *testing.T) {
 		{"node twice", func(fc *fileConfig) { fc.Nodes = []string{"127.0.0.1:1", "127.0.0.1:1"} }, `nodes: "127.0.0.1:1" is listed twice`},
 		{"embedded count", func(fc *fileConfig) { fc.EmbeddedNodes = 10 }, "embedded_nodes (10) must be 1 to 9"},
 		{"probe interval", func(fc *fileConfig) { fc.ProbeInterval.Duration = time.Millisecond }, "probe_interval (1ms) must be from 10ms to 10s"},
+		{"min_ttl missing from the file takes the engine's default", func(fc *fileConfig) {
+			fc.MinTTL.Duration = 0
+			fc.NodeTimeout.Duration = 60 * time.Millisecond
+		}, "node_timeout (60ms) must be at most half of min_ttl (100ms)"},
 		{"clock jump limit over max_ttl", func(fc *fileConfig) { fc.ClockJumpLimit.Duration = 10 * time.Minute },
 			"clock_jump_limit (10m0s) must be from 1ms to max_ttl (5m0s)"},
 	}
@@ -106,13 +110,19 @@ func TestProxyConfigErrorsNameKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.MaxTTL.Duration = 50 * time.Millisecond
-	if err := fc.proxyConfig(nil).Validate(); err == nil || !strings.Contains(err.Error(), "max_ttl (50ms) must not be under min_ttl (100ms)") {
-		t.Errorf("Validate() = %v; want the max_ttl error", err)
+	if err := fc.validate(); err == nil || !strings.Contains(err.Error(), "max_ttl (50ms) must not be under min_ttl (100ms)") {
+		t.Errorf("validate() = %v; want the max_ttl error", err)
 	}
 	fc, _ = loadConfig("", false)
 	fc.MaxArgs = -1
-	if err := fc.proxyConfig(nil).Validate(); err == nil || !strings.Contains(err.Error(), "max_args (-1)") {
-		t.Errorf("Validate() = %v; want the max_args error", err)
+	if err := fc.validate(); err == nil || !strings.Contains(err.Error(), "max_args (-1)") {
+		t.Errorf("validate() = %v; want the max_args error", err)
+	}
+	// default_ttl is the server's key, checked against the engine's bounds.
+	fc, _ = loadConfig("", false)
+	fc.DefaultTTL.Duration = 10 * time.Minute
+	if err := fc.validate(); err == nil || !strings.Contains(err.Error(), "default_ttl (10m0s) must lie within min_ttl (100ms) and max_ttl (5m0s)") {
+		t.Errorf("validate() = %v; want the default_ttl error", err)
 	}
 }
 

@@ -93,7 +93,10 @@ func TestSetOptionsInAnyOrderAndCase(t *testing.T) {
 // Every refused SET form gets an error reply, takes nothing on any node,
 // and leaves the connection usable.
 func TestRefusedSetFormsKeepConnectionUsable(t *testing.T) {
-	c, p := setup(t, 3, proxy.Config{MinTTL: 100 * time.Millisecond, MaxTTL: time.Minute})
+	c := startNodes(t, 3)
+	qcfg := engineConfig()
+	qcfg.MinTTL, qcfg.MaxTTL = 100*time.Millisecond, time.Minute
+	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, qcfg, c.addrs...)
 	conn := p.Client.Conn()
 	t.Cleanup(func() { conn.Close() })
 	past := strconv.FormatInt(time.Now().Unix()-10, 10)

@@ -36,7 +36,7 @@ func startMonitored(t testing.TB, qcfg quorum.Config, addrs ...string) (*proxyPr
 	if err := e.Start(t.Context()); err != nil {
 		return nil, err
 	}
-	p := serveProxy(t, proxy.Config{Log: log, MaxTTL: qcfg.MaxTTL, CommandTimeout: commandTimeout}, e)
+	p := serveProxy(t, proxy.Config{Log: log, CommandTimeout: commandTimeout}, e)
 	p.Client = newClient(t, p.Addr, nil)
 	return p, nil
 }

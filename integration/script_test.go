@@ -262,7 +262,10 @@ func TestNodeRedlockScriptsOverSeveralKeys(t *testing.T) {
 // sized by.
 func TestExtendByNeverExceedsMaxTTL(t *testing.T) {
 	const maxTTL = 10 * time.Second
-	c, p := setup(t, 3, proxy.Config{MaxTTL: maxTTL})
+	c := startNodes(t, 3)
+	qcfg := engineConfig()
+	qcfg.MaxTTL = maxTTL
+	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, qcfg, c.addrs...)
 	ctx := t.Context()
 	if err := p.Client.Do(ctx, "SET", "lock", "tok", "NX", "PX", "8000").Err(); err != nil {
 		t.Fatalf("SET: %v", err)

@@ -7,17 +7,17 @@ import (
 )
 
 // Config holds the server's settings. The zero value of a field means its
-// default, as each comment says.
+// default, as each comment says. The TTL bounds are not here: the engine
+// owns them (quorum.Config's MinTTL and MaxTTL), since its restart
+// quarantine must outlast the longest lock.
 type Config struct {
 	// RequirePass, if set, must be given with AUTH before any lock
 	// command. Empty means no password.
 	RequirePass string
-	// MinTTL and MaxTTL bound the TTL a client may ask for. If zero, 100ms
-	// and 5m are used.
-	MinTTL, MaxTTL time.Duration
 	// DefaultTTL, if set, is used for SET key token NX given without an
-	// expiry. Zero means such a SET is refused: a lock without a TTL is a
-	// deadlock waiting for its holder to crash.
+	// expiry; it must lie within the engine's TTL bounds. Zero means such
+	// a SET is refused: a lock without a TTL is a deadlock waiting for its
+	// holder to crash.
 	DefaultTTL time.Duration
 	// CommandTimeout bounds one client command, fan-out included. If
 	// zero, 1s is used.
@@ -37,13 +37,8 @@ type Config struct {
 	Log *slog.Logger
 }
 
-func (c Config) withDefaults() Config {
-	if c.MinTTL == 0 {
-		c.MinTTL = 100 * time.Millisecond
-	}
-	if c.MaxTTL == 0 {
-		c.MaxTTL = 5 * time.Minute
-	}
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
 	if c.CommandTimeout == 0 {
 		c.CommandTimeout = time.Second
 	}
@@ -57,17 +52,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first setting that cannot work, naming the key as
-// it appears in config.toml.
-func (c Config) Validate() error {
-	c = c.withDefaults()
+// Validate reports the first setting that cannot work with an engine
+// whose TTL bounds are minTTL and maxTTL (quorum.Config's, after
+// defaults), naming the key as it appears in config.toml.
+func (c Config) Validate(minTTL, maxTTL time.Duration) error {
+	c = c.WithDefaults()
 	switch {
-	case c.MinTTL < time.Millisecond:
-		return fmt.Errorf("min_ttl (%v) must be at least 1ms", c.MinTTL)
-	case c.MaxTTL < c.MinTTL:
-		return fmt.Errorf("max_ttl (%v) must not be under min_ttl (%v)", c.MaxTTL, c.MinTTL)
-	case c.DefaultTTL != 0 && (c.DefaultTTL < c.MinTTL || c.DefaultTTL > c.MaxTTL):
-		return fmt.Errorf("default_ttl (%v) must lie within min_ttl (%v) and max_ttl (%v)", c.DefaultTTL, c.MinTTL, c.MaxTTL)
+	case c.DefaultTTL != 0 && (c.DefaultTTL < minTTL || c.DefaultTTL > maxTTL):
+		return fmt.Errorf("default_ttl (%v) must lie within min_ttl (%v) and max_ttl (%v)", c.DefaultTTL, minTTL, maxTTL)
 	case c.CommandTimeout < 0:
 		return fmt.Errorf("command_timeout (%v) must not be negative", c.CommandTimeout)
 	case c.MaxClients < 0:

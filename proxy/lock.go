@@ -161,10 +161,10 @@ func (s *Server) extended(lease quorum.Lease, err error) error {
 // checkTTL refuses a TTL outside [min_ttl, max_ttl].
 func (s *Server) checkTTL(ttl time.Duration, cmd string) error {
 	switch {
-	case ttl < s.cfg.MinTTL:
-		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is under min_ttl (%v)", cmd, ttl, s.cfg.MinTTL)
-	case ttl > s.cfg.MaxTTL:
-		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is over max_ttl (%v)", cmd, ttl, s.cfg.MaxTTL)
+	case ttl < s.e.MinTTL():
+		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is under min_ttl (%v)", cmd, ttl, s.e.MinTTL())
+	case ttl > s.e.MaxTTL():
+		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is over max_ttl (%v)", cmd, ttl, s.e.MaxTTL())
 	}
 	return nil
 }
@@ -177,8 +177,8 @@ func (s *Server) parseMillis(b []byte, cmd string) (time.Duration, error) {
 		return 0, errors.New("ERR value is not an integer or out of range")
 	case ms <= 0:
 		return 0, fmt.Errorf("ERR invalid expire time in '%s' command", cmd)
-	case ms > s.cfg.MaxTTL.Milliseconds(): // before multiplying: no overflow
-		return 0, fmt.Errorf("ERR invalid expire time in '%s' command: %dms is over max_ttl (%v)", cmd, ms, s.cfg.MaxTTL)
+	case ms > s.e.MaxTTL().Milliseconds(): // before multiplying: no overflow
+		return 0, fmt.Errorf("ERR invalid expire time in '%s' command: %dms is over max_ttl (%v)", cmd, ms, s.e.MaxTTL())
 	}
 	ttl := time.Duration(ms) * time.Millisecond
 	return ttl, s.checkTTL(ttl, cmd)
@@ -191,7 +191,7 @@ func (s *Server) outcome(err error, success, fail resp.Reply) resp.Reply {
 	case err == nil:
 		return success
 	case errors.Is(err, quorum.ErrOverMaxTTL):
-		return resp.Error(fmt.Sprintf("ERR invalid expire time in 'eval' command: the extended TTL would be over max_ttl (%v)", s.cfg.MaxTTL))
+		return resp.Error(fmt.Sprintf("ERR invalid expire time in 'eval' command: the extended TTL would be over max_ttl (%v)", s.e.MaxTTL()))
 	case errors.Is(err, quorum.ErrDenied):
 		if oe := (*quorum.OutcomeError)(nil); errors.As(err, &oe) {
 			s.warnFailures(oe.Failures)

@@ -206,7 +206,7 @@ func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
 		return s.outcome(s.acquire(r, l, ttl), success, fail)
 	case script.OpExtend:
 		if sc.ModeArg > 0 && string(c.arg(sc.ModeArg)) == "0" {
-			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl, s.cfg.MaxTTL)), success, fail)
+			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl, s.e.MaxTTL())), success, fail)
 		}
 		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail)
 	case script.OpExtendOrAcquire:

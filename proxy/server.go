@@ -44,10 +44,10 @@ type client struct {
 // New returns a server for engine e, or an error naming the first bad
 // setting in cfg.
 func New(cfg Config, e *quorum.Engine) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg.withDefaults(), e: e, scripts: newScriptCache(), started: time.Now()}
+	s := &Server{cfg: cfg.WithDefaults(), e: e, scripts: newScriptCache(), started: time.Now()}
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveRESP, s.accept, s.closed)
 	if s.cfg.IdleTimeout > 0 {
 		s.rc.SetIdleClose(s.cfg.IdleTimeout)

@@ -12,23 +12,26 @@ import (
 )
 
 // Config holds the engine's settings. The zero value of a field means its
-// default.
+// default; WithDefaults fills them in and Validate checks the result.
 type Config struct {
 	// NodeTimeout bounds each node's answer to one operation. If zero,
 	// 50ms is used. Time spent waiting on a slow node is charged to the
-	// lock's validity, so keep it a few percent of the smallest TTL.
+	// lock's validity, so it may be at most half of MinTTL.
 	NodeTimeout time.Duration
 	// DriftFactor is the share of the TTL set aside for clock drift;
-	// 2ms is always added on top. If zero, 0.01 is used; a negative
-	// value means no proportional allowance.
+	// 2ms is always added on top. If zero, 0.01 is used. A negative
+	// value means no proportional allowance (tests only: Validate
+	// refuses it).
 	DriftFactor float64
+	// MinTTL and MaxTTL bound the TTL of a lock. If zero, 100ms and 5m
+	// are used. The engine owns them: a restarted node, or one whose
+	// clock jumped, is quarantined for MaxTTL plus its drift allowance,
+	// so no lock may outlive MaxTTL, and the proxy reads both bounds
+	// from the engine (MinTTL, MaxTTL) rather than from a copy.
+	MinTTL, MaxTTL time.Duration
 
 	// The rest matters only once Start runs the health monitor.
 
-	// MaxTTL is the longest TTL a client may ask for: a restarted node,
-	// or one whose clock jumped, is quarantined for MaxTTL plus its drift
-	// allowance. If zero, 5m is used.
-	MaxTTL time.Duration
 	// ProbeInterval is how often each node is probed (INFO, TIME and the
 	// membership record), and how often a down node is retried. If zero,
 	// 500ms is used.
@@ -47,6 +50,57 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.NodeTimeout == 0 {
+		c.NodeTimeout = 50 * time.Millisecond
+	}
+	if c.DriftFactor == 0 {
+		c.DriftFactor = 0.01
+	}
+	if c.MinTTL == 0 {
+		c.MinTTL = 100 * time.Millisecond
+	}
+	if c.MaxTTL == 0 {
+		c.MaxTTL = 5 * time.Minute
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = 500 * time.Millisecond
+	}
+	if c.ClockJumpLimit == 0 {
+		c.ClockJumpLimit = 100 * time.Millisecond
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first setting, after defaults, that cannot work,
+// naming the key as it appears in config.toml.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	switch {
+	case c.NodeTimeout < time.Millisecond:
+		return fmt.Errorf("node_timeout (%v) must be at least 1ms", c.NodeTimeout)
+	case c.MinTTL < time.Millisecond:
+		return fmt.Errorf("min_ttl (%v) must be at least 1ms", c.MinTTL)
+	case c.MaxTTL < c.MinTTL:
+		return fmt.Errorf("max_ttl (%v) must not be under min_ttl (%v)", c.MaxTTL, c.MinTTL)
+	case 2*c.NodeTimeout > c.MinTTL:
+		// A lock's validity pays for its slowest node: a node timeout
+		// near the TTL would leave nothing to grant.
+		return fmt.Errorf("node_timeout (%v) must be at most half of min_ttl (%v)", c.NodeTimeout, c.MinTTL)
+	case c.DriftFactor < 0 || c.DriftFactor > 0.5:
+		return fmt.Errorf("drift_factor (%v) must be from 0 to 0.5", c.DriftFactor)
+	case c.ProbeInterval < 10*time.Millisecond || c.ProbeInterval > 10*time.Second:
+		return fmt.Errorf("probe_interval (%v) must be from 10ms to 10s", c.ProbeInterval)
+	case c.ClockJumpLimit < time.Millisecond || c.ClockJumpLimit > c.MaxTTL:
+		return fmt.Errorf("clock_jump_limit (%v) must be from 1ms to max_ttl (%v)", c.ClockJumpLimit, c.MaxTTL)
+	}
+	return nil
+}
+
 // Engine runs the Redlock operations over a fixed set of nodes. It keeps
 // no lock state between calls (the client holds the token, the nodes the
 // keys), and neither its nodes nor its config change after New. Its only
@@ -63,31 +117,16 @@ type Engine struct {
 	wg        sync.WaitGroup     // the monitor's goroutines, waited for by Close
 }
 
-// New returns an engine over nodes with cfg's defaults applied. It panics
-// if nodes is empty: a lock server with no nodes is a start-up bug.
+// New returns an engine over nodes with cfg's defaults applied; checking
+// cfg is Validate's job, before New. It panics if nodes is empty: a lock
+// server with no nodes is a start-up bug.
 func New(cfg Config, nodes ...Node) *Engine {
 	if len(nodes) == 0 {
 		panic("quorum: no nodes")
 	}
-	if cfg.NodeTimeout == 0 {
-		cfg.NodeTimeout = 50 * time.Millisecond
-	}
-	if cfg.DriftFactor == 0 {
-		cfg.DriftFactor = 0.01
-	} else if cfg.DriftFactor < 0 {
+	cfg = cfg.WithDefaults()
+	if cfg.DriftFactor < 0 {
 		cfg.DriftFactor = 0
-	}
-	if cfg.MaxTTL == 0 {
-		cfg.MaxTTL = 5 * time.Minute
-	}
-	if cfg.ProbeInterval == 0 {
-		cfg.ProbeInterval = 500 * time.Millisecond
-	}
-	if cfg.ClockJumpLimit == 0 {
-		cfg.ClockJumpLimit = 100 * time.Millisecond
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	// A copy: the caller's slice may change, and the engine's must not.
 	nodes = slices.Clone(nodes)
@@ -97,6 +136,13 @@ func New(cfg Config, nodes ...Node) *Engine {
 	}
 	return e
 }
+
+// MinTTL returns the shortest TTL a lock may have.
+func (e *Engine) MinTTL() time.Duration { return e.cfg.MinTTL }
+
+// MaxTTL returns the longest TTL a lock may have: no restart or clock
+// quarantine is shorter.
+func (e *Engine) MaxTTL() time.Duration { return e.cfg.MaxTTL }
 
 // Nodes returns how many nodes the engine runs over.
 func (e *Engine) Nodes() int { return len(e.nodes) }

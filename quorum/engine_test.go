@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -14,13 +15,13 @@ func TestNewAppliesDefaults(t *testing.T) {
 		want Config
 	}{
 		{"zero config", Config{}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0.01,
-			MaxTTL: 5 * time.Minute, ProbeInterval: 500 * time.Millisecond, ClockJumpLimit: 100 * time.Millisecond}},
+			MinTTL: 100 * time.Millisecond, MaxTTL: 5 * time.Minute, ProbeInterval: 500 * time.Millisecond, ClockJumpLimit: 100 * time.Millisecond}},
 		{"explicit values kept", Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05,
 			MaxTTL: time.Second, ProbeInterval: 100 * time.Millisecond, ClockJumpLimit: 10 * time.Millisecond, TrustFsyncAlways: true},
-			Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05,
+			Config{NodeTimeout: 20 * time.Millisecond, DriftFactor: 0.05, MinTTL: 100 * time.Millisecond,
 				MaxTTL: time.Second, ProbeInterval: 100 * time.Millisecond, ClockJumpLimit: 10 * time.Millisecond, TrustFsyncAlways: true}},
 		{"negative drift factor means none", Config{DriftFactor: -1}, Config{NodeTimeout: 50 * time.Millisecond, DriftFactor: 0,
-			MaxTTL: 5 * time.Minute, ProbeInterval: 500 * time.Millisecond, ClockJumpLimit: 100 * time.Millisecond}},
+			MinTTL: 100 * time.Millisecond, MaxTTL: 5 * time.Minute, ProbeInterval: 500 * time.Millisecond, ClockJumpLimit: 100 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,6 +34,44 @@ func TestNewAppliesDefaults(t *testing.T) {
 				t.Errorf("New(%+v).cfg = %+v; want %+v", tt.cfg, e.cfg, tt.want)
 			}
 		})
+	}
+}
+
+func TestValidateNamesKeyAndValue(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // the error; empty for none
+	}{
+		{"defaults", Config{}, ""},
+		{"node timeout over half min ttl", Config{NodeTimeout: 80 * time.Millisecond},
+			"node_timeout (80ms) must be at most half of min_ttl (100ms)"},
+		{"node timeout under 1ms", Config{NodeTimeout: time.Microsecond}, "node_timeout (1µs) must be at least 1ms"},
+		{"min ttl under 1ms", Config{MinTTL: time.Microsecond}, "min_ttl (1µs) must be at least 1ms"},
+		{"max ttl under min ttl", Config{MaxTTL: 50 * time.Millisecond}, "max_ttl (50ms) must not be under min_ttl (100ms)"},
+		{"drift", Config{DriftFactor: 0.9}, "drift_factor (0.9) must be from 0 to 0.5"},
+		{"negative drift", Config{DriftFactor: -0.1}, "drift_factor (-0.1) must be from 0 to 0.5"},
+		{"probe interval", Config{ProbeInterval: time.Millisecond}, "probe_interval (1ms) must be from 10ms to 10s"},
+		{"clock jump limit over max ttl", Config{ClockJumpLimit: 10 * time.Minute},
+			"clock_jump_limit (10m0s) must be from 1ms to max_ttl (5m0s)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+				t.Errorf("Validate(%+v) = %v; want %q", tt.cfg, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestEngineOwnsTTLBounds(t *testing.T) {
+	e := New(Config{MinTTL: 200 * time.Millisecond, MaxTTL: 3 * time.Second}, &fakeNode{addr: "a"})
+	if e.MinTTL() != 200*time.Millisecond || e.MaxTTL() != 3*time.Second {
+		t.Errorf("MinTTL(), MaxTTL() = %v, %v; want 200ms, 3s", e.MinTTL(), e.MaxTTL())
+	}
+	if q := e.quarantine(); q < e.MaxTTL() {
+		t.Errorf("quarantine() = %v; want at least MaxTTL (%v)", q, e.MaxTTL())
 	}
 }
 
