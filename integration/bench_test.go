@@ -399,7 +399,7 @@ func selfCPU() time.Duration {
 func procsCPU(procs []*redisProc) time.Duration {
 	var total time.Duration
 	for _, p := range procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid()))
 		if err != nil {
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // binProc is the real redlock-proxy binary running as a subprocess.
@@ -64,7 +66,7 @@ func startBinary(t *testing.T, args ...string) *binProc {
 func (b *binProc) waitServing(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if pingOnce(b.Addr) == nil {
+		if redistest.Ping(b.Addr) == nil {
 			return true
 		}
 		select {

@@ -251,6 +251,7 @@ func clockConfig() quorum.Config {
 // startClockCluster starts n masters and a monitored proxy that reaches
 // node 0 through a clock relay.
 func startClockCluster(t *testing.T, n int) (*cluster, *clockRelay, *proxyProc) {
+	skipLong(t)
 	c := startNodes(t, n)
 	relay := startClockRelay(t, c.addrs[0])
 	addrs := append([]string{relay.Addr}, c.addrs[1:]...)

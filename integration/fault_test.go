@@ -41,6 +41,7 @@ type run struct {
 // the workload spread over them.
 func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 	t.Helper()
+	skipLong(t)
 	po.defaults(t)
 	r := &run{t: t, seed: seedFor(t), po: po}
 	r.rng = rand.New(rand.NewPCG(r.seed, 0))

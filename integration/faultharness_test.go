@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 var faultSeed = flag.Uint64("fault.seed", 0, "seed of the fault scenarios; 0 picks one (also FAULT_SEED)")
@@ -76,9 +78,7 @@ func startFaultCluster(t *testing.T, n int) *faultCluster {
 	fc := &faultCluster{t: t, h: newHistory()}
 	for i := range n {
 		p := startRedis(t)
-		_, port, _ := net.SplitHostPort(p.Addr)
-		m := &master{i: i, proc: p, faults: map[string]int{}}
-		m.port, _ = strconv.Atoi(port)
+		m := &master{i: i, proc: p, port: p.Port, faults: map[string]int{}}
 		m.tox = toxiproxy.NewProxy(srv, fmt.Sprintf("master%d", i), "127.0.0.1:0", p.Addr)
 		if err := m.tox.Start(); err != nil {
 			t.Fatalf("start toxiproxy for %s: %v", p.Addr, err)
@@ -167,7 +167,7 @@ func (fc *faultCluster) restart(i int) {
 	m.proc.Kill()
 	var err error
 	for attempt := 0; attempt < 50; attempt++ { // the port may linger a moment
-		if m.proc, err = startRedisOn(fc.t, m.port); err == nil {
+		if m.proc, err = redistest.StartOn(fc.t, m.port, fc.t.TempDir()); err == nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -225,16 +225,6 @@ func (m *master) open(name string) int {
 		return idx
 	}
 	return -1
-}
-
-// startRedisOn runs a redis-server with no persistence on port, as
-// startRedis does on a free one.
-func startRedisOn(t testing.TB, port int) (*redisProc, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, err
-	}
-	return launchRedis(t, bin, port, t.TempDir(), nil)
 }
 
 // proxySub is the redlock-proxy binary run as a subprocess, so that it
@@ -392,6 +382,7 @@ var (
 // REDLOCK_PROXY_BROKEN switch breaks it on purpose, and returns its path.
 func buildBrokenBinary(t testing.TB) string {
 	t.Helper()
+	skipLong(t)                              // only the negative controls of the fault suite use it
 	dir := filepath.Dir(buildProxyBinary(t)) // removed by TestMain
 	brokenOnce.Do(func() {
 		brokenPath = filepath.Join(dir, "redlock-proxy-broken")

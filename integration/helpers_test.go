@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,15 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
@@ -40,11 +39,20 @@ func TestMain(m *testing.M) {
 	// go-redis logs every failed dial to a killed node on stderr; the
 	// tests assert on what the proxy replies instead.
 	redis.SetLogger(quietLogger{})
-	code := m.Run()
+	code := leakcheck.Main(m)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
+}
+
+// skipLong skips a scenario that takes seconds to minutes (the fault
+// suite, the clock jump scenarios) under go test -short; CI runs them.
+func skipLong(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long scenario; run without -short")
+	}
 }
 
 type quietLogger struct{}
@@ -82,146 +90,16 @@ func (w *logWriter) Write(p []byte) (int, error) {
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t testing.TB) int { return redistest.FreePort(t) }
 
 // redisProc is one redis-server process.
-type redisProc struct {
-	Addr   string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process has been waited for
-	dir    string
-}
+type redisProc = redistest.Server
 
 // startRedis runs a redis-server with no persistence on a free loopback
 // port and kills it when the test ends. extra is passed to redis-server.
 func startRedis(t testing.TB, extra ...string) *redisProc {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed")
-		}
-		t.Skip("redis-server not on PATH")
-	}
-	// A port found free may be taken before redis-server binds it; try
-	// again on another one, a bounded number of times.
-	for attempt := 1; ; attempt++ {
-		p, err := launchRedis(t, bin, freePort(t), t.TempDir(), extra)
-		if err == nil {
-			return p
-		}
-		if attempt == 3 {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		t.Logf("start redis-server (attempt %d): %v", attempt, err)
-	}
-}
-
-// launchRedis runs redis-server bin with no persistence on port, keeping
-// its files in dir, and waits until it answers PING. extra is passed to
-// redis-server.
-func launchRedis(t testing.TB, bin string, port int, dir string, extra []string) (*redisProc, error) {
-	args := append([]string{
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--logfile", filepath.Join(dir, "redis.log"),
-	}, extra...)
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &redisProc{
-		Addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		cmd:    cmd,
-		exited: make(chan struct{}),
-		dir:    dir,
-	}
-	go func() { // waited for by Kill, through exited
-		cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(p.Kill)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if err := pingOnce(p.Addr); err == nil {
-			return p, nil
-		}
-		select {
-		case <-p.exited:
-			p.logTail(t)
-			return nil, fmt.Errorf("redis-server on %s exited: %v", p.Addr, cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			p.Kill()
-			return nil, fmt.Errorf("redis-server on %s did not answer PING within 5s", p.Addr)
-		}
-	}
-}
-
-// logTail logs the end of the server's log file.
-func (p *redisProc) logTail(t testing.TB) {
-	b, err := os.ReadFile(filepath.Join(p.dir, "redis.log"))
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	t.Logf("redis-server %s log:\n%s", p.Addr, strings.Join(lines, "\n"))
-}
-
-// Kill crashes the server (SIGKILL) and waits for it to exit. It may be
-// called more than once.
-func (p *redisProc) Kill() {
-	p.cmd.Process.Kill() // fails only if it has exited already
-	<-p.exited
-}
-
-// Freeze stops the server (SIGSTOP): it keeps accepting connections, as
-// the kernel does that, but never answers. It is thawed when the test
-// ends, if not before.
-func (p *redisProc) Freeze(t testing.TB) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP redis-server %s: %v", p.Addr, err)
-	}
-	t.Cleanup(p.Thaw)
-}
-
-// Thaw resumes a frozen server (SIGCONT).
-func (p *redisProc) Thaw() {
-	p.cmd.Process.Signal(syscall.SIGCONT) // fails only if it has exited
-}
-
-// pingOnce sends one inline PING to addr and wants +PONG.
-func pingOnce(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING replied %q", line)
-	}
-	return nil
+	return redistest.Start(t, extra...)
 }
 
 // waitServing waits until addr accepts a connection and answers a PING
@@ -230,7 +108,7 @@ func waitServing(t testing.TB, addr string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		err := pingOnce(addr)
+		err := redistest.Ping(addr)
 		if err == nil || strings.Contains(err.Error(), "replied") {
 			return
 		}

@@ -1,10 +1,9 @@
 package integration
 
 import (
-	"net"
-	"os/exec"
-	"strconv"
 	"testing"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // restartRedis crashes p (SIGKILL) and starts a new redis-server on the
@@ -14,13 +13,7 @@ import (
 func restartRedis(t testing.TB, p *redisProc, extra ...string) *redisProc {
 	t.Helper()
 	p.Kill()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal("redis-server is not installed")
-	}
-	_, port, _ := net.SplitHostPort(p.Addr)
-	n, _ := strconv.Atoi(port)
-	np, err := launchRedis(t, bin, n, p.dir, extra)
+	np, err := redistest.StartOn(t, p.Port, p.Dir, extra...)
 	if err != nil {
 		t.Fatalf("restart redis-server on %s: %v", p.Addr, err)
 	}

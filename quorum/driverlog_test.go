@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // TestSetDriverLog checks that a failed dial's log line goes to the given
@@ -18,7 +20,7 @@ func TestSetDriverLog(t *testing.T) {
 	SetDriverLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { SetDriverLog(slog.New(slog.DiscardHandler)) })
 	// A free port nothing listens on: the dial is refused.
-	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))), NodeOptions{})
+	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(redistest.FreePort(t))), NodeOptions{})
 	t.Cleanup(func() { n.Close() })
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,8 +65,6 @@ func waitQueued(t *testing.T, p *pipeline, n int) {
 	}
 }
 
-func thaw(p *redisProc) { p.cmd.Process.Signal(syscall.SIGCONT) }
-
 // occupy sends a PING that finds the node idle and so is sent at once,
 // and returns once it is in flight: on a frozen node it keeps the node
 // busy until d or the thaw, and everything sent meanwhile queues.
@@ -88,7 +85,7 @@ func occupy(t *testing.T, wg *sync.WaitGroup, p *pipeline, d time.Duration) {
 
 // Many callers at once each get their own reply, not a neighbour's.
 func TestPipelineRepliesInOrder(t *testing.T) {
-	p, _ := testPipeline(t, startRedis(t).addr)
+	p, _ := testPipeline(t, startRedis(t).Addr)
 	var wg sync.WaitGroup
 	for i := range 64 {
 		wg.Go(func() {
@@ -113,11 +110,11 @@ func TestPipelineRepliesInOrder(t *testing.T) {
 // write, not one write each.
 func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 	proc := startRedis(t)
-	p, writes := testPipeline(t, proc.addr)
+	p, writes := testPipeline(t, proc.Addr)
 	if _, err := p.do(t.Context(), "ping"); err != nil { // dial outside the count
 		t.Fatalf("PING: %v", err)
 	}
-	proc.freeze(t)
+	proc.Freeze(t)
 	start := writes.Load()
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 10*time.Second)
@@ -134,7 +131,7 @@ func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 		})
 	}
 	waitQueued(t, p, ops-1) // the sender holds the first
-	thaw(proc)
+	proc.Thaw()
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
 		t.Fatalf("%d of %d operations failed", n, ops)
@@ -151,11 +148,11 @@ func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 	proc := startRedis(t)
 	admin := proc.admin(t)
-	p, _ := testPipeline(t, proc.addr)
+	p, _ := testPipeline(t, proc.Addr)
 	if _, err := p.do(t.Context(), "ping"); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
-	proc.freeze(t)
+	proc.Freeze(t)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 10*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
@@ -174,7 +171,7 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 		}
 	})
 	waitQueued(t, p, 1)
-	thaw(proc)
+	proc.Thaw()
 	wg.Wait()
 	if n, err := admin.Exists(t.Context(), "late").Result(); err != nil || n != 0 {
 		t.Errorf("EXISTS late = %d, %v; want 0: an expired operation was sent", n, err)
@@ -185,11 +182,11 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 // deadlines of the operations batched with it.
 func TestPipelineEachCallerWaitsOnlyForItsOwnDeadline(t *testing.T) {
 	proc := startRedis(t)
-	p, _ := testPipeline(t, proc.addr)
+	p, _ := testPipeline(t, proc.Addr)
 	if _, err := p.do(t.Context(), "ping"); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
-	proc.freeze(t)
+	proc.Freeze(t)
 	var wg sync.WaitGroup
 	for _, d := range []time.Duration{time.Second, 100 * time.Millisecond, 600 * time.Millisecond, 150 * time.Millisecond} {
 		wg.Go(func() {
@@ -214,7 +211,7 @@ func TestPipelineEachCallerWaitsOnlyForItsOwnDeadline(t *testing.T) {
 func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	proc := startRedis(t)
 	admin := proc.admin(t)
-	p, _ := testPipeline(t, proc.addr)
+	p, _ := testPipeline(t, proc.Addr)
 	s := newScript(`return ARGV[1]`)
 	if cmd, err := p.eval(t.Context(), s, nil, "alone"); err != nil || cmd.Val() != "alone" {
 		t.Errorf("script on an idle node = %v, %v; want alone", cmd, err)
@@ -222,7 +219,7 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatalf("SCRIPT FLUSH: %v", err)
 	}
-	proc.freeze(t)
+	proc.Freeze(t)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 10*time.Second)
 	for i := range 20 {
@@ -235,7 +232,7 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 		})
 	}
 	waitQueued(t, p, 19)
-	thaw(proc)
+	proc.Thaw()
 	wg.Wait()
 }
 
@@ -244,7 +241,7 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 	proc := startRedis(t)
 	before := runtime.NumGoroutine()
-	c := redis.NewClient(&redis.Options{Addr: proc.addr, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true, DisableIdentity: true,
+	c := redis.NewClient(&redis.Options{Addr: proc.Addr, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true, DisableIdentity: true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	p := newPipeline(c)
 	for range 10 {
@@ -252,7 +249,7 @@ func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 			t.Fatalf("PING: %v", err)
 		}
 	}
-	proc.freeze(t)
+	proc.Freeze(t)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 500*time.Millisecond)
 	errs := make(chan error, 5)

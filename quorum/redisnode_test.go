@@ -5,105 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // These tests run redisNode against real redis-server processes: its
 // scripts are Lua, and only Redis can say what they do.
 
 // redisProc is a redis-server started for one test.
-type redisProc struct {
-	addr string
-	cmd  *exec.Cmd
-}
+type redisProc struct{ *redistest.Server }
 
 // startRedis runs a redis-server with no persistence on a free loopback
 // port and stops it when the test ends.
 func startRedis(t *testing.T) *redisProc {
 	t.Helper()
-	return startRedisOn(t, freePort(t))
-}
-
-// startRedisOn is startRedis on the given port.
-func startRedisOn(t *testing.T, port int) *redisProc {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed")
-		}
-		t.Skip("redis-server not on PATH")
-	}
-	cmd := exec.Command(bin,
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	p := &redisProc{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
-	t.Cleanup(p.kill)
-	waitPing(t, p.addr, 5*time.Second)
-	return p
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitPing waits until the server at addr answers PING.
-func waitPing(t *testing.T, addr string, timeout time.Duration) {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server at %s did not answer PING within %v: %v", addr, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *redisProc) kill() {
-	p.cmd.Process.Kill()
-	p.cmd.Wait()
-}
-
-// freeze stops the server with SIGSTOP: it keeps accepting connections
-// but never answers. It is resumed when the test ends.
-func (p *redisProc) freeze(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP redis-server: %v", err)
-	}
-	t.Cleanup(func() { p.cmd.Process.Signal(syscall.SIGCONT) })
+	return &redisProc{redistest.Start(t)}
 }
 
 // admin returns a plain client for setting up and checking keys.
 func (p *redisProc) admin(t *testing.T) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true})
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -111,7 +39,7 @@ func (p *redisProc) admin(t *testing.T) *redis.Client {
 // node returns the redisNode for p, closed when the test ends.
 func (p *redisProc) node(t *testing.T) *redisNode {
 	t.Helper()
-	n := NewRedisNode(p.addr, NodeOptions{}).(*redisNode)
+	n := NewRedisNode(p.Addr, NodeOptions{}).(*redisNode)
 	t.Cleanup(func() { n.Close() })
 	return n
 }
@@ -177,8 +105,8 @@ func checkKeys(t *testing.T, admin *redis.Client, want map[string]wantKey) {
 func TestRedisNodeAcquire(t *testing.T) {
 	p := startRedis(t)
 	admin, n := p.admin(t), p.node(t)
-	if n.Addr() != p.addr {
-		t.Errorf("Addr() = %q; want %q", n.Addr(), p.addr)
+	if n.Addr() != p.Addr {
+		t.Errorf("Addr() = %q; want %q", n.Addr(), p.Addr)
 	}
 	tests := []struct {
 		name    string
@@ -399,7 +327,7 @@ func TestRedisNodeFrozenCallReturnsAtDeadline(t *testing.T) {
 	if _, err := warm.Inspect(t.Context(), "k"); err != nil {
 		t.Fatalf("Inspect before freezing: %v", err)
 	}
-	p.freeze(t)
+	p.Freeze(t)
 	one := Lock{Keys: []string{"k"}, Token: "mine"}
 	two := Lock{Keys: []string{"k1", "k2"}, Token: "mine"}
 	tests := []struct {
@@ -488,7 +416,7 @@ func TestEngineOverRedisNodes(t *testing.T) {
 		t.Errorf("Release again = %+v, %v; want {Missing:1}", rel, err)
 	}
 
-	procs[2].freeze(t)
+	procs[2].Freeze(t)
 	start := time.Now()
 	lease, err = e.Acquire(ctx, lock, time.Second)
 	elapsed := time.Since(start)
@@ -754,7 +682,7 @@ func TestRedisNodeExtendAddRespectsLimit(t *testing.T) {
 // go-redis stops dialing for a second at a time once PoolSize dials have
 // failed; a node that is up again must be reached at once.
 func TestRedisNodeReachedAtOnceAfterManyFailedDials(t *testing.T) {
-	port := freePort(t)
+	port := redistest.FreePort(t)
 	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), NodeOptions{}).(*redisNode)
 	t.Cleanup(func() { n.Close() })
 	for i := range 200 {
@@ -762,7 +690,9 @@ func TestRedisNodeReachedAtOnceAfterManyFailedDials(t *testing.T) {
 			t.Fatalf("Probe %d of a closed port = nil error; want a dial error", i)
 		}
 	}
-	startRedisOn(t, port)
+	if _, err := redistest.StartOn(t, port, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := n.Probe(t.Context()); err != nil {
 		t.Fatalf("Probe once the node is up = %v; want it reached at once", err)
 	}
