@@ -39,6 +39,7 @@ type client struct {
 	id     int64
 	name   string
 	authed bool
+	tx     txState
 }
 
 // New returns a server for engine e, or an error naming the first bad
@@ -133,6 +134,12 @@ var commands = map[string]command{
 	"eval":    {arity: -3, grants: true, handler: (*Server).eval},
 	"evalsha": {arity: -3, grants: true, handler: (*Server).evalsha},
 	"script":  {arity: -2, handler: (*Server).script},
+	// Transactions (multi.go).
+	"multi":   {arity: 1, handler: (*Server).multi},
+	"exec":    {arity: 1, grants: true, handler: (*Server).exec},
+	"discard": {arity: 1, handler: (*Server).discard},
+	"watch":   {arity: -2, handler: (*Server).watch},
+	"unwatch": {arity: 1, handler: (*Server).unwatch},
 }
 
 // serveRESP is the redcon handler: look up, check arity and auth, run,
@@ -144,18 +151,19 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		c = &client{}
 		conn.SetContext(c)
 	}
-	cm, ok := commands[name]
-	switch {
-	case !ok:
-		unknownCommand(cmd.Args).WriteTo(conn)
-		return
-	case !c.authed && !cm.noAuth:
-		resp.Error("NOAUTH Authentication required.").WriteTo(conn)
-		return
-	case cm.arity > 0 && len(cmd.Args) != cm.arity, cm.arity < 0 && len(cmd.Args) < -cm.arity:
-		resp.Error("ERR wrong number of arguments for '" + name + "' command").WriteTo(conn)
+	if rep, refused := s.admit(c, name, cmd.Args); refused {
+		if c.tx.multi {
+			c.tx.dirty = true // as Redis: EXEC will abort
+		}
+		rep.WriteTo(conn)
 		return
 	}
+	if c.tx.multi && !runsInMulti[name] {
+		c.tx.queue(cmd.Args)
+		resp.Status("QUEUED").WriteTo(conn)
+		return
+	}
+	cm := commands[name]
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
 	defer cancel()
 	defer func() {
@@ -169,7 +177,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		s.cfg.Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
 	}
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
-	cm.handler(s, r).WriteTo(conn)
+	rep := cm.handler(s, r)
+	c.tx.observe(name, cmd.Args, rep)
+	rep.WriteTo(conn)
 	switch {
 	case r.closeAfter:
 		conn.Close() // flushes the reply first
@@ -180,6 +190,24 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	}
 }
 
+// admit refuses a command the proxy does not know, one sent before AUTH,
+// or one with the wrong number of arguments, in Redis's order.
+func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool) {
+	cm, ok := commands[name]
+	if !ok && c.tx.multi {
+		cm, ok = queuedOnly[name]
+	}
+	switch {
+	case !ok:
+		return unknownCommand(args), true
+	case !c.authed && !cm.noAuth:
+		return resp.Error("NOAUTH Authentication required."), true
+	case cm.arity > 0 && len(args) != cm.arity, cm.arity < 0 && len(args) < -cm.arity:
+		return resp.Error("ERR wrong number of arguments for '" + name + "' command"), true
+	}
+	return resp.Reply{}, false
+}
+
 // unsupported lists common Redis commands a client might send by mistake,
 // to answer them with a clearer error than "unknown command".
 var unsupported = map[string]bool{
@@ -187,8 +215,8 @@ var unsupported = map[string]bool{
 	"getset": true, "setnx": true, "setex": true, "psetex": true, "mset": true,
 	"hset": true, "hget": true, "hexists": true, "hincrby": true, "lpush": true,
 	"rpush": true, "sadd": true, "zadd": true, "publish": true, "subscribe": true,
-	"keys": true, "scan": true, "flushall": true, "flushdb": true, "multi": true,
-	"exec": true, "watch": true, "unlink": true, "rename": true, "type": true,
+	"keys": true, "scan": true, "flushall": true, "flushdb": true,
+	"unlink": true, "rename": true, "type": true,
 }
 
 // unknownCommand is Redis's reply to a command it does not know, with the

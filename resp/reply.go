@@ -26,6 +26,7 @@ const (
 	kindNull
 	kindArray
 	kindPush
+	kindNullArray
 )
 
 // Reply is one RESP2 reply value. The zero Reply is a bug; it is written
@@ -55,6 +56,10 @@ func Bulk(s string) Reply { return Reply{kind: kindBulk, str: s} }
 
 // Null is the RESP2 null bulk reply ($-1).
 func Null() Reply { return Reply{kind: kindNull} }
+
+// NullArray is the RESP2 null array (*-1), EXEC's reply when a watched
+// key changed.
+func NullArray() Reply { return Reply{kind: kindNullArray} }
 
 // Array is an array reply of items.
 func Array(items ...Reply) Reply { return Reply{kind: kindArray, items: items} }
@@ -90,6 +95,8 @@ func (r Reply) WriteTo(w Writer) {
 		w.WriteBulkString(r.str)
 	case kindNull:
 		w.WriteNull()
+	case kindNullArray:
+		w.WriteArray(-1)
 	case kindArray, kindPush:
 		w.WriteArray(len(r.items))
 		for _, it := range r.items {
@@ -109,7 +116,7 @@ func (r Reply) String() string {
 		return "(integer) " + strconv.FormatInt(r.n, 10)
 	case kindBulk:
 		return `"` + r.str + `"`
-	case kindNull:
+	case kindNull, kindNullArray:
 		return "(nil)"
 	}
 	parts := make([]string, len(r.items))

@@ -30,6 +30,7 @@ func TestReplyWriteTo(t *testing.T) {
 		{"bulk", Bulk("tok"), "$3\r\ntok\r\n"},
 		{"null", Null(), "$-1\r\n"},
 		{"array", Array(Int(1), Null()), "*2\r\n:1\r\n$-1\r\n"},
+		{"null array", NullArray(), "*-1\r\n"},
 		{"zero reply is still one reply", Reply{}, "-ERR internal error: no reply\r\n"},
 	}
 	for _, tt := range tests {
