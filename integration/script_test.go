@@ -113,7 +113,7 @@ func TestUnsupportedCommandsNeverReachANode(t *testing.T) {
 		{"RENAME", "kept", "other"},
 		{"LPUSH", "l", "v"},
 		{"PUBLISH", "ch", "m"},
-		{"MULTI"},
+		{"RPUSH", "l", "v"},
 		{"KEYS", "*"},
 		{"CONFIG", "SET", "maxmemory", "1"},
 		{"SHUTDOWN"},
