@@ -20,6 +20,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
@@ -51,6 +52,16 @@ type fileConfig struct {
 	MaxBulk        int      `toml:"max_bulk"`
 	MaxInline      int      `toml:"max_inline"`
 	LogLevel       string   `toml:"log_level"`
+	Users          []user   `toml:"users"`
+}
+
+// user is one [[users]] table.
+type user struct {
+	Name           string   `toml:"name"`
+	Password       string   `toml:"password"`
+	PasswordSHA256 string   `toml:"password_sha256"`
+	Allow          []string `toml:"allow"`
+	Keys           []string `toml:"keys"`
 }
 
 // duration is a time.Duration written as a string ("50ms") in TOML.
@@ -254,9 +265,19 @@ func (fc fileConfig) quorumConfig(log *slog.Logger) quorum.Config {
 	}
 }
 
+// users returns the [[users]] tables as acl takes them.
+func (fc fileConfig) users() []acl.UserConfig {
+	var out []acl.UserConfig
+	for _, u := range fc.Users {
+		out = append(out, acl.UserConfig(u))
+	}
+	return out
+}
+
 func (fc fileConfig) proxyConfig(log *slog.Logger) proxy.Config {
 	return proxy.Config{
 		RequirePass:    fc.RequirePass,
+		Users:          fc.users(),
 		DefaultTTL:     fc.DefaultTTL.Duration,
 		CommandTimeout: fc.CommandTimeout.Duration,
 		AllowForceDel:  fc.AllowForceDel,

@@ -152,3 +152,39 @@ func TestRunRefusesBadFlagsAndConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestUsersFromTOML(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.toml")
+	text := `requirepass = "root"
+
+[[users]]
+name = "app"
+password = "app-pw"
+allow = ["lock", "read"]
+keys = ["orders:*"]
+
+[[users]]
+name = "ops"
+password_sha256 = "` + strings.Repeat("ab", 32) + `"
+allow = ["admin"]
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fc, err := loadConfig(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.validate(); err != nil {
+		t.Fatalf("validate() = %v", err)
+	}
+	us := fc.proxyConfig(nil).Users
+	if len(us) != 2 || us[0].Name != "app" || us[0].Password != "app-pw" || strings.Join(us[0].Allow, ",") != "lock,read" ||
+		strings.Join(us[0].Keys, ",") != "orders:*" || us[1].PasswordSHA256 != strings.Repeat("ab", 32) {
+		t.Errorf("proxy users = %+v; want app and ops as written", us)
+	}
+	fc.Users[1].Allow = []string{"everything"}
+	if err := fc.validate(); err == nil || !strings.Contains(err.Error(), `users[1] ("ops"): allow: "everything"`) {
+		t.Errorf("validate() with a bad class = %v; want an error naming users[1]", err)
+	}
+}

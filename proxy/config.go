@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/acl"
 )
 
 // Config holds the server's settings. The zero value of a field means its
@@ -11,9 +13,14 @@ import (
 // owns them (quorum.Config's MinTTL and MaxTTL), since its restart
 // quarantine must outlast the longest lock.
 type Config struct {
-	// RequirePass, if set, must be given with AUTH before any lock
-	// command. Empty means no password.
+	// RequirePass, if set, is the default user's password: it must be
+	// given with AUTH before any lock command. Empty means no password,
+	// unless Users is set (then the default user is off).
 	RequirePass string
+	// Users are the named users ([[users]]), each with its password, the
+	// command classes it may run and the keys it may name. Empty means
+	// the default user alone.
+	Users []acl.UserConfig
 	// DefaultTTL, if set, is used for SET key token NX given without an
 	// expiry; it must lie within the engine's TTL bounds. Zero means such
 	// a SET is refused: a lock without a TTL is a deadlock waiting for its
@@ -67,5 +74,10 @@ func (c Config) Validate(minTTL, maxTTL time.Duration) error {
 	case c.IdleTimeout < 0:
 		return fmt.Errorf("idle_timeout (%v) must not be negative", c.IdleTimeout)
 	}
+	if err := c.acl().Validate(); err != nil {
+		return err
+	}
 	return c.Limits.Validate()
 }
+
+func (c Config) acl() acl.Config { return acl.Config{RequirePass: c.RequirePass, Users: c.Users} }

@@ -1,13 +1,12 @@
 package proxy
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -41,27 +40,27 @@ func (s *Server) quit(r *request) resp.Reply {
 func (s *Server) auth(r *request) resp.Reply {
 	switch len(r.args) {
 	case 2:
-		return s.authenticate(r, "default", r.args[1])
+		if !s.users.Load().PasswordRequired() {
+			return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		}
+		return s.authenticate(r, acl.DefaultUser, r.args[1])
 	case 3:
 		return s.authenticate(r, string(r.args[1]), r.args[2])
 	}
 	return resp.Error("ERR syntax error")
 }
 
+// authenticate logs r's connection in as user if pass is its password
+// (compared in constant time by acl). AUTH and HELLO's AUTH option both
+// call it. The password is never logged or shown.
 func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
-	if s.cfg.RequirePass == "" {
-		return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	}
-	// Compare digests, in constant time, so that neither the password's
-	// content nor its length shows in how long a wrong one takes.
-	gotUser, gotPass := sha256.Sum256([]byte(user)), sha256.Sum256(pass)
-	wantUser, wantPass := sha256.Sum256([]byte("default")), sha256.Sum256([]byte(s.cfg.RequirePass))
-	okUser := subtle.ConstantTimeCompare(gotUser[:], wantUser[:])
-	okPass := subtle.ConstantTimeCompare(gotPass[:], wantPass[:])
-	if okUser&okPass != 1 {
+	us := s.users.Load()
+	u := us.Authenticate(user, pass)
+	if u == nil {
+		s.cfg.Log.Info("authentication failed", "user", user, "addr", r.conn.RemoteAddr())
 		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
 	}
-	r.c.authed = true
+	r.c.user, r.c.users, r.c.authed = u, us, true
 	markAuthenticated(r.conn.NetConn())
 	return resp.OK()
 }
@@ -96,7 +95,7 @@ func (s *Server) hello(r *request) resp.Reply {
 			return resp.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%.64s'", r.args[i]))
 		}
 	}
-	if !r.c.authed {
+	if r.c.user == nil {
 		return resp.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
 	return resp.Array(
@@ -154,6 +153,9 @@ func (s *Server) info(r *request) resp.Reply {
 		version, int64(time.Since(s.started).Seconds()))
 	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.cfg.MaxClients)
 	fmt.Fprintf(&b, "\r\n# Quorum\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
+	if !r.c.user.Can(acl.Admin) {
+		return resp.Bulk(b.String()) // the node details are for admin users
+	}
 	for i, st := range s.e.Status() {
 		fmt.Fprintf(&b, "node%d:addr=%s,state=%s", i, infoValue(st.Addr), st.State)
 		if !st.Until.IsZero() {

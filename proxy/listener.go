@@ -22,26 +22,26 @@ const (
 )
 
 // guardListener wraps ln so that every accepted connection's bytes pass a
-// Framer (pre-auth limits until markAuthenticated when needAuth) before
-// redcon reads them. redcon v1.6.2's reader has no limits of its own: one
-// bad length panics its connection goroutine and with it the process.
-func guardListener(ln net.Listener, lim Limits, needAuth bool) net.Listener {
+// Framer (pre-auth limits until markAuthenticated, for a connection
+// accepted while needAuth reports true) before redcon reads them. redcon
+// v1.6.2's reader has no limits of its own: one bad length panics its
+// connection goroutine and with it the process. A TLS listener goes
+// under the guard, which then reads decrypted bytes.
+func guardListener(ln net.Listener, lim Limits, needAuth func() bool) net.Listener {
 	lim = lim.WithDefaults()
-	first := lim
-	if needAuth {
-		// Redis's pre-auth limits, unless the configured ones are lower.
-		first = Limits{
-			MaxArgs:   min(PreAuth.MaxArgs, lim.MaxArgs),
-			MaxBulk:   min(PreAuth.MaxBulk, lim.MaxBulk),
-			MaxInline: min(PreAuth.MaxInline, lim.MaxInline),
-		}
+	// Redis's pre-auth limits, unless the configured ones are lower.
+	first := Limits{
+		MaxArgs:   min(PreAuth.MaxArgs, lim.MaxArgs),
+		MaxBulk:   min(PreAuth.MaxBulk, lim.MaxBulk),
+		MaxInline: min(PreAuth.MaxInline, lim.MaxInline),
 	}
-	return &guardedListener{Listener: ln, lim: lim, first: first}
+	return &guardedListener{Listener: ln, lim: lim, first: first, needAuth: needAuth}
 }
 
 type guardedListener struct {
 	net.Listener
 	lim, first Limits // after AUTH; before it
+	needAuth   func() bool
 }
 
 // Accept returns the next connection, guarded. Its errors are ln's
@@ -51,7 +51,11 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Conn: c, f: NewFramer(l.first), lim: l.lim}, nil
+	first := l.lim
+	if l.needAuth() {
+		first = l.first
+	}
+	return &guardedConn{Conn: c, f: NewFramer(first), lim: l.lim}, nil
 }
 
 // markAuthenticated lifts c's pre-auth limits from the next command; c is

@@ -47,7 +47,7 @@ func serveGuarded(t *testing.T, lim Limits, needAuth bool) *guardedServer {
 		}
 	}
 	closed := func(redcon.Conn, error) { s.closed <- struct{}{} }
-	gl := guardListener(ln, lim, needAuth)
+	gl := guardListener(ln, lim, func() bool { return needAuth })
 	srv := redcon.NewServer("", handler, nil, closed)
 	done := make(chan struct{})
 	go func() { // waited for by the cleanup below

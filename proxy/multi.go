@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -49,8 +50,8 @@ func (tx *txState) queue(args [][]byte) {
 // queuedOnly are the commands accepted only inside MULTI, as a
 // transaction's body; EXEC decides whether it can run them.
 var queuedOnly = map[string]command{
-	"pexpire": {arity: -3},
-	"expire":  {arity: -3},
+	"pexpire": {arity: -3, class: acl.Lock, keys: firstKey},
+	"expire":  {arity: -3, class: acl.Lock, keys: firstKey},
 }
 
 // runsInMulti lists the commands that run at once inside MULTI; every

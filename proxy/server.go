@@ -14,17 +14,20 @@ import (
 
 	"github.com/tidwall/redcon"
 
+	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 // Server serves the lock commands of Redis clients over a quorum engine.
-// Its config and engine do not change after New; the script cache and the
-// client counters are its only mutable state.
+// Its config and engine do not change after New; the script cache, the
+// client counters and the users (swapped whole by SetUsers) are its only
+// mutable state.
 type Server struct {
 	cfg     Config
 	e       *quorum.Engine
 	rc      *redcon.Server
+	users   atomic.Pointer[acl.Users]
 	scripts *scriptCache
 	started time.Time
 	clients atomic.Int64 // open connections
@@ -36,8 +39,15 @@ type Server struct {
 
 // client is the per-connection state, kept in redcon's Conn context.
 type client struct {
-	id     int64
-	name   string
+	id   int64
+	name string
+	// user is who the connection runs as, nil until it authenticates;
+	// users is the set user was found in. After a reload user is looked
+	// up again by name (currentUser).
+	user  *acl.User
+	users *acl.Users
+	// authed is set by a successful AUTH: the connection no longer
+	// follows the default user's state.
 	authed bool
 	tx     txState
 }
@@ -49,6 +59,11 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg.WithDefaults(), e: e, scripts: newScriptCache(), started: time.Now()}
+	us, err := acl.New(s.cfg.acl())
+	if err != nil {
+		return nil, err
+	}
+	s.users.Store(us)
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveRESP, s.accept, s.closed)
 	if s.cfg.IdleTimeout > 0 {
 		s.rc.SetIdleClose(s.cfg.IdleTimeout)
@@ -57,11 +72,41 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 }
 
 // Serve accepts clients on ln until Close. Every byte a client sends
-// passes the framing limits before redcon parses it.
+// passes the framing limits before redcon parses it; from a TLS listener
+// (tls.NewListener), the decrypted bytes. JoinListeners serves several.
 func (s *Server) Serve(ln net.Listener) error {
 	s.running.Add(1)
 	defer s.running.Done()
-	return s.rc.Serve(guardListener(ln, s.cfg.Limits, s.cfg.RequirePass != ""))
+	return s.rc.Serve(guardListener(ln, s.cfg.Limits, func() bool { return s.users.Load().Start() == nil }))
+}
+
+// SetUsers replaces the default user's password and the named users, for
+// a reload. Each connection sees the change from its next command: one
+// whose user is gone must AUTH again. On an error nothing changes.
+func (s *Server) SetUsers(requirepass string, users []acl.UserConfig) error {
+	us, err := acl.New(acl.Config{RequirePass: requirepass, Users: users})
+	if err != nil {
+		return err
+	}
+	s.users.Store(us)
+	return nil
+}
+
+// currentUser returns who c runs as under the current users, or nil if
+// it must authenticate.
+func (s *Server) currentUser(c *client) *acl.User {
+	us := s.users.Load()
+	if c.users == us {
+		return c.user
+	}
+	c.users = us
+	if c.authed {
+		c.user = us.Lookup(c.user.Name())
+		c.authed = c.user != nil
+	} else {
+		c.user = us.Start() // follows the default user, as in Redis
+	}
+	return c.user
 }
 
 // Close stops accepting, closes every client connection, and returns once
@@ -82,7 +127,8 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		s.cfg.Log.Warn("client refused", "addr", conn.RemoteAddr(), "reason", "max_clients")
 		return false
 	}
-	conn.SetContext(&client{id: s.nextID.Add(1), authed: s.cfg.RequirePass == ""})
+	us := s.users.Load()
+	conn.SetContext(&client{id: s.nextID.Add(1), user: us.Start(), users: us})
 	s.running.Add(1) // Serve is running, so the count is above zero
 	return true
 }
@@ -106,9 +152,13 @@ type request struct {
 }
 
 type command struct {
-	arity   int  // > 0: exactly arity args; < 0: at least -arity
-	noAuth  bool // allowed before AUTH
-	grants  bool // may grant a lock: flush the reply at once
+	arity  int  // > 0: exactly arity args; < 0: at least -arity
+	noAuth bool // allowed before AUTH
+	grants bool // may grant a lock: flush the reply at once
+	// class is what a user must be allowed to run it; zero for the
+	// connection commands, which every user may run.
+	class   acl.Class
+	keys    keySpec // where its keys are, for the users' key patterns
 	handler func(s *Server, r *request) resp.Reply
 }
 
@@ -125,20 +175,20 @@ var commands = map[string]command{
 	"info":    {arity: -1, handler: (*Server).info},
 	"command": {arity: -1, handler: (*Server).commandCmd},
 	// Locks.
-	"set":     {arity: -3, grants: true, handler: (*Server).set},
-	"get":     {arity: 2, handler: (*Server).get},
-	"pttl":    {arity: 2, handler: (*Server).pttl},
-	"ttl":     {arity: 2, handler: (*Server).ttl},
-	"exists":  {arity: -2, handler: (*Server).exists},
-	"del":     {arity: -2, handler: (*Server).del},
-	"eval":    {arity: -3, grants: true, handler: (*Server).eval},
-	"evalsha": {arity: -3, grants: true, handler: (*Server).evalsha},
-	"script":  {arity: -2, handler: (*Server).script},
+	"set":     {arity: -3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).set},
+	"get":     {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).get},
+	"pttl":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).pttl},
+	"ttl":     {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).ttl},
+	"exists":  {arity: -2, class: acl.Read, keys: everyArg, handler: (*Server).exists},
+	"del":     {arity: -2, class: acl.Admin, keys: everyArg, handler: (*Server).del},
+	"eval":    {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).eval},
+	"evalsha": {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).evalsha},
+	"script":  {arity: -2, class: acl.Lock, handler: (*Server).script},
 	// Transactions (multi.go).
 	"multi":   {arity: 1, handler: (*Server).multi},
 	"exec":    {arity: 1, grants: true, handler: (*Server).exec},
 	"discard": {arity: 1, handler: (*Server).discard},
-	"watch":   {arity: -2, handler: (*Server).watch},
+	"watch":   {arity: -2, class: acl.Lock, keys: everyArg, handler: (*Server).watch},
 	"unwatch": {arity: 1, handler: (*Server).unwatch},
 }
 
@@ -197,13 +247,20 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 	if !ok && c.tx.multi {
 		cm, ok = queuedOnly[name]
 	}
+	user := s.currentUser(c)
 	switch {
 	case !ok:
 		return unknownCommand(args), true
-	case !c.authed && !cm.noAuth:
+	case user == nil && !cm.noAuth:
 		return resp.Error("NOAUTH Authentication required."), true
 	case cm.arity > 0 && len(args) != cm.arity, cm.arity < 0 && len(args) < -cm.arity:
 		return resp.Error("ERR wrong number of arguments for '" + name + "' command"), true
+	}
+	if c.tx.multi && name == "del" {
+		cm.class = acl.Lock // a transaction's DEL is a compare-and-delete (multi.go)
+	}
+	if err := permit(user, name, cm, args); err != nil {
+		return err.Reply(), true
 	}
 	return resp.Reply{}, false
 }

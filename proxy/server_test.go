@@ -37,6 +37,13 @@ func (w testLog) Write(p []byte) (int, error) {
 // loopback port and returns its address and the nodes.
 func startServer(t *testing.T, n int, cfg Config) (string, []*miniredis.Miniredis) {
 	t.Helper()
+	_, addr, minis := serveTest(t, n, cfg)
+	return addr, minis
+}
+
+// serveTest is startServer, returning the server too.
+func serveTest(t *testing.T, n int, cfg Config) (*Server, string, []*miniredis.Miniredis) {
+	t.Helper()
 	nodes := make([]quorum.Node, n)
 	minis := make([]*miniredis.Miniredis, n)
 	for i := range n {
@@ -64,7 +71,7 @@ func startServer(t *testing.T, n int, cfg Config) (string, []*miniredis.Miniredi
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return ln.Addr().String(), minis
+	return s, ln.Addr().String(), minis
 }
 
 // rawConn is a client that sends commands and reads back each reply's

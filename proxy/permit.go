@@ -1,0 +1,67 @@
+package proxy
+
+import (
+	"strconv"
+
+	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// keySpec says where a command's keys are, for the users' key patterns.
+type keySpec uint8
+
+const (
+	noKeys     keySpec = iota
+	firstKey           // args[1]
+	everyArg           // args[1:]
+	scriptKeys         // EVAL, EVALSHA: numkeys keys after args[2]
+)
+
+// keysOf returns the keys args names under spec. Malformed arguments
+// (a bad numkeys) name none: the handler refuses them.
+func keysOf(spec keySpec, args [][]byte) [][]byte {
+	switch spec {
+	case firstKey:
+		return args[1:2]
+	case everyArg:
+		return args[1:]
+	case scriptKeys:
+		n, err := strconv.Atoi(string(args[2]))
+		if err != nil || n < 0 || n > len(args)-3 {
+			return nil
+		}
+		return args[3 : 3+n]
+	}
+	return nil
+}
+
+// permissionError is a user's refusal, worded as Redis 7.0's NOPERM.
+type permissionError struct{ msg string }
+
+func (e *permissionError) Error() string { return e.msg }
+
+// Reply is the refusal as the client sees it.
+func (e *permissionError) Reply() resp.Reply { return resp.Error(e.msg) }
+
+// permit checks that u may run command name with args, in Redis's order
+// (the command, then its keys). A nil u is a command allowed before AUTH.
+func permit(u *acl.User, name string, cm command, args [][]byte) *permissionError {
+	if u == nil {
+		return nil
+	}
+	if !u.Can(cm.class) {
+		return noPermission(name)
+	}
+	for _, k := range keysOf(cm.keys, args) {
+		if !u.CanKey(k) {
+			return &permissionError{"NOPERM this user has no permissions to access one of the keys used as arguments"}
+		}
+	}
+	return nil
+}
+
+// noPermission is the refusal of a command, or of a subcommand named
+// "container|sub", to a user not allowed to run it.
+func noPermission(name string) *permissionError {
+	return &permissionError{"NOPERM this user has no permissions to run the '" + name + "' command"}
+}
