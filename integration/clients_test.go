@@ -19,15 +19,21 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
-// go-redis v9 with default options: its HELLO 3 is refused, it falls back
-// to RESP2, and works.
+// go-redis v9 with default options negotiates RESP3 with HELLO 3 and
+// works: a lock cycle, a contended acquire and a script.
 func TestGoRedisDefaultOptions(t *testing.T) {
 	c, p := setup(t, 3, proxy.Config{})
 	ctx := t.Context()
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, PoolSize: 1})
 	t.Cleanup(func() { rdb.Close() })
 	if got, err := rdb.Ping(ctx).Result(); err != nil || got != "PONG" {
 		t.Fatalf("Ping = %q, %v; want PONG", got, err)
+	}
+	// In RESP3 go-redis reads HELLO's map as a Go map.
+	if hello, err := rdb.Do(ctx, "HELLO").Result(); err != nil {
+		t.Fatalf("HELLO: %v", err)
+	} else if m, ok := hello.(map[any]any); !ok || m["proto"] != int64(3) {
+		t.Fatalf("HELLO on go-redis's connection = %#v; want a map with proto 3", hello)
 	}
 	if ok, err := rdb.SetNX(ctx, "gr-lock", "tok", 5*time.Second).Result(); err != nil || !ok {
 		t.Fatalf("SetNX = %v, %v; want true", ok, err)

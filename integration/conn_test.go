@@ -67,19 +67,30 @@ func TestPipelinedCommandsKeepOrder(t *testing.T) {
 	}
 }
 
-// HELLO 3 is refused with exactly the text every client falls back to
-// RESP2 on.
-func TestHello3RefusedWithUnknownCommandText(t *testing.T) {
+// HELLO 3 switches the connection to RESP3: HELLO's own reply is a map,
+// a nil is RESP3's null, and HELLO 2 switches back.
+func TestHello3SpeaksRESP3(t *testing.T) {
 	_, p := setup(t, 3, proxy.Config{})
 	raw := dialRaw(t, p.Addr)
 	raw.send(encodeCommand("HELLO", "3"))
 	raw.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	line, err := raw.r.ReadString('\n')
-	if want := "-ERR unknown command 'HELLO', with args beginning with: '3' \r\n"; err != nil || line != want {
-		t.Errorf("HELLO 3 = %q, %v; want %q", line, err, want)
+	if line, err := raw.r.ReadString('\n'); err != nil || line != "%7\r\n" {
+		t.Fatalf("HELLO 3 starts %q, %v; want a map of 7, %%7", line, err)
 	}
-	if got := raw.do("PING"); got != "+PONG" {
-		t.Errorf("PING after HELLO 3 = %s; want +PONG", got)
+	for range 14 {
+		if _, err := readReply(raw.r); err != nil {
+			t.Fatalf("read HELLO 3's map: %v", err)
+		}
+	}
+	raw.send(encodeCommand("GET", "nothing"))
+	if line, err := raw.r.ReadString('\n'); err != nil || line != "_\r\n" {
+		t.Errorf("GET of a free key in RESP3 = %q, %v; want _", line, err)
+	}
+	if got := raw.do("HELLO", "2"); !strings.HasPrefix(got, `["server", "redis"`) {
+		t.Errorf("HELLO 2 after HELLO 3 = %s; want a flat array", got)
+	}
+	if got := raw.do("GET", "nothing"); got != "(nil)" {
+		t.Errorf("GET of a free key back in RESP2 = %s; want $-1", got)
 	}
 }
 

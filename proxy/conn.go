@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
 	"time"
 
@@ -66,42 +66,54 @@ func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
+//
+// As Redis 7 does it: the version, then every option is read, then AUTH,
+// then the name is set and the protocol switched; the reply is in the new
+// protocol.
 func (s *Server) hello(r *request) resp.Reply {
+	proto := r.c.proto
 	if len(r.args) >= 2 {
-		switch v := string(r.args[1]); v {
-		case "2":
-		case "3":
-			// redcon writes RESP2 only. This exact text is the one every
-			// client falls back to RESP2 on (go-redis, ioredis, redis-cli).
-			return resp.Error("ERR unknown command 'HELLO', with args beginning with: '3' ")
-		default:
-			if _, err := strconv.Atoi(v); err != nil {
-				return resp.Error("ERR Protocol version is not an integer or out of range")
-			}
+		v, ok := resp.ParseInt(r.args[1])
+		switch {
+		case !ok:
+			return resp.Error("ERR Protocol version is not an integer or out of range")
+		case v != 2 && v != 3:
 			return resp.Error("NOPROTO unsupported protocol version")
 		}
+		proto = resp.Proto(v)
 	}
+	var user, pass, name []byte
 	for i := 2; i < len(r.args); i++ {
 		switch opt := strings.ToLower(string(r.args[i])); {
 		case opt == "auth" && i+2 < len(r.args):
-			if rep := s.authenticate(r, string(r.args[i+1]), r.args[i+2]); rep.IsError() {
-				return rep
-			}
+			user, pass = r.args[i+1], r.args[i+2]
 			i += 2
 		case opt == "setname" && i+1 < len(r.args):
-			r.c.name = string(r.args[i+1])
+			name = r.args[i+1]
+			if !resp.ValidClientName(name) {
+				return errBadClientName
+			}
 			i++
 		default:
-			return resp.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%.64s'", r.args[i]))
+			return resp.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", r.args[i]))
+		}
+	}
+	if user != nil {
+		if rep := s.authenticate(r, string(user), pass); rep.IsError() {
+			return rep
 		}
 	}
 	if r.c.user == nil {
 		return resp.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
-	return resp.Array(
+	if name != nil {
+		r.c.name = string(name)
+	}
+	r.c.proto = proto
+	return resp.Map(
 		resp.Bulk("server"), resp.Bulk("redis"),
 		resp.Bulk("version"), resp.Bulk(version),
-		resp.Bulk("proto"), resp.Int(2),
+		resp.Bulk("proto"), resp.Int(int64(proto)),
 		resp.Bulk("id"), resp.Int(r.c.id),
 		resp.Bulk("mode"), resp.Bulk("standalone"),
 		resp.Bulk("role"), resp.Bulk("master"),
@@ -109,12 +121,16 @@ func (s *Server) hello(r *request) resp.Reply {
 	)
 }
 
+var errBadClientName = resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+
 // SELECT index
 func (s *Server) selectDB(r *request) resp.Reply {
-	n, err := strconv.Atoi(string(r.args[1]))
+	n, ok := resp.ParseIntRange(r.args[1], math.MinInt32, math.MaxInt32)
 	switch {
-	case err != nil:
+	case !ok:
 		return resp.Error("ERR value is not an integer or out of range")
+	case n < 0 || n >= 16:
+		return resp.Error("ERR DB index is out of range")
 	case n != 0:
 		return resp.Error("ERR DB index is out of range: redlock-proxy serves database 0 only")
 	}
@@ -122,28 +138,42 @@ func (s *Server) selectDB(r *request) resp.Reply {
 }
 
 // CLIENT SETNAME name | GETNAME | SETINFO attr value | ID
+//
+// serveRESP has checked the subcommand and its argument count.
 func (s *Server) clientCmd(r *request) resp.Reply {
-	sub := strings.ToLower(string(r.args[1]))
-	switch {
-	case sub == "setname" && len(r.args) == 3:
-		if strings.ContainsAny(string(r.args[2]), " \r\n") {
-			return resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
+	switch sub := strings.ToLower(string(r.args[1])); sub {
+	case "setname":
+		if !resp.ValidClientName(r.args[2]) {
+			return errBadClientName
 		}
 		r.c.name = string(r.args[2])
 		return resp.OK()
-	case sub == "getname" && len(r.args) == 2:
+	case "getname":
 		if r.c.name == "" {
 			return resp.Null()
 		}
 		return resp.Bulk(r.c.name)
-	case sub == "setinfo" && len(r.args) == 4:
+	case "setinfo":
+		// Redis 7.2's rules.
+		attr := strings.ToLower(string(r.args[2]))
+		if attr != "lib-name" && attr != "lib-ver" {
+			return resp.Error(fmt.Sprintf("ERR Unrecognized option '%s'", r.args[2]))
+		}
+		if !resp.ValidClientName(r.args[3]) {
+			return resp.Error("ERR " + attr + " cannot contain spaces, newlines or special characters.")
+		}
 		return resp.OK()
-	case sub == "id" && len(r.args) == 2:
+	case "id":
 		return resp.Int(r.c.id)
-	case sub == "setname", sub == "getname", sub == "setinfo", sub == "id":
-		return resp.Error("ERR wrong number of arguments for 'client|" + sub + "' command")
 	}
-	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.64s'. Try CLIENT HELP.", r.args[1]))
+	// Redis has it, the proxy does not: among them TRACKING, which needs
+	// the keyspace's invalidations, and the proxy sees no node's writes.
+	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try CLIENT HELP.", r.args[1]))
+}
+
+// CLUSTER subcommand [arg ...], READONLY, READWRITE
+func (s *Server) clusterCmd(r *request) resp.Reply {
+	return resp.Error("ERR This instance has cluster support disabled")
 }
 
 // INFO [section ...]
@@ -163,7 +193,7 @@ func (s *Server) info(r *request) resp.Reply {
 		}
 		fmt.Fprintf(&b, ",reason=%s,run_id=%s,downs=%d,last_error=%s\r\n", infoValue(st.Reason), infoValue(st.RunID), st.Downs, infoValue(st.LastError))
 	}
-	return resp.Bulk(b.String())
+	return resp.Verbatim(b.String())
 }
 
 // infoValue makes s safe as one value of an INFO field: no commas, which

@@ -1,5 +1,7 @@
 package proxy
 
+import "math"
+
 // The Framer stands in front of redcon v1.6.2's request reader, which has
 // no limits of its own: a bulk length near MaxInt64 overflows its index
 // arithmetic and panics, a huge multibulk count makes it loop count times
@@ -65,8 +67,9 @@ const (
 //     redcon can pair, and fewer than 32 spaces and quote marks outside
 //     quoted text.
 //
-// *0 and *-1, which Redis ignores, are refused, as redcon refuses them
-// too. Limits above fixed ceilings (65536 arguments, 1 GiB bulks, 1 MiB
+// An empty multibulk (*0, or any negative count such as *-1), which Redis
+// ignores, is accepted as no command; FeedCommand stops after it, so that
+// the caller can drop it before redcon, which refuses it, sees it. Limits above fixed ceilings (65536 arguments, 1 GiB bulks, 1 MiB
 // lines) are lowered to them. A Framer keeps a few counters and never the
 // payload, and is not safe for concurrent use.
 type Framer struct {
@@ -74,11 +77,13 @@ type Framer struct {
 	err       *ProtocolError
 
 	state    frameState
-	num      int // the count or length being read; -1 before its first digit
-	args     int // multibulk: arguments still to come; inline: arguments seen
-	left     int // payload bytes still to come
-	pending  int // bytes of the command in progress
-	commands int // commands completed, not counting lines without arguments
+	num      int  // the count or length being read; -1 before its first digit
+	args     int  // multibulk: arguments still to come; inline: arguments seen
+	left     int  // payload bytes still to come
+	pending  int  // bytes of the command in progress
+	commands int  // commands completed, not counting lines without arguments
+	neg      bool // the count being read has a '-': an empty multibulk
+	empty    bool // the last byte ended an empty multibulk
 
 	// Inline line state.
 	line   int  // bytes of the line so far, newline included
@@ -148,13 +153,14 @@ func (f *Framer) feed(p []byte, stop bool) (int, bool, error) {
 		}
 		f.pending++
 		done := f.commands
+		f.empty = false
 		if e := f.step(p[i]); e != nil {
 			f.err = e
 			return i, false, e
 		}
 		i++
-		if stop && f.commands != done {
-			return i, true, nil
+		if stop && (f.commands != done || f.empty) {
+			return i, f.commands != done, nil
 		}
 	}
 	return len(p), false, nil
@@ -169,19 +175,27 @@ func (f *Framer) step(c byte) *ProtocolError {
 			f.state, f.line, f.args, f.splits, f.cr, f.tok = stInline, 0, 0, 1, false, tokSpace
 			return f.inline(c)
 		}
-		f.state, f.num = stCount, -1
+		f.state, f.num, f.neg = stCount, -1, false
 	case stCount:
 		switch {
-		case c == '\r' && f.num > 0:
+		case c == '\r' && f.num >= 0:
 			f.state = stCountLF
-		case c == '0' && f.num < 0: // *0, or a leading zero
+		case c == '-' && f.num < 0 && !f.neg:
+			f.neg = true
+		case c == '0' && f.neg && f.num < 0: // -0 and leading zeros, as Redis's string2ll
 			return protocolError("invalid multibulk length")
-		case !f.digit(c, f.lim.MaxArgs):
+		case f.neg && !f.digit(c, math.MaxInt):
+			return protocolError("invalid multibulk length")
+		case !f.neg && !f.digit(c, f.lim.MaxArgs):
 			return protocolError("invalid multibulk length")
 		}
 	case stCountLF:
 		if c != '\n' {
 			return protocolError("invalid multibulk length")
+		}
+		if f.num == 0 || f.neg { // Redis ignores it
+			f.state, f.pending, f.empty = stCommand, 0, true
+			return nil
 		}
 		f.state, f.args = stDollar, f.num
 	case stDollar:

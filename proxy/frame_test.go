@@ -60,6 +60,7 @@ var frameTests = []frameTest{
 	{"pre-auth 16KiB bulk", PreAuth, mbulk("AUTH", strings.Repeat("p", 16<<10)), -1, ""},
 	{"pre-auth inline 10 args", PreAuth, "a b c d e f g h i j\r\n", -1, ""},
 	{"1024 args", Limits{}, mbulkRepeat(1024, ""), -1, ""},
+	{"empty multibulks, which Redis ignores", Limits{}, "*0\r\n*-1\r\n*-9223372036854775807\r\n" + mbulk("PING") + "*0\r\n", -1, ""},
 	{"512KiB bulk", Limits{}, mbulk("SET", strings.Repeat("v", 512<<10)), -1, ""},
 
 	// The inputs that crash or stall redcon.
@@ -67,10 +68,11 @@ var frameTests = []frameTest{
 	{"huge count", Limits{}, "*100000000\r\n", 5, "Protocol error: invalid multibulk length"},
 
 	// Multibulk violations.
-	{"zero count", Limits{}, "*0\r\n", 1, "Protocol error: invalid multibulk length"},
-	{"null count", Limits{}, "*-1\r\n", 1, "Protocol error: invalid multibulk length"},
+	{"minus zero count", Limits{}, "*-0\r\n", 2, "Protocol error: invalid multibulk length"},
+	{"count of zeros", Limits{}, "*00\r\n", 2, "Protocol error: invalid multibulk length"},
+	{"lone minus count", Limits{}, "*-\r\n", 2, "Protocol error: invalid multibulk length"},
 	{"count with plus", Limits{}, "*+1\r\n", 1, "Protocol error: invalid multibulk length"},
-	{"count leading zero", Limits{}, "*01\r\n", 1, "Protocol error: invalid multibulk length"},
+	{"count leading zero", Limits{}, "*01\r\n", 2, "Protocol error: invalid multibulk length"},
 	{"empty count", Limits{}, "*\r\n", 1, "Protocol error: invalid multibulk length"},
 	{"count without CR", Limits{}, "*1\n", 2, "Protocol error: invalid multibulk length"},
 	{"count CR without LF", Limits{}, "*1\rx", 3, "Protocol error: invalid multibulk length"},
@@ -214,7 +216,8 @@ func TestFramerFeedCommand(t *testing.T) {
 		{"one at a time", "PING\r\nGET k\r\n" + mbulk("PING"), []int{6, 7, 14, 0}, ""},
 		{"lines without arguments go with the next command", "\r\n \nPING\r\n\n", []int{10, 1}, ""},
 		{"partial command", mbulk("PING") + "*1\r\n$4\r\nPI", []int{14, 10}, ""},
-		{"violation", "PING\r\n*0\r\n", []int{6, 1}, "Protocol error: invalid multibulk length"},
+		{"violation", "PING\r\n*00\r\n", []int{6, 2}, "Protocol error: invalid multibulk length"},
+		{"an empty multibulk ends a call", "*0\r\n" + mbulk("PING"), []int{4}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -303,7 +306,7 @@ func commandsAccepted(in []byte, lim Limits) int {
 		if _, err := f.Feed(in[i : i+1]); err != nil {
 			break
 		}
-		if f.Pending() == 0 && (!inline || f.args > 0) {
+		if f.Pending() == 0 && !f.empty && (!inline || f.args > 0) {
 			count++
 		}
 	}
@@ -338,17 +341,27 @@ func FuzzFramer(f *testing.F) {
 		}
 		var n, n1, n2, dones int
 		var err, err1, err2 error
+		var stripped []byte // the accepted bytes without empty multibulks
 		withinDeadline(t, "Feed", func() {
 			n, err = NewFramer(lim).Feed(in)
 			n1, err1 = feedPieces(NewFramer(lim), in, 1)
 			fr := NewFramer(lim)
-			for done := true; done; {
-				var k int
-				k, done, err2 = fr.FeedCommand(in[n2:])
-				n2 += k
-				if done {
+			for n2 < len(in) {
+				k, done, err := fr.FeedCommand(in[n2:])
+				n2, err2 = n2+k, err
+				switch {
+				case err != nil || k == 0:
+				case done:
 					dones++
+					stripped = append(stripped, in[n2-k:n2]...)
+					continue
+				case fr.Pending() > 0:
+					stripped = append(stripped, in[n2-k:n2]...)
+					continue
+				default:
+					continue // empty lines and multibulks, dropped as guardedConn does
 				}
+				break
 			}
 		})
 		if n != n1 || errMsg(err) != errMsg(err1) {
@@ -374,11 +387,11 @@ func FuzzFramer(f *testing.F) {
 				t.Fatalf("redcon %s on accepted %q = %d commands, %v; want %d, EOF", how, prefix, got, rerr, want)
 			}
 		}
-		check("whole", bytes.NewReader(prefix))
+		check("whole", bytes.NewReader(stripped))
 		// redcon rescans a partial line on every read, so reading a long
 		// prefix byte by byte would only slow the fuzzer down.
-		if len(prefix) <= 1<<10 {
-			check("byte by byte", iotest.OneByteReader(bytes.NewReader(prefix)))
+		if len(stripped) <= 1<<10 {
+			check("byte by byte", iotest.OneByteReader(bytes.NewReader(stripped)))
 		}
 	})
 }

@@ -76,9 +76,11 @@ func markAuthenticated(c net.Conn) {
 // limits for the commands pipelined after it and makes nothing run after
 // QUIT, as in Redis. It also keeps redcon's reader, which never compacts
 // its buffer, from growing that buffer while a client keeps a pipeline
-// full, and it drops lines without arguments when nothing follows them:
+// full. It drops lines without arguments when nothing follows them:
 // redcon reads again, one call deeper, after every read that brings no
-// command, and a stream of empty lines would overflow its stack.
+// command, and a stream of empty lines would overflow its stack. And it
+// drops every empty multibulk (*0, *-1), which Redis ignores and redcon
+// refuses.
 //
 // redcon reads each connection from its own goroutine, and runs the
 // handler, and so markAuthenticated, on that same goroutine, so nothing
@@ -156,11 +158,14 @@ func (c *guardedConn) fill() error {
 			c.ready = c.checked
 			return nil
 		}
-		// All is checked and holds no whole command: drop the finished
-		// lines without arguments before the command in progress.
+		// No whole command so far: drop the finished lines without
+		// arguments and empty multibulks before the command in progress.
 		if skip := c.checked - c.f.Pending(); skip > 0 {
 			c.r += skip
 			c.checked -= skip
+		}
+		if c.r+c.checked < c.w {
+			continue // the Framer stopped after an empty multibulk
 		}
 		if c.w-c.r == len(c.buf) {
 			if c.large == nil {

@@ -113,7 +113,7 @@ func TestListenerRefusesBadFrames(t *testing.T) {
 	}{
 		{"bulk length overflows", "*1\r\n$9223372036854775807\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
 		{"huge count", "*100000000\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
-		{"zero count", "*0\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"count of zeros", "*00\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 		{"no dollar", "*1\r\n+PING\r\n", "-ERR Protocol error: expected '$', got '+'\r\n"},
 		{"unbalanced quotes", "GET \"k\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
 		{"inline ping first", "PING\r\n*1\r\n$-1\r\n", "+OK\r\n-ERR Protocol error: invalid bulk length\r\n"},
@@ -257,7 +257,8 @@ func TestGuardedConnRead(t *testing.T) {
 		{"incomplete command at EOF", false, 0, []string{"PING\r\nPI"}, []string{"PING\r\n"}, ""},
 		{"lines without arguments go with the next command", false, 0, []string{"\r\n \r\nPING\r\n"}, []string{"\r\n \r\nPING\r\n"}, ""},
 		{"lines without arguments alone are dropped", false, 0, []string{strings.Repeat("\r\n", 5000), "\n\n", "PING\r\n"}, []string{"PING\r\n"}, ""},
-		{"valid prefix first", false, 0, []string{"PING\r\n*0\r\n"}, []string{"PING\r\n", "*"}, "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"valid prefix first", false, 0, []string{"PING\r\n*00\r\n"}, []string{"PING\r\n", "*0"}, "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"empty multibulks are dropped", false, 0, []string{"*0\r\nPING\r\n*-1\r\n*0\r\n" + mbulk("GET", "k") + "*0", "\r\n"}, []string{"PING\r\n", mbulk("GET", "k")}, ""},
 		{"waiting prefix before a violation", false, 0, []string{"PING\r\n*1\r\n$", "-1\r\n"}, []string{"PING\r\n", "*1\r\n$"}, "-ERR Protocol error: invalid bulk length\r\n"},
 		{"bulk length overflows", false, 0, []string{"*1\r\n$9223372036854775807\r\n"}, []string{"*1\r\n$92233"}, "-ERR Protocol error: invalid bulk length\r\n"},
 		{"violation first in a Read", false, 0, []string{full, "xx"}, []string{full}, "-ERR Protocol error: invalid bulk length\r\n"},
@@ -395,4 +396,12 @@ func TestGuardedConnSkipsEmptyWrites(t *testing.T) {
 	if wc.writes != 1 {
 		t.Errorf("a reply and two empty flushes made %d writes; want 1", wc.writes)
 	}
+}
+
+func TestListenerIgnoresEmptyMultibulk(t *testing.T) {
+	srv := serveGuarded(t, Limits{}, false)
+	c := dialGuarded(t, srv.addr)
+	exchange(t, c, "*0\r\n*-1\r\nPING\r\n", "+OK\r\n")
+	exchange(t, c, "*0\r\n", "")
+	exchange(t, c, "PING\r\n", "+OK\r\n")
 }

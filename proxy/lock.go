@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -104,14 +103,20 @@ func (s *Server) exists(r *request) resp.Reply {
 	if rep, bad := reservedKey(r.args[1:]); bad {
 		return rep
 	}
-	n := int64(0)
+	// A key named twice is read once and counted twice, so that EXISTS k k
+	// is 0 or 2, never 1, while others lock and unlock k.
+	times := make(map[string]int64, len(r.args)-1)
 	for _, key := range r.args[1:] {
-		st, err := s.e.Inspect(r.ctx, string(key))
+		times[string(key)]++
+	}
+	n := int64(0)
+	for key, k := range times {
+		st, err := s.e.Inspect(r.ctx, key)
 		if err != nil {
 			return s.fail(err)
 		}
 		if st.Held {
-			n++
+			n += k
 		}
 	}
 	return resp.Int(n)
@@ -171,10 +176,10 @@ func (s *Server) checkTTL(ttl time.Duration, cmd string) error {
 
 // parseMillis reads a TTL in milliseconds as a script argument carries it.
 func (s *Server) parseMillis(b []byte, cmd string) (time.Duration, error) {
-	ms, err := strconv.ParseInt(string(b), 10, 64)
+	ms, ok := resp.ParseInt(b)
 	switch {
-	case err != nil:
-		return 0, errors.New("ERR value is not an integer or out of range")
+	case !ok:
+		return 0, resp.ErrNotInteger
 	case ms <= 0:
 		return 0, fmt.Errorf("ERR invalid expire time in '%s' command", cmd)
 	case ms > s.e.MaxTTL().Milliseconds(): // before multiplying: no overflow

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,10 @@ func unsupportedScript(sc script.Script) resp.Reply {
 
 // EVAL script numkeys [key ...] [arg ...]
 func (s *Server) eval(r *request) resp.Reply {
+	// Redis reads numkeys before it looks at the script.
+	if _, err := resp.Numkeys(r.args[2], len(r.args)-3); err != nil {
+		return resp.Error(err.Error())
+	}
 	sc, _, ok := s.scripts.learn(r.args[1])
 	if !ok {
 		return unsupportedScript(sc)
@@ -85,42 +90,50 @@ func (s *Server) eval(r *request) resp.Reply {
 
 // EVALSHA sha1 numkeys [key ...] [arg ...]
 func (s *Server) evalsha(r *request) resp.Reply {
+	// Redis refuses a digest of the wrong length first, then numkeys, then
+	// an unknown digest.
+	if len(r.args[1]) != 40 {
+		return errNoScript
+	}
+	if _, err := resp.Numkeys(r.args[2], len(r.args)-3); err != nil {
+		return resp.Error(err.Error())
+	}
 	sc, ok := s.scripts.lookup(string(r.args[1]))
 	if !ok {
-		return resp.Error("NOSCRIPT No matching script. Please use EVAL.")
+		return errNoScript
 	}
 	return s.runScript(r, sc)
 }
 
+var errNoScript = resp.Error("NOSCRIPT No matching script. Please use EVAL.")
+
 // SCRIPT LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]
 func (s *Server) script(r *request) resp.Reply {
-	sub := strings.ToLower(string(r.args[1]))
-	switch {
-	case sub == "load" && len(r.args) == 3:
+	// serveRESP has checked the subcommand and its argument count.
+	switch sub := strings.ToLower(string(r.args[1])); sub {
+	case "load":
 		sc, sha, ok := s.scripts.learn(r.args[2])
 		if !ok {
 			return unsupportedScript(sc)
 		}
 		return resp.Bulk(sha)
-	case sub == "exists" && len(r.args) >= 3:
+	case "exists":
 		found := make([]resp.Reply, len(r.args)-2)
 		for i, sha := range r.args[2:] {
 			_, ok := s.scripts.lookup(string(sha))
 			found[i] = resp.Int(btoi(ok))
 		}
 		return resp.Array(found...)
-	case sub == "flush" && len(r.args) <= 3:
-		if len(r.args) == 3 {
-			if m := strings.ToLower(string(r.args[2])); m != "async" && m != "sync" {
-				return resp.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
-			}
+	case "flush":
+		if len(r.args) > 3 || len(r.args) == 3 && !strings.EqualFold(string(r.args[2]), "async") && !strings.EqualFold(string(r.args[2]), "sync") {
+			return resp.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 		}
 		s.scripts.flush()
 		return resp.OK()
-	case sub == "load", sub == "exists", sub == "flush":
-		return resp.Error("ERR wrong number of arguments for 'script|" + sub + "' command")
+	case "kill":
+		return resp.Error("NOTBUSY No scripts in execution right now.")
 	}
-	return resp.Error("ERR unknown subcommand '" + truncate(string(r.args[1]), 64) + "'. Try SCRIPT HELP.")
+	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try SCRIPT HELP.", r.args[1]))
 }
 
 // scriptCall is a script invocation's keys and arguments, split.
@@ -134,15 +147,11 @@ func (c scriptCall) arg(i int) []byte { return c.argv[i-1] }
 
 // splitCall checks numkeys and the argument count against what sc uses.
 func splitCall(args [][]byte, sc script.Script) (scriptCall, resp.Reply, bool) {
-	nk, err := strconv.Atoi(string(args[2]))
 	rest := args[3:]
+	nk, err := resp.Numkeys(args[2], len(rest))
 	switch {
 	case err != nil:
-		return scriptCall{}, resp.Error("ERR value is not an integer or out of range"), false
-	case nk < 0:
-		return scriptCall{}, resp.Error("ERR Number of keys can't be negative"), false
-	case nk > len(rest):
-		return scriptCall{}, resp.Error("ERR Number of keys can't be greater than number of args"), false
+		return scriptCall{}, resp.Error(err.Error()), false
 	case nk == 0:
 		return scriptCall{}, resp.Error("ERR a lock script needs at least one key"), false
 	case nk > 1 && !sc.MultiKey:

@@ -50,6 +50,7 @@ type client struct {
 	// follows the default user's state.
 	authed bool
 	tx     txState
+	proto  resp.Proto // RESP2 until HELLO 3
 }
 
 // New returns a server for engine e, or an error naming the first bad
@@ -157,23 +158,52 @@ type command struct {
 	grants bool // may grant a lock: flush the reply at once
 	// class is what a user must be allowed to run it; zero for the
 	// connection commands, which every user may run.
-	class   acl.Class
-	keys    keySpec // where its keys are, for the users' key patterns
+	class acl.Class
+	keys  keySpec // where its keys are, for the users' key patterns
+	// subs are a container command's subcommands (lower case) with their
+	// arities, Redis 7.0's whole list, so that an unknown subcommand and a
+	// wrong count get Redis's errors before the handler runs.
+	subs    map[string]int
 	handler func(s *Server, r *request) resp.Reply
 }
+
+// Subcommands and their arities, as Redis 7.0's COMMAND INFO lists them.
+// CLIENT SETINFO is Redis 7.2's, which clients such as go-redis send.
+var (
+	clientSubs = map[string]int{
+		"caching": 3, "getname": 2, "getredir": 2, "help": 2, "id": 2, "info": 2,
+		"kill": -3, "list": -2, "no-evict": 3, "pause": -3, "reply": 3, "setname": 3,
+		"tracking": -3, "trackinginfo": 2, "unblock": -3, "unpause": 2, "setinfo": 4,
+	}
+	scriptSubs = map[string]int{
+		"debug": 3, "exists": -3, "flush": -2, "help": 2, "kill": 2, "load": 3,
+	}
+	clusterSubs = map[string]int{
+		"addslots": -3, "addslotsrange": -4, "bumpepoch": 2, "count-failure-reports": 3,
+		"countkeysinslot": 3, "delslots": -3, "delslotsrange": -4, "failover": -2,
+		"flushslots": 2, "forget": 3, "getkeysinslot": 4, "help": 2, "info": 2,
+		"keyslot": 3, "links": 2, "meet": -4, "myid": 2, "nodes": 2, "replicas": 3,
+		"replicate": 3, "reset": -2, "saveconfig": 2, "set-config-epoch": 3,
+		"setslot": -4, "shards": 2, "slaves": 3, "slots": 2,
+	}
+)
 
 // commands is the whole client surface of the proxy.
 var commands = map[string]command{
 	// Connection.
-	"ping":    {arity: -1, handler: (*Server).ping},
-	"echo":    {arity: 2, handler: (*Server).echo},
-	"quit":    {arity: -1, noAuth: true, handler: (*Server).quit},
-	"auth":    {arity: -2, noAuth: true, handler: (*Server).auth},
-	"hello":   {arity: -1, noAuth: true, handler: (*Server).hello},
-	"select":  {arity: 2, handler: (*Server).selectDB},
-	"client":  {arity: -2, handler: (*Server).clientCmd},
-	"info":    {arity: -1, handler: (*Server).info},
-	"command": {arity: -1, handler: (*Server).commandCmd},
+	"ping":   {arity: -1, handler: (*Server).ping},
+	"echo":   {arity: 2, handler: (*Server).echo},
+	"quit":   {arity: -1, noAuth: true, handler: (*Server).quit},
+	"auth":   {arity: -2, noAuth: true, handler: (*Server).auth},
+	"hello":  {arity: -1, noAuth: true, handler: (*Server).hello},
+	"select": {arity: 2, handler: (*Server).selectDB},
+	"client": {arity: -2, subs: clientSubs, handler: (*Server).clientCmd},
+	// Cluster clients probe these and decide on Redis's exact text.
+	"cluster":   {arity: -2, subs: clusterSubs, handler: (*Server).clusterCmd},
+	"readonly":  {arity: 1, handler: (*Server).clusterCmd},
+	"readwrite": {arity: 1, handler: (*Server).clusterCmd},
+	"info":      {arity: -1, handler: (*Server).info},
+	"command":   {arity: -1, handler: (*Server).commandCmd},
 	// Locks.
 	"set":     {arity: -3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).set},
 	"get":     {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).get},
@@ -183,7 +213,7 @@ var commands = map[string]command{
 	"del":     {arity: -2, class: acl.Admin, keys: everyArg, handler: (*Server).del},
 	"eval":    {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).eval},
 	"evalsha": {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).evalsha},
-	"script":  {arity: -2, class: acl.Lock, handler: (*Server).script},
+	"script":  {arity: -2, class: acl.Lock, subs: scriptSubs, handler: (*Server).script},
 	// Transactions (multi.go).
 	"multi":   {arity: 1, handler: (*Server).multi},
 	"exec":    {arity: 1, grants: true, handler: (*Server).exec},
@@ -205,12 +235,12 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		if c.tx.multi {
 			c.tx.dirty = true // as Redis: EXEC will abort
 		}
-		rep.WriteTo(conn)
+		rep.WriteProto(conn, c.proto)
 		return
 	}
 	if c.tx.multi && !runsInMulti[name] {
 		c.tx.queue(cmd.Args)
-		resp.Status("QUEUED").WriteTo(conn)
+		resp.Status("QUEUED").WriteProto(conn, c.proto)
 		return
 	}
 	cm := commands[name]
@@ -219,7 +249,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.cfg.Log.Error("panic in command", "cmd", name, "panic", p, "stack", string(debug.Stack()))
-			resp.Error("ERR internal error").WriteTo(conn)
+			resp.Error("ERR internal error").WriteProto(conn, c.proto)
 			conn.Close()
 		}
 	}()
@@ -229,7 +259,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
 	rep := cm.handler(s, r)
 	c.tx.observe(name, cmd.Args, rep)
-	rep.WriteTo(conn)
+	rep.WriteProto(conn, c.proto)
 	switch {
 	case r.closeAfter:
 		conn.Close() // flushes the reply first
@@ -240,8 +270,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	}
 }
 
-// admit refuses a command the proxy does not know, one sent before AUTH,
-// or one with the wrong number of arguments, in Redis's order.
+// admit refuses a command the proxy does not know (or a subcommand), one
+// with the wrong number of arguments, or one sent before AUTH, in Redis's
+// order.
 func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool) {
 	cm, ok := commands[name]
 	if !ok && c.tx.multi {
@@ -251,10 +282,18 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 	switch {
 	case !ok:
 		return unknownCommand(args), true
-	case user == nil && !cm.noAuth:
-		return resp.Error("NOAUTH Authentication required."), true
-	case cm.arity > 0 && len(args) != cm.arity, cm.arity < 0 && len(args) < -cm.arity:
+	case wrongArity(cm.arity, len(args)):
 		return resp.Error("ERR wrong number of arguments for '" + name + "' command"), true
+	case cm.subs != nil:
+		sub := strings.ToLower(string(args[1]))
+		if a, known := cm.subs[sub]; !known {
+			return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], strings.ToUpper(name))), true
+		} else if wrongArity(a, len(args)) {
+			return resp.Error("ERR wrong number of arguments for '" + name + "|" + sub + "' command"), true
+		}
+	}
+	if user == nil && !cm.noAuth {
+		return resp.Error("NOAUTH Authentication required."), true
 	}
 	if c.tx.multi && name == "del" {
 		cm.class = acl.Lock // a transaction's DEL is a compare-and-delete (multi.go)
@@ -263,6 +302,10 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 		return err.Reply(), true
 	}
 	return resp.Reply{}, false
+}
+
+func wrongArity(arity, n int) bool {
+	return arity > 0 && n != arity || arity < 0 && n < -arity
 }
 
 // unsupported lists common Redis commands a client might send by mistake,
@@ -283,12 +326,14 @@ func unknownCommand(args [][]byte) resp.Reply {
 	if unsupported[strings.ToLower(name)] {
 		return resp.Error(fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", strings.ToLower(name)))
 	}
+	// Redis quotes arguments until the list reaches 128 bytes, each cut
+	// to what is left of that budget.
 	var b strings.Builder
 	for _, a := range args[1:] {
 		if b.Len() >= 128 {
 			break
 		}
-		fmt.Fprintf(&b, "'%.128s' ", a)
+		fmt.Fprintf(&b, "'%.*s' ", 128-b.Len(), a)
 	}
 	return resp.Error(fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", name, b.String()))
 }

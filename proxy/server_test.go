@@ -114,7 +114,7 @@ func (rc *rawConn) read(t *testing.T) string {
 		t.Fatalf("read reply: %v", err)
 	}
 	switch line[0] {
-	case '$':
+	case '$', '=': // bulk, RESP3 verbatim
 		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
 		if n < 0 {
 			return line
@@ -124,8 +124,11 @@ func (rc *rawConn) read(t *testing.T) string {
 			t.Fatalf("read bulk: %v", err)
 		}
 		return line + string(buf)
-	case '*':
+	case '*', '>', '%': // array, RESP3 push and map
 		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		if line[0] == '%' {
+			n *= 2
+		}
 		for range n {
 			line += rc.read(t)
 		}
@@ -150,16 +153,31 @@ func TestGoldenReplies(t *testing.T) {
 		{"ping", "hello"},
 		{"ECHO", "x"},
 		{"HELLO", "3"},
-		{"hello", "3", "auth", "default", "pw", "setname", "app"},
+		{"GET", "missing"},
+		{"hello", "2", "auth", "default", "pw", "setname", "app"},
 		{"HELLO", "2", "SETNAME", "app"},
 		{"HELLO", "4"},
+		{"HELLO", "+3"},
+		{"HELLO", "2", "SETNAME", "a b"},
+		{"HELLO", "2", "AUTH", "default"},
+		{"CLIENT", "SETNAME", "a b"},
 		{"CLIENT", "SETNAME", "app2"},
 		{"CLIENT", "GETNAME"},
 		{"client", "setinfo", "LIB-NAME", "go-redis(,go1.26)"},
 		{"client", "maint_notifications", "on", "moving-endpoint-type", "internal-ip"},
 		{"SELECT", "0"},
 		{"SELECT", "1"},
+		{"SELECT", "16"},
+		{"SELECT", "+0"},
 		{"AUTH", "pw"},
+		{"AUTH", "default", "pw"},
+		{"AUTH", "someone", "pw"},
+		{"CLIENT", "TRACKING", "on"},
+		{"CLIENT", "ID", "x"},
+		{"CLUSTER", "SLOTS"},
+		{"CLUSTER", "SLOTS", "x"},
+		{"CLUSTER", "NOPE"},
+		{"READONLY"},
 		{"SET", "k", "t1", "PX", "5000", "NX"},
 		{"set", "k", "t2", "nx", "ex", "5"},
 		{"GET", "k"},
@@ -171,6 +189,9 @@ func TestGoldenReplies(t *testing.T) {
 		{"SET", "k", "t", "NX", "PX", "ten"},
 		{"SET", "k", "t", "NX", "PX", "99"},
 		{"SET", "k", "t", "NX", "EX", "301"},
+		{"SET", "k", "t", "NX", "PX", "+1000"},
+		{"SET", "k", "t", "NX", "PX", "01000"},
+		{"SET", "k", "t", "NX", "PX", "1000", "EX", "1"},
 		{"SET", "k"},
 		{"DEL", "k"},
 		{"INCR", "k"},
@@ -185,8 +206,13 @@ func TestGoldenReplies(t *testing.T) {
 		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "2", "k", "k2", "t1"},
 		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "3", "k", "t1"},
 		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "x", "k", "t1"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "+1", "k", "t1"},
+		{"EVAL", "return 1", "01", "k"},
+		{"EVALSHA", "abc", "x"},
 		{"SCRIPT", "FLUSH"},
+		{"SCRIPT", "FLUSH", "a", "b"},
 		{"SCRIPT", "FOO"},
+		{"SCRIPT", "LOAD"},
 		{"GET", "k"},
 		{"PTTL", "k"},
 		{"TTL", "k"},
@@ -196,6 +222,12 @@ func TestGoldenReplies(t *testing.T) {
 		{"GET", "redlock-proxy:members"},
 		{"EXISTS", "k", "redlock-proxy:members"},
 		{"EVALSHA", "e950836ed1e694540c503ef9972b8de518044d3b", "1", "redlock-proxy:members", "t"},
+		// RESP3 from here on.
+		{"HELLO", "3", "SETNAME", "app3"},
+		{"GET", "k"},
+		{"CLIENT", "GETNAME"},
+		{"SCRIPT", "EXISTS", "e950836ed1e694540c503ef9972b8de518044d3b"},
+		{"EVALSHA", "cf0e94b2e9ffc7e04395cf88f7583fc309985910", "1", "k", "t1"},
 		{"QUIT"},
 	}
 	var got strings.Builder

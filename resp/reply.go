@@ -13,7 +13,16 @@ type Writer interface {
 	WriteBulkString(s string)
 	WriteNull()
 	WriteArray(n int)
+	WriteRaw(b []byte) // for RESP3's types, which redcon has no writer for
 }
+
+// Proto is the RESP version a connection speaks: 2 until HELLO 3.
+type Proto uint8
+
+const (
+	RESP2 Proto = 2
+	RESP3 Proto = 3
+)
 
 type kind uint8
 
@@ -27,9 +36,12 @@ const (
 	kindArray
 	kindPush
 	kindNullArray
+	kindMap
+	kindVerbatim
 )
 
-// Reply is one RESP2 reply value. The zero Reply is a bug; it is written
+// Reply is one reply value, written in the shape of the connection's
+// protocol. The zero Reply is a bug; it is written
 // as an internal error so that the client still gets one reply.
 type Reply struct {
 	kind  kind
@@ -54,11 +66,11 @@ func Int(n int64) Reply { return Reply{kind: kindInt, n: n} }
 // Bulk is a bulk string reply.
 func Bulk(s string) Reply { return Reply{kind: kindBulk, str: s} }
 
-// Null is the RESP2 null bulk reply ($-1).
+// Null is the null reply: $-1 in RESP2, _ in RESP3.
 func Null() Reply { return Reply{kind: kindNull} }
 
-// NullArray is the RESP2 null array (*-1), EXEC's reply when a watched
-// key changed.
+// NullArray is the null array, EXEC's reply when a watched key changed:
+// *-1 in RESP2, _ in RESP3.
 func NullArray() Reply { return Reply{kind: kindNullArray} }
 
 // Array is an array reply of items.
@@ -67,6 +79,18 @@ func Array(items ...Reply) Reply { return Reply{kind: kindArray, items: items} }
 // Push is an out-of-band message such as a pub/sub delivery. RESP2 has no
 // push type, so it is written as an array there.
 func Push(items ...Reply) Reply { return Reply{kind: kindPush, items: items} }
+
+// Map is a map reply of alternating keys and values: a flat array in
+// RESP2, as Redis sends HELLO's reply there.
+func Map(kv ...Reply) Reply { return Reply{kind: kindMap, items: kv} }
+
+// Verbatim is a text reply such as INFO's: a bulk string in RESP2, a
+// verbatim string of format txt in RESP3.
+func Verbatim(s string) Reply { return Reply{kind: kindVerbatim, str: s} }
+
+// IsZero reports whether r is the zero Reply, which no constructor
+// returns.
+func (r Reply) IsZero() bool { return r.kind == kindNone }
 
 // IsError reports whether r is an error reply.
 func (r Reply) IsError() bool { return r.kind == kindError }
@@ -80,8 +104,11 @@ func (r Reply) Text() string { return r.str }
 // Integer is the value an integer reply carries.
 func (r Reply) Integer() (int64, bool) { return r.n, r.kind == kindInt }
 
-// WriteTo writes r to w.
-func (r Reply) WriteTo(w Writer) {
+// WriteTo writes r to w in RESP2.
+func (r Reply) WriteTo(w Writer) { r.WriteProto(w, RESP2) }
+
+// WriteProto writes r to w in the shapes of protocol p.
+func (r Reply) WriteProto(w Writer, p Proto) {
 	switch r.kind {
 	case kindNone:
 		w.WriteError("ERR internal error: no reply")
@@ -94,13 +121,34 @@ func (r Reply) WriteTo(w Writer) {
 	case kindBulk:
 		w.WriteBulkString(r.str)
 	case kindNull:
-		w.WriteNull()
+		if p == RESP3 {
+			w.WriteRaw([]byte("_\r\n"))
+		} else {
+			w.WriteNull()
+		}
 	case kindNullArray:
-		w.WriteArray(-1)
-	case kindArray, kindPush:
-		w.WriteArray(len(r.items))
+		if p == RESP3 {
+			w.WriteRaw([]byte("_\r\n"))
+		} else {
+			w.WriteArray(-1)
+		}
+	case kindVerbatim:
+		if p == RESP3 {
+			w.WriteRaw([]byte("=" + strconv.Itoa(len(r.str)+4) + "\r\ntxt:" + r.str + "\r\n"))
+		} else {
+			w.WriteBulkString(r.str)
+		}
+	case kindArray, kindPush, kindMap:
+		switch {
+		case p == RESP3 && r.kind == kindPush:
+			w.WriteRaw([]byte(">" + strconv.Itoa(len(r.items)) + "\r\n"))
+		case p == RESP3 && r.kind == kindMap:
+			w.WriteRaw([]byte("%" + strconv.Itoa(len(r.items)/2) + "\r\n"))
+		default:
+			w.WriteArray(len(r.items))
+		}
 		for _, it := range r.items {
-			it.WriteTo(w)
+			it.WriteProto(w, p)
 		}
 	}
 }
@@ -114,7 +162,7 @@ func (r Reply) String() string {
 		return "(error) " + r.str
 	case kindInt:
 		return "(integer) " + strconv.FormatInt(r.n, 10)
-	case kindBulk:
+	case kindBulk, kindVerbatim:
 		return `"` + r.str + `"`
 	case kindNull, kindNullArray:
 		return "(nil)"

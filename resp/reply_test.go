@@ -15,30 +15,38 @@ func (w *wire) WriteInt64(n int64)       { fmt.Fprintf(w, ":%d\r\n", n) }
 func (w *wire) WriteBulkString(s string) { fmt.Fprintf(w, "$%d\r\n%s\r\n", len(s), s) }
 func (w *wire) WriteNull()               { w.Builder.WriteString("$-1\r\n") }
 func (w *wire) WriteArray(n int)         { fmt.Fprintf(w, "*%d\r\n", n) }
+func (w *wire) WriteRaw(b []byte)        { w.Write(b) }
 
-func TestReplyWriteTo(t *testing.T) {
+func TestReplyWriteProto(t *testing.T) {
 	tests := []struct {
-		name  string
-		reply Reply
-		want  string
+		name         string
+		reply        Reply
+		resp2, resp3 string
 	}{
-		{"ok", OK(), "+OK\r\n"},
-		{"status", Status("PONG"), "+PONG\r\n"},
-		{"error", Error("NOQUORUM 1 of 3 nodes answered"), "-NOQUORUM 1 of 3 nodes answered\r\n"},
-		{"error line breaks become spaces", Error("ERR a\r\nb\nc"), "-ERR a b c\r\n"},
-		{"int", Int(-3), ":-3\r\n"},
-		{"bulk", Bulk("tok"), "$3\r\ntok\r\n"},
-		{"null", Null(), "$-1\r\n"},
-		{"array", Array(Int(1), Null()), "*2\r\n:1\r\n$-1\r\n"},
-		{"null array", NullArray(), "*-1\r\n"},
-		{"zero reply is still one reply", Reply{}, "-ERR internal error: no reply\r\n"},
+		{"ok", OK(), "+OK\r\n", "+OK\r\n"},
+		{"status", Status("PONG"), "+PONG\r\n", "+PONG\r\n"},
+		{"error", Error("NOQUORUM 1 of 3 nodes answered"), "-NOQUORUM 1 of 3 nodes answered\r\n", "-NOQUORUM 1 of 3 nodes answered\r\n"},
+		{"error line breaks become spaces", Error("ERR a\r\nb\nc"), "-ERR a b c\r\n", "-ERR a b c\r\n"},
+		{"int", Int(-3), ":-3\r\n", ":-3\r\n"},
+		{"bulk", Bulk("tok"), "$3\r\ntok\r\n", "$3\r\ntok\r\n"},
+		{"null", Null(), "$-1\r\n", "_\r\n"},
+		{"array", Array(Int(1), Null()), "*2\r\n:1\r\n$-1\r\n", "*2\r\n:1\r\n_\r\n"},
+		{"map is flat in RESP2", Map(Bulk("proto"), Int(3)), "*2\r\n$5\r\nproto\r\n:3\r\n", "%1\r\n$5\r\nproto\r\n:3\r\n"},
+		{"push is an array in RESP2", Push(Bulk("message"), Null()), "*2\r\n$7\r\nmessage\r\n$-1\r\n", ">2\r\n$7\r\nmessage\r\n_\r\n"},
+		{"verbatim", Verbatim("a:1\r\n"), "$5\r\na:1\r\n\r\n", "=9\r\ntxt:a:1\r\n\r\n"},
+		{"null array", NullArray(), "*-1\r\n", "_\r\n"},
+		{"zero reply is still one reply", Reply{}, "-ERR internal error: no reply\r\n", "-ERR internal error: no reply\r\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var w wire
-			tt.reply.WriteTo(&w)
-			if got := w.String(); got != tt.want {
-				t.Errorf("%v.WriteTo = %q; want %q", tt.reply, got, tt.want)
+			var w2, w3 wire
+			tt.reply.WriteTo(&w2)
+			tt.reply.WriteProto(&w3, RESP3)
+			if got := w2.String(); got != tt.resp2 {
+				t.Errorf("%v.WriteTo = %q; want %q", tt.reply, got, tt.resp2)
+			}
+			if got := w3.String(); got != tt.resp3 {
+				t.Errorf("%v.WriteProto(RESP3) = %q; want %q", tt.reply, got, tt.resp3)
 			}
 		})
 	}

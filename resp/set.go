@@ -3,7 +3,6 @@ package resp
 import (
 	"errors"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -30,56 +29,85 @@ type SetArgs struct {
 // has the same error.
 var (
 	ErrSyntax     = errors.New("ERR syntax error")
-	ErrNotInteger = errors.New("ERR value is not an integer or out of range")
 	ErrExpireTime = errors.New("ERR invalid expire time in 'set' command")
 	ErrSetNotLock = errors.New("ERR redlock-proxy only takes locks: use SET key token NX PX milliseconds (or EX seconds)")
 	ErrSetOption  = errors.New("ERR redlock-proxy does not support XX, GET or KEEPTTL: a lock is SET key token NX PX milliseconds")
 )
 
-// ParseSet parses SET's arguments (args[0] is "SET"); option names are
-// case-insensitive and may come in any order. Only a SET NX with at most
-// one expiry is a lock; anything else is refused with one of the errors
-// above.
+// setFlag is one SET option, as Redis 7's parseExtendedStringArguments
+// tracks them.
+type setFlag uint8
+
+const (
+	flagNX setFlag = 1 << iota
+	flagXX
+	flagGet
+	flagKeepTTL
+	flagEX
+	flagPX
+	flagEXAT
+	flagPXAT
+)
+
+// setOptions lists each option with the options that must not come
+// before it (Redis takes a repeated expiry option, the last value wins,
+// but never two different ones) and the unit of an expiry.
+var setOptions = map[string]struct {
+	flag, excludes setFlag
+	unit           ExpiryUnit
+}{
+	"NX":      {flagNX, flagXX, NoExpiry},
+	"XX":      {flagXX, flagNX, NoExpiry},
+	"GET":     {flagGet, 0, NoExpiry},
+	"KEEPTTL": {flagKeepTTL, flagEX | flagPX | flagEXAT | flagPXAT, NoExpiry},
+	"EX":      {flagEX, flagKeepTTL | flagPX | flagEXAT | flagPXAT, EX},
+	"PX":      {flagPX, flagKeepTTL | flagEX | flagEXAT | flagPXAT, PX},
+	"EXAT":    {flagEXAT, flagKeepTTL | flagEX | flagPX | flagPXAT, EXAT},
+	"PXAT":    {flagPXAT, flagKeepTTL | flagEX | flagPX | flagEXAT, PXAT},
+}
+
+// ParseSet parses SET's arguments (args[0] is "SET") by Redis 7's rules:
+// option names are case-insensitive and may come in any order, a repeated
+// expiry option keeps its last value, and a syntax error is found before
+// the expiry's value is read. Only then is it checked to be a lock (NX,
+// no XX, GET or KEEPTTL); anything else is refused with one of the errors
+// above, Redis's own first.
 func ParseSet(args [][]byte) (SetArgs, error) {
 	if len(args) < 3 {
 		return SetArgs{}, ErrSyntax
 	}
 	s := SetArgs{Key: string(args[1]), Token: string(args[2])}
-	nx, refused := false, false
+	var flags setFlag
+	var expiry []byte
 	for i := 3; i < len(args); i++ {
-		opt := strings.ToUpper(string(args[i]))
-		switch opt {
-		case "NX":
-			nx = true
-			continue
-		case "XX", "GET", "KEEPTTL":
-			refused = true
-			continue
-		}
-		unit, ok := expiryUnits[opt]
-		if !ok || s.Unit != NoExpiry || i+1 == len(args) {
+		o, ok := setOptions[strings.ToUpper(string(args[i]))]
+		if !ok || flags&o.excludes != 0 || (o.unit != NoExpiry && i+1 == len(args)) {
 			return SetArgs{}, ErrSyntax
 		}
-		i++
-		n, err := strconv.ParseInt(string(args[i]), 10, 64)
-		if err != nil {
-			return SetArgs{}, ErrNotInteger
+		flags |= o.flag
+		if o.unit != NoExpiry {
+			i++
+			s.Unit, expiry = o.unit, args[i]
 		}
-		if n <= 0 {
+	}
+	if s.Unit != NoExpiry {
+		n, ok := ParseInt(expiry)
+		switch {
+		case !ok:
+			return SetArgs{}, ErrNotInteger
+		case n <= 0, (s.Unit == EX || s.Unit == EXAT) && n > math.MaxInt64/1000:
 			return SetArgs{}, ErrExpireTime
 		}
-		s.Unit, s.Expiry = unit, n
+		s.Expiry = n
 	}
 	switch {
-	case refused:
+	case flags&(flagXX|flagGet|flagKeepTTL) != 0:
 		return SetArgs{}, ErrSetOption
-	case !nx:
+	case flags&flagNX == 0:
 		return SetArgs{}, ErrSetNotLock
 	}
 	return s, nil
 }
-
-var expiryUnits = map[string]ExpiryUnit{"EX": EX, "PX": PX, "EXAT": EXAT, "PXAT": PXAT}
 
 // TTL converts the expiry to a duration, given the wall clock now in Unix
 // milliseconds (used only for EXAT and PXAT). It returns 0 for NoExpiry,

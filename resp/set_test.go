@@ -44,6 +44,18 @@ func TestParseSet(t *testing.T) {
 		{"float", "SET k t NX PX 1.5", SetArgs{}, ErrNotInteger},
 		{"overflow", "SET k t NX PX 99999999999999999999", SetArgs{}, ErrNotInteger},
 		{"too few", "SET k", SetArgs{}, ErrSyntax},
+		// Redis 7's rules, checked against redis-server 7.0.
+		{"plus sign", "SET k t NX PX +1000", SetArgs{}, ErrNotInteger},
+		{"leading zero", "SET k t NX PX 01000", SetArgs{}, ErrNotInteger},
+		{"minus zero", "SET k t NX PX -0", SetArgs{}, ErrNotInteger},
+		{"repeated expiry takes the last", "SET k t NX PX 1000 PX 20000", SetArgs{"k", "t", PX, 20000}, nil},
+		{"a replaced bad value is never read", "SET k t NX PX abc PX 20", SetArgs{"k", "t", PX, 20}, nil},
+		{"syntax before value", "SET k t NX PX abc EX 5", SetArgs{}, ErrSyntax},
+		{"nx and xx", "SET k t NX XX PX 5", SetArgs{}, ErrSyntax},
+		{"keepttl after px", "SET k t NX PX 5 KEEPTTL", SetArgs{}, ErrSyntax},
+		{"bad value before refusing xx", "SET k t XX PX abc", SetArgs{}, ErrNotInteger},
+		{"ex that overflows in ms", "SET k t NX EX 9223372036854776", SetArgs{}, ErrExpireTime},
+		{"ex just inside", "SET k t NX EX 9223372036854775", SetArgs{"k", "t", EX, 9223372036854775}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
