@@ -51,6 +51,8 @@ type fileConfig struct {
 	MaxArgs        int      `toml:"max_args"`
 	MaxBulk        int      `toml:"max_bulk"`
 	MaxInline      int      `toml:"max_inline"`
+	MaxCommand     int      `toml:"max_command"`
+	MaxInputTotal  int64    `toml:"max_input_total"`
 	LogLevel       string   `toml:"log_level"`
 	Users          []user   `toml:"users"`
 }
@@ -283,7 +285,8 @@ func (fc fileConfig) proxyConfig(log *slog.Logger) proxy.Config {
 		AllowForceDel:  fc.AllowForceDel,
 		MaxClients:     fc.MaxClients,
 		IdleTimeout:    fc.IdleTimeout.Duration,
-		Limits:         proxy.Limits{MaxArgs: fc.MaxArgs, MaxBulk: fc.MaxBulk, MaxInline: fc.MaxInline},
+		Limits:         proxy.Limits{MaxArgs: fc.MaxArgs, MaxBulk: fc.MaxBulk, MaxInline: fc.MaxInline, MaxCommand: fc.MaxCommand},
+		MaxInputTotal:  fc.MaxInputTotal,
 		Log:            log,
 	}
 }

@@ -40,6 +40,11 @@ type Config struct {
 	// Limits bounds what one client command may be. Zero fields take
 	// their defaults.
 	Limits Limits
+	// MaxInputTotal caps, in bytes, what the read buffers of all clients
+	// may hold together beyond 4 KiB each (see inputBudget); a command
+	// that would pass it is refused and its connection closed. If zero,
+	// 256 MiB is used.
+	MaxInputTotal int64
 	// Log receives the server's logs. If nil, logs are discarded.
 	Log *slog.Logger
 }
@@ -53,6 +58,9 @@ func (c Config) WithDefaults() Config {
 		c.MaxClients = 10000
 	}
 	c.Limits = c.Limits.WithDefaults()
+	if c.MaxInputTotal == 0 {
+		c.MaxInputTotal = 256 << 20
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -77,7 +85,14 @@ func (c Config) Validate(minTTL, maxTTL time.Duration) error {
 	if err := c.acl().Validate(); err != nil {
 		return err
 	}
-	return c.Limits.Validate()
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	if need := redconBuffer(c.Limits.MaxCommand); c.MaxInputTotal < need {
+		return fmt.Errorf("max_input_total (%d) must be at least %d, the read buffer one command of max_command (%d) bytes may take",
+			c.MaxInputTotal, need, c.Limits.MaxCommand)
+	}
+	return nil
 }
 
 func (c Config) acl() acl.Config { return acl.Config{RequirePass: c.RequirePass, Users: c.Users} }

@@ -15,6 +15,9 @@ const (
 	maxArgsCeiling   = 1 << 16 // redcon loops over the whole count on every read
 	maxBulkCeiling   = 1 << 30 // keeps redcon's offset+length far from overflow
 	maxInlineCeiling = 1 << 20 // redcon rescans a partial line on every read
+	// maxCommandCeiling bounds one whole command: redcon doubles its
+	// buffer until the command fits and then copies it once more.
+	maxCommandCeiling = 1 << 30
 	// maxInlineSplits caps how often redcon's splitter starts a new
 	// argument buffer on one inline line: once at the start and once at
 	// every space and quote outside quotes. Each costs an allocation of
@@ -65,7 +68,10 @@ const (
 //   - inline commands: any line not starting with '*', at most MaxInline
 //     bytes with its newline, with at most MaxArgs arguments, quotes that
 //     redcon can pair, and fewer than 32 spaces and quote marks outside
-//     quoted text.
+//     quoted text;
+//   - either kind of at most MaxCommand bytes in all. A multibulk command
+//     is refused as soon as an argument's length would take it over, before
+//     its payload is read.
 //
 // An empty multibulk (*0, or any negative count such as *-1), which Redis
 // ignores, is accepted as no command; FeedCommand stops after it, so that
@@ -81,6 +87,7 @@ type Framer struct {
 	args     int  // multibulk: arguments still to come; inline: arguments seen
 	left     int  // payload bytes still to come
 	pending  int  // bytes of the command in progress
+	last     int  // bytes of the last command completed
 	commands int  // commands completed, not counting lines without arguments
 	neg      bool // the count being read has a '-': an empty multibulk
 	empty    bool // the last byte ended an empty multibulk
@@ -110,6 +117,7 @@ func (f *Framer) SetLimits(l Limits) {
 	l.MaxArgs = min(l.MaxArgs, maxArgsCeiling)
 	l.MaxBulk = min(l.MaxBulk, maxBulkCeiling)
 	l.MaxInline = min(l.MaxInline, maxInlineCeiling)
+	l.MaxCommand = min(l.MaxCommand, maxCommandCeiling)
 	f.next = l
 }
 
@@ -117,6 +125,10 @@ func (f *Framer) SetLimits(l Limits) {
 // command that is not yet complete. Zero means they end at a command
 // boundary.
 func (f *Framer) Pending() int { return f.pending }
+
+// Last returns the size in bytes of the last command completed, lines
+// without arguments included.
+func (f *Framer) Last() int { return f.last }
 
 // Feed checks p, continuing from the bytes fed before. It returns how many
 // leading bytes of p are acceptable (complete commands and a valid partial
@@ -154,7 +166,13 @@ func (f *Framer) feed(p []byte, stop bool) (int, bool, error) {
 		f.pending++
 		done := f.commands
 		f.empty = false
-		if e := f.step(p[i]); e != nil {
+		var e *ProtocolError
+		if f.pending > f.lim.MaxCommand {
+			e = protocolError("too big command")
+		} else {
+			e = f.step(p[i])
+		}
+		if e != nil {
 			f.err = e
 			return i, false, e
 		}
@@ -194,7 +212,7 @@ func (f *Framer) step(c byte) *ProtocolError {
 			return protocolError("invalid multibulk length")
 		}
 		if f.num == 0 || f.neg { // Redis ignores it
-			f.state, f.pending, f.empty = stCommand, 0, true
+			f.state, f.last, f.pending, f.empty = stCommand, f.pending, 0, true
 			return nil
 		}
 		f.state, f.args = stDollar, f.num
@@ -220,6 +238,9 @@ func (f *Framer) step(c byte) *ProtocolError {
 		if c != '\n' {
 			return protocolError("invalid bulk length")
 		}
+		if f.pending+f.num+2 > f.lim.MaxCommand {
+			return protocolError("too big command")
+		}
 		f.state, f.left = stPayload, f.num
 		if f.left == 0 {
 			f.state = stPayloadCR
@@ -236,7 +257,7 @@ func (f *Framer) step(c byte) *ProtocolError {
 		f.args--
 		f.state = stDollar
 		if f.args == 0 {
-			f.state, f.pending = stCommand, 0
+			f.state, f.last, f.pending = stCommand, f.pending, 0
 			f.commands++
 		}
 	case stInline:
@@ -344,7 +365,7 @@ func (f *Framer) endLine() *ProtocolError {
 	if f.tok == tokQuoted || f.tok == tokEscape {
 		return protocolError("unbalanced quotes in request")
 	}
-	f.state, f.pending = stCommand, 0
+	f.state, f.last, f.pending = stCommand, f.pending, 0
 	if f.args > 0 {
 		f.commands++
 	}

@@ -62,6 +62,9 @@ var frameTests = []frameTest{
 	{"1024 args", Limits{}, mbulkRepeat(1024, ""), -1, ""},
 	{"empty multibulks, which Redis ignores", Limits{}, "*0\r\n*-1\r\n*-9223372036854775807\r\n" + mbulk("PING") + "*0\r\n", -1, ""},
 	{"512KiB bulk", Limits{}, mbulk("SET", strings.Repeat("v", 512<<10)), -1, ""},
+	{"command at MaxCommand", Limits{MaxCommand: 14}, mbulk("PING"), -1, ""},
+	{"inline at MaxCommand", Limits{MaxCommand: 6}, "PING\r\n", -1, ""},
+	{"1MiB command", Limits{}, mbulk("SET", strings.Repeat("v", 512<<10), strings.Repeat("w", 512<<10-40)), -1, ""},
 
 	// The inputs that crash or stall redcon.
 	{"bulk length overflows", Limits{}, "*1\r\n$9223372036854775807\r\n", 10, "Protocol error: invalid bulk length"},
@@ -92,6 +95,14 @@ var frameTests = []frameTest{
 	{"no dollar", Limits{}, "*1\r\n+PING\r\n", 4, "Protocol error: expected '$', got '+'"},
 	{"no dollar but newline", Limits{}, "*2\r\n$1\r\na\r\n\r\n", 11, "Protocol error: expected '$', got ' '"},
 	{"bad frame after good ones", Limits{}, "PING\r\n" + mbulk("PING") + "*1\r\n$-1\r\n", 25, "Protocol error: invalid bulk length"},
+
+	// Whole-command limit: refused at the length that would pass it,
+	// before the payload.
+	{"command over MaxCommand", Limits{MaxCommand: 13}, mbulk("PING"), 7, "Protocol error: too big command"},
+	{"inline over MaxCommand", Limits{MaxCommand: 5}, "PING\r\n", 5, "Protocol error: too big command"},
+	{"three 512KiB args", Limits{}, mbulkRepeat(3, strings.Repeat("v", 512<<10)), 524311, "Protocol error: too big command"},
+	{"1024 args of 512KiB", Limits{}, "*1024\r\n" + strings.Repeat("$524288\r\n"+strings.Repeat("v", 512<<10)+"\r\n", 2), 524314, "Protocol error: too big command"},
+	{"headers over MaxCommand", Limits{MaxCommand: 40}, mbulkRepeat(10, ""), 38, "Protocol error: too big command"},
 
 	// Pre-auth limits.
 	{"pre-auth 11 args", PreAuth, mbulkRepeat(11, "a"), 2, "Protocol error: invalid multibulk length"},

@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,27 +23,40 @@ const (
 	refuseTimeout = 500 * time.Millisecond
 )
 
+// guardOptions are the settings of guardListener.
+type guardOptions struct {
+	lim Limits // after AUTH
+	// needAuth reports, when a connection is accepted, whether it starts
+	// under PreAuth (or lim, where lower) until AUTH. Nil means never.
+	needAuth func() bool
+	// maxInput caps the read buffers of all connections together; see
+	// inputBudget. Zero or less means no cap.
+	maxInput int64
+}
+
 // guardListener wraps ln so that every accepted connection's bytes pass a
 // Framer (pre-auth limits until markAuthenticated, for a connection
 // accepted while needAuth reports true) before redcon reads them. redcon
 // v1.6.2's reader has no limits of its own: one bad length panics its
 // connection goroutine and with it the process. A TLS listener goes
 // under the guard, which then reads decrypted bytes.
-func guardListener(ln net.Listener, lim Limits, needAuth func() bool) net.Listener {
-	lim = lim.WithDefaults()
+func guardListener(ln net.Listener, o guardOptions) net.Listener {
+	lim := o.lim.WithDefaults()
 	// Redis's pre-auth limits, unless the configured ones are lower.
 	first := Limits{
-		MaxArgs:   min(PreAuth.MaxArgs, lim.MaxArgs),
-		MaxBulk:   min(PreAuth.MaxBulk, lim.MaxBulk),
-		MaxInline: min(PreAuth.MaxInline, lim.MaxInline),
+		MaxArgs:    min(PreAuth.MaxArgs, lim.MaxArgs),
+		MaxBulk:    min(PreAuth.MaxBulk, lim.MaxBulk),
+		MaxInline:  min(PreAuth.MaxInline, lim.MaxInline),
+		MaxCommand: min(PreAuth.MaxCommand, lim.MaxCommand),
 	}
-	return &guardedListener{Listener: ln, lim: lim, first: first, needAuth: needAuth}
+	return &guardedListener{Listener: ln, lim: lim, first: first, needAuth: o.needAuth, budget: &inputBudget{limit: o.maxInput}}
 }
 
 type guardedListener struct {
 	net.Listener
 	lim, first Limits // after AUTH; before it
 	needAuth   func() bool
+	budget     *inputBudget
 }
 
 // Accept returns the next connection, guarded. Its errors are ln's
@@ -52,11 +67,49 @@ func (l *guardedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	first := l.lim
-	if l.needAuth() {
+	if l.needAuth != nil && l.needAuth() {
 		first = l.first
 	}
-	return &guardedConn{Conn: c, f: NewFramer(first), lim: l.lim}, nil
+	return &guardedConn{Conn: c, f: NewFramer(first), lim: l.lim, budget: l.budget}, nil
 }
+
+// inputBudget is what all connections' read buffers may hold together
+// beyond their base size. redcon's reader starts with 4 KiB, doubles its
+// buffer until a command fits, and keeps the grown buffer until the
+// connection closes; so a connection is charged, from when one of its
+// commands passes readChunk bytes until it closes, the buffer its
+// largest command may have grown redcon's to (redconBuffer).
+type inputBudget struct {
+	limit int64 // zero or less: no cap
+	used  atomic.Int64
+}
+
+// reserve takes n bytes from the budget, or reports false and takes
+// nothing if that would exceed it.
+func (b *inputBudget) reserve(n int64) bool {
+	if b.used.Add(n) > b.limit && b.limit > 0 {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *inputBudget) release(n int64) { b.used.Add(-n) }
+
+// redconBuffer is the most redcon's read buffer grows to for a command of
+// n bytes: it starts at 4 KiB, doubles while the command does not fit,
+// and may hold up to 4 KiB of earlier commands before it.
+func redconBuffer(n int) int64 {
+	size := int64(readChunk)
+	for size < int64(n)+readChunk {
+		size *= 2
+	}
+	return size
+}
+
+// errInputBudget refuses a command when the read buffers of all clients
+// together would pass max_input_total.
+var errInputBudget = errors.New("max_input_total reached: too much input buffered for all clients")
 
 // markAuthenticated lifts c's pre-auth limits from the next command; c is
 // the net.Conn redcon's Conn.NetConn() returns. A no-op for other conns.
@@ -87,8 +140,13 @@ func markAuthenticated(c net.Conn) {
 // here needs a lock.
 type guardedConn struct {
 	net.Conn
-	f   *Framer
-	lim Limits // the limits after AUTH
+	f      *Framer
+	lim    Limits // the limits after AUTH
+	budget *inputBudget
+
+	mu     sync.Mutex // guards held and closed, which Close also touches
+	held   int64      // bytes reserved from budget
+	closed bool
 
 	small   [smallChunk]byte
 	large   *[readChunk]byte // borrowed from chunks while in use
@@ -96,7 +154,7 @@ type guardedConn struct {
 	r, w    int              // buf[r:w] is what the client sent that redcon has not had
 	checked int              // buf[r:r+checked] is accepted by the Framer
 	ready   int              // buf[r:r+ready] is to be handed over as it is
-	err     error            // the violation, once found
+	err     error            // the violation (or errInputBudget), once found
 	sent    bool             // the violation has been reported to the client
 }
 
@@ -154,6 +212,14 @@ func (c *guardedConn) fill() error {
 			c.ready = c.checked
 			return nil
 		}
+		size := c.f.Pending()
+		if done {
+			size = c.f.Last()
+		}
+		if size > readChunk && !c.charge(redconBuffer(size)) {
+			c.err = errInputBudget // nothing more of this command goes to redcon
+			return nil
+		}
 		if done {
 			c.ready = c.checked
 			return nil
@@ -185,6 +251,35 @@ func (c *guardedConn) fill() error {
 			return err
 		}
 	}
+}
+
+// charge raises the connection's reservation from the budget to n bytes,
+// or reports false if the budget cannot hold it.
+func (c *guardedConn) charge(n int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n <= c.held {
+		return true
+	}
+	if c.closed || !c.budget.reserve(n-c.held) {
+		return false
+	}
+	c.held = n
+	return true
+}
+
+// Close closes the connection and gives its reservation back to the
+// budget. redcon calls it once its goroutine for the connection is done,
+// and Server.Close calls it from another goroutine.
+func (c *guardedConn) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.budget.release(c.held)
+		c.held = 0
+	}
+	c.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // refuse writes the protocol error to the client, once, and returns

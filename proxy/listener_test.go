@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -20,6 +21,7 @@ import (
 // limits on AUTH and closes the connection on QUIT.
 type guardedServer struct {
 	addr   string
+	ln     *guardedListener
 	closed chan struct{} // one value per closed connection
 
 	mu  sync.Mutex
@@ -27,6 +29,11 @@ type guardedServer struct {
 }
 
 func serveGuarded(t *testing.T, lim Limits, needAuth bool) *guardedServer {
+	t.Helper()
+	return serveGuardedOpts(t, guardOptions{lim: lim, needAuth: func() bool { return needAuth }})
+}
+
+func serveGuardedOpts(t *testing.T, o guardOptions) *guardedServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -47,7 +54,8 @@ func serveGuarded(t *testing.T, lim Limits, needAuth bool) *guardedServer {
 		}
 	}
 	closed := func(redcon.Conn, error) { s.closed <- struct{}{} }
-	gl := guardListener(ln, lim, func() bool { return needAuth })
+	gl := guardListener(ln, o)
+	s.ln = gl.(*guardedListener)
 	srv := redcon.NewServer("", handler, nil, closed)
 	done := make(chan struct{})
 	go func() { // waited for by the cleanup below
@@ -171,6 +179,52 @@ func TestListenerLargeBulk(t *testing.T) {
 	refused(t, c, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$524289\r\n", "-ERR Protocol error: invalid bulk length\r\n")
 }
 
+// A command over max_command is refused before its payload is read; the
+// connection closes, and others keep working.
+func TestListenerRefusesTooBigCommand(t *testing.T) {
+	srv := serveGuarded(t, Limits{MaxCommand: 64 << 10}, false)
+	other := dialGuarded(t, srv.addr)
+	exchange(t, other, mbulk("PING"), "+OK\r\n")
+	c := dialGuarded(t, srv.addr)
+	exchange(t, c, mbulk("SET", "k", strings.Repeat("v", 60<<10)), "+OK\r\n")
+	// Only the headers: closing on unread payload would reset the connection.
+	refused(t, c, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$65536\r\n", "-ERR Protocol error: too big command\r\n")
+	exchange(t, other, mbulk("PING"), "+OK\r\n")
+}
+
+// The read buffers of all connections share one budget: a command that
+// would pass it is refused, the others keep working, and a closed
+// connection gives its share back.
+func TestListenerInputBudget(t *testing.T) {
+	srv := serveGuardedOpts(t, guardOptions{maxInput: 64 << 10})
+	budget := srv.ln.budget
+	a := dialGuarded(t, srv.addr)
+	exchange(t, a, mbulk("SET", "k", strings.Repeat("v", 20<<10)), "+OK\r\n") // holds 32 KiB
+	if got := budget.used.Load(); got != 32<<10 {
+		t.Errorf("budget used after a 20 KiB command = %d; want %d", got, 32<<10)
+	}
+	b := dialGuarded(t, srv.addr)
+	exchange(t, b, mbulk("PING"), "+OK\r\n") // small commands take nothing
+	// Refused inside the payload: the unread rest may reset the connection
+	// once the reply is out.
+	io.WriteString(b, mbulk("SET", "k", strings.Repeat("v", 40<<10)))
+	got, err := io.ReadAll(b)
+	if want := "-ERR max_input_total reached: too much input buffered for all clients\r\n"; string(got) != want || err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("replies to a 40 KiB SET over budget until close = %q, %v; want %q", got, err, want)
+	}
+	exchange(t, a, mbulk("PING"), "+OK\r\n")
+	a.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for budget.used.Load() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("budget used 5s after every large client closed = %d; want 0", budget.used.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := dialGuarded(t, srv.addr)
+	exchange(t, c, mbulk("SET", "k", strings.Repeat("v", 40<<10)), "+OK\r\n") // 64 KiB: all of it
+}
+
 // redcon runs a whole batch even after the handler closed the connection;
 // handing it one command per Read means nothing runs after QUIT.
 func TestListenerNothingRunsAfterQuit(t *testing.T) {
@@ -210,7 +264,7 @@ func (c *scriptConn) Write(p []byte) (int, error)      { return c.wrote.Write(p)
 func (c *scriptConn) SetWriteDeadline(time.Time) error { return nil }
 
 func newGuarded(c net.Conn, first, lim Limits) *guardedConn {
-	return &guardedConn{Conn: c, f: NewFramer(first), lim: lim}
+	return &guardedConn{Conn: c, f: NewFramer(first), lim: lim, budget: &inputBudget{}}
 }
 
 // readAllGuarded Reads g until io.EOF, or 100 Reads, calling

@@ -78,7 +78,11 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 func (s *Server) Serve(ln net.Listener) error {
 	s.running.Add(1)
 	defer s.running.Done()
-	return s.rc.Serve(guardListener(ln, s.cfg.Limits, func() bool { return s.users.Load().Start() == nil }))
+	return s.rc.Serve(guardListener(ln, guardOptions{
+		lim:      s.cfg.Limits,
+		needAuth: func() bool { return s.users.Load().Start() == nil },
+		maxInput: s.cfg.MaxInputTotal,
+	}))
 }
 
 // SetUsers replaces the default user's password and the named users, for
