@@ -55,7 +55,11 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	if err == nil && v <= 0 && !brokenNoValidity() {
 		err = &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 	}
+	e.observe(OpAcquire, start, err)
 	if err == nil {
+		if obs := e.cfg.Observer; obs != nil {
+			obs.LeaseGranted(OpAcquire, v, ttl)
+		}
 		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: fails}, nil
 	}
 	// Step 5: undo wherever the write may have landed: on the nodes that

@@ -48,6 +48,9 @@ type Config struct {
 	// Log receives the monitor's state transitions. If nil, logs are
 	// discarded. The request path never logs.
 	Log *slog.Logger
+	// Observer receives the engine's events (operations, nodes' answers
+	// and state changes) for metrics. Nil means none.
+	Observer Observer
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -132,7 +135,9 @@ func New(cfg Config, nodes ...Node) *Engine {
 	nodes = slices.Clone(nodes)
 	e := &Engine{cfg: cfg, nodes: nodes, quorum: brokenQuorum(Quorum(len(nodes)))}
 	for _, n := range nodes {
-		e.health = append(e.health, newHealth(n.Addr()))
+		h := newHealth(n.Addr())
+		h.node, h.obs = len(e.health), cfg.Observer
+		e.health = append(e.health, h)
 	}
 	return e
 }

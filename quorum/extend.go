@@ -30,8 +30,16 @@ func (e *Engine) ExtendOrAcquire(ctx context.Context, l Lock, ttl time.Duration)
 	return e.extend(ctx, l, ttl, ExtendOrAcquire, 0)
 }
 
-func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (Lease, error) {
+func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (lease Lease, err error) {
 	start := time.Now()
+	if e.cfg.Observer != nil {
+		defer func() {
+			e.observe(OpExtend, start, err)
+			if err == nil {
+				e.cfg.Observer.LeaseGranted(OpExtend, lease.Validity, ttl)
+			}
+		}()
+	}
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (time.Duration, error) {
 		return n.Extend(ctx, l, ttl, mode, limit)
 	})

@@ -18,23 +18,32 @@ type result[T any] struct {
 // the breaker marked down is not called: its result is ErrNodeDown at
 // once, so a dead node costs nothing, while it still counts in N.
 func fanOut[T any](ctx context.Context, e *Engine, op func(context.Context, Node) (T, error)) []result[T] {
-	return fanOutWithin(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), op)
+	return fanOutWithin(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), e.cfg.Observer, op)
 }
 
 // each is fanOut for the monitor: under its own timeout, and without the
 // breaker (down nodes are called too, and failures do not count).
 func each[T any](ctx context.Context, e *Engine, timeout time.Duration, op func(context.Context, Node) (T, error)) []result[T] {
-	return fanOutWithin(ctx, e, timeout, false, op)
+	return fanOutWithin(ctx, e, timeout, false, nil, op)
 }
 
-func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, op func(context.Context, Node) (T, error)) []result[T] {
+// fanOutWithin is fanOut under timeout, with the breaker if monitored,
+// reporting each node's answer to obs if not nil.
+func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, obs Observer, op func(context.Context, Node) (T, error)) []result[T] {
 	results := make([]result[T], len(e.nodes))
 	// One deadline for every node: they all start now, so each still gets
 	// the whole timeout, and one timer serves them all.
 	nctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	call := func(i int, n Node) {
+		var start time.Time
+		if obs != nil {
+			start = time.Now()
+		}
 		v, err := op(nctx, n)
+		if obs != nil {
+			obs.NodeDone(i, n.Addr(), time.Since(start), err)
+		}
 		if monitored {
 			e.noteResult(ctx, i, err)
 		}
@@ -48,6 +57,9 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 	for i, n := range e.nodes {
 		if monitored && e.health[i].down.Load() {
 			results[i] = result[T]{err: &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}}
+			if obs != nil {
+				obs.NodeDone(i, n.Addr(), 0, ErrNodeDown)
+			}
 			continue
 		}
 		if j := last; j >= 0 {

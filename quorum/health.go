@@ -64,6 +64,8 @@ type NodeStatus struct {
 // request path reads; the rest is the monitor's, under mu.
 type health struct {
 	addr   string
+	node   int      // index in the configured node list
+	obs    Observer // nil for none
 	down   atomic.Bool   // fanOut does not call the node
 	counts atomic.Bool   // the node's grants count towards a quorum
 	stalls atomic.Int32  // consecutive timeouts on the request path
@@ -106,6 +108,9 @@ func newHealth(addr string) *health {
 // setLocked moves the node to state and keeps the request-path flags in
 // step. h.mu must be held.
 func (h *health) setLocked(state NodeState, until time.Time, reason string) {
+	if h.obs != nil && h.state != state {
+		h.obs.NodeStateChanged(h.node, h.addr, h.state, state)
+	}
 	h.state, h.until, h.reason = state, until, reason
 	h.down.Store(state == StateDown)
 	h.counts.Store(state == StateUp)

@@ -22,8 +22,17 @@ type State struct {
 // on, with a conservative remaining validity. A key that a quorum does
 // not hold with one token is not held. The error, if any, matches
 // ErrUnavailable: the failed nodes could have changed the answer.
-func (e *Engine) Inspect(ctx context.Context, key string) (State, error) {
+func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) {
 	start := time.Now()
+	if e.cfg.Observer != nil {
+		defer func() {
+			res := err
+			if err == nil && !st.Held {
+				res = ErrDenied
+			}
+			e.observe(OpRead, start, res)
+		}()
+	}
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (Entry, error) {
 		return n.Inspect(ctx, key)
 	})
@@ -54,7 +63,7 @@ func (e *Engine) Inspect(ctx context.Context, key string) (State, error) {
 			o.Denied++
 		}
 	}
-	err := verdict(o, e.quorum, failures(results))
+	err = verdict(o, e.quorum, failures(results))
 	if errors.Is(err, ErrUnavailable) {
 		return State{}, err
 	}

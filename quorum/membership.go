@@ -41,7 +41,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 		return
 	}
 	if reason := clockCheck(&h.clock, p, e.cfg.ClockJumpLimit, e.cfg.DriftFactor); reason != "" {
-		e.quarantineLocked(h, now.Add(e.quarantine()), reason)
+		e.quarantineLocked(h, now.Add(e.quarantine()), QuarantineClock, reason)
 	}
 	switch p.RunID {
 	case h.verified:
@@ -88,7 +88,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 		e.cfg.Log.Info("node restarted; not quarantined: it runs appendfsync always", "node", h.addr, "run_id", p.RunID)
 	case now.Before(until):
 		h.verified, h.pending = old, p.RunID
-		e.quarantineLocked(h, until, "restarted")
+		e.quarantineLocked(h, until, QuarantineRestart, "restarted")
 		h.mu.Unlock()
 		return
 	}
@@ -109,7 +109,7 @@ func (e *Engine) quarantine() time.Duration {
 
 // quarantineLocked quarantines h until then (or later, if it already is),
 // logging the change. h.mu must be held.
-func (e *Engine) quarantineLocked(h *health, until time.Time, reason string) {
+func (e *Engine) quarantineLocked(h *health, until time.Time, kind QuarantineReason, reason string) {
 	if h.state == StateQuarantined && h.until.After(until) {
 		until = h.until
 	}
@@ -117,6 +117,9 @@ func (e *Engine) quarantineLocked(h *health, until time.Time, reason string) {
 		return
 	}
 	h.setLocked(StateQuarantined, until, reason)
+	if h.obs != nil {
+		h.obs.NodeQuarantined(h.node, h.addr, kind)
+	}
 	e.cfg.Log.Warn("node quarantined", "node", h.addr, "reason", reason,
 		"until", until.UTC().Format(time.RFC3339Nano), "run_id", h.runID)
 }
@@ -167,7 +170,7 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	case len(rec) > 0:
 		hi.recorded = hi.runID
 	case hi.recorded == hi.runID && hi.runID == hi.verified && hi.state == StateUp:
-		e.quarantineLocked(hi, now.Add(e.quarantine()), "data lost (membership record gone)")
+		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, "data lost (membership record gone)")
 	}
 	hi.mu.Unlock()
 	fix := map[string]string{}
@@ -184,7 +187,7 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 		case h.state != StateUp || h.verified == "" || v == h.verified:
 		case ok && v != h.previous && now.Before(until) && !(e.cfg.TrustFsyncAlways && h.fsyncAlways):
 			h.verified, h.pending = v, h.verified
-			e.quarantineLocked(h, until, "restarted")
+			e.quarantineLocked(h, until, QuarantineRestart, "restarted")
 		default:
 			fix[h.addr] = h.verified
 		}

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Released says what a release did.
@@ -18,12 +19,21 @@ type Released struct {
 // Release deletes every key of l on every node where it still holds l's
 // token. A key counts as released only if a quorum held it. The error,
 // if any, matches ErrUnavailable: too few nodes answered to say.
-func (e *Engine) Release(ctx context.Context, l Lock) (Released, error) {
+func (e *Engine) Release(ctx context.Context, l Lock) (rel Released, err error) {
+	if e.cfg.Observer != nil {
+		start := time.Now()
+		defer func() {
+			res := err
+			if err == nil && rel.Keys < len(l.Keys) {
+				res = ErrDenied // not every key was ours
+			}
+			e.observe(OpRelease, start, res)
+		}()
+	}
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) ([]Found, error) {
 		return n.Release(ctx, l)
 	})
 	fails := failures(results)
-	var rel Released
 	for k := range l.Keys {
 		o := Outcome{Total: len(e.nodes)}
 		other := 0
