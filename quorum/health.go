@@ -64,8 +64,8 @@ type NodeStatus struct {
 // request path reads; the rest is the monitor's, under mu.
 type health struct {
 	addr   string
-	node   int      // index in the configured node list
-	obs    Observer // nil for none
+	node   int           // index in the configured node list
+	obs    Observer      // nil for none
 	down   atomic.Bool   // fanOut does not call the node
 	counts atomic.Bool   // the node's grants count towards a quorum
 	stalls atomic.Int32  // consecutive timeouts on the request path
