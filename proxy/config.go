@@ -47,6 +47,9 @@ type Config struct {
 	MaxInputTotal int64
 	// Log receives the server's logs. If nil, logs are discarded.
 	Log *slog.Logger
+	// Observer receives the server's events for metrics; nil means
+	// none. Reload keeps the one New was given.
+	Observer Observer
 }
 
 // WithDefaults returns c with every zero field set to its default.

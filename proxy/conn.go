@@ -57,7 +57,7 @@ func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
 	us := s.users.Load()
 	u := us.Authenticate(user, pass)
 	if u == nil {
-		s.cfg.Log.Info("authentication failed", "user", user, "addr", r.conn.RemoteAddr())
+		s.conf().Log.Info("authentication failed", "user", user, "addr", r.conn.RemoteAddr())
 		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
 	}
 	r.c.user, r.c.users, r.c.authed = u, us, true
@@ -181,7 +181,7 @@ func (s *Server) info(r *request) resp.Reply {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nproxy:redlock-proxy\r\nuptime_in_seconds:%d\r\nloading:0\r\n",
 		version, int64(time.Since(s.started).Seconds()))
-	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.cfg.MaxClients)
+	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.conf().MaxClients)
 	fmt.Fprintf(&b, "\r\n# Quorum\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
 	if !r.c.user.Can(acl.Admin) {
 		return resp.Bulk(b.String()) // the node details are for admin users

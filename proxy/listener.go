@@ -32,6 +32,8 @@ type guardOptions struct {
 	// maxInput caps the read buffers of all connections together; see
 	// inputBudget. Zero or less means no cap.
 	maxInput int64
+	// onViolation, if set, is called for each protocol error answered.
+	onViolation func()
 }
 
 // guardListener wraps ln so that every accepted connection's bytes pass a
@@ -40,8 +42,34 @@ type guardOptions struct {
 // v1.6.2's reader has no limits of its own: one bad length panics its
 // connection goroutine and with it the process. A TLS listener goes
 // under the guard, which then reads decrypted bytes.
-func guardListener(ln net.Listener, o guardOptions) net.Listener {
-	lim := o.lim.WithDefaults()
+func guardListener(ln net.Listener, o guardOptions) *guardedListener {
+	l := &guardedListener{Listener: ln, needAuth: o.needAuth, onViolation: o.onViolation,
+		budget: &inputBudget{limit: o.maxInput}, conns: map[*guardedConn]struct{}{}, done: make(chan struct{})}
+	l.setLimits(o.lim)
+	return l
+}
+
+type guardedListener struct {
+	net.Listener
+	needAuth    func() bool
+	onViolation func()
+	budget      *inputBudget
+	// idle, above zero, closes a connection that sends nothing for that
+	// long (in nanoseconds); read at each wait for the client.
+	idle atomic.Int64
+	// stopped: no more reads from clients (stop).
+	stopped atomic.Bool
+
+	mu         sync.Mutex
+	lim, first Limits // after AUTH; before it
+	conns      map[*guardedConn]struct{}
+	done       chan struct{} // closed once stopped and every conn is closed, or by abandon
+	closedDone bool
+}
+
+// setLimits sets the limits of the connections accepted from now on.
+func (l *guardedListener) setLimits(lim Limits) {
+	lim = lim.WithDefaults()
 	// Redis's pre-auth limits, unless the configured ones are lower.
 	first := Limits{
 		MaxArgs:    min(PreAuth.MaxArgs, lim.MaxArgs),
@@ -49,28 +77,83 @@ func guardListener(ln net.Listener, o guardOptions) net.Listener {
 		MaxInline:  min(PreAuth.MaxInline, lim.MaxInline),
 		MaxCommand: min(PreAuth.MaxCommand, lim.MaxCommand),
 	}
-	return &guardedListener{Listener: ln, lim: lim, first: first, needAuth: o.needAuth, budget: &inputBudget{limit: o.maxInput}}
-}
-
-type guardedListener struct {
-	net.Listener
-	lim, first Limits // after AUTH; before it
-	needAuth   func() bool
-	budget     *inputBudget
+	l.mu.Lock()
+	l.lim, l.first = lim, first
+	l.mu.Unlock()
 }
 
 // Accept returns the next connection, guarded. Its errors are ln's
-// unchanged, so that redcon still sees net.ErrClosed on shutdown.
+// unchanged, so that redcon still sees net.ErrClosed on shutdown. Once
+// stop closed ln, the error waits until every connection has closed:
+// redcon closes all connections as soon as Accept fails, and those still
+// running a command would lose its reply.
 func (l *guardedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if l.stopped.Load() {
+				<-l.done
+			}
+			return nil, err
+		}
+		l.mu.Lock()
+		if l.stopped.Load() { // accepted just before stop closed ln
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
+		first := l.lim
+		if l.needAuth != nil && l.needAuth() {
+			first = l.first
+		}
+		g := &guardedConn{Conn: c, l: l, f: NewFramer(first), lim: l.lim, budget: l.budget}
+		l.conns[g] = struct{}{}
+		l.mu.Unlock()
+		return g, nil
 	}
-	first := l.lim
-	if l.needAuth != nil && l.needAuth() {
-		first = l.first
+}
+
+// stop closes ln and makes every connection close once the command it
+// is running, if any, has its reply: reads from clients end.
+func (l *guardedListener) stop() {
+	l.mu.Lock()
+	l.stopped.Store(true)
+	conns := make([]*guardedConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
 	}
-	return &guardedConn{Conn: c, f: NewFramer(first), lim: l.lim, budget: l.budget}, nil
+	if len(l.conns) == 0 {
+		l.closeDoneLocked()
+	}
+	l.mu.Unlock()
+	l.Listener.Close()
+	for _, c := range conns {
+		c.Conn.SetReadDeadline(time.Now()) // wakes a read in progress
+	}
+}
+
+// abandon lets Accept fail at once, whatever connections remain.
+func (l *guardedListener) abandon() {
+	l.mu.Lock()
+	l.closeDoneLocked()
+	l.mu.Unlock()
+}
+
+func (l *guardedListener) closeDoneLocked() {
+	if !l.closedDone {
+		l.closedDone = true
+		close(l.done)
+	}
+}
+
+// forget drops c from the open connections.
+func (l *guardedListener) forget(c *guardedConn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	if l.stopped.Load() && len(l.conns) == 0 {
+		l.closeDoneLocked()
+	}
+	l.mu.Unlock()
 }
 
 // inputBudget is what all connections' read buffers may hold together
@@ -140,6 +223,7 @@ func markAuthenticated(c net.Conn) {
 // here needs a lock.
 type guardedConn struct {
 	net.Conn
+	l      *guardedListener // nil in tests of the conn alone
 	f      *Framer
 	lim    Limits // the limits after AUTH
 	budget *inputBudget
@@ -245,12 +329,32 @@ func (c *guardedConn) fill() error {
 		}
 		c.w = copy(c.buf, c.buf[c.r:c.w])
 		c.r = 0
+		if err := c.wait(); err != nil {
+			return err
+		}
 		n, err := c.Conn.Read(c.buf[c.w:])
 		c.w += n
 		if err != nil && n == 0 {
 			return err
 		}
 	}
+}
+
+// wait prepares a read from the client: it sets the idle deadline, and
+// ends the connection once the listener stopped. stop sets a deadline in
+// the past after setting stopped, so a read either sees stopped here or
+// meets that deadline.
+func (c *guardedConn) wait() error {
+	if c.l == nil {
+		return nil
+	}
+	if d := c.l.idle.Load(); d > 0 {
+		c.Conn.SetReadDeadline(time.Now().Add(time.Duration(d)))
+	}
+	if c.l.stopped.Load() {
+		return io.EOF
+	}
+	return nil
 }
 
 // charge raises the connection's reservation from the budget to n bytes,
@@ -279,6 +383,9 @@ func (c *guardedConn) Close() error {
 		c.held = 0
 	}
 	c.mu.Unlock()
+	if c.l != nil {
+		c.l.forget(c)
+	}
 	return c.Conn.Close()
 }
 
@@ -287,6 +394,9 @@ func (c *guardedConn) Close() error {
 func (c *guardedConn) refuse() error {
 	if !c.sent {
 		c.sent = true
+		if c.l != nil && c.l.onViolation != nil {
+			c.l.onViolation()
+		}
 		c.Conn.SetWriteDeadline(time.Now().Add(refuseTimeout))
 		io.WriteString(c.Conn, "-ERR "+c.err.Error()+"\r\n")
 	}

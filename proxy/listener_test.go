@@ -55,7 +55,7 @@ func serveGuardedOpts(t *testing.T, o guardOptions) *guardedServer {
 	}
 	closed := func(redcon.Conn, error) { s.closed <- struct{}{} }
 	gl := guardListener(ln, o)
-	s.ln = gl.(*guardedListener)
+	s.ln = gl
 	srv := redcon.NewServer("", handler, nil, closed)
 	done := make(chan struct{})
 	go func() { // waited for by the cleanup below

@@ -15,28 +15,40 @@ var errLate = fmt.Errorf("%w: validity expired before the reply", quorum.ErrDeni
 
 // SET key token NX PX milliseconds (or EX seconds, PXAT, EXAT; any order)
 func (s *Server) set(r *request) resp.Reply {
+	l, ttl, rep, ok := s.parseSet(r)
+	switch {
+	case !ok:
+		return s.refused(quorum.OpAcquire, rep)
+	case s.Draining():
+		return s.refused(quorum.OpAcquire, errDraining)
+	}
+	return s.outcome(s.acquire(r, l, ttl), resp.OK(), resp.Null())
+}
+
+// parseSet reads SET's arguments as a lock and its TTL, or the reply
+// that refuses them.
+func (s *Server) parseSet(r *request) (quorum.Lock, time.Duration, resp.Reply, bool) {
 	a, err := resp.ParseSet(r.args)
 	if err != nil {
-		return resp.Error(err.Error())
+		return quorum.Lock{}, 0, resp.Error(err.Error()), false
 	}
 	ttl, err := a.TTL(time.Now().UnixMilli())
 	if err != nil {
-		return resp.Error(err.Error())
+		return quorum.Lock{}, 0, resp.Error(err.Error()), false
 	}
 	if a.Unit == resp.NoExpiry {
-		if s.cfg.DefaultTTL == 0 {
-			return resp.Error("ERR a lock needs a TTL: SET key token NX PX milliseconds (or set default_ttl)")
+		if s.conf().DefaultTTL == 0 {
+			return quorum.Lock{}, 0, resp.Error("ERR a lock needs a TTL: SET key token NX PX milliseconds (or set default_ttl)"), false
 		}
-		ttl = s.cfg.DefaultTTL
+		ttl = s.conf().DefaultTTL
 	}
 	if err := s.checkTTL(ttl, "set"); err != nil {
-		return resp.Error(err.Error())
+		return quorum.Lock{}, 0, resp.Error(err.Error()), false
 	}
 	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return rep
+		return quorum.Lock{}, 0, rep, false
 	}
-	err = s.acquire(r, quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl)
-	return s.outcome(err, resp.OK(), resp.Null())
+	return quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl, resp.Reply{}, true
 }
 
 // reservedKey refuses the proxies' own membership record, which a client
@@ -53,7 +65,7 @@ func reservedKey(keys [][]byte) (resp.Reply, bool) {
 // GET key
 func (s *Server) get(r *request) resp.Reply {
 	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return rep
+		return s.refused(quorum.OpRead, rep)
 	}
 	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
 	switch {
@@ -68,7 +80,7 @@ func (s *Server) get(r *request) resp.Reply {
 // PTTL key
 func (s *Server) pttl(r *request) resp.Reply {
 	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return rep
+		return s.refused(quorum.OpRead, rep)
 	}
 	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
 	switch {
@@ -101,7 +113,7 @@ func (s *Server) ttl(r *request) resp.Reply {
 // EXISTS key [key ...]
 func (s *Server) exists(r *request) resp.Reply {
 	if rep, bad := reservedKey(r.args[1:]); bad {
-		return rep
+		return s.refused(quorum.OpRead, rep)
 	}
 	// A key named twice is read once and counted twice, so that EXISTS k k
 	// is 0 or 2, never 1, while others lock and unlock k.
@@ -124,7 +136,7 @@ func (s *Server) exists(r *request) resp.Reply {
 
 // DEL key [key ...]
 func (s *Server) del(r *request) resp.Reply {
-	if !s.cfg.AllowForceDel {
+	if !s.conf().AllowForceDel {
 		return resp.Error("ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use")
 	}
 	if rep, bad := reservedKey(r.args[1:]); bad {
@@ -138,7 +150,7 @@ func (s *Server) del(r *request) resp.Reply {
 	if err != nil {
 		return s.fail(err)
 	}
-	s.cfg.Log.Info("forced delete", "keys", len(keys), "deleted", n, "addr", r.conn.RemoteAddr())
+	s.conf().Log.Info("forced delete", "keys", len(keys), "deleted", n, "addr", r.conn.RemoteAddr())
 	return resp.Int(int64(n))
 }
 
@@ -210,12 +222,12 @@ func (s *Server) outcome(err error, success, fail resp.Reply) resp.Reply {
 // Debug only: during an outage every request fails, and the engine's
 // monitor logs each node's state changes once instead.
 func (s *Server) fail(err error) resp.Reply {
-	s.cfg.Log.Debug("no quorum", "err", err)
+	s.conf().Log.Debug("no quorum", "err", err)
 	return replyForError(err)
 }
 
 func (s *Server) warnFailures(err error) {
 	if err != nil {
-		s.cfg.Log.Debug("node failed", "err", err)
+		s.conf().Log.Debug("node failed", "err", err)
 	}
 }

@@ -174,9 +174,10 @@ func splitCall(args [][]byte, sc script.Script) (scriptCall, resp.Reply, bool) {
 // runScript runs a recognised lock script as a quorum operation and
 // answers with the script's own reply codes.
 func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
+	op := quorumOp(sc.Op)
 	c, rep, ok := splitCall(r.args, sc)
 	if !ok {
-		return rep
+		return s.refused(op, rep)
 	}
 	l := quorum.Lock{Keys: c.keys, Token: string(c.arg(sc.TokenArg))}
 	fail := resp.Int(sc.Fail)
@@ -201,10 +202,13 @@ func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
 	}
 	ttl, err := s.parseMillis(c.arg(sc.TTLArg), "eval")
 	if err != nil {
-		return resp.Error(err.Error())
+		return s.refused(op, resp.Error(err.Error()))
 	}
 	switch sc.Op {
 	case script.OpAcquire:
+		if s.Draining() {
+			return s.refused(op, errDraining)
+		}
 		if sc.PrefixArg > 0 {
 			n, err := strconv.Atoi(string(c.arg(sc.PrefixArg)))
 			if err != nil || n < 0 || n > len(l.Token) {
@@ -222,6 +226,19 @@ func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
 		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail)
 	}
 	return unsupportedScript(sc)
+}
+
+// quorumOp is the engine operation a script kind runs, for the observer.
+func quorumOp(op script.Op) quorum.Op {
+	switch op {
+	case script.OpAcquire:
+		return quorum.OpAcquire
+	case script.OpRelease:
+		return quorum.OpRelease
+	case script.OpPTTL:
+		return quorum.OpRead
+	}
+	return quorum.OpExtend
 }
 
 // releaseScript answers a compare-and-delete: success only if a quorum

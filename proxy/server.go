@@ -20,18 +20,22 @@ import (
 )
 
 // Server serves the lock commands of Redis clients over a quorum engine.
-// Its config and engine do not change after New; the script cache, the
-// client counters and the users (swapped whole by SetUsers) are its only
-// mutable state.
+// Its engine does not change after New, and its config only through
+// Reload; the users (swapped whole by SetUsers and Reload), the script
+// cache, the client counters and the drain flag are its other mutable
+// state.
 type Server struct {
-	cfg     Config
-	e       *quorum.Engine
-	rc      *redcon.Server
-	users   atomic.Pointer[acl.Users]
-	scripts *scriptCache
-	started time.Time
-	clients atomic.Int64 // open connections
-	nextID  atomic.Int64 // CLIENT ID of the last connection
+	cfg      atomic.Pointer[Config] // with defaults applied; swapped whole by Reload
+	e        *quorum.Engine
+	rc       *redcon.Server
+	users    atomic.Pointer[acl.Users]
+	obs      Observer                        // nil for none; fixed at New
+	ln       atomic.Pointer[guardedListener] // set by Serve
+	draining atomic.Bool
+	scripts  *scriptCache
+	started  time.Time
+	clients  atomic.Int64 // open connections
+	nextID   atomic.Int64 // CLIENT ID of the last connection
 	// running counts Serve and every open connection's redcon goroutine,
 	// so that Close can wait for them all.
 	running sync.WaitGroup
@@ -59,30 +63,103 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 	if err := cfg.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg.WithDefaults(), e: e, scripts: newScriptCache(), started: time.Now()}
-	us, err := acl.New(s.cfg.acl())
+	s := &Server{e: e, obs: cfg.Observer, scripts: newScriptCache(), started: time.Now()}
+	cfg = cfg.WithDefaults()
+	s.cfg.Store(&cfg)
+	us, err := acl.New(cfg.acl())
 	if err != nil {
 		return nil, err
 	}
 	s.users.Store(us)
 	s.rc = redcon.NewServerNetwork("tcp", "", s.serveRESP, s.accept, s.closed)
-	if s.cfg.IdleTimeout > 0 {
-		s.rc.SetIdleClose(s.cfg.IdleTimeout)
-	}
 	return s, nil
 }
 
-// Serve accepts clients on ln until Close. Every byte a client sends
-// passes the framing limits before redcon parses it; from a TLS listener
-// (tls.NewListener), the decrypted bytes. JoinListeners serves several.
+// conf returns the config in force.
+func (s *Server) conf() *Config { return s.cfg.Load() }
+
+// Reload applies cfg to the running server: the users and the default
+// user's password (as SetUsers), the limits (for connections accepted
+// from now on), max_clients, idle_timeout (from each connection's next
+// wait), command_timeout, default_ttl, allow_force_del and the log; the
+// observer stays the one New was given. The engine, and with it every
+// safety setting, stays as it is. It returns an error naming the first
+// bad setting, and then changes nothing.
+func (s *Server) Reload(cfg Config) error {
+	if err := cfg.Validate(s.e.MinTTL(), s.e.MaxTTL()); err != nil {
+		return err
+	}
+	cfg = cfg.WithDefaults()
+	us, err := acl.New(cfg.acl())
+	if err != nil {
+		return err
+	}
+	s.cfg.Store(&cfg)
+	s.users.Store(us)
+	if l := s.ln.Load(); l != nil {
+		l.setLimits(cfg.Limits)
+		l.idle.Store(int64(cfg.IdleTimeout))
+	}
+	return nil
+}
+
+// Serve accepts clients on ln until Close or Shutdown. Every byte a
+// client sends passes the framing limits before redcon parses it; from a
+// TLS listener (tls.NewListener), the decrypted bytes. Call it once.
 func (s *Server) Serve(ln net.Listener) error {
 	s.running.Add(1)
 	defer s.running.Done()
-	return s.rc.Serve(guardListener(ln, guardOptions{
-		lim:      s.cfg.Limits,
+	cfg := s.conf()
+	o := guardOptions{
+		lim:      cfg.Limits,
 		needAuth: func() bool { return s.users.Load().Start() == nil },
-		maxInput: s.cfg.MaxInputTotal,
-	}))
+		maxInput: cfg.MaxInputTotal,
+	}
+	if s.obs != nil {
+		o.onViolation = s.obs.ProtocolError
+	}
+	gl := guardListener(ln, o)
+	gl.idle.Store(int64(cfg.IdleTimeout))
+	s.ln.Store(gl)
+	return s.rc.Serve(gl)
+}
+
+// Drain starts a graceful shutdown: from now on new acquires are refused
+// with a DRAINING error, while releases, extends and reads are served.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Draining reports whether Drain or Shutdown was called.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// errDraining is the reply to an acquire while the server drains: an
+// error, so that clients never read it as "the lock is taken".
+var errDraining = resp.Error("DRAINING redlock-proxy is shutting down; acquire the lock through another proxy")
+
+// Shutdown drains, stops accepting, and lets every connection finish
+// the command it is running, reply, and close; it returns once Serve and
+// every connection have finished. If ctx ends first, it closes whatever
+// remains, as Close does, and returns ctx's error. Call it after Serve
+// has started.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.Drain()
+	l := s.ln.Load()
+	if l == nil {
+		return s.Close()
+	}
+	l.stop()
+	done := make(chan struct{})
+	go func() { // waited for below, in both branches
+		s.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
 }
 
 // SetUsers replaces the default user's password and the named users, for
@@ -117,32 +194,46 @@ func (s *Server) currentUser(c *client) *acl.User {
 // Close stops accepting, closes every client connection, and returns once
 // Serve and every connection have finished. Commands in flight finish on
 // the nodes first; their replies are lost, and a lock they took expires
-// with its TTL. Call it after Serve has started.
+// with its TTL. Call it after Serve has started; Shutdown is the graceful
+// way.
 func (s *Server) Close() error {
+	if l := s.ln.Load(); l != nil {
+		l.abandon()
+	}
 	err := s.rc.Close()
 	s.running.Wait()
 	return err
 }
 
 func (s *Server) accept(conn redcon.Conn) bool {
-	if s.clients.Add(1) > int64(s.cfg.MaxClients) {
+	cfg := s.conf()
+	if s.clients.Add(1) > int64(cfg.MaxClients) {
 		s.clients.Add(-1)
 		// Written straight to the socket: redcon closes it unflushed.
 		conn.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
-		s.cfg.Log.Warn("client refused", "addr", conn.RemoteAddr(), "reason", "max_clients")
+		cfg.Log.Warn("client refused", "addr", conn.RemoteAddr(), "reason", "max_clients")
+		if s.obs != nil {
+			s.obs.ClientRejected()
+		}
 		return false
 	}
 	us := s.users.Load()
 	conn.SetContext(&client{id: s.nextID.Add(1), user: us.Start(), users: us})
 	s.running.Add(1) // Serve is running, so the count is above zero
+	if s.obs != nil {
+		s.obs.ClientConnected()
+	}
 	return true
 }
 
 func (s *Server) closed(conn redcon.Conn, err error) {
 	defer s.running.Done()
 	s.clients.Add(-1)
+	if s.obs != nil {
+		s.obs.ClientClosed()
+	}
 	if err != nil {
-		s.cfg.Log.Debug("client closed", "addr", conn.RemoteAddr(), "err", err)
+		s.conf().Log.Debug("client closed", "addr", conn.RemoteAddr(), "err", err)
 	}
 }
 
@@ -248,17 +339,17 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	cm := commands[name]
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.conf().CommandTimeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			s.cfg.Log.Error("panic in command", "cmd", name, "panic", p, "stack", string(debug.Stack()))
+			s.conf().Log.Error("panic in command", "cmd", name, "panic", p, "stack", string(debug.Stack()))
 			resp.Error("ERR internal error").WriteProto(conn, c.proto)
 			conn.Close()
 		}
 	}()
-	if s.cfg.Log.Enabled(ctx, slog.LevelDebug) { // spares the arguments' allocations
-		s.cfg.Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
+	if s.conf().Log.Enabled(ctx, slog.LevelDebug) { // spares the arguments' allocations
+		s.conf().Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
 	}
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
 	rep := cm.handler(s, r)
