@@ -400,7 +400,7 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 			acq(1, "k", "t1", 0, 5*ms, resOK),
 			acq(2, "k", "t2", 1*ms, 900*ms, resUnknown),
 			acq(3, "k", "t3", 2*ms, 4*ms, resNil),
-			acq(4, "k", "t4", 2*ms, 4*ms, "error: NOQUORUM 2 of 5 nodes answered, 3 needed"),
+			acq(4, "k", "t4", 2*ms, 4*ms, "error: NOQUORUM 2 granted, 0 denied, 3 failed of 5 nodes; 3 needed"),
 		}, nil, nil},
 		{"two holders at once", []op{
 			acq(1, "k", "t1", 0, 5*ms, resOK),

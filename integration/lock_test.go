@@ -188,6 +188,29 @@ func TestSetWithThreeOfFiveNodesDownRepliesNoQuorum(t *testing.T) {
 	}
 }
 
+// With 2 of 5 masters cut and the key held by another token on 2 of the 3
+// left, a SET gets 1 grant, 2 denials and 2 failures: not decided, since
+// the 2 failed could have granted. The reply counts each kind and says
+// how many were needed, instead of "3 of 5 nodes answered, 3 needed",
+// which read as a contradiction.
+func TestNoQuorumCountsGrantedDeniedFailed(t *testing.T) {
+	c, p := setup(t, 5, proxy.Config{})
+	for _, i := range []int{1, 2} {
+		if err := c.direct[i].Set(t.Context(), "lock", "other", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.kill(3)
+	c.kill(4)
+	err := p.Client.SetNX(t.Context(), "lock", "tok", 5*time.Second).Err()
+	if want := "NOQUORUM 1 granted, 2 denied, 2 failed of 5 nodes; 3 needed"; errText(err) != want {
+		t.Errorf("contended SET NX with 2 of 5 masters down = %q; want %q", errText(err), want)
+	}
+	if v, ok := c.value(t, 0, "lock"); ok {
+		t.Errorf("node 0 holds %q after the failed acquire; want it released", v)
+	}
+}
+
 // A frozen node (SIGSTOP) costs about node_timeout and no more: the bound
 // is against a multi-second hang, not a benchmark.
 func TestFrozenNodeCostsAboutNodeTimeout(t *testing.T) {

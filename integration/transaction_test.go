@@ -106,7 +106,7 @@ func TestStackExchangeTransactionNoQuorum(t *testing.T) {
 	}
 	conn.send(encodeCommand("MULTI") + encodeCommand("DEL", "se-lock") + encodeCommand("EXEC"))
 	got := conn.reply() + " " + conn.reply() + " " + conn.reply()
-	if !strings.HasPrefix(got, "+OK +QUEUED -NOQUORUM 2 of 5 nodes answered, 3 needed") {
+	if !strings.HasPrefix(got, "+OK +QUEUED -NOQUORUM 2 granted, 0 denied, 3 failed of 5 nodes; 3 needed") {
 		t.Errorf("MULTI, DEL, EXEC with 3 of 5 masters down = %s; want +OK +QUEUED -NOQUORUM …", got)
 	}
 	// A release without quorum still deletes the token where it can.

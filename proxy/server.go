@@ -434,15 +434,15 @@ func unknownCommand(args [][]byte) resp.Reply {
 }
 
 // replyForError is how every engine error looks on the wire: an outage is
-// an error that says how many nodes answered, never a nil.
+// an error that counts the nodes' answers (granted, denied, failed) and
+// the grants needed, never a nil.
 func replyForError(err error) resp.Reply {
 	var oe *quorum.OutcomeError
 	switch {
 	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable) && oe.Quarantined > 0:
-		return resp.Error(fmt.Sprintf("NOQUORUM %d of %d nodes answered, %d needed; %d more granted but are quarantined (see INFO)",
-			oe.Answered(), oe.Total, quorum.Quorum(oe.Total), oe.Quarantined))
+		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed, and quarantined grants do not count (see INFO)", oe.Outcome, quorum.Quorum(oe.Total)))
 	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable):
-		return resp.Error(fmt.Sprintf("NOQUORUM %d of %d nodes answered, %d needed", oe.Answered(), oe.Total, quorum.Quorum(oe.Total)))
+		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed", oe.Outcome, quorum.Quorum(oe.Total)))
 	case errors.Is(err, context.DeadlineExceeded):
 		return resp.Error("NOQUORUM command timed out")
 	default:

@@ -36,6 +36,17 @@ type Outcome struct {
 // Answered is how many nodes gave an answer, yes or no.
 func (o Outcome) Answered() int { return o.Granted + o.Denied }
 
+// String counts every kind of answer, so that "not enough answered" can
+// never read like "enough answered": "1 granted, 2 denied, 2 failed of 5
+// nodes", with "1 quarantined" after the grants when there are such.
+func (o Outcome) String() string {
+	q := ""
+	if o.Quarantined > 0 {
+		q = fmt.Sprintf(", %d quarantined", o.Quarantined)
+	}
+	return fmt.Sprintf("%d granted%s, %d denied, %d failed of %d nodes", o.Granted, q, o.Denied, o.Failed, o.Total)
+}
+
 // OutcomeError reports why an operation was not granted. It matches
 // ErrDenied or ErrUnavailable with errors.Is, and unwraps to the node
 // failures.
@@ -50,14 +61,11 @@ func (e *OutcomeError) Error() string {
 	var b strings.Builder
 	switch {
 	case e.Unavailable:
-		fmt.Fprintf(&b, "%v: %d of %d nodes answered", ErrUnavailable, e.Answered(), e.Total)
+		fmt.Fprintf(&b, "%v: %v", ErrUnavailable, e.Outcome)
 	case e.Expired:
-		fmt.Fprintf(&b, "%v: validity expired after %d of %d nodes granted", ErrDenied, e.Granted, e.Total)
+		fmt.Fprintf(&b, "%v: validity expired: %v", ErrDenied, e.Outcome)
 	default:
-		fmt.Fprintf(&b, "%v: %d of %d nodes granted", ErrDenied, e.Granted, e.Total)
-	}
-	if e.Quarantined > 0 {
-		fmt.Fprintf(&b, " (%d more granted while quarantined)", e.Quarantined)
+		fmt.Fprintf(&b, "%v: %v", ErrDenied, e.Outcome)
 	}
 	if e.Failures != nil {
 		b.WriteString(": ")

@@ -66,15 +66,17 @@ func TestOutcomeErrorText(t *testing.T) {
 		want string
 	}{
 		{"denied", &OutcomeError{Outcome: Outcome{Total: 3, Granted: 1, Denied: 2}},
-			"quorum: denied: 1 of 3 nodes granted"},
+			"quorum: denied: 1 granted, 2 denied, 0 failed of 3 nodes"},
 		{"denied with a failure", &OutcomeError{Outcome: Outcome{Total: 5, Denied: 3, Failed: 2}, Failures: failures},
-			"quorum: denied: 0 of 5 nodes granted: node 1 (127.0.0.1:7002): boom; node 2 (127.0.0.1:7003): context deadline exceeded"},
+			"quorum: denied: 0 granted, 3 denied, 2 failed of 5 nodes: node 1 (127.0.0.1:7002): boom; node 2 (127.0.0.1:7003): context deadline exceeded"},
 		{"unavailable", &OutcomeError{Outcome: Outcome{Total: 3, Granted: 1, Failed: 2}, Unavailable: true, Failures: failures},
-			"quorum: unavailable: 1 of 3 nodes answered: node 1 (127.0.0.1:7002): boom; node 2 (127.0.0.1:7003): context deadline exceeded"},
+			"quorum: unavailable: 1 granted, 0 denied, 2 failed of 3 nodes: node 1 (127.0.0.1:7002): boom; node 2 (127.0.0.1:7003): context deadline exceeded"},
 		{"unavailable counts denials as answers", &OutcomeError{Outcome: Outcome{Total: 4, Denied: 2, Failed: 2}, Unavailable: true},
-			"quorum: unavailable: 2 of 4 nodes answered"},
+			"quorum: unavailable: 0 granted, 2 denied, 2 failed of 4 nodes"},
+		{"quarantined grants counted apart", &OutcomeError{Outcome: Outcome{Total: 5, Granted: 1, Quarantined: 2, Denied: 2}, Unavailable: true},
+			"quorum: unavailable: 1 granted, 2 quarantined, 2 denied, 0 failed of 5 nodes"},
 		{"expired", &OutcomeError{Outcome: Outcome{Total: 3, Granted: 3}, Expired: true},
-			"quorum: denied: validity expired after 3 of 3 nodes granted"},
+			"quorum: denied: validity expired: 3 granted, 0 denied, 0 failed of 3 nodes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
