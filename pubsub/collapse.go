@@ -1,0 +1,82 @@
+package pubsub
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"time"
+)
+
+// A lock script that publishes runs on every node, so one release reaches
+// a subscriber up to N times, once from each node. collapser turns those
+// copies back into one delivery per publish, while distinct publishes of
+// the same payload (two releases in a row) still each count: it counts,
+// per message, how many copies each node sent, and delivers the k-th
+// message when the first node's count reaches k. A node that missed a
+// publish (down, or not yet subscribed) only lags behind the others.
+//
+// Counts are forgotten after between window/2 and window without a copy.
+// A copy that arrives later than that is delivered again: a duplicate
+// wake-up, which lock clients tolerate (they try the lock and wait
+// again), never a lost one.
+type collapser struct {
+	nodes     int
+	window    time.Duration
+	max       int // entries in cur before it is rotated early
+	cur, prev map[digest]*copies
+	rotated   time.Time
+}
+
+// digest identifies one message: topic, channel and payload, hashed so
+// that an entry's size does not depend on the payload's.
+type digest [sha256.Size]byte
+
+type copies struct {
+	seen      []uint32 // copies per node
+	delivered uint32
+}
+
+func newCollapser(nodes int, window time.Duration, max int) *collapser {
+	return &collapser{nodes: nodes, window: window, max: max,
+		cur: make(map[digest]*copies), prev: make(map[digest]*copies)}
+}
+
+// note records one copy of m from node i at now, and reports whether it
+// is a publish not yet delivered.
+func (c *collapser) note(now time.Time, i int, m Message) bool {
+	switch age := now.Sub(c.rotated); {
+	case age >= c.window:
+		c.prev, c.cur, c.rotated = make(map[digest]*copies), make(map[digest]*copies), now
+	case age >= c.window/2 || len(c.cur) >= c.max:
+		c.prev, c.cur, c.rotated = c.cur, make(map[digest]*copies), now
+	}
+	d := digestOf(m)
+	e := c.cur[d]
+	if e == nil {
+		if e = c.prev[d]; e != nil {
+			delete(c.prev, d)
+		} else {
+			e = &copies{seen: make([]uint32, c.nodes)}
+		}
+		c.cur[d] = e
+	}
+	e.seen[i]++
+	if e.seen[i] <= e.delivered {
+		return false // another node's copy of a publish already delivered
+	}
+	e.delivered = e.seen[i]
+	return true
+}
+
+func digestOf(m Message) digest {
+	h := sha256.New()
+	var n [8]byte
+	for _, s := range []string{m.Topic.Name, m.Channel, m.Payload} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	h.Write([]byte{byte(m.Topic.Kind)})
+	var d digest
+	h.Sum(d[:0])
+	return d
+}

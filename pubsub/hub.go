@@ -1,0 +1,263 @@
+package pubsub
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Kind says whether a Topic names a channel or a pattern.
+type Kind uint8
+
+const (
+	Channel Kind = iota // SUBSCRIBE channel
+	Pattern             // PSUBSCRIBE pattern
+)
+
+// Topic is what a client subscribes to.
+type Topic struct {
+	Kind Kind
+	Name string
+}
+
+// Message is one publish, delivered once however many nodes sent a copy.
+// For a pattern topic, Channel is the channel it was published to.
+type Message struct {
+	Topic            Topic
+	Channel, Payload string
+}
+
+// Sink receives the messages of the topics it subscribed to. Deliver is
+// called from a node's reader and must not block.
+type Sink interface {
+	Deliver(m Message)
+}
+
+// Config holds the hub's settings. The zero value of a field means its
+// default, as each comment says.
+type Config struct {
+	// Nodes are the masters' addresses, host:port, in the engine's order.
+	Nodes []string
+	// Username and Password are sent with AUTH; empty means no AUTH.
+	Username, Password string
+	// TLS, if set, wraps every node connection.
+	TLS *tls.Config
+	// Timeout bounds a dial with its AUTH, and each write. If zero, 1s is
+	// used.
+	Timeout time.Duration
+	// RetryInterval is the wait before a down node is dialed again. If
+	// zero, 500ms is used.
+	RetryInterval time.Duration
+	// PingInterval is how often an idle subscriber connection is pinged;
+	// one silent for three intervals is dropped and dialed again. If zero,
+	// 1s is used.
+	PingInterval time.Duration
+	// Grace is how long Subscribe waits, once a quorum of nodes confirmed,
+	// for the other nodes that are up. If zero, 50ms is used.
+	Grace time.Duration
+	// Window is how long the copies of one publish are counted. If zero,
+	// 5s is used.
+	Window time.Duration
+	// Log receives the hub's logs. If nil, logs are discarded.
+	Log *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout == 0 {
+		c.Timeout = time.Second
+	}
+	if c.RetryInterval == 0 {
+		c.RetryInterval = 500 * time.Millisecond
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = time.Second
+	}
+	if c.Grace == 0 {
+		c.Grace = 50 * time.Millisecond
+	}
+	if c.Window == 0 {
+		c.Window = 5 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// maxCounted bounds the messages whose copies are counted at once.
+const maxCounted = 1 << 16
+
+// Hub keeps one subscriber connection per node, shared by every client of
+// the proxy: a topic is subscribed on the nodes while at least one sink
+// holds it, and each message is handed to its sinks once per publish. It
+// is safe for concurrent use.
+type Hub struct {
+	cfg    Config
+	quorum int
+	nodes  []*node
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // each node's reader and pinger
+
+	mu      sync.Mutex
+	topics  map[Topic]map[Sink]struct{}
+	counted *collapser
+	changed chan struct{} // closed and replaced when a node confirms or comes up
+}
+
+// New starts a hub over cfg.Nodes: one goroutine per node dials it and
+// reads its messages until Close.
+func New(cfg Config) *Hub {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Hub{
+		cfg:     cfg,
+		quorum:  len(cfg.Nodes)/2 + 1,
+		cancel:  cancel,
+		topics:  make(map[Topic]map[Sink]struct{}),
+		counted: newCollapser(len(cfg.Nodes), cfg.Window, maxCounted),
+		changed: make(chan struct{}),
+	}
+	for i, addr := range cfg.Nodes {
+		n := &node{h: h, i: i, addr: addr}
+		h.nodes = append(h.nodes, n)
+		h.wg.Go(func() { n.run(ctx) })
+	}
+	return h
+}
+
+// Close drops every node connection and waits for the hub's goroutines.
+func (h *Hub) Close() error {
+	h.cancel()
+	h.mu.Lock()
+	for _, n := range h.nodes {
+		n.dropLocked()
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+	return nil
+}
+
+// Subscribe adds s to topics, subscribing on the nodes those no sink held
+// yet. It returns once every node that is up confirmed every topic, or a
+// quorum did and Grace passed, or ctx is done: from then on a publish on
+// any of those nodes reaches s. A node still on its first dial counts as
+// up.
+func (h *Hub) Subscribe(ctx context.Context, s Sink, topics ...Topic) {
+	h.mu.Lock()
+	var fresh []Topic
+	for _, t := range topics {
+		sinks := h.topics[t]
+		if sinks == nil {
+			sinks = make(map[Sink]struct{})
+			h.topics[t] = sinks
+			fresh = append(fresh, t)
+		}
+		sinks[s] = struct{}{}
+	}
+	for _, n := range h.nodes {
+		n.sendLocked(true, fresh)
+	}
+	h.mu.Unlock()
+	h.wait(ctx, topics)
+}
+
+// Unsubscribe removes s from topics, and unsubscribes on the nodes the
+// topics no sink holds any more. It does not wait for the nodes.
+func (h *Hub) Unsubscribe(s Sink, topics ...Topic) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var gone []Topic
+	for _, t := range topics {
+		sinks := h.topics[t]
+		if sinks == nil {
+			continue
+		}
+		delete(sinks, s)
+		if len(sinks) == 0 {
+			delete(h.topics, t)
+			gone = append(gone, t)
+		}
+	}
+	for _, n := range h.nodes {
+		n.sendLocked(false, gone)
+	}
+}
+
+// Topics returns how many topics are subscribed on the nodes.
+func (h *Hub) Topics() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.topics)
+}
+
+// wait blocks until topics are confirmed as Subscribe says.
+func (h *Hub) wait(ctx context.Context, topics []Topic) {
+	var grace <-chan time.Time
+	for {
+		h.mu.Lock()
+		confirmed, all := h.confirmedLocked(topics)
+		changed := h.changed
+		h.mu.Unlock()
+		if all {
+			return
+		}
+		if confirmed >= h.quorum && grace == nil {
+			t := time.NewTimer(h.cfg.Grace)
+			defer t.Stop()
+			grace = t.C
+		}
+		select {
+		case <-changed:
+		case <-grace:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// confirmedLocked returns on how many nodes every topic is confirmed, and
+// whether every node that is up, or not yet dialed once, confirmed them
+// all.
+func (h *Hub) confirmedLocked(topics []Topic) (confirmed int, all bool) {
+	all = true
+	for _, n := range h.nodes {
+		ok := n.up
+		for _, t := range topics {
+			ok = ok && n.confirmed[t] && n.pending[t] == 0
+		}
+		if ok {
+			confirmed++
+		} else if n.up || !n.settled {
+			all = false // up, or still on its first dial
+		}
+	}
+	return confirmed, all
+}
+
+// broadcastLocked wakes every waiting Subscribe.
+func (h *Hub) broadcastLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// deliver hands node i's copy of m to m's sinks, unless another node's
+// copy of the same publish was delivered already.
+func (h *Hub) deliver(i int, m Message) {
+	h.mu.Lock()
+	sinks := h.topics[m.Topic]
+	if len(sinks) == 0 || !h.counted.note(time.Now(), i, m) {
+		h.mu.Unlock()
+		return
+	}
+	to := make([]Sink, 0, len(sinks))
+	for s := range sinks {
+		to = append(to, s)
+	}
+	h.mu.Unlock()
+	for _, s := range to {
+		s.Deliver(m)
+	}
+}
