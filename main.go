@@ -22,6 +22,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
@@ -135,7 +136,12 @@ func run(args []string) error {
 		}
 	}
 
-	srv, err := proxy.New(fc.proxyConfig(log), e)
+	// One subscriber connection per node, shared by every SUBSCRIBE.
+	hub := pubsub.New(pubsub.Config{Nodes: addrs, Username: fc.NodeUsername, Password: fc.NodePassword, Log: log})
+	defer hub.Close()
+	pcfg := fc.proxyConfig(log)
+	pcfg.PubSub = hub
+	srv, err := proxy.New(pcfg, e)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
@@ -283,6 +284,11 @@ func newEngine(t testing.TB, qcfg quorum.Config, addrs ...string) *quorum.Engine
 // and waits until it answers.
 func serveProxy(t testing.TB, cfg proxy.Config, e *quorum.Engine) *proxyProc {
 	t.Helper()
+	if cfg.PubSub == nil {
+		hub := pubsub.New(pubsub.Config{Nodes: e.Addrs(), RetryInterval: 100 * time.Millisecond, Log: cfg.Log})
+		t.Cleanup(func() { hub.Close() }) // after the proxy's, registered below
+		cfg.PubSub = hub
+	}
 	srv, err := proxy.New(cfg, e)
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/pubsub"
 )
 
 // Config holds the server's settings. The zero value of a field means its
@@ -45,6 +46,9 @@ type Config struct {
 	// that would pass it is refused and its connection closed. If zero,
 	// 256 MiB is used.
 	MaxInputTotal int64
+	// PubSub holds the node subscriptions that SUBSCRIBE and PSUBSCRIBE
+	// share. Nil means they are refused.
+	PubSub *pubsub.Hub
 	// Log receives the server's logs. If nil, logs are discarded.
 	Log *slog.Logger
 	// Observer receives the server's events for metrics; nil means

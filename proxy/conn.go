@@ -17,6 +17,13 @@ const version = "7.0.0"
 
 // PING [message]
 func (s *Server) ping(r *request) resp.Reply {
+	if len(r.args) <= 2 && r.c.subscribed() {
+		msg := ""
+		if len(r.args) == 2 {
+			msg = string(r.args[1])
+		}
+		return resp.Array(resp.Bulk("pong"), resp.Bulk(msg)) // Redis's reply in subscribed mode
+	}
 	switch len(r.args) {
 	case 1:
 		return resp.Status("PONG")

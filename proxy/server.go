@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -30,6 +31,7 @@ type Server struct {
 	rc       *redcon.Server
 	users    atomic.Pointer[acl.Users]
 	obs      Observer                        // nil for none; fixed at New
+	hub      *pubsub.Hub                     // nil refuses SUBSCRIBE; fixed at New
 	ln       atomic.Pointer[guardedListener] // set by Serve
 	draining atomic.Bool
 	scripts  *scriptCache
@@ -55,6 +57,10 @@ type client struct {
 	authed bool
 	tx     txState
 	proto  resp.Proto // RESP2 until HELLO 3
+	// sub is the connection's pub/sub state and ob its ordered writer,
+	// both nil until it first subscribes (pubsub.go, outbox.go).
+	sub *subscriber
+	ob  *outbox
 }
 
 // New returns a server for engine e, or an error naming the first bad
@@ -63,7 +69,7 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 	if err := cfg.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
 		return nil, err
 	}
-	s := &Server{e: e, obs: cfg.Observer, scripts: newScriptCache(), started: time.Now()}
+	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, scripts: newScriptCache(), started: time.Now()}
 	cfg = cfg.WithDefaults()
 	s.cfg.Store(&cfg)
 	us, err := acl.New(cfg.acl())
@@ -82,7 +88,7 @@ func (s *Server) conf() *Config { return s.cfg.Load() }
 // user's password (as SetUsers), the limits (for connections accepted
 // from now on), max_clients, idle_timeout (from each connection's next
 // wait), command_timeout, default_ttl, allow_force_del and the log; the
-// observer stays the one New was given. The engine, and with it every
+// observer and the pub/sub hub stay the ones New was given. The engine, and with it every
 // safety setting, stays as it is. It returns an error naming the first
 // bad setting, and then changes nothing.
 func (s *Server) Reload(cfg Config) error {
@@ -232,6 +238,14 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	if s.obs != nil {
 		s.obs.ClientClosed()
 	}
+	if c, _ := conn.Context().(*client); c != nil {
+		if c.sub != nil {
+			c.sub.leave(s.hub)
+		}
+		if c.ob != nil {
+			c.ob.close()
+		}
+	}
 	if err != nil {
 		s.conf().Log.Debug("client closed", "addr", conn.RemoteAddr(), "err", err)
 	}
@@ -245,6 +259,11 @@ type request struct {
 	args [][]byte // args[0] is the command name
 	// closeAfter closes the connection once the reply is written.
 	closeAfter bool
+	// sent says the handler queued its replies in the connection's
+	// outbox itself (SUBSCRIBE confirms each channel apart), the last
+	// one at last.
+	sent bool
+	last uint64
 }
 
 type command struct {
@@ -309,6 +328,11 @@ var commands = map[string]command{
 	"eval":    {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).eval},
 	"evalsha": {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).evalsha},
 	"script":  {arity: -2, class: acl.Lock, subs: scriptSubs, handler: (*Server).script},
+	// Pub/sub (pubsub.go).
+	"subscribe":    {arity: -2, class: acl.Read, handler: (*Server).subscribe},
+	"psubscribe":   {arity: -2, class: acl.Read, handler: (*Server).psubscribe},
+	"unsubscribe":  {arity: -1, handler: (*Server).unsubscribe},
+	"punsubscribe": {arity: -1, handler: (*Server).punsubscribe},
 	// Transactions (multi.go).
 	"multi":   {arity: 1, handler: (*Server).multi},
 	"exec":    {arity: 1, grants: true, handler: (*Server).exec},
@@ -330,12 +354,16 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		if c.tx.multi {
 			c.tx.dirty = true // as Redis: EXEC will abort
 		}
-		rep.WriteProto(conn, c.proto)
+		s.send(conn, c, rep)
+		return
+	}
+	if !subscribedOnly[name] && c.subscribed() {
+		s.send(conn, c, notInSubscribedMode(name))
 		return
 	}
 	if c.tx.multi && !runsInMulti[name] {
 		c.tx.queue(cmd.Args)
-		resp.Status("QUEUED").WriteProto(conn, c.proto)
+		s.send(conn, c, resp.Status("QUEUED"))
 		return
 	}
 	cm := commands[name]
@@ -344,7 +372,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.conf().Log.Error("panic in command", "cmd", name, "panic", p, "stack", string(debug.Stack()))
-			resp.Error("ERR internal error").WriteProto(conn, c.proto)
+			s.send(conn, c, resp.Error("ERR internal error"))
 			conn.Close()
 		}
 	}()
@@ -354,7 +382,11 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
 	rep := cm.handler(s, r)
 	c.tx.observe(name, cmd.Args, rep)
-	rep.WriteProto(conn, c.proto)
+	if r.sent {
+		c.ob.wait(r.last)
+	} else {
+		s.send(conn, c, rep)
+	}
 	switch {
 	case r.closeAfter:
 		conn.Close() // flushes the reply first
@@ -363,6 +395,17 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		// after the rest of a pipelined batch.
 		redcon.BaseWriter(conn).Flush()
 	}
+}
+
+// send writes rep to the client: into redcon's buffer or, once the
+// connection has subscribed, through its outbox, waiting until it is
+// written.
+func (s *Server) send(conn redcon.Conn, c *client, rep resp.Reply) {
+	if c.ob == nil {
+		rep.WriteProto(conn, c.proto)
+		return
+	}
+	c.ob.send(rep, c.proto)
 }
 
 // admit refuses a command the proxy does not know (or a subcommand), one
@@ -409,7 +452,7 @@ var unsupported = map[string]bool{
 	"incr": true, "decr": true, "expire": true, "pexpire": true, "persist": true,
 	"getset": true, "setnx": true, "setex": true, "psetex": true, "mset": true,
 	"hset": true, "hget": true, "hexists": true, "hincrby": true, "lpush": true,
-	"rpush": true, "sadd": true, "zadd": true, "publish": true, "subscribe": true,
+	"rpush": true, "sadd": true, "zadd": true, "publish": true, "spublish": true,
 	"keys": true, "scan": true, "flushall": true, "flushdb": true,
 	"unlink": true, "rename": true, "type": true,
 }

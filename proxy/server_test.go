@@ -18,6 +18,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -53,6 +54,13 @@ func serveTest(t *testing.T, n int, cfg Config) (*Server, string, []*miniredis.M
 	e := quorum.New(quorum.Config{NodeTimeout: 200 * time.Millisecond}, nodes...)
 	t.Cleanup(func() { e.Close() })
 	cfg.Log = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	addrs := make([]string, n)
+	for i, m := range minis {
+		addrs[i] = m.Addr()
+	}
+	hub := pubsub.New(pubsub.Config{Nodes: addrs, Log: cfg.Log})
+	t.Cleanup(func() { hub.Close() }) // after the server's, registered below
+	cfg.PubSub = hub
 	s, err := New(cfg, e)
 	if err != nil {
 		t.Fatalf("New: %v", err)

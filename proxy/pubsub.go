@@ -1,0 +1,228 @@
+package proxy
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/tidwall/redcon"
+
+	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// maxEarly bounds the messages held for topics whose subscription is not
+// yet confirmed to the client.
+const maxEarly = 1024
+
+// subscriber is a connection's pub/sub state. It is the hub's sink for
+// the connection's topics; Deliver runs on the hub's node readers, so
+// the topics are guarded by mu.
+type subscriber struct {
+	out *outbox
+
+	mu    sync.Mutex
+	proto resp.Proto // the connection's, as of its last (un)subscribe
+	// active holds the connection's topics: true once the client was told
+	// it subscribed, false while the nodes are still confirming.
+	active map[pubsub.Topic]bool
+	order  []pubsub.Topic   // in the order subscribed, for UNSUBSCRIBE
+	early  []pubsub.Message // messages for topics not yet confirmed
+	kinds  [2]int           // topics per kind, confirmed or not
+}
+
+// Deliver queues m for the client, unless it unsubscribed meanwhile.
+func (sb *subscriber) Deliver(m pubsub.Message) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	switch active, ok := sb.active[m.Topic]; {
+	case !ok:
+	case !active:
+		if len(sb.early) < maxEarly {
+			sb.early = append(sb.early, m)
+		}
+	default:
+		sb.out.push(messageReply(m), sb.proto, len(m.Topic.Name)+len(m.Channel)+len(m.Payload)+64)
+	}
+}
+
+// messageReply is how Redis pushes a message to a subscriber.
+func messageReply(m pubsub.Message) resp.Reply {
+	if m.Topic.Kind == pubsub.Pattern {
+		return resp.Push(resp.Bulk("pmessage"), resp.Bulk(m.Topic.Name), resp.Bulk(m.Channel), resp.Bulk(m.Payload))
+	}
+	return resp.Push(resp.Bulk("message"), resp.Bulk(m.Channel), resp.Bulk(m.Payload))
+}
+
+// count is the number of topics, as Redis's confirmations count them.
+func (sb *subscriber) countLocked() int64 { return int64(sb.kinds[0] + sb.kinds[1]) }
+
+// subscribed reports whether the connection holds any topic and speaks
+// RESP2: it may then only (un)subscribe, PING or QUIT. In RESP3 messages
+// are pushes, and every command runs as usual.
+func (c *client) subscribed() bool {
+	if c.sub == nil || c.proto != resp.RESP2 {
+		return false
+	}
+	c.sub.mu.Lock()
+	defer c.sub.mu.Unlock()
+	return len(c.sub.active) > 0
+}
+
+// subscribedOnly are the commands a subscribed RESP2 connection may run.
+var subscribedOnly = map[string]bool{
+	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
+	"ping": true, "quit": true, "reset": true,
+}
+
+// notInSubscribedMode is Redis's refusal of another command.
+func notInSubscribedMode(name string) resp.Reply {
+	return resp.Error(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", name))
+}
+
+// SUBSCRIBE channel [channel ...]
+func (s *Server) subscribe(r *request) resp.Reply { return s.subscribeTopics(r, pubsub.Channel) }
+
+// PSUBSCRIBE pattern [pattern ...]
+func (s *Server) psubscribe(r *request) resp.Reply { return s.subscribeTopics(r, pubsub.Pattern) }
+
+// UNSUBSCRIBE [channel ...]
+func (s *Server) unsubscribe(r *request) resp.Reply { return s.unsubscribeTopics(r, pubsub.Channel) }
+
+// PUNSUBSCRIBE [pattern ...]
+func (s *Server) punsubscribe(r *request) resp.Reply {
+	return s.unsubscribeTopics(r, pubsub.Pattern)
+}
+
+var confirmWords = [2][2]string{{"unsubscribe", "subscribe"}, {"punsubscribe", "psubscribe"}}
+
+// subscribeTopics subscribes on the nodes, then confirms each topic to
+// the client in order, each followed by the messages that came for it
+// while the nodes confirmed.
+func (s *Server) subscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
+	if s.hub == nil {
+		return resp.Error("ERR pub/sub is not configured on this redlock-proxy")
+	}
+	sb := s.subscriberOf(r)
+	var fresh []pubsub.Topic
+	sb.mu.Lock()
+	sb.proto = r.c.proto
+	for _, a := range r.args[1:] {
+		t := pubsub.Topic{Kind: kind, Name: string(a)}
+		if _, ok := sb.active[t]; !ok {
+			sb.active[t] = false
+			sb.order = append(sb.order, t)
+			sb.kinds[kind]++
+			fresh = append(fresh, t)
+		}
+	}
+	sb.mu.Unlock()
+	s.hub.Subscribe(r.ctx, sb, fresh...)
+
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	n := sb.countLocked() - int64(len(fresh))
+	for _, a := range r.args[1:] {
+		t := pubsub.Topic{Kind: kind, Name: string(a)}
+		if !sb.active[t] {
+			sb.active[t] = true
+			n++
+		}
+		r.last = sb.out.push(resp.Push(resp.Bulk(confirmWords[kind][1]), resp.Bulk(t.Name), resp.Int(n)), sb.proto, len(t.Name)+64)
+		sb.flushEarlyLocked(t)
+	}
+	r.sent = true
+	return resp.Reply{}
+}
+
+// flushEarlyLocked queues the messages held for t, now confirmed.
+func (sb *subscriber) flushEarlyLocked(t pubsub.Topic) {
+	kept := sb.early[:0]
+	for _, m := range sb.early {
+		if m.Topic == t {
+			sb.out.push(messageReply(m), sb.proto, len(m.Channel)+len(m.Payload)+64)
+		} else {
+			kept = append(kept, m)
+		}
+	}
+	sb.early = kept
+}
+
+// unsubscribeTopics confirms each topic named (every topic of the kind
+// when none is) and drops it; the nodes are unsubscribed once no client
+// holds it. No message for a topic follows its confirmation.
+func (s *Server) unsubscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
+	word := confirmWords[kind][0]
+	if r.c.sub == nil {
+		if len(r.args) == 1 {
+			return resp.Push(resp.Bulk(word), resp.Null(), resp.Int(0))
+		}
+		s.subscriberOf(r) // the confirmations go through the outbox from now on
+	}
+	sb := r.c.sub
+	sb.mu.Lock()
+	sb.proto = r.c.proto
+	var names []pubsub.Topic
+	for _, a := range r.args[1:] {
+		names = append(names, pubsub.Topic{Kind: kind, Name: string(a)})
+	}
+	if len(r.args) == 1 {
+		for _, t := range sb.order {
+			if t.Kind == kind {
+				names = append(names, t)
+			}
+		}
+	}
+	var gone []pubsub.Topic
+	if len(names) == 0 {
+		r.last = sb.out.push(resp.Push(resp.Bulk(word), resp.Null(), resp.Int(sb.countLocked())), sb.proto, 64)
+	}
+	for _, t := range names {
+		if _, ok := sb.active[t]; ok {
+			delete(sb.active, t)
+			sb.kinds[kind]--
+			gone = append(gone, t)
+		}
+		r.last = sb.out.push(resp.Push(resp.Bulk(word), resp.Bulk(t.Name), resp.Int(sb.countLocked())), sb.proto, len(t.Name)+64)
+	}
+	if len(gone) > 0 {
+		kept := sb.order[:0]
+		for _, t := range sb.order {
+			if _, ok := sb.active[t]; ok {
+				kept = append(kept, t)
+			}
+		}
+		sb.order = kept
+	}
+	sb.mu.Unlock()
+	if len(gone) > 0 && s.hub != nil {
+		s.hub.Unsubscribe(sb, gone...)
+	}
+	r.sent = true
+	return resp.Reply{}
+}
+
+// subscriberOf returns the connection's pub/sub state, making it on
+// first use; from then on every reply goes through its outbox.
+func (s *Server) subscriberOf(r *request) *subscriber {
+	if r.c.sub == nil {
+		if r.c.ob == nil {
+			// What redcon holds for this connection goes out first.
+			redcon.BaseWriter(r.conn).Flush()
+			r.c.ob = newOutbox(r.conn.NetConn(), &s.running)
+		}
+		r.c.sub = &subscriber{out: r.c.ob, active: make(map[pubsub.Topic]bool)}
+	}
+	return r.c.sub
+}
+
+// leave drops every topic of a closed connection and its queue.
+func (sb *subscriber) leave(hub *pubsub.Hub) {
+	sb.mu.Lock()
+	topics := sb.order
+	sb.active, sb.order, sb.early = nil, nil, nil
+	sb.mu.Unlock()
+	if hub != nil && len(topics) > 0 {
+		hub.Unsubscribe(sb, topics...)
+	}
+	sb.out.close()
+}

@@ -1,0 +1,153 @@
+package proxy
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
+)
+
+// send writes args as one command without reading.
+func (rc *rawConn) send(t *testing.T, args ...string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	if _, err := rc.c.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replies reads n replies.
+func (rc *rawConn) replies(t *testing.T, n int) string {
+	t.Helper()
+	var b strings.Builder
+	for range n {
+		b.WriteString(rc.read(t))
+	}
+	return b.String()
+}
+
+func sub(kind, name string, n int) string {
+	return "*3\r\n$" + strconv.Itoa(len(kind)) + "\r\n" + kind + "\r\n$" + strconv.Itoa(len(name)) + "\r\n" + name + "\r\n:" + strconv.Itoa(n) + "\r\n"
+}
+
+func TestSubscribedModeRepliesAsRedis(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	steps := []struct {
+		cmd     []string
+		replies int
+		want    string
+	}{
+		{[]string{"SUBSCRIBE", "a", "b"}, 2, sub("subscribe", "a", 1) + sub("subscribe", "b", 2)},
+		{[]string{"SUBSCRIBE", "a"}, 1, sub("subscribe", "a", 2)},
+		{[]string{"PSUBSCRIBE", "p*", "q*"}, 2, sub("psubscribe", "p*", 3) + sub("psubscribe", "q*", 4)},
+		{[]string{"PING"}, 1, "*2\r\n$4\r\npong\r\n$0\r\n\r\n"},
+		{[]string{"PING", "hello"}, 1, "*2\r\n$4\r\npong\r\n$5\r\nhello\r\n"},
+		{[]string{"PING", "a", "b"}, 1, "-ERR wrong number of arguments for 'ping' command\r\n"},
+		{[]string{"GET", "x"}, 1, "-ERR Can't execute 'get': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context\r\n"},
+		{[]string{"SUBSCRIBE"}, 1, "-ERR wrong number of arguments for 'subscribe' command\r\n"},
+	}
+	for _, st := range steps {
+		rc.send(t, st.cmd...)
+		if got := rc.replies(t, st.replies); got != st.want {
+			t.Errorf("%q = %q; want %q", st.cmd, got, st.want)
+		}
+	}
+	// One publish, run on all three nodes: one message.
+	for _, m := range minis {
+		m.Publish("a", "0")
+	}
+	if got, want := rc.read(t), "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n0\r\n"; got != want {
+		t.Errorf("message = %q; want %q", got, want)
+	}
+	for _, m := range minis {
+		m.Publish("pz", "1")
+	}
+	if got, want := rc.read(t), "*4\r\n$8\r\npmessage\r\n$2\r\np*\r\n$2\r\npz\r\n$1\r\n1\r\n"; got != want {
+		t.Errorf("pmessage = %q; want %q", got, want)
+	}
+	for _, st := range []struct {
+		cmd     []string
+		replies int
+		want    string
+	}{
+		{[]string{"UNSUBSCRIBE"}, 2, sub("unsubscribe", "a", 3) + sub("unsubscribe", "b", 2)},
+		{[]string{"PUNSUBSCRIBE"}, 2, sub("punsubscribe", "p*", 1) + sub("punsubscribe", "q*", 0)},
+		{[]string{"UNSUBSCRIBE"}, 1, "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n"},
+		{[]string{"PUNSUBSCRIBE"}, 1, "*3\r\n$12\r\npunsubscribe\r\n$-1\r\n:0\r\n"},
+		{[]string{"UNSUBSCRIBE", "zz"}, 1, sub("unsubscribe", "zz", 0)},
+		{[]string{"PING"}, 1, "+PONG\r\n"},
+		{[]string{"GET", "x"}, 1, "$-1\r\n"},
+	} {
+		rc.send(t, st.cmd...)
+		if got := rc.replies(t, st.replies); got != st.want {
+			t.Errorf("%q = %q; want %q", st.cmd, got, st.want)
+		}
+	}
+}
+
+func TestNoMessageAfterUnsubscribe(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	rc.send(t, "SUBSCRIBE", "a", "b")
+	rc.replies(t, 2)
+	rc.send(t, "UNSUBSCRIBE", "a")
+	rc.replies(t, 1)
+	for _, m := range minis {
+		m.Publish("a", "late")
+		m.Publish("b", "0")
+	}
+	if got, want := rc.read(t), "*3\r\n$7\r\nmessage\r\n$1\r\nb\r\n$1\r\n0\r\n"; got != want {
+		t.Errorf("first message after UNSUBSCRIBE a = %q; want b's %q", got, want)
+	}
+}
+
+func TestQuitWhileSubscribedRepliesAndCloses(t *testing.T) {
+	addr, _ := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	rc.send(t, "SUBSCRIBE", "a")
+	rc.replies(t, 1)
+	if got := rc.do(t, "QUIT"); got != "+OK\r\n" {
+		t.Errorf("QUIT = %q; want +OK", got)
+	}
+	if !rc.closed() {
+		t.Errorf("connection still open after QUIT")
+	}
+}
+
+// TestClosedSubscriberLeavesNothing checks that a subscribed client that
+// goes away leaves no goroutine behind and no subscription on the nodes.
+func TestClosedSubscriberLeavesNothing(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{})
+	time.Sleep(100 * time.Millisecond) // the hub's node connections settle first
+	before := leakcheck.Take()
+	for range 20 {
+		rc := dial(t, addr)
+		rc.send(t, "SUBSCRIBE", "a", "b")
+		rc.send(t, "PSUBSCRIBE", "p*")
+		rc.replies(t, 3)
+		for _, m := range minis {
+			m.Publish("a", "0")
+		}
+		rc.read(t)
+		rc.c.Close()
+	}
+	if err := leakcheck.Check(before, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for i, m := range minis {
+		for len(m.PubSubChannels("")) > 0 || m.PubSubNumPat() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still has channels %v, %d patterns after every subscriber left", i, m.PubSubChannels(""), m.PubSubNumPat())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
