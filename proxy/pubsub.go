@@ -60,7 +60,7 @@ func (sb *subscriber) countLocked() int64 { return int64(sb.kinds[0] + sb.kinds[
 // RESP2: it may then only (un)subscribe, PING or QUIT. In RESP3 messages
 // are pushes, and every command runs as usual.
 func (c *client) subscribed() bool {
-	if c.sub == nil || c.proto != resp.RESP2 {
+	if c.sub == nil || c.proto == resp.RESP3 {
 		return false
 	}
 	c.sub.mu.Lock()
