@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
 // procStatusKB is a field of /proc/<pid>/status in KiB, such as "VmHWM"
@@ -108,5 +111,43 @@ func TestHugeCommandRefusedWithBoundedMemory(t *testing.T) {
 	}
 	if err := other.SetNX(t.Context(), "k", "t", time.Second).Err(); err != nil {
 		t.Errorf("another client's SET NX after the attack: %v", err)
+	}
+}
+
+// A client that pipelines commands and never reads a reply is closed
+// after idle_timeout, as Redis's timeout closes it: once the replies fill
+// the socket buffers, the proxy's write stalls, and a write stalled for
+// idle_timeout ends the connection. Clients that read are not affected.
+func TestIdleTimeoutClosesClientThatNeverReads(t *testing.T) {
+	const idle = 500 * time.Millisecond
+	_, p := setup(t, 3, proxy.Config{IdleTimeout: idle})
+	conn, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Each ECHO's reply is as long as its argument, so the buffers fill
+	// within a few MiB; the deadline only bounds a test that fails.
+	conn.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	cmd := []byte(encodeCommand("ECHO", strings.Repeat("r", 16<<10)))
+	start := time.Now()
+	var werr error
+	sent := 0
+	for sent < 256<<20 && werr == nil {
+		var n int
+		n, werr = conn.Write(cmd)
+		sent += n
+	}
+	took := time.Since(start)
+	t.Logf("wrote %d KiB without reading; write ended after %v: %v", sent>>10, took.Round(time.Millisecond), werr)
+	var ne net.Error
+	switch {
+	case werr == nil:
+		t.Fatalf("wrote %d MiB of ECHOs without reading, and the proxy still reads them; want it to stop and close", sent>>20)
+	case errors.As(werr, &ne) && ne.Timeout():
+		t.Errorf("the proxy kept a client that never reads open for %v; want it closed about idle_timeout (%v) after its writes stalled", took.Round(time.Millisecond), idle)
+	}
+	if got := dialRaw(t, p.Addr).do("PING"); got != "+PONG" {
+		t.Errorf("PING on another client = %s; want +PONG", got)
 	}
 }

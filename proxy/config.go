@@ -36,7 +36,8 @@ type Config struct {
 	// MaxClients caps open client connections. If zero, 10000 is used.
 	MaxClients int
 	// IdleTimeout closes a client connection that sent nothing for this
-	// long. Zero means never.
+	// long, or whose reply could not be written for this long (it does
+	// not read). Zero means never.
 	IdleTimeout time.Duration
 	// Limits bounds what one client command may be. Zero fields take
 	// their defaults.

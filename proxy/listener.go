@@ -274,10 +274,19 @@ var chunks = sync.Pool{New: func() any { return new([readChunk]byte) }}
 
 // Write writes p to the client. redcon flushes its writer after every
 // batch of commands, even when a grant already flushed it: an empty write
-// would cost a system call for nothing.
+// would cost a system call for nothing. With an idle timeout, a write
+// that stalls that long fails, and redcon closes the connection: a
+// client that pipelines without reading its replies fills the socket
+// buffers and then never lets a write finish, while its reads keep the
+// read deadline fresh.
 func (c *guardedConn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.l != nil {
+		if d := c.l.idle.Load(); d > 0 {
+			c.Conn.SetWriteDeadline(time.Now().Add(time.Duration(d)))
+		}
 	}
 	return c.Conn.Write(p)
 }
