@@ -15,48 +15,69 @@ import (
 // Catalogue scripts are known by digest and never need a place.
 const maxCachedScripts = 1024
 
-// scriptCache remembers the recognised scripts clients sent by body, so
-// that a later EVALSHA of the same digest runs them, as Redis's script
-// cache does. It holds no lock state.
+// scriptCache remembers the scripts clients sent by body, so that a later
+// EVALSHA of the same digest runs them, as Redis's script cache does. It
+// holds no lock state.
 type scriptCache struct {
+	wrap  func(body string, literals []string) *quorum.Effect
 	mu    sync.Mutex
-	bySHA map[string]script.Script
+	bySHA map[string]served
 }
 
-func newScriptCache() *scriptCache {
-	return &scriptCache{bySHA: make(map[string]script.Script)}
+// served is how a script is run: a catalogue operation (the fast path),
+// or the client's own body in the effect-watching wrapper.
+type served struct {
+	sc  script.Script
+	eff *quorum.Effect
+}
+
+func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *scriptCache {
+	return &scriptCache{wrap: wrap, bySHA: make(map[string]served)}
 }
 
 // lookup finds the script with digest sha: a catalogue script, or one a
 // client sent before.
-func (c *scriptCache) lookup(sha string) (script.Script, bool) {
+func (c *scriptCache) lookup(sha string) (served, bool) {
 	if sc, ok := script.ClassifySHA(sha); ok {
-		return sc, true
+		return served{sc: sc}, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sc, ok := c.bySHA[strings.ToLower(sha)]
-	return sc, ok
+	sv, ok := c.bySHA[strings.ToLower(sha)]
+	return sv, ok
 }
 
-// learn classifies body and remembers it under its digest. It reports the
-// script, its digest, and whether the body is a recognised lock script.
-func (c *scriptCache) learn(body []byte) (script.Script, string, bool) {
+// learn decides how body is served and remembers it under its digest:
+// the catalogue first, then admission by what the script may do. It
+// returns the digest, and the refusal's reply when the body is not served.
+func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
 	sha := script.SHA1Hex(body)
 	if sc, known := script.ClassifySHA(sha); known {
-		return sc, sha, true // a catalogue script: no need to remember it
+		return served{sc: sc}, sha, resp.Reply{}, true // a catalogue script: no need to remember it
+	}
+	c.mu.Lock()
+	sv, ok := c.bySHA[sha]
+	c.mu.Unlock()
+	if ok {
+		return sv, sha, resp.Reply{}, true
 	}
 	sc, ok := script.ClassifyScript(body)
-	if !ok {
-		return sc, sha, false
+	if ok {
+		sv = served{sc: sc}
+	} else {
+		adm, err := script.Admit(body)
+		if err != nil {
+			return served{}, sha, resp.Error("ERR unsupported script: " + err.Error()), false
+		}
+		sv = served{eff: c.wrap(string(body), adm.Literals)}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.bySHA) >= maxCachedScripts {
 		clear(c.bySHA) // like SCRIPT FLUSH: clients recover through NOSCRIPT
 	}
-	c.bySHA[sha] = sc
-	return sc, sha, true
+	c.bySHA[sha] = sv
+	return sv, sha, resp.Reply{}, true
 }
 
 // flush forgets the learned scripts. Catalogue scripts stay known.
@@ -66,8 +87,8 @@ func (c *scriptCache) flush() {
 	clear(c.bySHA)
 }
 
-// unsupportedScript is the reply to a script that is not a lock operation
-// the proxy can run on a quorum.
+// unsupportedScript is the reply to a catalogue script that is not a lock
+// operation the proxy can run on a quorum.
 func unsupportedScript(sc script.Script) resp.Reply {
 	if sc.Name != "" {
 		return resp.Error("ERR unsupported script (" + sc.Name + "): redlock-proxy runs recognised lock scripts only")
@@ -81,11 +102,11 @@ func (s *Server) eval(r *request) resp.Reply {
 	if _, err := resp.Numkeys(r.args[2], len(r.args)-3); err != nil {
 		return resp.Error(err.Error())
 	}
-	sc, _, ok := s.scripts.learn(r.args[1])
+	sv, _, refusal, ok := s.scripts.learn(r.args[1])
 	if !ok {
-		return unsupportedScript(sc)
+		return refusal
 	}
-	return s.runScript(r, sc)
+	return s.run(r, sv)
 }
 
 // EVALSHA sha1 numkeys [key ...] [arg ...]
@@ -98,11 +119,11 @@ func (s *Server) evalsha(r *request) resp.Reply {
 	if _, err := resp.Numkeys(r.args[2], len(r.args)-3); err != nil {
 		return resp.Error(err.Error())
 	}
-	sc, ok := s.scripts.lookup(string(r.args[1]))
+	sv, ok := s.scripts.lookup(string(r.args[1]))
 	if !ok {
 		return errNoScript
 	}
-	return s.runScript(r, sc)
+	return s.run(r, sv)
 }
 
 var errNoScript = resp.Error("NOSCRIPT No matching script. Please use EVAL.")
@@ -112,9 +133,9 @@ func (s *Server) script(r *request) resp.Reply {
 	// serveRESP has checked the subcommand and its argument count.
 	switch sub := strings.ToLower(string(r.args[1])); sub {
 	case "load":
-		sc, sha, ok := s.scripts.learn(r.args[2])
+		_, sha, refusal, ok := s.scripts.learn(r.args[2])
 		if !ok {
-			return unsupportedScript(sc)
+			return refusal
 		}
 		return resp.Bulk(sha)
 	case "exists":
@@ -134,6 +155,14 @@ func (s *Server) script(r *request) resp.Reply {
 		return resp.Error("NOTBUSY No scripts in execution right now.")
 	}
 	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try SCRIPT HELP.", r.args[1]))
+}
+
+// run serves a script: a catalogue operation, or by its effect.
+func (s *Server) run(r *request, sv served) resp.Reply {
+	if sv.eff != nil {
+		return s.runEffect(r, sv.eff)
+	}
+	return s.runScript(r, sv.sc)
 }
 
 // scriptCall is a script invocation's keys and arguments, split.

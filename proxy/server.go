@@ -69,9 +69,12 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 	if err := cfg.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
 		return nil, err
 	}
-	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, scripts: newScriptCache(), started: time.Now()}
+	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, started: time.Now()}
 	cfg = cfg.WithDefaults()
 	s.cfg.Store(&cfg)
+	s.scripts = newScriptCache(func(body string, literals []string) *quorum.Effect {
+		return e.Wrap(body, effectCommands, literals)
+	})
 	us, err := acl.New(cfg.acl())
 	if err != nil {
 		return nil, err

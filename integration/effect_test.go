@@ -1,0 +1,251 @@
+package integration
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	zredis "github.com/zeromicro/go-zero/core/stores/redis"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+)
+
+// Scripts served by what they do (issue 10): real clients whose scripts
+// are not in the catalogue, through the proxy over 5 real masters.
+
+// TestGoZeroRedisLockThroughProxy runs go-zero's RedisLock unmodified:
+// its re-entrant acquire script (whose refresh branch returns a bulk
+// "OK") is served by effect.
+func TestGoZeroRedisLockThroughProxy(t *testing.T) {
+	for _, down := range []int{0, 2} {
+		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{})
+			for i := range down {
+				c.kill(i)
+			}
+			ctx := t.Context()
+			rds := zredis.New(p.Addr)
+			key := "gozero:lock"
+			a := zredis.NewRedisLock(rds, key)
+			a.SetExpire(2)
+			ok, err := a.AcquireCtx(ctx)
+			if !ok || err != nil {
+				t.Fatalf("acquire = %v, %v; want true", ok, err)
+			}
+			token, err := rds.GetCtx(ctx, key)
+			if err != nil || token == "" {
+				t.Fatalf("GET %s through the proxy = %q, %v", key, token, err)
+			}
+			c.wantHeldEverywhere(t, key, token, 2500*time.Millisecond)
+
+			b := zredis.NewRedisLock(rds, key)
+			b.SetExpire(2)
+			if ok, err := b.AcquireCtx(ctx); ok || err != nil {
+				t.Fatalf("contended acquire = %v, %v; want false, nil", ok, err)
+			}
+			// Re-entry refreshes: the bulk "OK" branch.
+			time.Sleep(300 * time.Millisecond)
+			if ok, err := a.AcquireCtx(ctx); !ok || err != nil {
+				t.Fatalf("re-entrant acquire = %v, %v; want true", ok, err)
+			}
+			if ttl, err := rds.TtlCtx(ctx, key); err != nil || ttl < 1 || ttl > 3 {
+				t.Fatalf("TTL after refresh = %d, %v; want 1..2", ttl, err)
+			}
+			c.wantHeldEverywhere(t, key, token, 2500*time.Millisecond)
+			if ok, err := b.ReleaseCtx(ctx); ok || err != nil {
+				t.Fatalf("stale release by another = %v, %v; want false, nil", ok, err)
+			}
+			c.wantHeldEverywhere(t, key, token, 2500*time.Millisecond)
+			if ok, err := a.ReleaseCtx(ctx); !ok || err != nil {
+				t.Fatalf("release = %v, %v; want true", ok, err)
+			}
+			c.wantFreeEverywhere(t, key)
+			if ok, err := a.ReleaseCtx(ctx); ok || err != nil {
+				t.Fatalf("second release = %v, %v; want false, nil", ok, err)
+			}
+			if ok, err := b.AcquireCtx(ctx); !ok || err != nil {
+				t.Fatalf("acquire after release = %v, %v; want true", ok, err)
+			}
+			if down > 0 {
+				c.kill(down)
+				if ok, err := a.AcquireCtx(ctx); ok || err == nil || !strings.Contains(err.Error(), "NOQUORUM") {
+					t.Fatalf("acquire with 3 of 5 down = %v, %v; want a NOQUORUM error", ok, err)
+				}
+			}
+		})
+	}
+}
+
+// Redisson's RLock scripts, byte for byte as RedissonLock.java and
+// RedissonBaseLock.java build them (Java string concatenation).
+const (
+	redissonLock = "if ((redis.call('exists', KEYS[1]) == 0) " +
+		"or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then " +
+		"redis.call('hincrby', KEYS[1], ARGV[2], 1); " +
+		"redis.call('pexpire', KEYS[1], ARGV[1]); " +
+		"return nil; " +
+		"end; " +
+		"return redis.call('pttl', KEYS[1]);"
+	redissonUnlock = "local val = redis.call('get', KEYS[3]); " +
+		"if val ~= false then " +
+		"return tonumber(val);" +
+		"end; " +
+		"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then " +
+		"return nil;" +
+		"end; " +
+		"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); " +
+		"if (counter > 0) then " +
+		"redis.call('pexpire', KEYS[1], ARGV[2]); " +
+		"redis.call('set', KEYS[3], 0, 'px', ARGV[5]); " +
+		"return 0; " +
+		"else " +
+		"redis.call('del', KEYS[1]); " +
+		"redis.call(ARGV[4], KEYS[2], ARGV[1]); " +
+		"redis.call('set', KEYS[3], 1, 'px', ARGV[5]); " +
+		"return 1; " +
+		"end; "
+	redissonRenew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then " +
+		"redis.call('pexpire', KEYS[1], ARGV[1]); " +
+		"return 1; " +
+		"end; " +
+		"return 0;"
+)
+
+// TestRedissonLockScriptsThroughProxy replays Redisson's RLock protocol:
+// re-entrant hash locks, the contended PTTL reply, watchdog renewal, and
+// an unlock that publishes (the publish command passed as ARGV[4]) and
+// leaves an unlock latch.
+func TestRedissonLockScriptsThroughProxy(t *testing.T) {
+	lock, unlock, renew := redis.NewScript(redissonLock), redis.NewScript(redissonUnlock), redis.NewScript(redissonRenew)
+	for _, down := range []int{0, 2} {
+		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{})
+			for i := range down {
+				c.kill(i)
+			}
+			ctx := t.Context()
+			cl := newClient(t, p.Addr, nil)
+			name, channel := "redisson:lock", "redisson_lock__channel:{redisson:lock}"
+			owner, other := "9f1c2d3e-aaaa-bbbb-cccc-000000000001:1", "9f1c2d3e-aaaa-bbbb-cccc-000000000002:7"
+			sub := direct(t, c.addrs[c.live()[0]]).Subscribe(ctx, channel)
+			defer sub.Close()
+			if _, err := sub.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			// tryLockInnerAsync: nil means acquired, twice (re-entry).
+			for i := range 2 {
+				if err := lock.Run(ctx, cl, []string{name}, 30000, owner).Err(); !errors.Is(err, redis.Nil) {
+					t.Fatalf("lock #%d: %v; want nil (acquired)", i+1, err)
+				}
+			}
+			for _, i := range c.live() {
+				n, err := c.direct[i].HGet(ctx, name, owner).Result()
+				pttl := c.direct[i].PTTL(ctx, name).Val()
+				if err != nil || n != "2" || pttl <= 0 || pttl > 30*time.Second {
+					t.Errorf("node %d: HGET = %q, %v, PTTL %v; want 2 holds for up to 30s", i, n, err, pttl)
+				}
+			}
+			// Contended: the holder's PTTL as an integer.
+			if ms, err := lock.Run(ctx, cl, []string{name}, 30000, other).Int64(); err != nil || ms <= 0 || ms > 30000 {
+				t.Fatalf("contended lock = %d, %v; want the PTTL", ms, err)
+			}
+			// Renewal: 1 for the holder, 0 for another.
+			if v, err := renew.Run(ctx, cl, []string{name}, 30000, owner).Int64(); v != 1 || err != nil {
+				t.Fatalf("renew = %d, %v; want 1", v, err)
+			}
+			if v, err := renew.Run(ctx, cl, []string{name}, 30000, other).Int64(); v != 0 || err != nil {
+				t.Fatalf("renew by another = %d, %v; want 0", v, err)
+			}
+			// Unlock by another: nil (IllegalMonitorStateException).
+			keys := func(req string) []string {
+				return []string{name, channel, "redisson_unlock_latch:{redisson:lock}:" + req}
+			}
+			if err := unlock.Run(ctx, cl, keys("r0"), 0, 30000, other, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("unlock by another: %v; want nil", err)
+			}
+			// First unlock: count 2 -> 1, still held: 0.
+			if v, err := unlock.Run(ctx, cl, keys("r1"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 0 || err != nil {
+				t.Fatalf("unlock 1 of 2 = %d, %v; want 0", v, err)
+			}
+			// Second: released and published: 1.
+			if v, err := unlock.Run(ctx, cl, keys("r2"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+				t.Fatalf("unlock 2 of 2 = %d, %v; want 1", v, err)
+			}
+			for _, i := range c.live() {
+				if n := c.direct[i].Exists(ctx, name).Val(); n != 0 {
+					t.Errorf("node %d still has %s after unlock", i, name)
+				}
+			}
+			msg, err := sub.ReceiveMessage(ctx)
+			if err != nil || msg.Payload != "0" {
+				t.Fatalf("unlock message = %v, %v; want 0 on %s", msg, err, channel)
+			}
+			// The same request again is answered from its latch: 1.
+			if v, err := unlock.Run(ctx, cl, keys("r2"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+				t.Fatalf("repeated unlock = %d, %v; want 1 from the latch", v, err)
+			}
+			// A stale unlock (new request, lock gone): nil.
+			if err := unlock.Run(ctx, cl, keys("r3"), 0, 30000, owner, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("stale unlock: %v; want nil", err)
+			}
+			// Now free for another.
+			if err := lock.Run(ctx, cl, []string{name}, 30000, other).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("lock by another after unlock: %v; want nil (acquired)", err)
+			}
+		})
+	}
+}
+
+// TestEffectRefusalLeavesNothingOnAnyNode sends scripts that admission
+// lets through but that do, when they run, what no lock owner may: each
+// is refused with its reason, and no node keeps anything of it.
+func TestEffectRefusalLeavesNothingOnAnyNode(t *testing.T) {
+	c, p := setup(t, 5, proxy.Config{})
+	ctx := t.Context()
+	tests := []struct {
+		name, body string
+		args       []any
+		reason     string
+	}{
+		{"a write without expiry", `return redis.call("set", KEYS[1], ARGV[1])`, []any{"tok"}, "without an expiry"},
+		{"an expiry over max_ttl", `return redis.call("set", KEYS[1], ARGV[1], "PX", 3600000)`, []any{"tok"}, "over max_ttl"},
+		{"INCR named by ARGV", `redis.call("set", KEYS[1], ARGV[1], "PX", 5000) return redis.call(ARGV[2], KEYS[1])`, []any{"5", "INCR"}, "INCR is not a lock command"},
+		{"LPUSH named by ARGV", `return redis.call(ARGV[2], KEYS[1], ARGV[1])`, []any{"tok", "lpush"}, "LPUSH is not a lock command"},
+		{"a key that is not in KEYS", `redis.call("set", KEYS[1], ARGV[1], "PX", 5000) return redis.call(ARGV[2], ARGV[3], ARGV[1], "PX", 5000)`,
+			[]any{"tok", "set", "elsewhere"}, "not one of KEYS"},
+		{"SELECT 1", `redis.pcall("SELECT", ARGV[1]) return redis.call("set", KEYS[1], ARGV[2], "PX", 5000)`, []any{"1", "tok"}, "SELECT"},
+	}
+	for _, tt := range tests {
+		err := p.Client.Eval(ctx, tt.body, []string{"k"}, tt.args...).Err()
+		if err == nil || !strings.Contains(err.Error(), "script refused") || !strings.Contains(err.Error(), tt.reason) {
+			t.Errorf("%s: EVAL = %v; want ERR script refused: %s", tt.name, err, tt.reason)
+		}
+		for i, d := range c.direct {
+			for _, k := range []string{"k", "elsewhere"} {
+				if n := d.Exists(ctx, k).Val(); n != 0 {
+					t.Errorf("%s: node %d keeps %s", tt.name, i, k)
+				}
+			}
+		}
+	}
+
+	// Another token's hold, on 2 of 5 nodes: an unconditional SET takes
+	// the other 3, is refused where it would overwrite, and is undone
+	// everywhere; the other token's hold stays.
+	for _, i := range []int{0, 1} {
+		c.direct[i].Set(ctx, "k", "other", 10*time.Second)
+	}
+	err := p.Client.Eval(ctx, `return redis.call("set", KEYS[1], ARGV[1], "PX", 5000)`, []string{"k"}, "tok").Err()
+	if err == nil || !strings.Contains(err.Error(), "another token's hold") {
+		t.Errorf("overwriting SET: %v; want refused for another token's hold", err)
+	}
+	for i := range c.direct {
+		v, ok := c.value(t, i, "k")
+		if i < 2 && v != "other" || i >= 2 && ok {
+			t.Errorf("node %d after the refused overwrite: %q (exists %v)", i, v, ok)
+		}
+	}
+}

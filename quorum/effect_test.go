@@ -1,0 +1,228 @@
+package quorum
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// testCommands is the proxy's allow-list as the wrapper takes it (the
+// proxy builds it from script.Commands; quorum does not import script).
+var testCommands = map[string]int{
+	"get": 1, "set": 1, "setnx": 1, "pexpire": 1, "pexpireat": 1, "expire": 1, "expireat": 1,
+	"pttl": 1, "ttl": 1, "type": 1, "exists": 2, "del": 2, "unlink": 2,
+	"hget": 1, "hset": 1, "hincrby": 1, "hexists": 1, "hdel": 1, "hlen": 1,
+	"zadd": 1, "zscore": 1, "zrem": 1, "zcount": 1, "zcard": 1, "zremrangebyscore": 1,
+	"zrange": 1, "zrevrange": 1, "time": 0, "publish": 0, "spublish": 0, "select": 0,
+}
+
+// TestEffectWrapperBranches runs the wrapper on a real redis-server, one
+// row per branch: what the node holds after, the reply, and what the
+// run is classified as.
+func TestEffectWrapperBranches(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	e := New(Config{MaxTTL: time.Minute}, n)
+	type setup func()
+	none := func() {}
+	held := func(v string) setup {
+		return func() { admin.Set(t.Context(), "k", v, 10*time.Second) }
+	}
+	tests := []struct {
+		name     string
+		setup    setup
+		body     string
+		lits     []string
+		args     []string
+		refused  string // a substring of the reason, if refused
+		reply    Value
+		op       EffectOp
+		want     string // the key's value after ("" = missing)
+		wantHash map[string]string
+	}{
+		{name: "take a free key", setup: none,
+			body: `return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, args: []string{"tok", "5000"},
+			reply: Value{Kind: ValueStatus, Str: "OK"}, op: EffectHold, want: "tok"},
+		{name: "refresh own: bulk OK", setup: held("tok"),
+			body: `if redis.call("GET", KEYS[1]) == ARGV[1] then redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2]) return "OK" end return false`,
+			args: []string{"tok", "5000"}, reply: Value{Kind: ValueBulk, Str: "OK"}, op: EffectHold, want: "tok"},
+		{name: "held by another: false is nil", setup: held("other"),
+			body: `if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then return true end return false`,
+			args: []string{"tok", "5000"}, reply: Value{Kind: ValueNil}, op: EffectRead, want: "other"},
+		{name: "true is 1", setup: none,
+			body: `redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2]) return true`, args: []string{"tok", "5000"},
+			reply: Value{Kind: ValueInt, Int: 1}, op: EffectHold, want: "tok"},
+		{name: "release own", setup: held("tok"),
+			body: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`,
+			args: []string{"tok"}, reply: Value{Kind: ValueInt, Int: 1}, op: EffectRelease},
+		{name: "overwrite another's hold: refused, restored", setup: held("other"),
+			body: `return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2])`, args: []string{"tok", "5000"},
+			refused: "another token's hold", want: "other"},
+		{name: "delete another's hold: refused, restored", setup: held("other"),
+			body: `return redis.call("del", KEYS[1])`, refused: "another token's hold", want: "other"},
+		{name: "extend another's hold: refused", setup: held("other"),
+			body: `return redis.call("pexpire", KEYS[1], 50000)`, refused: "expiry of another token's hold", want: "other"},
+		{name: "no expiry: refused, nothing left", setup: none,
+			body: `return redis.call("set", KEYS[1], ARGV[1])`, args: []string{"tok"}, refused: "without an expiry"},
+		{name: "over max_ttl: refused", setup: none,
+			body: `return redis.call("set", KEYS[1], ARGV[1], "PX", 3600000)`, args: []string{"tok"}, refused: "over max_ttl"},
+		{name: "a value not among the arguments: refused", setup: none,
+			body: `return redis.call("set", KEYS[1], tostring(math.random()), "PX", 1000)`, refused: "none of its arguments"},
+		{name: "command from ARGV outside the allow-list: refused", setup: none,
+			body: `redis.call("set", KEYS[1], ARGV[1], "PX", 5000) return redis.call(ARGV[2], KEYS[1])`, args: []string{"tok", "INCR"},
+			refused: "INCR is not a lock command"},
+		{name: "refusal survives redis.pcall", setup: none,
+			body: `redis.call("set", KEYS[1], ARGV[1], "PX", 5000) redis.pcall(ARGV[2], "x") return 1`, args: []string{"tok", "lpush"},
+			refused: "LPUSH is not a lock command"},
+		{name: "SELECT 1 from ARGV: refused", setup: none,
+			body: `redis.pcall("SELECT", ARGV[1]) return 1`, args: []string{"1"}, refused: "SELECT"},
+		{name: "SELECT 0 from ARGV", setup: none,
+			body: `redis.pcall("SELECT", ARGV[1]) return redis.call("set", KEYS[1], ARGV[2], "PX", 5000)`, args: []string{"0", "tok"},
+			reply: Value{Kind: ValueStatus, Str: "OK"}, op: EffectHold, want: "tok"},
+		{name: "a key not among KEYS, by a command from ARGV: refused", setup: none,
+			body: `return redis.call(ARGV[1], ARGV[2], "v", "PX", 1000)`, args: []string{"set", "elsewhere"},
+			refused: "not one of KEYS"},
+		{name: "error reply as a value", setup: none,
+			body: `return redis.error_reply("MYERR no")`, reply: Value{Kind: ValueError, Str: "MYERR no"}, op: EffectRead},
+		{name: "runtime error as a value", setup: held("tok"),
+			body: `return redis.call("hget", KEYS[1], "f")`, reply: Value{Kind: ValueError}, op: EffectRead, want: "tok"},
+		{name: "array with nested values", setup: none,
+			body:  `return {1, "b", {ok = "S"}, false}`,
+			reply: Value{Kind: ValueArray, Items: []Value{{Kind: ValueInt, Int: 1}, {Kind: ValueBulk, Str: "b"}, {Kind: ValueStatus, Str: "S"}, {Kind: ValueNil}}},
+			op:    EffectRead},
+		{name: "Redisson re-entrant hash", setup: func() {
+			admin.HSet(t.Context(), "k", "u:1", 1)
+			admin.PExpire(t.Context(), "k", 10*time.Second)
+		},
+			body: `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);`,
+			args: []string{"30000", "u:1"}, reply: Value{Kind: ValueNil}, op: EffectHold, wantHash: map[string]string{"u:1": "2"}},
+		{name: "hash field of another: refused", setup: func() {
+			admin.HSet(t.Context(), "k", "u:1", 1)
+			admin.PExpire(t.Context(), "k", 10*time.Second)
+		},
+			body: `redis.call('hdel', KEYS[1], 'u:1') return 1`, args: []string{"u:2"},
+			refused: "another token's hold", wantHash: map[string]string{"u:1": "1"}},
+		{name: "sorted set: dropping another's expired entry, taking", setup: func() {
+			admin.ZAdd(t.Context(), "k", redisZ(1, "old")) // expired at 1ms after the epoch
+			admin.PExpire(t.Context(), "k", 10*time.Second)
+		},
+			body: `local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
+redis.call("ZADD", KEYS[1], now + 5000, ARGV[1])
+redis.call("PEXPIREAT", KEYS[1], now + 5000) return true`,
+			args: []string{"tok"}, reply: Value{Kind: ValueInt, Int: 1}, op: EffectHold},
+		{name: "a key set to expire at once is no hold (Symfony's probe)", setup: none,
+			body: `local now = redis.call("TIME") redis.call("SET", KEYS[1], "1", "PX", 1) return 1`, lits: []string{"1"},
+			reply: Value{Kind: ValueInt, Int: 1}, op: EffectRead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			flush(t, admin)
+			tt.setup()
+			eff := e.Wrap(tt.body, testCommands, tt.lits)
+			ne, err := n.runEffect(t.Context(), eff.w, []string{"k"}, tt.args)
+			if err != nil {
+				t.Fatalf("runEffect: %v", err)
+			}
+			if tt.refused != "" {
+				if !strings.Contains(ne.refused, tt.refused) {
+					t.Fatalf("refused = %q; want it to say %q", ne.refused, tt.refused)
+				}
+			} else {
+				if ne.refused != "" {
+					t.Fatalf("refused: %s", ne.refused)
+				}
+				if tt.reply.Kind == ValueError && tt.reply.Str == "" && ne.reply.Kind == ValueError {
+					ne.reply.Str = ""
+				}
+				if !ne.reply.equal(tt.reply) {
+					t.Errorf("reply = %+v; want %+v", ne.reply, tt.reply)
+				}
+				if op, _ := classifyEffect(ne.keys, 0.01); op != tt.op {
+					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.keys)
+				}
+			}
+			if tt.wantHash != nil {
+				got := admin.HGetAll(t.Context(), "k").Val()
+				if len(got) != len(tt.wantHash) {
+					t.Errorf("hash after = %v; want %v", got, tt.wantHash)
+				}
+				for f, v := range tt.wantHash {
+					if got[f] != v {
+						t.Errorf("hash after = %v; want %v", got, tt.wantHash)
+					}
+				}
+				return
+			}
+			if tt.op == EffectHold && tt.want == "" || tt.lits != nil {
+				return // a sorted set, or a key gone within a millisecond
+			}
+			got, _ := admin.Get(t.Context(), "k").Result()
+			if got != tt.want {
+				t.Errorf("after: GET k = %q; want %q", got, tt.want)
+			}
+			if tt.want != "" {
+				if pttl := admin.PTTL(t.Context(), "k").Val(); pttl <= 0 || pttl > time.Minute {
+					t.Errorf("after: PTTL k = %v; want an expiry", pttl)
+				}
+			}
+		})
+	}
+}
+
+// TestUndoEffectRemovesOnlyOwnHolders checks the compare-and-delete that
+// undoes an effect-served acquire, for strings, hashes and sorted sets.
+func TestUndoEffectRemovesOnlyOwnHolders(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	ctx := t.Context()
+	admin.Set(ctx, "s1", "tok", time.Minute)
+	admin.Set(ctx, "s2", "other", time.Minute)
+	admin.HSet(ctx, "h", "tok", 1, "other", 1)
+	admin.ZAdd(ctx, "z", redisZ(1, "tok"))
+	if err := n.undoEffect(ctx, []string{"s1", "s2", "h", "z"}, []string{"tok"}); err != nil {
+		t.Fatal(err)
+	}
+	if admin.Exists(ctx, "s1").Val() != 0 || admin.Get(ctx, "s2").Val() != "other" {
+		t.Errorf("strings: s1 exists %d, s2 = %q; want s1 gone, s2 kept", admin.Exists(ctx, "s1").Val(), admin.Get(ctx, "s2").Val())
+	}
+	if h := admin.HGetAll(ctx, "h").Val(); len(h) != 1 || h["other"] != "1" {
+		t.Errorf("hash after undo = %v; want only other's field", h)
+	}
+	if admin.Exists(ctx, "z").Val() != 0 {
+		t.Errorf("sorted set with only the token left still exists")
+	}
+}
+
+func TestClassifyEffect(t *testing.T) {
+	s := time.Second
+	tests := []struct {
+		name string
+		keys []KeyEffect
+		op   EffectOp
+		hold time.Duration
+	}{
+		{"nothing changed", []KeyEffect{{Before: "string", After: "string", BeforeOwn: []string{"t"}, AfterOwn: []string{"t"}, Hold: s}}, EffectRead, 0},
+		{"taken", []KeyEffect{{Before: "none", After: "string", AfterOwn: []string{"t"}, Changed: true, Hold: s}}, EffectHold, s},
+		{"released", []KeyEffect{{Before: "hash", After: "none", BeforeOwn: []string{"t"}, Changed: true}}, EffectRelease, 0},
+		{"release wins over a latch taken", []KeyEffect{
+			{Before: "hash", After: "none", BeforeOwn: []string{"t"}, Changed: true},
+			{Before: "none", After: "string", AfterOwn: []string{"1"}, Changed: true, Hold: 3 * s},
+		}, EffectRelease, 0},
+		{"a hold within the drift allowance is none", []KeyEffect{{Before: "none", After: "string", AfterOwn: []string{"1"}, Changed: true, Hold: time.Millisecond}}, EffectRead, 0},
+		{"the shortest hold of several", []KeyEffect{
+			{After: "string", AfterOwn: []string{"t"}, Changed: true, Hold: 2 * s},
+			{After: "string", AfterOwn: []string{"t"}, Changed: true, Hold: s},
+		}, EffectHold, s},
+	}
+	for _, tt := range tests {
+		op, hold := classifyEffect(tt.keys, 0.01)
+		if op != tt.op || hold != tt.hold {
+			t.Errorf("%s: classifyEffect = %v, %v; want %v, %v", tt.name, op, hold, tt.op, tt.hold)
+		}
+	}
+}
+
+func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }

@@ -1,0 +1,315 @@
+package quorum
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The wrapper runs a client's script on one node with its effect watched.
+// Atomically with the body it snapshots every key before and after; a
+// guarded redis table refuses any command outside the allow-list, any key
+// argument that is not one of KEYS, and SELECT of a database other than 0.
+// A change that is not what a lock owner may do is rolled back from the
+// snapshot in the same run. The wrapper returns
+//
+//	{"refused", reason}
+//	{"ok", reply, {key info, ...}}
+//
+// where reply is the body's reply tagged by type ({"s", status},
+// {"b", bulk}, {"i", int}, {"n"}, {"e", error}, {"a", item, ...}), and each
+// key info (one per distinct key, in KEYS order) is
+//
+//	{type before, pttl before, {own holders before},
+//	 type after, pttl after, {own holders after}, changed, own hold's pttl after}
+//
+// A holder is a string's value, a hash's field or a sorted set's member
+// (whose score is its expiry in ms, as Symfony writes it); it is own when
+// it is one of ARGV or of the script's own constants. The body's locals
+// cannot reach the wrapper's: script admission refuses every name that is
+// not the body's own local or an allowed global.
+const wrapperHead = `local __rlp_call, __rlp_tostring, __rlp_lower, __rlp_select = redis.call, tostring, string.lower, select
+local __rlp_keys, __rlp_iskey, __rlp_own = {}, {}, {}
+for _, k in ipairs(KEYS) do
+  if not __rlp_iskey[k] then __rlp_keys[#__rlp_keys + 1] = k end
+  __rlp_iskey[k] = true
+end
+for _, v in ipairs(ARGV) do __rlp_own[v] = true end
+for _, v in ipairs(__RLP_LITERALS) do __rlp_own[v] = true end
+local __rlp_cmds = __RLP_COMMANDS
+local __rlp_refused = false
+local function __rlp_check(cmd, ...)
+  if __rlp_refused then return __rlp_refused end
+  local c = __rlp_lower(__rlp_tostring(cmd))
+  local pos = __rlp_cmds[c]
+  local n = __rlp_select("#", ...)
+  local args = {...}
+  if pos == nil then
+    __rlp_refused = string.upper(c) .. " is not a lock command"
+  elseif c == "select" and not (n == 1 and __rlp_tostring(args[1]) == "0") then
+    __rlp_refused = "SELECT of a database other than 0"
+  else
+    local last = 0
+    if pos == 2 then last = n elseif pos == 1 and n > 0 then last = 1 end
+    for i = 1, last do
+      if not __rlp_iskey[__rlp_tostring(args[i])] then
+        __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
+        break
+      end
+    end
+  end
+  return __rlp_refused
+end
+local __rlp_real = redis
+local redis = setmetatable({
+  call = function(cmd, ...)
+    local why = __rlp_check(cmd, ...)
+    if why then error({err = "ERR script refused: " .. why}) end
+    return __rlp_call(cmd, ...)
+  end,
+  pcall = function(cmd, ...)
+    local why = __rlp_check(cmd, ...)
+    if why then return {err = "ERR script refused: " .. why} end
+    return __rlp_real.pcall(cmd, ...)
+  end,
+}, {__index = __rlp_real})
+local __rlp_nowv
+local function __rlp_now()
+  if not __rlp_nowv then
+    local t = __rlp_call("time")
+    __rlp_nowv = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return __rlp_nowv
+end
+local function __rlp_snap(k)
+  local t = __rlp_call("type", k)["ok"]
+  -- The absolute expiry: PTTL moves while the script runs.
+  local s = {t = t, exp = __rlp_call("pexpiretime", k)}
+  s.pttl = s.exp
+  if s.exp > 0 then s.pttl = s.exp - __rlp_now() end
+  if t == "string" then s.v = __rlp_call("get", k)
+  elseif t == "hash" then s.v = __rlp_call("hgetall", k)
+  elseif t == "zset" then s.v = __rlp_call("zrange", k, 0, -1, "WITHSCORES")
+  elseif t ~= "none" then s.v = __rlp_call("dump", k) end
+  return s
+end
+local function __rlp_holders(s)
+  local h = {}
+  if s.t == "string" then h[s.v] = ""
+  elseif s.t == "hash" or s.t == "zset" then
+    for i = 1, #s.v, 2 do h[s.v[i]] = s.v[i + 1] end
+  end
+  return h
+end
+local function __rlp_same(b, a)
+  if b.t ~= a.t or b.exp ~= a.exp then return false end
+  if b.t ~= "hash" and b.t ~= "zset" then return b.v == a.v end
+  if #b.v ~= #a.v then return false end
+  local ha = __rlp_holders(a)
+  for m, v in pairs(__rlp_holders(b)) do
+    if ha[m] ~= v then return false end
+  end
+  return true
+end
+local function __rlp_valid(s, v)
+  return s.t ~= "zset" or tonumber(v) > __rlp_now()
+end
+local function __rlp_judge(b, a)
+  if __rlp_same(b, a) then return nil end
+  if b.t ~= "none" and b.t ~= "string" and b.t ~= "hash" and b.t ~= "zset" then
+    return "it changes a " .. b.t .. " key"
+  end
+  if b.t ~= "none" and a.t ~= "none" and b.t ~= a.t then
+    return "it turns a " .. b.t .. " key into a " .. a.t
+  end
+  if a.t ~= "none" and a.pttl < 0 then return "it leaves a key without an expiry" end
+  if a.t ~= "none" and a.pttl > __RLP_MAXTTL then return "it leaves a key with an expiry over max_ttl" end
+  local hb, ha = __rlp_holders(b), __rlp_holders(a)
+  local others, latest = false, 0
+  for m, v in pairs(hb) do
+    if not __rlp_own[m] and __rlp_valid(b, v) then
+      if ha[m] ~= v then return "it removes or overwrites another token's hold" end
+      others = true
+      if b.t == "zset" and tonumber(v) > latest then latest = tonumber(v) end
+    end
+  end
+  for m in pairs(ha) do
+    if hb[m] == nil and not __rlp_own[m] then
+      return "it writes a value that is none of its arguments"
+    end
+  end
+  if others and b.t ~= "zset" and a.exp ~= b.exp then
+    return "it changes the expiry of another token's hold"
+  end
+  if others and b.t == "zset" and (a.t == "none" or a.pttl < latest - __rlp_now()) then
+    return "it cuts short another token's hold"
+  end
+  return nil
+end
+local function __rlp_restore(k, s)
+  __rlp_call("del", k)
+  if s.t == "string" then __rlp_call("set", k, s.v)
+  elseif s.t == "hash" then __rlp_call("hset", k, unpack(s.v))
+  elseif s.t == "zset" then
+    local args = {}
+    for i = 1, #s.v, 2 do args[#args + 1] = s.v[i + 1]; args[#args + 1] = s.v[i] end
+    __rlp_call("zadd", k, unpack(args))
+  elseif s.t ~= "none" then __rlp_call("restore", k, 0, s.v) end
+  if s.t ~= "none" and s.exp > 0 then __rlp_call("pexpireat", k, s.exp) end
+end
+local function __rlp_mine(s)
+  local list, least = {}, 0
+  for m, v in pairs(__rlp_holders(s)) do
+    if __rlp_own[m] then
+      local left = s.pttl
+      if s.t == "zset" then
+        local sc = tonumber(v) - __rlp_now()
+        if left < 0 or sc < left then left = sc end
+      end
+      if left ~= 0 and (left > 0 or s.t ~= "zset") then
+        list[#list + 1] = m
+        if least == 0 or (left > 0 and left < least) then least = left end
+      end
+    end
+  end
+  return list, least
+end
+local function __rlp_enc(v)
+  local t = type(v)
+  if t == "table" then
+    if v.err then return {"e", __rlp_tostring(v.err)} end
+    if v.ok then return {"s", __rlp_tostring(v.ok)} end
+    local out = {"a"}
+    local i = 1
+    while v[i] ~= nil do
+      out[#out + 1] = __rlp_enc(v[i])
+      i = i + 1
+    end
+    return out
+  elseif t == "number" then return {"i", v}
+  elseif t == "string" then return {"b", v}
+  elseif t == "boolean" and v then return {"i", 1} end
+  return {"n"}
+end
+local __rlp_before = {}
+for i, k in ipairs(__rlp_keys) do __rlp_before[i] = __rlp_snap(k) end
+local function __rlp_body(...)
+`
+
+const wrapperTail = `
+end
+local __rlp_ok, __rlp_r = pcall(__rlp_body)
+local __rlp_after = {}
+for i, k in ipairs(__rlp_keys) do __rlp_after[i] = __rlp_snap(k) end
+local __rlp_why = __rlp_refused
+if not __rlp_why then
+  for i = 1, #__rlp_keys do
+    local w = __rlp_judge(__rlp_before[i], __rlp_after[i])
+    if w then __rlp_why = w; break end
+  end
+end
+if __rlp_why then
+  for i, k in ipairs(__rlp_keys) do
+    if not __rlp_same(__rlp_before[i], __rlp_after[i]) then __rlp_restore(k, __rlp_before[i]) end
+  end
+  return {"refused", __rlp_why}
+end
+local __rlp_reply
+if __rlp_ok then __rlp_reply = __rlp_enc(__rlp_r)
+elseif type(__rlp_r) == "table" and __rlp_r.err then __rlp_reply = {"e", __rlp_tostring(__rlp_r.err)}
+else __rlp_reply = {"e", "ERR " .. __rlp_tostring(__rlp_r)} end
+local __rlp_info = {}
+for i = 1, #__rlp_keys do
+  local b, a = __rlp_before[i], __rlp_after[i]
+  local bown = __rlp_mine(b)
+  local aown, ahold = __rlp_mine(a)
+  local changed = 0
+  if not __rlp_same(b, a) then changed = 1 end
+  __rlp_info[i] = {b.t, b.pttl, bown, a.t, a.pttl, aown, changed, ahold}
+end
+return {"ok", __rlp_reply, __rlp_info}
+`
+
+// undoEffectScript removes from every key each holder that is one of ARGV
+// (the tokens an effect-served acquire wrote): a string holding one is
+// deleted, a hash field or sorted-set member is removed (and the key with
+// its last one). It returns how many it removed.
+var undoEffectScript = newScript(`
+local own = {}
+for _, t in ipairs(ARGV) do own[t] = true end
+local n = 0
+for _, key in ipairs(KEYS) do
+  local t = redis.call("type", key)["ok"]
+  if t == "string" then
+    if own[redis.call("get", key)] then
+      redis.call("del", key)
+      n = n + 1
+    end
+  elseif t == "hash" then
+    for _, m in ipairs(redis.call("hkeys", key)) do
+      if own[m] then redis.call("hdel", key, m); n = n + 1 end
+    end
+  elseif t == "zset" then
+    for _, m in ipairs(redis.call("zrange", key, 0, -1)) do
+      if own[m] then redis.call("zrem", key, m); n = n + 1 end
+    end
+  end
+end
+return n
+`)
+
+// wrapBody builds the wrapper around body for the given allow-list,
+// literals and max_ttl.
+func wrapBody(body string, commands map[string]int, literals []string, maxTTL time.Duration) string {
+	var lits strings.Builder
+	lits.WriteString("{")
+	for _, l := range literals {
+		lits.WriteString(luaQuote(l))
+		lits.WriteString(", ")
+	}
+	lits.WriteString("}")
+	var cmds strings.Builder
+	cmds.WriteString("{")
+	for _, name := range sortedKeys(commands) {
+		cmds.WriteString("[" + luaQuote(name) + "] = " + strconv.Itoa(commands[name]) + ", ")
+	}
+	cmds.WriteString("}")
+	head := strings.NewReplacer(
+		"__RLP_LITERALS", lits.String(),
+		"__RLP_COMMANDS", cmds.String(),
+		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
+	)
+	return head.Replace(wrapperHead) + body + head.Replace(wrapperTail)
+}
+
+// luaQuote writes s as a Lua string literal that any bytes survive.
+func luaQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c >= 0x20 && c < 0x7f:
+			b.WriteByte(c)
+		default:
+			// Three digits always, so a digit after it is not read into it.
+			fmt.Fprintf(&b, "\\%03d", c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

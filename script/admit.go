@@ -1,0 +1,514 @@
+package script
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/yuin/gopher-lua/ast"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// Commands is the allow-list of what a served script may call, by
+// lower-case name, with where its keys are.
+var Commands = map[string]KeyPos{
+	// Strings.
+	"get": KeyFirst, "set": KeyFirst, "setnx": KeyFirst, "pexpire": KeyFirst,
+	"pexpireat": KeyFirst, "expire": KeyFirst, "expireat": KeyFirst,
+	"pttl": KeyFirst, "ttl": KeyFirst, "type": KeyFirst,
+	"exists": KeyAll, "del": KeyAll, "unlink": KeyAll,
+	// Hashes (Redisson).
+	"hget": KeyFirst, "hset": KeyFirst, "hincrby": KeyFirst, "hexists": KeyFirst,
+	"hdel": KeyFirst, "hlen": KeyFirst,
+	// Sorted sets, as Symfony uses them.
+	"zadd": KeyFirst, "zscore": KeyFirst, "zrem": KeyFirst, "zcount": KeyFirst,
+	"zcard": KeyFirst, "zremrangebyscore": KeyFirst, "zrange": KeyFirst,
+	"zrevrange": KeyFirst,
+	// No keys.
+	"time": KeyNone, "publish": KeyNone, "spublish": KeyNone,
+	"select": KeyNone, // database 0 only
+}
+
+// KeyPos says which arguments of a command are keys.
+type KeyPos uint8
+
+const (
+	KeyNone  KeyPos = iota // no key
+	KeyFirst               // the first argument
+	KeyAll                 // every argument
+)
+
+// globals are the global names a served script may read; anything else
+// (getfenv, loadstring, _G, rawget, setmetatable, os, ...) could reach
+// around the wrapper the proxy runs the script in.
+var globals = map[string]bool{
+	"KEYS": true, "ARGV": true, "redis": true,
+	"tonumber": true, "tostring": true, "type": true, "ipairs": true,
+	"pairs": true, "next": true, "select": true, "unpack": true,
+	"error": true, "assert": true, "pcall": true,
+	"string": true, "table": true, "math": true, "bit": true, "cjson": true,
+}
+
+// redisFields are the members of the redis table a script may use.
+var redisFields = map[string]bool{
+	"call": true, "pcall": true, "error_reply": true, "status_reply": true,
+	"sha1hex": true, "log": true, "LOG_DEBUG": true, "LOG_VERBOSE": true,
+	"LOG_NOTICE": true, "LOG_WARNING": true, "REDIS_VERSION": true,
+	"REDIS_VERSION_NUM": true, "replicate_commands": true,
+}
+
+// maxLiterals bounds the constants an Admission carries.
+const maxLiterals = 64
+
+// Admission is what the proxy needs to know about an admitted script.
+type Admission struct {
+	// Literals are the script's string and number constants, as Redis
+	// would pass them to a command: values the script may write as a
+	// token besides its ARGV (Symfony's "__write__", the "1" of its TIME
+	// probe, Redisson's unlock latch).
+	Literals []string
+}
+
+// Refusal says why a script is not served and where.
+type Refusal struct {
+	Line   int
+	Reason string
+}
+
+func (r *Refusal) Error() string {
+	if r.Line > 0 {
+		return fmt.Sprintf("%s (line %d)", r.Reason, r.Line)
+	}
+	return r.Reason
+}
+
+// Admit parses body as Redis's Lua 5.1 and admits it only if every
+// redis.call and redis.pcall names an allowed command (or takes its name
+// from ARGV, checked when it runs), every key argument is a KEYS element,
+// and nothing reaches outside the globals a lock script needs. A refusal
+// is a *Refusal naming the construct and its line.
+func Admit(body []byte) (Admission, error) {
+	if bytes.IndexByte(body, 0) >= 0 {
+		return Admission{}, &Refusal{Reason: "the script contains a NUL byte"}
+	}
+	chunk, err := parse.Parse(bytes.NewReader(body), "script")
+	if err != nil {
+		return Admission{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
+	}
+	a := &admitter{lits: map[string]bool{}}
+	a.push()
+	a.block(chunk)
+	if a.err != nil {
+		return Admission{}, a.err
+	}
+	return Admission{Literals: a.order}, nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// admitter walks the chunk once; the first refusal sticks.
+type admitter struct {
+	scopes []map[string]bool // local names; true marks a name bound to a KEYS element
+	lits   map[string]bool
+	order  []string
+	err    *Refusal
+}
+
+func (a *admitter) push() { a.scopes = append(a.scopes, map[string]bool{}) }
+func (a *admitter) pop()  { a.scopes = a.scopes[:len(a.scopes)-1] }
+
+func (a *admitter) declare(name string, keyVar bool) { a.scopes[len(a.scopes)-1][name] = keyVar }
+
+// lookup reports whether name is a local, and whether it holds a key.
+func (a *admitter) lookup(name string) (local, keyVar bool) {
+	for i := len(a.scopes) - 1; i >= 0; i-- {
+		if k, ok := a.scopes[i][name]; ok {
+			return true, k
+		}
+	}
+	return false, false
+}
+
+func (a *admitter) refuse(line int, format string, args ...any) {
+	if a.err == nil {
+		a.err = &Refusal{Line: line, Reason: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (a *admitter) literal(s string) {
+	if !a.lits[s] && len(a.order) < maxLiterals && len(s) <= 512 {
+		a.lits[s] = true
+		a.order = append(a.order, s)
+	}
+}
+
+func (a *admitter) block(stmts []ast.Stmt) {
+	for _, s := range stmts {
+		if a.err != nil {
+			return
+		}
+		a.stmt(s)
+	}
+}
+
+func (a *admitter) scoped(stmts []ast.Stmt) {
+	a.push()
+	a.block(stmts)
+	a.pop()
+}
+
+func (a *admitter) stmt(s ast.Stmt) {
+	switch s := s.(type) {
+	case *ast.LocalAssignStmt:
+		a.exprs(s.Exprs)
+		for i, n := range s.Names {
+			keyVar := i < len(s.Exprs) && isKeysIndex(s.Exprs[i]) && a.keysIsGlobal()
+			if i == len(s.Names)-1 && len(s.Names) == 1 && len(s.Exprs) == 1 {
+				if f, ok := s.Exprs[0].(*ast.FunctionExpr); ok {
+					// local function f: f is in scope inside its body.
+					a.declare(n, false)
+					a.function(f)
+					continue
+				}
+			}
+			a.declare(n, keyVar)
+		}
+	case *ast.AssignStmt:
+		for _, l := range s.Lhs {
+			a.target(l)
+		}
+		a.exprs(s.Rhs)
+	case *ast.FuncCallStmt:
+		a.expr(s.Expr)
+	case *ast.DoBlockStmt:
+		a.scoped(s.Stmts)
+	case *ast.WhileStmt:
+		a.expr(s.Condition)
+		a.scoped(s.Stmts)
+	case *ast.RepeatStmt:
+		a.push()
+		a.block(s.Stmts)
+		a.expr(s.Condition) // the condition sees the body's locals
+		a.pop()
+	case *ast.IfStmt:
+		a.expr(s.Condition)
+		a.scoped(s.Then)
+		a.scoped(s.Else)
+	case *ast.NumberForStmt:
+		a.expr(s.Init)
+		a.expr(s.Limit)
+		if s.Step != nil {
+			a.expr(s.Step)
+		}
+		a.push()
+		a.declare(s.Name, false)
+		a.block(s.Stmts)
+		a.pop()
+	case *ast.GenericForStmt:
+		a.exprs(s.Exprs)
+		overKeys := len(s.Exprs) == 1 && a.iteratesKeys(s.Exprs[0])
+		a.push()
+		for i, n := range s.Names {
+			a.declare(n, overKeys && i == 1)
+		}
+		a.block(s.Stmts)
+		a.pop()
+	case *ast.FuncDefStmt:
+		// function name() ... end assigns a global or a table field.
+		if id, ok := s.Name.Func.(*ast.IdentExpr); ok && s.Name.Receiver == nil {
+			if local, _ := a.lookup(id.Value); !local {
+				a.refuse(s.Line(), "the script defines a global function %q", id.Value)
+				return
+			}
+		} else {
+			a.refuse(s.Line(), "the script defines a function on a table")
+			return
+		}
+		a.function(s.Func)
+	case *ast.ReturnStmt:
+		a.exprs(s.Exprs)
+	case *ast.BreakStmt:
+	case *ast.LabelStmt, *ast.GotoStmt:
+		a.refuse(s.Line(), "goto and labels are not Lua 5.1")
+	default:
+		a.refuse(s.Line(), "unsupported statement %T", s)
+	}
+}
+
+// target checks the left side of an assignment.
+func (a *admitter) target(e ast.Expr) {
+	switch e := e.(type) {
+	case *ast.IdentExpr:
+		local, keyVar := a.lookup(e.Value)
+		switch {
+		case !local:
+			a.refuse(e.Line(), "the script assigns the global %q", e.Value)
+		case keyVar:
+			a.refuse(e.Line(), "the script reassigns %q, which holds a key", e.Value)
+		}
+	case *ast.AttrGetExpr:
+		if id, ok := e.Object.(*ast.IdentExpr); ok {
+			if local, _ := a.lookup(id.Value); !local {
+				a.refuse(e.Line(), "the script changes the global table %q", id.Value)
+				return
+			}
+		}
+		a.expr(e.Object)
+		a.expr(e.Key)
+	default:
+		a.refuse(e.Line(), "unsupported assignment target")
+	}
+}
+
+func (a *admitter) function(f *ast.FunctionExpr) {
+	a.push()
+	for _, n := range f.ParList.Names {
+		a.declare(n, false)
+	}
+	a.block(f.Stmts)
+	a.pop()
+}
+
+func (a *admitter) exprs(es []ast.Expr) {
+	for _, e := range es {
+		a.expr(e)
+	}
+}
+
+func (a *admitter) expr(e ast.Expr) {
+	if a.err != nil || e == nil {
+		return
+	}
+	switch e := e.(type) {
+	case *ast.TrueExpr, *ast.FalseExpr, *ast.NilExpr, *ast.Comma3Expr:
+	case *ast.NumberExpr:
+		if f, err := strconv.ParseFloat(e.Value, 64); err == nil {
+			a.literal(strconv.FormatFloat(f, 'g', 14, 64))
+		} else if n, err := strconv.ParseInt(strings.TrimPrefix(strings.ToLower(e.Value), "0x"), 16, 64); err == nil {
+			a.literal(strconv.FormatInt(n, 10))
+		}
+	case *ast.StringExpr:
+		a.literal(e.Value)
+	case *ast.IdentExpr:
+		if local, _ := a.lookup(e.Value); local {
+			return
+		}
+		switch {
+		case e.Value == "redis":
+			a.refuse(e.Line(), "redis is used other than as redis.call or redis.pcall")
+		case !globals[e.Value]:
+			a.refuse(e.Line(), "the global %q is not available to lock scripts", e.Value)
+		}
+	case *ast.AttrGetExpr:
+		if id, ok := e.Object.(*ast.IdentExpr); ok && id.Value == "redis" && a.isGlobal("redis") {
+			k, ok := e.Key.(*ast.StringExpr)
+			switch {
+			case !ok:
+				a.refuse(e.Line(), "redis[%s] is not available to lock scripts", exprText(e.Key))
+			case !redisFields[k.Value]:
+				a.refuse(e.Line(), "redis.%s is not available to lock scripts", k.Value)
+			case k.Value == "call" || k.Value == "pcall":
+				a.refuse(e.Line(), "redis.%s is used as a value, not called", k.Value)
+			}
+			return
+		}
+		a.expr(e.Object)
+		a.expr(e.Key)
+	case *ast.TableExpr:
+		for _, f := range e.Fields {
+			a.expr(f.Key)
+			a.expr(f.Value)
+		}
+	case *ast.FuncCallExpr:
+		a.call(e)
+	case *ast.LogicalOpExpr:
+		a.expr(e.Lhs)
+		a.expr(e.Rhs)
+	case *ast.RelationalOpExpr:
+		a.expr(e.Lhs)
+		a.expr(e.Rhs)
+	case *ast.StringConcatOpExpr:
+		a.expr(e.Lhs)
+		a.expr(e.Rhs)
+	case *ast.ArithmeticOpExpr:
+		a.expr(e.Lhs)
+		a.expr(e.Rhs)
+	case *ast.UnaryMinusOpExpr:
+		a.expr(e.Expr)
+	case *ast.UnaryNotOpExpr:
+		a.expr(e.Expr)
+	case *ast.UnaryLenOpExpr:
+		a.expr(e.Expr)
+	case *ast.FunctionExpr:
+		a.function(e)
+	default:
+		a.refuse(e.Line(), "unsupported expression %T", e)
+	}
+}
+
+func (a *admitter) isGlobal(name string) bool {
+	local, _ := a.lookup(name)
+	return !local
+}
+
+func (a *admitter) keysIsGlobal() bool { return a.isGlobal("KEYS") }
+
+// call checks a function call; redis.call and redis.pcall get the
+// command and key checks.
+func (a *admitter) call(e *ast.FuncCallExpr) {
+	if e.Receiver != nil {
+		if id, ok := e.Receiver.(*ast.IdentExpr); ok && id.Value == "redis" && a.isGlobal("redis") {
+			a.refuse(e.Line(), "redis:%s is not available to lock scripts", e.Method)
+			return
+		}
+		a.expr(e.Receiver)
+		a.exprs(e.Args)
+		return
+	}
+	f, ok := e.Func.(*ast.AttrGetExpr)
+	if !ok {
+		a.expr(e.Func)
+		a.exprs(e.Args)
+		return
+	}
+	id, ok := f.Object.(*ast.IdentExpr)
+	k, kok := f.Key.(*ast.StringExpr)
+	if !ok || id.Value != "redis" || !a.isGlobal("redis") || !kok || (k.Value != "call" && k.Value != "pcall") {
+		a.expr(e.Func)
+		a.exprs(e.Args)
+		return
+	}
+	a.exprs(e.Args)
+	if a.err != nil {
+		return
+	}
+	if len(e.Args) == 0 {
+		a.refuse(e.Line(), "redis.%s without a command", k.Value)
+		return
+	}
+	name, static := e.Args[0].(*ast.StringExpr)
+	switch {
+	case static:
+	case isArgvIndex(e.Args[0]) && a.isGlobal("ARGV"):
+		return // the name comes from ARGV: the wrapper checks it when it runs
+	default:
+		a.refuse(e.Line(), "the command name of redis.%s is computed at run time", k.Value)
+		return
+	}
+	cmd := strings.ToLower(name.Value)
+	pos, allowed := Commands[cmd]
+	if !allowed {
+		a.refuse(e.Line(), "%s is not a lock command", strings.ToUpper(cmd))
+		return
+	}
+	args := e.Args[1:]
+	switch pos {
+	case KeyFirst:
+		if len(args) > 0 {
+			a.key(args[0])
+		}
+	case KeyAll:
+		for _, arg := range args {
+			a.key(arg)
+		}
+	}
+	if cmd == "select" {
+		if len(args) != 1 {
+			a.refuse(e.Line(), "SELECT takes one database")
+			return
+		}
+		switch db := args[0].(type) {
+		case *ast.StringExpr:
+			if db.Value != "0" {
+				a.refuse(e.Line(), "SELECT of database %s: only 0 is served", db.Value)
+			}
+		case *ast.NumberExpr:
+			if db.Value != "0" {
+				a.refuse(e.Line(), "SELECT of database %s: only 0 is served", db.Value)
+			}
+		default:
+			if !isArgvIndex(db) {
+				a.refuse(e.Line(), "SELECT of a database computed at run time")
+			}
+		}
+	}
+}
+
+// key checks one key argument: KEYS[i], unpack(KEYS), or a local bound
+// to a KEYS element.
+func (a *admitter) key(e ast.Expr) {
+	switch {
+	case isKeysIndex(e) && a.keysIsGlobal():
+		return
+	case a.isUnpackKeys(e):
+		return
+	}
+	if id, ok := e.(*ast.IdentExpr); ok {
+		if _, keyVar := a.lookup(id.Value); keyVar {
+			return
+		}
+	}
+	a.refuse(e.Line(), "a key argument (%s) is not KEYS[i]", exprText(e))
+}
+
+func (a *admitter) isUnpackKeys(e ast.Expr) bool {
+	c, ok := e.(*ast.FuncCallExpr)
+	if !ok || c.Receiver != nil || len(c.Args) != 1 {
+		return false
+	}
+	f, ok := c.Func.(*ast.IdentExpr)
+	arg, aok := c.Args[0].(*ast.IdentExpr)
+	return ok && aok && f.Value == "unpack" && a.isGlobal("unpack") && arg.Value == "KEYS" && a.keysIsGlobal()
+}
+
+// iteratesKeys reports whether e is ipairs(KEYS) or pairs(KEYS).
+func (a *admitter) iteratesKeys(e ast.Expr) bool {
+	c, ok := e.(*ast.FuncCallExpr)
+	if !ok || c.Receiver != nil || len(c.Args) != 1 {
+		return false
+	}
+	f, ok := c.Func.(*ast.IdentExpr)
+	arg, aok := c.Args[0].(*ast.IdentExpr)
+	return ok && aok && (f.Value == "ipairs" || f.Value == "pairs") && a.isGlobal(f.Value) &&
+		arg.Value == "KEYS" && a.keysIsGlobal()
+}
+
+func isKeysIndex(e ast.Expr) bool { return isIndexOf(e, "KEYS") }
+func isArgvIndex(e ast.Expr) bool { return isIndexOf(e, "ARGV") }
+
+// isIndexOf reports whether e is table[i] for a number or a name i.
+func isIndexOf(e ast.Expr, table string) bool {
+	g, ok := e.(*ast.AttrGetExpr)
+	if !ok {
+		return false
+	}
+	id, ok := g.Object.(*ast.IdentExpr)
+	if !ok || id.Value != table {
+		return false
+	}
+	switch g.Key.(type) {
+	case *ast.NumberExpr, *ast.IdentExpr, *ast.ArithmeticOpExpr:
+		return true
+	}
+	return false
+}
+
+// exprText is a short description of e for a refusal.
+func exprText(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StringExpr:
+		return strconv.Quote(e.Value)
+	case *ast.NumberExpr:
+		return e.Value
+	case *ast.IdentExpr:
+		return e.Value
+	case *ast.AttrGetExpr:
+		return exprText(e.Object) + "[" + exprText(e.Key) + "]"
+	case *ast.StringConcatOpExpr:
+		return exprText(e.Lhs) + " .. " + exprText(e.Rhs)
+	case *ast.FuncCallExpr:
+		return "a function call"
+	}
+	return "an expression"
+}

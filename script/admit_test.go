@@ -1,0 +1,132 @@
+package script
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var admitTable = []struct {
+	name, body string
+	lits       []string // some of the literals it must report
+}{
+	{"go-zero lock", "if redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n    redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", ARGV[2])\n    return \"OK\"\nelse\n    return redis.call(\"SET\", KEYS[1], ARGV[1], \"NX\", \"PX\", ARGV[2])\nend\n", []string{"OK"}},
+	{"Redisson lock", "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);", nil},
+	{"Redisson unlock: publish command from ARGV", "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; ", []string{"0", "1"}},
+	{"node-redlock acquire over ipairs(KEYS)", "for i, key in ipairs(KEYS) do\n  if redis.call(\"exists\", key) == 1 then\n    return 0\n  end\nend\nfor i, key in ipairs(KEYS) do\n  redis.call(\"set\", key, ARGV[1], \"PX\", ARGV[2])\nend\nreturn #KEYS\n", nil},
+	{"SELECT 0 from ARGV, then a release", "redis.pcall(\"SELECT\", ARGV[1])\nlocal count = 0\nfor i, key in ipairs(KEYS) do\n  if redis.call(\"get\", key) == ARGV[2] then\n    redis.pcall(\"del\", key)\n    count = count + 1\n  end\nend\nreturn count\n", nil},
+	{"SELECT 0 literally", `redis.call("select", 0) return redis.call("get", KEYS[1])`, nil},
+	{"Symfony save with TIME and a sorted set", `
+            local key = KEYS[1]
+            local uniqueToken = ARGV[2]
+            local ttl = tonumber(ARGV[3])
+            if redis.call("TYPE", key).ok == "string" then
+                return false
+            end
+            local now = redis.call("TIME")
+            now = now[1] * 1000 + math.floor(now[2] / 1000)
+            redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
+            if redis.call("ZSCORE", key, uniqueToken) then
+                if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCOUNT", key, "-inf", "+inf") > 1  then
+                    return false
+                end
+            elseif redis.call("ZCOUNT", key, "-inf", "+inf") > 0  then
+                return false
+            end
+            redis.call("ZADD", key, now + ttl, uniqueToken)
+            redis.call("ZADD", key, now + ttl, "__write__")
+            local maxExpiration = redis.call("ZREVRANGE", key, 0, 0, "WITHSCORES")[2]
+            redis.call("PEXPIREAT", key, maxExpiration)
+            return true
+        `, []string{"__write__", "1000"}},
+	{"Symfony TIME probe", "\n                local now = redis.call(\"TIME\")\n                redis.call(\"SET\", KEYS[1], \"1\", \"PX\", 1)\n\n\t            return 1\n            ", []string{"1"}},
+	{"KEYS[i] in a numeric loop, unpack(KEYS)", `for i = 1, #KEYS do redis.call("pexpire", KEYS[i], ARGV[1]) end return redis.call("del", unpack(KEYS))`, nil},
+	{"local functions and string methods", `local function own(v) return v == ARGV[1] end
+local k = KEYS[1]
+if own(redis.call("get", k)) then return ("x"):upper() end return 0`, nil},
+	{"a local named like a forbidden global", `local os = 1 return os`, nil},
+}
+
+var refuseTable = []struct {
+	name, body, reason string
+	line               int
+}{
+	{"INCR", "local n = 0\nreturn redis.call('incr', KEYS[1])", "INCR is not a lock command", 2},
+	{"LPUSH", `return redis.call("LPUSH", KEYS[1], ARGV[1])`, "LPUSH is not a lock command", 1},
+	{"FLUSHALL via pcall", `return redis.pcall("flushall")`, "FLUSHALL is not a lock command", 1},
+	{"computed key name", `return redis.call("set", "lock:" .. ARGV[1], ARGV[2], "PX", 100)`, `a key argument ("lock:" .. ARGV[1]) is not KEYS[i]`, 1},
+	{"literal key", `return redis.call("del", "other")`, `a key argument ("other") is not KEYS[i]`, 1},
+	{"key from ARGV", `return redis.call("get", ARGV[1])`, `a key argument (ARGV[1]) is not KEYS[i]`, 1},
+	{"a function parameter as a key", "local function f(k) return redis.call('get', k) end\nreturn f(KEYS[1])", `a key argument (k) is not KEYS[i]`, 1},
+	{"a local that is not a key", "local k = ARGV[1]\nreturn redis.call('get', k)", `a key argument (k) is not KEYS[i]`, 2},
+	{"a reassigned key variable", "local k = KEYS[1]\nk = ARGV[1]\nreturn redis.call('get', k)", `reassigns "k"`, 2},
+	{"command name in a local", "local c = 'set'\nreturn redis.call(c, KEYS[1], 'v')", "computed at run time", 2},
+	{"redis.call as a value", "local f = redis.call\nreturn f('flushall')", "redis.call is used as a value", 1},
+	{"bare redis", "local r = redis\nreturn r.call('flushall')", "redis is used other than", 1},
+	{"SELECT 1", `redis.call("SELECT", 1) return 1`, "SELECT of database 1", 1},
+	{"SELECT computed", `redis.call("SELECT", tonumber(ARGV[1]) + 1) return 1`, "SELECT of a database computed at run time", 1},
+	{"getfenv", `return getfenv(1)`, `the global "getfenv"`, 1},
+	{"_G", `return _G.redis.call("flushall")`, `the global "_G"`, 1},
+	{"loadstring", `return loadstring("return 1")()`, `the global "loadstring"`, 1},
+	{"rawget", `return rawget(KEYS, 1)`, `the global "rawget"`, 1},
+	{"setmetatable", `return setmetatable({}, {})`, `the global "setmetatable"`, 1},
+	{"the wrapper's locals", `return __rlp_call("flushall")`, `the global "__rlp_call"`, 1},
+	{"global assignment", "x = 1\nreturn x", `assigns the global "x"`, 1},
+	{"global function", "function f() return 1 end\nreturn f()", `defines a global function "f"`, 1},
+	{"changing a global table", `string.x = 1 return 1`, `changes the global table "string"`, 1},
+	{"redis.setresp", `redis.setresp(3) return 1`, "redis.setresp is not available", 1},
+	{"goto (Lua 5.2)", "goto done\n::done::\nreturn 1", "not Lua 5.1", 1},
+	{"syntax error", `return redis.call("get", KEYS[1]`, "does not parse", 0},
+	{"NUL byte", "return 1\x00", "NUL byte", 0},
+}
+
+func TestAdmitServesLockScripts(t *testing.T) {
+	for _, tt := range admitTable {
+		a, err := Admit([]byte(tt.body))
+		if err != nil {
+			t.Errorf("%s: refused: %v", tt.name, err)
+			continue
+		}
+		for _, l := range tt.lits {
+			if !slices.Contains(a.Literals, l) {
+				t.Errorf("%s: literals %q lack %q", tt.name, a.Literals, l)
+			}
+		}
+	}
+}
+
+func TestAdmitRefusesWithReasonAndLine(t *testing.T) {
+	for _, tt := range refuseTable {
+		_, err := Admit([]byte(tt.body))
+		var r *Refusal
+		if !errors.As(err, &r) {
+			t.Errorf("%s: admitted; want refused: %s", tt.name, tt.reason)
+			continue
+		}
+		if !strings.Contains(r.Reason, tt.reason) || r.Line != tt.line {
+			t.Errorf("%s: refusal %q at line %d; want %q at line %d", tt.name, r.Reason, r.Line, tt.reason, tt.line)
+		}
+	}
+}
+
+// FuzzAdmit checks that Admit never panics, and that whatever it admits
+// stays admitTable inside the wrapper's function body: the body plus a
+// closing "end" must not be able to end the function early.
+func FuzzAdmit(f *testing.F) {
+	for _, tt := range admitTable {
+		f.Add(tt.body)
+	}
+	for _, tt := range refuseTable {
+		f.Add(tt.body)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if _, err := Admit([]byte(body)); err != nil {
+			return
+		}
+		wrapped := "local function f(...)\n" + body + "\nend\nreturn f()"
+		if _, err := Admit([]byte(wrapped)); err != nil {
+			t.Fatalf("admitTable %q, but not inside a function: %v", body, err)
+		}
+	})
+}
