@@ -202,6 +202,14 @@ func markAuthenticated(c net.Conn) {
 	}
 }
 
+// markSubscribed exempts c from idle_timeout while on is true; c is the
+// net.Conn redcon's Conn.NetConn() returns. A no-op for other conns.
+func markSubscribed(c net.Conn, on bool) {
+	if g, ok := c.(*guardedConn); ok {
+		g.subscribed = on
+	}
+}
+
 // guardedConn hands redcon only bytes its Framer accepted, one command
 // per Read.
 //
@@ -240,6 +248,10 @@ type guardedConn struct {
 	ready   int              // buf[r:r+ready] is to be handed over as it is
 	err     error            // the violation (or errInputBudget), once found
 	sent    bool             // the violation has been reported to the client
+	// subscribed exempts the connection from idle_timeout while it holds
+	// a subscription, as Redis exempts pub/sub clients. Set and read on
+	// redcon's goroutine for the connection.
+	subscribed bool
 }
 
 // Read fills p with accepted bytes: one command, the accepted prefix
@@ -357,7 +369,10 @@ func (c *guardedConn) wait() error {
 	if c.l == nil {
 		return nil
 	}
-	if d := c.l.idle.Load(); d > 0 {
+	switch d := c.l.idle.Load(); {
+	case c.subscribed:
+		c.Conn.SetReadDeadline(time.Time{})
+	case d > 0:
 		c.Conn.SetReadDeadline(time.Now().Add(time.Duration(d)))
 	}
 	if c.l.stopped.Load() {

@@ -116,6 +116,7 @@ func (s *Server) subscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
 		}
 	}
 	sb.mu.Unlock()
+	markSubscribed(r.conn.NetConn(), true)
 	s.hub.Subscribe(r.ctx, sb, fresh...)
 
 	sb.mu.Lock()
@@ -193,6 +194,7 @@ func (s *Server) unsubscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
 		}
 		sb.order = kept
 	}
+	markSubscribed(r.conn.NetConn(), len(sb.active) > 0)
 	sb.mu.Unlock()
 	if len(gone) > 0 && s.hub != nil {
 		s.hub.Unsubscribe(sb, gone...)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,5 +150,56 @@ func TestClosedSubscriberLeavesNothing(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// TestSubscribedClientIsNotIdle checks that idle_timeout spares a client
+// while it holds a subscription, as Redis spares pub/sub clients.
+func TestSubscribedClientIsNotIdle(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{IdleTimeout: 200 * time.Millisecond})
+	rc := dial(t, addr)
+	rc.send(t, "SUBSCRIBE", "a")
+	rc.replies(t, 1)
+	time.Sleep(600 * time.Millisecond)
+	for _, m := range minis {
+		m.Publish("a", "0")
+	}
+	if got, want := rc.read(t), "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$1\r\n0\r\n"; got != want {
+		t.Fatalf("message after 3 idle timeouts = %q; want %q", got, want)
+	}
+	rc.send(t, "UNSUBSCRIBE")
+	rc.replies(t, 1)
+	if !rc.closed() {
+		t.Errorf("connection still open 2s after UNSUBSCRIBE with a 200ms idle_timeout")
+	}
+}
+
+// TestIdleSubscribersCostOneGoroutineEach checks that a subscribed client
+// that is not being written to holds only redcon's goroutine: messages
+// are written by a goroutine that lives while there is something to
+// write, and the node subscriptions are shared.
+func TestIdleSubscribersCostOneGoroutineEach(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{})
+	const clients = 100
+	time.Sleep(100 * time.Millisecond) // the hub's node connections settle first
+	before := runtime.NumGoroutine()
+	var conns []*rawConn
+	for i := range clients {
+		rc := dial(t, addr)
+		rc.send(t, "SUBSCRIBE", "a", "b"+strconv.Itoa(i))
+		rc.replies(t, 2)
+		conns = append(conns, rc)
+	}
+	for _, m := range minis {
+		m.Publish("a", "0")
+	}
+	for _, rc := range conns {
+		rc.read(t) // each got the message, once all are written
+	}
+	time.Sleep(100 * time.Millisecond) // the writers end once their queue is empty
+	got := runtime.NumGoroutine() - before
+	t.Logf("%d idle subscribed clients: %d more goroutines", clients, got)
+	if got > clients+clients/10 {
+		t.Errorf("%d idle subscribed clients added %d goroutines; want about %d (one each)", clients, got, clients)
 	}
 }
