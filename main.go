@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"errors"
 	"flag"
@@ -24,6 +25,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/tlsfiles"
 )
 
 //go:embed config.toml
@@ -32,10 +34,21 @@ var defaultConfig string
 // fileConfig is config.toml as decoded.
 type fileConfig struct {
 	Listen         string   `toml:"listen"`
+	TLSListen      string   `toml:"tls_listen"`
+	TLSCertFile    string   `toml:"tls_cert_file"`
+	TLSKeyFile     string   `toml:"tls_key_file"`
+	TLSCAFile      string   `toml:"tls_ca_file"`
+	TLSAuthClients string   `toml:"tls_auth_clients"`
 	Nodes          []string `toml:"nodes"`
 	EmbeddedNodes  int      `toml:"embedded_nodes"`
 	NodeUsername   string   `toml:"node_username"`
 	NodePassword   string   `toml:"node_password"`
+	NodePassFile   string   `toml:"node_password_file"`
+	NodeTLS        bool     `toml:"node_tls"`
+	NodeTLSCAFile  string   `toml:"node_tls_ca_file"`
+	NodeTLSCert    string   `toml:"node_tls_cert_file"`
+	NodeTLSKey     string   `toml:"node_tls_key_file"`
+	NodeTLSName    string   `toml:"node_tls_server_name"`
 	NodeTimeout    duration `toml:"node_timeout"`
 	DriftFactor    float64  `toml:"drift_factor"`
 	MinTTL         duration `toml:"min_ttl"`
@@ -86,7 +99,7 @@ func main() {
 func run(args []string) error {
 	fl := flag.NewFlagSet("redlock-proxy", flag.ContinueOnError)
 	configPath := fl.String("config", "config.toml", "path of the TOML config file; without one the built-in default is used")
-	listen := fl.String("listen", "127.0.0.1:6380", "address to serve clients on (overrides listen)")
+	listen := fl.String("listen", defaultListen, "address to serve clients on (overrides listen)")
 	nodes := fl.String("nodes", "", "comma-separated Redis masters host:port,... (overrides nodes)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -122,9 +135,13 @@ func run(args []string) error {
 		defer demo.Close()
 		addrs = demo.Addrs()
 	}
+	opts, err := fc.nodeOptions(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	nodeList := make([]quorum.Node, len(addrs))
 	for i, a := range addrs {
-		nodeList[i] = quorum.NewRedisNode(a, quorum.NodeOptions{Username: fc.NodeUsername, Password: fc.NodePassword})
+		nodeList[i] = quorum.NewRedisNode(a, opts)
 	}
 	e := quorum.New(fc.quorumConfig(log), nodeList...)
 	defer e.Close()
@@ -137,7 +154,7 @@ func run(args []string) error {
 	}
 
 	// One subscriber connection per node, shared by every SUBSCRIBE.
-	hub := pubsub.New(pubsub.Config{Nodes: addrs, Username: fc.NodeUsername, Password: fc.NodePassword, Log: log})
+	hub := pubsub.New(pubsub.Config{Nodes: addrs, Username: opts.Username, Password: opts.Password, TLS: opts.TLS, Log: log})
 	defer hub.Close()
 	pcfg := fc.proxyConfig(log)
 	pcfg.PubSub = hub
@@ -145,12 +162,12 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	ln, err := net.Listen("tcp", fc.Listen)
+	ln, certs, err := fc.listen()
 	if err != nil {
 		return err
 	}
 	qc := fc.quorumConfig(nil).WithDefaults()
-	log.Info("serving", "listen", ln.Addr().String(), "nodes", len(addrs), "quorum", quorum.Quorum(len(addrs)),
+	log.Info("serving", "listen", fc.Listen, "tls_listen", fc.TLSListen, "nodes", len(addrs), "quorum", quorum.Quorum(len(addrs)),
 		"node_timeout", qc.NodeTimeout, "max_ttl", e.MaxTTL(),
 		"probe_interval", qc.ProbeInterval, "trust_fsync_always", qc.TrustFsyncAlways)
 	if len(fc.Nodes) == 0 {
@@ -160,12 +177,24 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }() // waited for below
-	select {
-	case err = <-errc:
-		return err
-	case <-ctx.Done():
+	for done := false; !done; {
+		select {
+		case err = <-errc:
+			return err
+		case <-ctx.Done():
+			done = true
+		case <-hup:
+			if err := reload(*configPath, set, srv, certs); err != nil {
+				log.Error("reload refused; the running config stays", "err", err)
+			} else {
+				log.Info("reloaded: users and TLS certificates")
+			}
+		}
 	}
 	log.Info("shutting down")
 	srv.Close()
@@ -192,6 +221,10 @@ func loadConfig(path string, explicit bool) (fileConfig, error) {
 	if keys := md.Undecoded(); len(keys) > 0 {
 		return fileConfig{}, fmt.Errorf("read config %s: unknown key %q", path, keys[0].String())
 	}
+	if !md.IsDefined("listen") {
+		// Only a listen written as "" turns the plain port off.
+		fc.Listen = defaultListen
+	}
 	fc.applyDefaults()
 	return fc, nil
 }
@@ -209,9 +242,6 @@ func splitNodes(s string) []string {
 // applyDefaults fills in main's own keys. The engine's and the server's
 // defaults are theirs (quorum.Config.WithDefaults, proxy.Config.WithDefaults).
 func (fc *fileConfig) applyDefaults() {
-	if fc.Listen == "" {
-		fc.Listen = "127.0.0.1:6380"
-	}
 	if fc.EmbeddedNodes == 0 {
 		fc.EmbeddedNodes = 5
 	}
@@ -237,6 +267,20 @@ func (fc fileConfig) validate() error {
 		return fmt.Errorf("embedded_nodes (%d) must be 1 to 9", fc.EmbeddedNodes)
 	case fc.level() == slog.Level(-100):
 		return fmt.Errorf("log_level (%q) must be debug, info, warn or error", fc.LogLevel)
+	case fc.Listen == "" && fc.TLSListen == "":
+		return errors.New("listen and tls_listen are both empty: nothing to serve on")
+	case fc.TLSListen == "" && (fc.TLSCertFile != "" || fc.TLSKeyFile != "" || fc.TLSCAFile != "" || fc.TLSAuthClients != ""):
+		return errors.New("tls_cert_file, tls_key_file, tls_ca_file and tls_auth_clients need tls_listen")
+	case !fc.NodeTLS && (fc.NodeTLSCAFile != "" || fc.NodeTLSCert != "" || fc.NodeTLSKey != "" || fc.NodeTLSName != ""):
+		return errors.New("node_tls_ca_file, node_tls_cert_file, node_tls_key_file and node_tls_server_name need node_tls = true")
+	}
+	if fc.TLSListen != "" {
+		if err := fc.tlsServer().Validate(); err != nil {
+			return err
+		}
+	}
+	if _, err := fc.nodePasswordSource(os.Getenv); err != nil {
+		return err
 	}
 	qc := fc.quorumConfig(nil)
 	if err := qc.Validate(); err != nil {
@@ -244,6 +288,140 @@ func (fc fileConfig) validate() error {
 	}
 	qc = qc.WithDefaults()
 	return fc.proxyConfig(nil).Validate(qc.MinTTL, qc.MaxTTL)
+}
+
+// reload re-reads the config file and applies what can change while
+// serving: the users and the client TLS certificates (re-read from the
+// same files). On an error nothing is applied.
+func reload(path string, flags map[string]bool, srv *proxy.Server, certs *tlsfiles.Server) error {
+	fc, err := loadConfig(path, flags["config"])
+	if err != nil {
+		return err
+	}
+	if err := fc.validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return reloadAccess(fc, srv, certs)
+}
+
+// reloadAccess applies fc's users and re-reads the client TLS
+// certificates, for a reload. The TLS files keep the paths given at
+// start. On an error the users stay as they were.
+func reloadAccess(fc fileConfig, srv *proxy.Server, certs *tlsfiles.Server) error {
+	if certs != nil {
+		if err := certs.Reload(); err != nil {
+			return err
+		}
+	}
+	if err := srv.SetUsers(fc.RequirePass, fc.users()); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// defaultListen is listen's default, also the -listen flag's.
+const defaultListen = "127.0.0.1:6380"
+
+func (fc fileConfig) tlsServer() tlsfiles.ServerConfig {
+	return tlsfiles.ServerConfig{
+		CertFile: fc.TLSCertFile, KeyFile: fc.TLSKeyFile, CAFile: fc.TLSCAFile,
+		AuthClients: tlsfiles.ClientAuth(fc.TLSAuthClients),
+	}
+}
+
+// listen opens the client listeners, the plain and the TLS one, as one.
+// certs is nil without tls_listen.
+func (fc fileConfig) listen() (ln net.Listener, certs *tlsfiles.Server, err error) {
+	var lns []net.Listener
+	defer func() {
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+		}
+	}()
+	if fc.Listen != "" {
+		l, err := net.Listen("tcp", fc.Listen)
+		if err != nil {
+			return nil, nil, err
+		}
+		lns = append(lns, l)
+	}
+	if fc.TLSListen != "" {
+		if certs, err = tlsfiles.NewServer(fc.tlsServer()); err != nil {
+			return nil, nil, fmt.Errorf("config: %w", err)
+		}
+		l, err := net.Listen("tcp", fc.TLSListen)
+		if err != nil {
+			return nil, nil, err
+		}
+		lns = append(lns, tls.NewListener(l, certs.Config()))
+	}
+	return proxy.JoinListeners(lns...), certs, nil
+}
+
+// passwordEnv is the environment variable that may hold the nodes' AUTH
+// password.
+const passwordEnv = "REDLOCK_PROXY_NODE_PASSWORD"
+
+// nodePasswordSource names where the nodes' password comes from:
+// node_password, node_password_file or the environment; "" for none. More
+// than one is an error, so that no source silently wins over another.
+func (fc fileConfig) nodePasswordSource(getenv func(string) string) (string, error) {
+	var set []string
+	if fc.NodePassword != "" {
+		set = append(set, "node_password")
+	}
+	if fc.NodePassFile != "" {
+		set = append(set, "node_password_file")
+	}
+	if getenv(passwordEnv) != "" {
+		set = append(set, passwordEnv)
+	}
+	switch len(set) {
+	case 0:
+		return "", nil
+	case 1:
+		return set[0], nil
+	}
+	return "", fmt.Errorf("the nodes' password is set by %s: set one of them", strings.Join(set, " and "))
+}
+
+// nodeOptions returns the settings of every node: the password from its
+// one source, and TLS.
+func (fc fileConfig) nodeOptions(getenv func(string) string) (quorum.NodeOptions, error) {
+	opts := quorum.NodeOptions{Username: fc.NodeUsername}
+	src, err := fc.nodePasswordSource(getenv)
+	if err != nil {
+		return opts, err
+	}
+	switch src {
+	case "node_password":
+		opts.Password = fc.NodePassword
+	case passwordEnv:
+		opts.Password = getenv(passwordEnv)
+	case "node_password_file":
+		b, err := os.ReadFile(fc.NodePassFile)
+		if err != nil {
+			return opts, fmt.Errorf("node_password_file: %w", err)
+		}
+		// One trailing line break, as echo and editors leave, is not part
+		// of the password.
+		opts.Password = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if opts.Password == "" {
+			return opts, fmt.Errorf("node_password_file %s is empty", fc.NodePassFile)
+		}
+	}
+	if fc.NodeTLS {
+		c, err := tlsfiles.Client(tlsfiles.ClientConfig{
+			CAFile: fc.NodeTLSCAFile, CertFile: fc.NodeTLSCert, KeyFile: fc.NodeTLSKey, ServerName: fc.NodeTLSName,
+		})
+		if err != nil {
+			return opts, err
+		}
+		opts.TLS = c
+	}
+	return opts, nil
 }
 
 func (fc fileConfig) level() slog.Level {

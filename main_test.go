@@ -191,3 +191,104 @@ allow = ["admin"]
 		t.Errorf("validate() with a bad class = %v; want an error naming users[1]", err)
 	}
 }
+
+func TestTLSAndListenKeys(t *testing.T) {
+	dir := t.TempDir()
+	load := func(text string) (fileConfig, error) {
+		t.Helper()
+		p := filepath.Join(dir, "c.toml")
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fc, err := loadConfig(p, true)
+		if err != nil {
+			return fc, err
+		}
+		return fc, fc.validate()
+	}
+	tests := []struct {
+		name, text string
+		want       string // in the error; "" for valid
+	}{
+		{"plain only", `listen = "127.0.0.1:1"`, ""},
+		{"tls only", `listen = ""` + "\n" + `tls_listen = "127.0.0.1:2"` + "\n" + `tls_cert_file = "c"` + "\n" + `tls_key_file = "k"` + "\n" + `tls_auth_clients = "no"`, ""},
+		{"nothing to serve on", `listen = ""`, "listen and tls_listen are both empty"},
+		{"tls files without tls_listen", `tls_cert_file = "c"`, "need tls_listen"},
+		{"tls without cert", `tls_listen = "127.0.0.1:2"`, "tls_cert_file and tls_key_file are required"},
+		{"bad auth clients", `tls_listen = "127.0.0.1:2"` + "\n" + `tls_cert_file = "c"` + "\n" + `tls_key_file = "k"` + "\n" + `tls_auth_clients = "sometimes"`, `tls_auth_clients ("sometimes")`},
+		{"client auth without CA", `tls_listen = "127.0.0.1:2"` + "\n" + `tls_cert_file = "c"` + "\n" + `tls_key_file = "k"`, ""},
+		{"node tls files without node_tls", `node_tls_ca_file = "ca"`, "need node_tls = true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(tt.text)
+			if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("load and validate = %v; want %q", err, tt.want)
+			}
+		})
+	}
+	fc, err := load(`listen = ""` + "\n" + `tls_listen = "127.0.0.1:2"` + "\n" + `tls_cert_file = "c"` + "\n" + `tls_key_file = "k"` + "\n" + `tls_auth_clients = "no"`)
+	if err != nil || fc.Listen != "" {
+		t.Errorf("listen written as empty = %q, %v; want it kept empty (plain port off)", fc.Listen, err)
+	}
+	fc, _ = load(`tls_listen = ""`)
+	if fc.Listen != defaultListen {
+		t.Errorf("listen not written = %q; want %q", fc.Listen, defaultListen)
+	}
+}
+
+// TestNodePasswordSources: the nodes' password comes from exactly one of
+// node_password, node_password_file and REDLOCK_PROXY_NODE_PASSWORD.
+func TestNodePasswordSources(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pw")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == passwordEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name         string
+		pass, file   string
+		getenv       func(string) string
+		want, errHas string
+	}{
+		{"none", "", "", env(""), "", ""},
+		{"node_password", "from-key", "", env(""), "from-key", ""},
+		{"file, one line break trimmed", "", file, env(""), "from-file", ""},
+		{"environment", "", "", env("from-env"), "from-env", ""},
+		{"key and file", "from-key", file, env(""), "", "node_password and node_password_file"},
+		{"file and environment", "", file, env("from-env"), "", "node_password_file and REDLOCK_PROXY_NODE_PASSWORD"},
+		{"all three", "from-key", file, env("from-env"), "", "node_password and node_password_file and REDLOCK_PROXY_NODE_PASSWORD"},
+		{"empty file", "", empty, env(""), "", "is empty"},
+		{"missing file", "", filepath.Join(dir, "nope"), env(""), "", "node_password_file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := fileConfig{NodePassword: tt.pass, NodePassFile: tt.file}
+			opts, err := fc.nodeOptions(tt.getenv)
+			if tt.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("nodeOptions = %v; want an error containing %q", err, tt.errHas)
+				}
+				if strings.Contains(err.Error(), "from-") {
+					t.Errorf("nodeOptions error %q shows a password", err)
+				}
+				return
+			}
+			if err != nil || opts.Password != tt.want {
+				t.Errorf("nodeOptions = password %q, %v; want %q", opts.Password, err, tt.want)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -30,6 +31,13 @@ type binProc struct {
 // checking that it exits cleanly within a few seconds.
 func startBinary(t *testing.T, args ...string) *binProc {
 	t.Helper()
+	return startBinaryEnv(t, nil, args...)
+}
+
+// startBinaryEnv is startBinary with env added to the process's
+// environment.
+func startBinaryEnv(t *testing.T, env []string, args ...string) *binProc {
+	t.Helper()
 	bin := buildProxyBinary(t)
 	logs := newLogWriter(t)
 	for attempt := 1; ; attempt++ {
@@ -37,6 +45,9 @@ func startBinary(t *testing.T, args ...string) *binProc {
 		b := &binProc{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{})}
 		b.cmd = exec.Command(bin, append([]string{"-listen", b.Addr}, args...)...)
 		b.cmd.Dir = t.TempDir()
+		if env != nil {
+			b.cmd.Env = append(os.Environ(), env...)
+		}
 		b.cmd.Stdout, b.cmd.Stderr = logs, logs
 		if err := b.cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", bin, err)

@@ -284,6 +284,18 @@ func newEngine(t testing.TB, qcfg quorum.Config, addrs ...string) *quorum.Engine
 // and waits until it answers.
 func serveProxy(t testing.TB, cfg proxy.Config, e *quorum.Engine) *proxyProc {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	p := serveProxyOn(t, cfg, e, ln)
+	waitServing(t, p.Addr, 5*time.Second)
+	return p
+}
+
+// serveProxyOn serves a proxy over e on ln until the test ends.
+func serveProxyOn(t testing.TB, cfg proxy.Config, e *quorum.Engine, ln net.Listener) *proxyProc {
+	t.Helper()
 	if cfg.PubSub == nil {
 		hub := pubsub.New(pubsub.Config{Nodes: e.Addrs(), RetryInterval: 100 * time.Millisecond, Log: cfg.Log})
 		t.Cleanup(func() { hub.Close() }) // after the proxy's, registered below
@@ -292,10 +304,6 @@ func serveProxy(t testing.TB, cfg proxy.Config, e *quorum.Engine) *proxyProc {
 	srv, err := proxy.New(cfg, e)
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }() // waited for by the cleanup below
@@ -310,9 +318,7 @@ func serveProxy(t testing.TB, cfg proxy.Config, e *quorum.Engine) *proxyProc {
 			t.Errorf("Serve did not return within 5s of Close")
 		}
 	})
-	p := &proxyProc{Addr: ln.Addr().String(), Server: srv}
-	waitServing(t, p.Addr, 5*time.Second)
-	return p
+	return &proxyProc{Addr: ln.Addr().String(), Server: srv}
 }
 
 // setup starts n nodes and a proxy over them, with nodeTimeout and, unless

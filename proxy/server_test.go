@@ -45,6 +45,18 @@ func startServer(t *testing.T, n int, cfg Config) (string, []*miniredis.Miniredi
 // serveTest is startServer, returning the server too.
 func serveTest(t *testing.T, n int, cfg Config) (*Server, string, []*miniredis.Miniredis) {
 	t.Helper()
+	s, minis := newTestServer(t, n, cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, s, ln)
+	return s, ln.Addr().String(), minis
+}
+
+// newTestServer returns a server over n in-process miniredis nodes.
+func newTestServer(t *testing.T, n int, cfg Config) (*Server, []*miniredis.Miniredis) {
+	t.Helper()
 	nodes := make([]quorum.Node, n)
 	minis := make([]*miniredis.Miniredis, n)
 	for i := range n {
@@ -65,10 +77,12 @@ func serveTest(t *testing.T, n int, cfg Config) (*Server, string, []*miniredis.M
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return s, minis
+}
+
+// serveOn serves s on ln until the test ends.
+func serveOn(t *testing.T, s *Server, ln net.Listener) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }() // waited for in cleanup
 	t.Cleanup(func() {
@@ -79,7 +93,6 @@ func serveTest(t *testing.T, n int, cfg Config) (*Server, string, []*miniredis.M
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return s, ln.Addr().String(), minis
 }
 
 // rawConn is a client that sends commands and reads back each reply's

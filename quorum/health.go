@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -169,6 +170,22 @@ func (e *Engine) noteResult(ctx context.Context, i int, err error) {
 	}
 }
 
+// downReason is the reason INFO shows for a node marked down by err.
+func downReason(err error) string {
+	var (
+		verify *tls.CertificateVerificationError
+		alert  tls.AlertError
+		record tls.RecordHeaderError
+	)
+	switch {
+	case errors.As(err, &verify):
+		return "tls verification failed" // last_error says why
+	case errors.As(err, &alert), errors.As(err, &record):
+		return "tls handshake failed"
+	}
+	return "unreachable"
+}
+
 // isTimeout reports whether err is a network timeout.
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
@@ -188,7 +205,7 @@ func (e *Engine) markDown(i int, err error) {
 	if h.state == StateDown {
 		return
 	}
-	h.setLocked(StateDown, time.Time{}, "unreachable")
+	h.setLocked(StateDown, time.Time{}, downReason(err))
 	h.downs.Add(1)
 	h.stalls.Store(0)
 	h.poke()

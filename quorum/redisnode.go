@@ -2,8 +2,10 @@ package quorum
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +22,10 @@ type NodeOptions struct {
 	// would hold back a node that is up again (the breaker decides when to
 	// retry instead).
 	PoolSize int
+	// TLS, if set, is used for every connection to the node. If its
+	// ServerName is empty, the node's host as written in addr is
+	// verified. Nil means plain TCP.
+	TLS *tls.Config
 }
 
 // redisNode is a Node backed by one go-redis client.
@@ -39,12 +45,20 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		opts.PoolSize = 1 << 16
 	}
 	n := &redisNode{addr: addr}
+	var tlsConfig *tls.Config
+	if opts.TLS != nil {
+		tlsConfig = opts.TLS.Clone()
+		if tlsConfig.ServerName == "" {
+			tlsConfig.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+	}
 	n.c = redis.NewClient(&redis.Options{
-		Addr:     addr,
-		Username: opts.Username,
-		Password: opts.Password,
-		PoolSize: opts.PoolSize,
-		Protocol: 2, // plain RESP2 replies; nothing here needs RESP3
+		TLSConfig: tlsConfig,
+		Addr:      addr,
+		Username:  opts.Username,
+		Password:  opts.Password,
+		PoolSize:  opts.PoolSize,
+		Protocol:  2, // plain RESP2 replies; nothing here needs RESP3
 		// A retried SET NX could read our own first write as "held".
 		MaxRetries: -1,
 		// Otherwise the per-node deadline never reaches the socket, and a

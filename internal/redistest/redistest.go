@@ -5,6 +5,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -58,12 +59,26 @@ func Start(t testing.TB, extra ...string) *Server {
 	return start(t, func() int { return FreePort(t) }, extra)
 }
 
+// StartTLS is Start for a redis-server that serves TLS only (--port 0,
+// --tls-port on the free port): extra gives its --tls-* files, and client
+// is what the readiness PING dials with.
+func StartTLS(t testing.TB, client *tls.Config, extra ...string) *Server {
+	t.Helper()
+	return startWith(t, func() int { return FreePort(t) }, client, extra)
+}
+
 // start is Start with the ports to try coming from port.
 func start(t testing.TB, port func() int, extra []string) *Server {
 	t.Helper()
+	return startWith(t, port, nil, extra)
+}
+
+// startWith is start serving TLS only when client is set.
+func startWith(t testing.TB, port func() int, client *tls.Config, extra []string) *Server {
+	t.Helper()
 	Bin(t)
 	for attempt := 1; ; attempt++ {
-		s, err := StartOn(t, port(), t.TempDir(), extra...)
+		s, err := startOn(t, port(), t.TempDir(), client, extra)
 		if err == nil {
 			return s
 		}
@@ -79,14 +94,24 @@ func start(t testing.TB, port func() int, extra []string) *Server {
 // test ends. The error wraps ErrPortTaken when the port was in use.
 func StartOn(t testing.TB, port int, dir string, extra ...string) (*Server, error) {
 	t.Helper()
+	return startOn(t, port, dir, nil, extra)
+}
+
+// startOn is StartOn, serving TLS only when client is set.
+func startOn(t testing.TB, port int, dir string, client *tls.Config, extra []string) (*Server, error) {
+	t.Helper()
 	bin := Bin(t)
 	logPath := filepath.Join(dir, "redis.log")
 	os.Remove(logPath) // a restart on the same dir reads only its own log
+	ports := []string{"--port", strconv.Itoa(port)}
+	if client != nil {
+		ports = []string{"--port", "0", "--tls-port", strconv.Itoa(port)}
+	}
 	args := append([]string{
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1", ports[0], ports[1],
 		"--save", "", "--appendonly", "no", "--dir", dir,
 		"--logfile", logPath,
-	}, extra...)
+	}, append(ports[2:], extra...)...)
 	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -108,7 +133,7 @@ func StartOn(t testing.TB, port int, dir string, extra ...string) (*Server, erro
 	// bound the port.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if strings.Contains(s.logTail(), "Ready to accept connections") && Ping(s.Addr) == nil {
+		if strings.Contains(s.logTail(), "Ready to accept connections") && answers(s.Addr, client) {
 			return s, nil
 		}
 		select {
@@ -178,9 +203,28 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// answers reports whether addr answers a PING: with +PONG, or with
+// NOAUTH when its default user is off or has a password.
+func answers(addr string, client *tls.Config) bool {
+	err := PingTLS(addr, client)
+	return err == nil || strings.Contains(err.Error(), `"-NOAUTH`)
+}
+
 // Ping sends one inline PING to addr and wants +PONG.
-func Ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+func Ping(addr string) error { return PingTLS(addr, nil) }
+
+// PingTLS is Ping over TLS with client, or over plain TCP if client is
+// nil.
+func PingTLS(addr string, client *tls.Config) error {
+	var (
+		c   net.Conn
+		err error
+	)
+	if client != nil {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, client)
+	} else {
+		c, err = net.DialTimeout("tcp", addr, time.Second)
+	}
 	if err != nil {
 		return err
 	}
