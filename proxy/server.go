@@ -227,7 +227,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		return false
 	}
 	us := s.users.Load()
-	conn.SetContext(&client{id: s.nextID.Add(1), user: us.Start(), users: us})
+	conn.SetContext(&client{id: s.nextID.Add(1), user: us.Start(), users: us, proto: resp.RESP2})
 	s.running.Add(1) // Serve is running, so the count is above zero
 	if s.obs != nil {
 		s.obs.ClientConnected()
@@ -350,7 +350,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	name := strings.ToLower(string(cmd.Args[0]))
 	c, _ := conn.Context().(*client)
 	if c == nil { // accept always sets it; keep a bad state from panicking
-		c = &client{}
+		c = &client{proto: resp.RESP2}
 		conn.SetContext(c)
 	}
 	if rep, refused := s.admit(c, name, cmd.Args); refused {

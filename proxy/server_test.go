@@ -173,6 +173,7 @@ func TestGoldenReplies(t *testing.T) {
 		{"PING"},
 		{"ping", "hello"},
 		{"ECHO", "x"},
+		{"HELLO"},
 		{"HELLO", "3"},
 		{"GET", "missing"},
 		{"hello", "2", "auth", "default", "pw", "setname", "app"},

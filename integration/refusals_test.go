@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// refusal is one documented way in which the proxy answers differently
+// from one Redis on purpose. row is the first cell of its row in the
+// README's "Differences from one Redis" table; match reports whether a
+// pair of replies to c is this difference. reference answers questions
+// about the reference server's state, for the rows that depend on it.
+type refusal struct {
+	row   string
+	match func(c diffCmd, redis, proxy respValue, ref referenceState) bool
+}
+
+// referenceState is what a refusal may ask about the reference server.
+type referenceState interface {
+	// nearExpiry reports whether key was within the drift allowance of
+	// its expiry on the reference server when the command ran.
+	nearExpiry(key string) bool
+}
+
+// refusals is the one list of the proxy's documented differences from one
+// Redis. The differential test fails on any difference not matched here,
+// and TestRefusalsMatchREADME keeps it and the README's table the same.
+var refusals = []refusal{
+	{"`SET` that is not a lock: without `NX`, or with `XX`, `GET`, `KEEPTTL`", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return c.name() == "set" && p.isError() &&
+			(strings.HasPrefix(p.text, "ERR redlock-proxy only takes locks") || strings.HasPrefix(p.text, "ERR redlock-proxy does not support XX, GET or KEEPTTL"))
+	}},
+	{"`SET key token NX` without an expiry", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return c.name() == "set" && strings.HasPrefix(p.text, "ERR a lock needs a TTL")
+	}},
+	{"A TTL outside `[min_ttl, max_ttl]`, an `EXAT`/`PXAT` in the past", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return p.isError() && strings.HasPrefix(p.text, "ERR invalid expire time in '") && r.String() != p.String()
+	}},
+	{"`DEL`", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return c.name() == "del" && strings.HasPrefix(p.text, "ERR DEL is refused")
+	}},
+	{"Other Redis commands (`INCR`, `EXPIRE`, `KEYS`, `COMMAND`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return p.isError() && !strings.HasPrefix(r.text, "ERR unknown command") &&
+			(strings.HasPrefix(p.text, "ERR '"+c.name()+"' is not supported: redlock-proxy serves lock commands only") ||
+				strings.HasPrefix(p.text, "ERR unknown command '") ||
+				p.text == "ERR COMMAND is not supported by redlock-proxy")
+	}},
+	{"Inline commands with `\\xHH` escapes, escapes inside single quotes, or tabs between arguments", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return c.inline != "" && (strings.Contains(c.inline, "\\") || strings.Contains(c.inline, "\t"))
+	}},
+	{"`SELECT` of a database other than 0", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return c.name() == "select" && p.text == "ERR DB index is out of range: redlock-proxy serves database 0 only"
+	}},
+	{"`CLIENT` and `SCRIPT` subcommands other than those above (`TRACKING`, `INFO`, `LIST`, `KILL`, `HELP`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return (c.name() == "client" || c.name() == "script") && len(c.args) > 1 &&
+			p.text == "ERR unknown subcommand '"+string(c.args[1])+"'. Try "+strings.ToUpper(c.name())+" HELP."
+	}},
+	{"`CLIENT SETINFO` (Redis 7.2's; the reference, Redis 7.0, has none)", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return c.name() == "client" && len(c.args) > 1 && strings.EqualFold(string(c.args[1]), "setinfo") &&
+			r.text == "ERR unknown subcommand '"+string(c.args[1])+"'. Try CLIENT HELP."
+	}},
+	{"`EVAL` of a script that is not a recognised lock script", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return (c.name() == "eval" || c.name() == "script") && strings.HasPrefix(p.text, "ERR unsupported script")
+	}},
+	{"A lock script called with no key, more keys than it takes, or fewer arguments than it reads", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return (c.name() == "eval" || c.name() == "evalsha") &&
+			(p.text == "ERR a lock script needs at least one key" || p.text == "ERR this lock script takes exactly one key" ||
+				strings.HasPrefix(p.text, "ERR this lock script needs "))
+	}},
+	{"A lock script's TTL that is not an integer (Redis's own rules); redislock's token length other than 1 to the token's length", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		if c.name() != "eval" && c.name() != "evalsha" {
+			return false
+		}
+		obtain := scriptByName("redislock obtain")
+		isObtain := string(c.args[1]) == obtain.body || strings.EqualFold(string(c.args[1]), obtain.sha)
+		return p.text == "ERR value is not an integer or out of range" && r.text != p.text ||
+			strings.HasPrefix(p.text, "ERR the token length argument must be") ||
+			isObtain && len(c.args) > 5 && string(c.args[5]) == "0" // Redis compares the whole value with ""
+	}},
+	{catalogueRow, func(c diffCmd, r, p respValue, _ referenceState) bool {
+		// EVALSHA is handled where the test runs it: the script is loaded
+		// on the reference, and the two replies compared.
+		switch {
+		case c.name() == "script" && len(c.args) > 2 && strings.EqualFold(string(c.args[1]), "exists"):
+			if len(r.items) != len(p.items) || len(r.items) != len(c.args)-2 {
+				return false
+			}
+			for i, sha := range c.args[2:] {
+				if r.items[i].String() != p.items[i].String() && !(catalogueSHA(string(sha)) && r.items[i].text == "0") {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	}},
+	{"A key within its drift allowance of expiry", func(c diffCmd, r, p respValue, ref referenceState) bool {
+		// The proxy answers "free" (or, for SET, "taken" by the expiring
+		// holder) where the reference still had the key for a moment.
+		rn, _ := r.integer()
+		pn, _ := p.integer()
+		switch c.name() {
+		case "get":
+			if !(r.kind == '$' && (p.kind == 'N' || p.kind == '_')) {
+				return false
+			}
+		case "exists":
+			if !(r.kind == ':' && p.kind == ':' && pn < rn) {
+				return false
+			}
+		case "pttl", "ttl":
+			if !(rn >= 0 && pn == -2) {
+				return false
+			}
+		case "set":
+			if !(r.String() == "+OK" && (p.kind == 'N' || p.kind == '_')) {
+				return false
+			}
+		default:
+			return false
+		}
+		keys := c.keys()
+		for _, k := range keys {
+			if !ref.nearExpiry(k) {
+				return false
+			}
+		}
+		return len(keys) > 0
+	}},
+}
+
+// catalogueRow is the row on catalogue digests, which the test also
+// counts where it runs EVALSHA.
+const catalogueRow = "`EVALSHA` and `SCRIPT EXISTS` of a catalogue script's digest"
+
+// catalogueSHA reports whether sha is the digest of a catalogue script.
+func catalogueSHA(sha string) bool {
+	for _, s := range lockScripts {
+		if strings.EqualFold(s.sha, sha) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchRefusal returns the documented refusal that explains a difference,
+// or nil.
+func matchRefusal(c diffCmd, r, p respValue, ref referenceState) *refusal {
+	for i := range refusals {
+		if refusals[i].match(c, r, p, ref) {
+			return &refusals[i]
+		}
+	}
+	return nil
+}
+
+// The README's table of differences and the refusals list name the same
+// rows, in the same order.
+func TestRefusalsMatchREADME(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n### Differences from one Redis\n")
+	if !ok {
+		t.Fatal("README has no \"### Differences from one Redis\" section")
+	}
+	var rows []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "#") {
+			break
+		}
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| difference |") {
+			continue
+		}
+		cell, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		rows = append(rows, cell)
+	}
+	var want []string
+	for _, r := range refusals {
+		want = append(want, r.row)
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("README rows:\n%s\n\nrefusals:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
