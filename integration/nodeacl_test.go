@@ -25,9 +25,13 @@ import (
 // the masters, as the README gives it: the commands the proxy sends
 // (INFO, TIME, the membership hash, EVALSHA and EVAL of its scripts, DEL
 // for allow_force_del; PING and the subscribe commands of the pub/sub
-// hub) and those its scripts call. AUTH and HELLO need no rule. With
-// trust_fsync_always, add +config|get.
-var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +unsubscribe +punsubscribe")
+// hub), those its own scripts call, and for the client scripts served by
+// their effect, those the wrapper calls (snapshot and roll back) and
+// script.Commands. AUTH and HELLO need no rule. With trust_fsync_always,
+// add +config|get.
+var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +unsubscribe +punsubscribe" +
+	" +type +pexpiretime +pexpireat +dump +restore +hkeys +hdel +zrange +zrem +zadd" +
+	" +setnx +expire +expireat +ttl +unlink +hget +hincrby +hexists +hlen +zscore +zcount +zcard +zremrangebyscore +zrevrange +publish +spublish +select")
 
 // startACLMaster starts a master whose default user is off and whose only
 // users are the proxy's, limited to proxyACL, and an admin for the test.
@@ -49,7 +53,7 @@ func adminClient(t *testing.T, addr string) *redis.Client {
 // TestLeastPrivilegeNodeACL runs the proxy binary against masters that
 // give it only proxyACL, with the password in node_password_file: lock
 // cycles with SET NX, GET, PTTL, EXISTS, scripts and redsync's extend,
-// the start-up checks, and the probes that see a master restarted empty
+// Redisson's scripts served by their effect, pub/sub, the start-up checks, and the probes that see a master restarted empty
 // all work, and no master logs a single denied command (ACL LOG).
 func TestLeastPrivilegeNodeACL(t *testing.T) {
 	masters := []*redisProc{startACLMaster(t), startACLMaster(t), startACLMaster(t)}
@@ -59,7 +63,7 @@ func TestLeastPrivilegeNodeACL(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.toml")
-	text := fmt.Sprintf("nodes = [%q, %q, %q]\nnode_username = \"redlock\"\nnode_password_file = %q\nmax_ttl = \"2s\"\nprobe_interval = \"100ms\"\nallow_force_del = true\n",
+	text := fmt.Sprintf("nodes = [%q, %q, %q]\nnode_username = \"redlock\"\nnode_password_file = %q\nmax_ttl = \"2s\"\nmin_ttl = \"500ms\"\nnode_timeout = \"200ms\"\nprobe_interval = \"100ms\"\nallow_force_del = true\n",
 		masters[0].Addr, masters[1].Addr, masters[2].Addr, pwFile)
 	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -107,6 +111,21 @@ func TestLeastPrivilegeNodeACL(t *testing.T) {
 	}
 	if n, err := c.Del(ctx, "acl:forced").Result(); err != nil || n != 1 {
 		t.Errorf("DEL with allow_force_del = %d, %v; want 1", n, err)
+	}
+
+	// A client script served by its effect: Redisson's hash lock, renewal
+	// and unlock (which publishes), through the wrapper on the masters.
+	lock, renew, unlock := redis.NewScript(redissonLock), redis.NewScript(redissonRenew), redis.NewScript(redissonUnlock)
+	owner := "9f1c2d3e-aaaa-bbbb-cccc-000000000001:1"
+	if err := lock.Run(ctx, c, []string{"acl:redisson"}, 1500, owner).Err(); err != redis.Nil {
+		t.Errorf("Redisson lock = %v; want nil (acquired)", err)
+	}
+	if v, err := renew.Run(ctx, c, []string{"acl:redisson"}, 1500, owner).Int64(); err != nil || v != 1 {
+		t.Errorf("Redisson renew = %d, %v; want 1", v, err)
+	}
+	unlockKeys := []string{"acl:redisson", "redisson_lock__channel:{acl:redisson}", "redisson_unlock_latch:{acl:redisson}:r1"}
+	if v, err := unlock.Run(ctx, c, unlockKeys, 0, 1500, owner, "PUBLISH", 1000).Int64(); err != nil || v != 1 {
+		t.Errorf("Redisson unlock = %d, %v; want 1", v, err)
 	}
 
 	// Pub/sub through the hub's own connections, as the proxy's user.
