@@ -313,3 +313,57 @@ func TestRedisCliStdin(t *testing.T) {
 	}
 	c.wantFreeEverywhere(t, "cli-lock")
 }
+
+// node-redis v5 with RESP: 3 (it does not fall back to RESP2): HELLO 3,
+// a lock cycle, a contended acquire and scripts, by a script under
+// testdata. .ci/run installs the pinned version (.ci/npm-packages).
+func TestNodeRedisRESP3(t *testing.T) {
+	node := needTool(t, "node")
+	if _, err := os.Stat(filepath.Join("testdata", "npm", "node_modules", "redis")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node-redis is not installed in testdata/npm: %v", err)
+		}
+		t.Skipf("node-redis not installed in testdata/npm (bash .ci/run installs it): %v", err)
+	}
+	c, p := setup(t, 3, proxy.Config{})
+	host, port, _ := net.SplitHostPort(p.Addr)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, filepath.Join("testdata", "noderesp3.mjs"), host, port, "node-lock").CombinedOutput()
+	t.Logf("noderesp3.mjs:\n%s", out)
+	if err != nil {
+		t.Fatalf("noderesp3.mjs: %v", err)
+	}
+	if got := strings.Count(string(out), "ok "); got != 9 {
+		t.Errorf("noderesp3.mjs passed %d checks; want 9", got)
+	}
+	c.wantFreeEverywhere(t, "node-lock")
+}
+
+// redis-cli -3 speaks RESP3 with the proxy and prints exactly what it
+// prints against one redis-server: a lock cycle, a contended acquire, a
+// script, nulls and a map.
+func TestRedisCliRESP3(t *testing.T) {
+	ref := startRedis(t)
+	_, p := setup(t, 3, proxy.Config{})
+	const stdin = "SET cli3 tok NX PX 5000\nSET cli3 other NX PX 5000\nGET cli3\n" +
+		"EVAL \"return redis.call('get',KEYS[1])\" 0\n" + // refused by the proxy: compared below
+		"EVAL 'if redis.call(\"get\",KEYS[1]) == ARGV[1] then return redis.call(\"del\",KEYS[1]) else return 0 end' 1 cli3 tok\n" +
+		"GET cli3\nEXISTS cli3 cli3\nPING\nCLIENT GETNAME\n"
+	got := strings.Split(runCLI(t, p.Addr, stdin, "-3"), "\n")
+	want := strings.Split(runCLI(t, ref.Addr, stdin, "-3"), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("redis-cli -3 printed %q through the proxy, %q against redis-server", got, want)
+	}
+	for i := range want {
+		if i == 3 { // the refused script
+			if !strings.Contains(got[i], "unsupported script") && !strings.Contains(got[i], "script refused") {
+				t.Errorf("line %d through the proxy = %q; want the script refused", i, got[i])
+			}
+			continue
+		}
+		if got[i] != want[i] {
+			t.Errorf("line %d: redis-cli -3 printed %q through the proxy, %q against redis-server", i, got[i], want[i])
+		}
+	}
+}

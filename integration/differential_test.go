@@ -261,11 +261,13 @@ func catalogueEvalSHA(c diffCmd) string {
 	return ""
 }
 
+// isPTTLScript reports whether c runs a script that replies a PTTL:
+// redislock's, or any body that calls PTTL.
 func isPTTLScript(c diffCmd) bool {
 	s := scriptByName("redislock pttl")
 	switch c.name() {
 	case "eval":
-		return string(c.args[1]) == s.body
+		return string(c.args[1]) == s.body || strings.Contains(strings.ToLower(string(c.args[1])), "'pttl'")
 	case "evalsha":
 		return strings.EqualFold(string(c.args[1]), s.sha)
 	}

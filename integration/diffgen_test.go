@@ -256,6 +256,9 @@ func (g *diffGen) other() diffCmd {
 		{"INCR", "fresh-incr"}, {"DEL", g.key()}, {"DEL", "k1", "k2"}, {"EXPIRE", "fresh-expire", "10"},
 		{"KEYS", "*"}, {"COMMAND", "COUNT"}, {"FOO", "bar"}, {"UNLINK", "fresh-unlink"}, {"SETNX", "fresh-setnx", "t"},
 		{"EVAL", "return 1", "0"}, {"EVAL", "return redis.call('get', KEYS[1])", "1", "k1"}, {"SCRIPT", "LOAD", "return 1"},
+		{"EVAL", "return redis.call('get', 'k1')", "0"}, {"EVAL", "return redis.call('set', KEYS[1], ARGV[1])", "1", g.key(), "t1"},
+		{"EVAL", "return redis.call('incr', KEYS[1])", "1", "fresh-incr"}, {"EVAL", "return redis.call('pttl', KEYS[1])", "1", g.key()},
+		{"EVAL", "return redis.call('del', KEYS[1])", "1", g.key()}, {"EVAL", "return {1, false, 'a', redis.call('exists', KEYS[1])}", "1", g.key()},
 	})...)
 }
 
