@@ -13,8 +13,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +25,8 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/admin"
+	"github.com/redlock-proxy/redlock-proxy/metrics"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -68,6 +73,8 @@ type fileConfig struct {
 	MaxCommand     int      `toml:"max_command"`
 	MaxInputTotal  int64    `toml:"max_input_total"`
 	LogLevel       string   `toml:"log_level"`
+	AdminListen    string   `toml:"admin_listen"`
+	ShutdownGrace  duration `toml:"shutdown_grace"`
 	Users          []user   `toml:"users"`
 }
 
@@ -79,6 +86,9 @@ type user struct {
 	Allow          []string `toml:"allow"`
 	Keys           []string `toml:"keys"`
 }
+
+// defaultShutdownGrace is shutdown_grace when the file does not set it.
+const defaultShutdownGrace = 5 * time.Second
 
 // duration is a time.Duration written as a string ("50ms") in TOML.
 type duration struct{ time.Duration }
@@ -110,20 +120,31 @@ func run(args []string) error {
 	set := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	fc, err := loadConfig(*configPath, set["config"])
+	// load reads the file and applies the flags; SIGHUP calls it again.
+	load := func() (fileConfig, error) {
+		fc, err := loadConfig(*configPath, set["config"])
+		if err != nil {
+			return fileConfig{}, err
+		}
+		if set["listen"] {
+			fc.Listen = *listen
+		}
+		if set["nodes"] {
+			fc.Nodes = splitNodes(*nodes)
+		}
+		if err := fc.validate(); err != nil {
+			return fileConfig{}, fmt.Errorf("config: %w", err)
+		}
+		return fc, nil
+	}
+
+	fc, err := load()
 	if err != nil {
 		return err
 	}
-	if set["listen"] {
-		fc.Listen = *listen
-	}
-	if set["nodes"] {
-		fc.Nodes = splitNodes(*nodes)
-	}
-	if err := fc.validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: fc.level()}))
+	level := new(slog.LevelVar)
+	level.Set(fc.level())
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	quorum.SetDriverLog(log)
 
 	addrs := fc.Nodes
@@ -139,11 +160,19 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	qc, pc := fc.quorumConfig(log), fc.proxyConfig(log)
+	var m *metrics.Metrics
+	if fc.AdminListen != "" {
+		// Without the admin listener nothing reads metrics: no observer,
+		// so the request path pays nothing for them.
+		m = metrics.New(addrs, buildVersion())
+		qc.Observer, pc.Observer = m, m
+	}
 	nodeList := make([]quorum.Node, len(addrs))
 	for i, a := range addrs {
 		nodeList[i] = quorum.NewRedisNode(a, opts)
 	}
-	e := quorum.New(fc.quorumConfig(log), nodeList...)
+	e := quorum.New(qc, nodeList...)
 	defer e.Close()
 	if len(fc.Nodes) > 0 {
 		// The embedded demo nodes live and die with this process: nothing
@@ -156,9 +185,8 @@ func run(args []string) error {
 	// One subscriber connection per node, shared by every SUBSCRIBE.
 	hub := pubsub.New(pubsub.Config{Nodes: addrs, Username: opts.Username, Password: opts.Password, TLS: opts.TLS, Log: log})
 	defer hub.Close()
-	pcfg := fc.proxyConfig(log)
-	pcfg.PubSub = hub
-	srv, err := proxy.New(pcfg, e)
+	pc.PubSub = hub
+	srv, err := proxy.New(pc, e)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -166,39 +194,168 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	qc := fc.quorumConfig(nil).WithDefaults()
+	if fc.AdminListen != "" {
+		aln, err := net.Listen("tcp", fc.AdminListen)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		hs := &http.Server{
+			Handler:           admin.Handler(admin.Config{Metrics: m.Handler(), Status: e.Status, Draining: srv.Draining}),
+			ReadHeaderTimeout: 5 * time.Second,
+		}
+		go hs.Serve(aln) // ends when hs.Close runs, deferred here
+		defer hs.Close()
+		log.Info("admin serving", "admin_listen", aln.Addr().String())
+	}
+	eq := qc.WithDefaults()
 	log.Info("serving", "listen", fc.Listen, "tls_listen", fc.TLSListen, "nodes", len(addrs), "quorum", quorum.Quorum(len(addrs)),
-		"node_timeout", qc.NodeTimeout, "max_ttl", e.MaxTTL(),
-		"probe_interval", qc.ProbeInterval, "trust_fsync_always", qc.TrustFsyncAlways)
+		"node_timeout", eq.NodeTimeout, "max_ttl", e.MaxTTL(),
+		"probe_interval", eq.ProbeInterval, "trust_fsync_always", eq.TrustFsyncAlways)
 	if len(fc.Nodes) == 0 {
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		log.Info(fmt.Sprintf("demo mode: %d embedded in-process nodes; try: redis-cli -p %s SET mylock mytoken NX PX 30000; put real masters in nodes (config.toml) or -nodes", len(addrs), port))
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }() // waited for below
-	for done := false; !done; {
-		select {
-		case err = <-errc:
-			return err
-		case <-ctx.Done():
-			done = true
-		case <-hup:
-			if err := reload(*configPath, set, srv, certs); err != nil {
+
+	running := fc // what the process started with; safety keys stay so
+	grace := fc.ShutdownGrace.Duration
+	reload := func() {
+		next, err := load()
+		if err != nil {
+			log.Error("reload refused; the running config stays", "err", err)
+			return
+		}
+		for _, k := range notLive(running, next) {
+			log.Warn("reload: not changed live, the running value stays; restart to change it", "key", k.key, "running", k.running, "file", k.file)
+		}
+		if certs != nil {
+			if err := certs.Reload(); err != nil {
 				log.Error("reload refused; the running config stays", "err", err)
-			} else {
-				log.Info("reloaded: users and TLS certificates")
+				return
 			}
+		}
+		if err := srv.Reload(next.proxyConfig(log)); err != nil {
+			log.Error("reload refused; the running config stays", "err", err)
+			return
+		}
+		level.Set(next.level())
+		grace = next.ShutdownGrace.Duration
+		log.Info("config reloaded", "tls_certificates", certs != nil, "log_level", next.LogLevel, "max_clients", next.MaxClients,
+			"idle_timeout", next.IdleTimeout.Duration, "shutdown_grace", grace)
+	}
+
+	// Serve until SIGTERM or SIGINT, reloading on SIGHUP.
+	for stop := false; !stop; {
+		select {
+		case err := <-errc:
+			return err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				reload()
+				continue
+			}
+			stop = true
+		}
+	}
+	// Drain: /readyz turns 503 and acquires are refused at once, while
+	// holders release and extend for shutdown_grace (a second signal, or
+	// the last client leaving, cuts it short); then the listener closes
+	// and each command in flight gets its reply.
+	srv.Drain()
+	log.Info("draining", "shutdown_grace", grace, "clients", srv.Clients())
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for stop := false; !stop; {
+		select {
+		case err := <-errc:
+			return err
+		case <-timer.C:
+			stop = true
+		case <-tick.C:
+			stop = srv.Clients() == 0
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				reload()
+				continue
+			}
+			stop = true
 		}
 	}
 	log.Info("shutting down")
-	srv.Close()
+	// A command in flight ends within command_timeout; one more second
+	// for its reply to be written.
+	ctx, cancel := context.WithTimeout(context.Background(), pc.WithDefaults().CommandTimeout+time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown cut short", "err", err)
+	}
 	return <-errc
+}
+
+// liveKey is a key whose change a reload cannot apply.
+type liveKey struct {
+	key           string
+	running, file string
+}
+
+// notLive lists the keys that differ between the running config and the
+// file but cannot change without a restart: the safety settings the
+// engine was built with (nodes, node_timeout, drift_factor, min_ttl,
+// max_ttl), and what the process set up once (listeners, node
+// credentials and TLS files, the monitor's settings, the input budget).
+// Values are compared after defaults; a password is named, never shown.
+// The client certificates themselves are re-read on every reload.
+func notLive(running, file fileConfig) []liveKey {
+	r, f := running.quorumConfig(nil).WithDefaults(), file.quorumConfig(nil).WithDefaults()
+	keys := []liveKey{
+		{"nodes", strings.Join(running.Nodes, ","), strings.Join(file.Nodes, ",")},
+		{"node_timeout", r.NodeTimeout.String(), f.NodeTimeout.String()},
+		{"drift_factor", fmt.Sprint(r.DriftFactor), fmt.Sprint(f.DriftFactor)},
+		{"min_ttl", r.MinTTL.String(), f.MinTTL.String()},
+		{"max_ttl", r.MaxTTL.String(), f.MaxTTL.String()},
+		{"probe_interval", r.ProbeInterval.String(), f.ProbeInterval.String()},
+		{"clock_jump_limit", r.ClockJumpLimit.String(), f.ClockJumpLimit.String()},
+		{"trust_fsync_always", fmt.Sprint(r.TrustFsyncAlways), fmt.Sprint(f.TrustFsyncAlways)},
+		{"listen", running.Listen, file.Listen},
+		{"tls_listen", running.TLSListen, file.TLSListen},
+		{"tls_cert_file", running.TLSCertFile, file.TLSCertFile},
+		{"tls_key_file", running.TLSKeyFile, file.TLSKeyFile},
+		{"tls_ca_file", running.TLSCAFile, file.TLSCAFile},
+		{"tls_auth_clients", running.TLSAuthClients, file.TLSAuthClients},
+		{"admin_listen", running.AdminListen, file.AdminListen},
+		{"node_username", running.NodeUsername, file.NodeUsername},
+		{"node_password_file", running.NodePassFile, file.NodePassFile},
+		{"node_tls", fmt.Sprint(running.NodeTLS), fmt.Sprint(file.NodeTLS)},
+		{"node_tls_ca_file", running.NodeTLSCAFile, file.NodeTLSCAFile},
+		{"node_tls_cert_file", running.NodeTLSCert, file.NodeTLSCert},
+		{"node_tls_key_file", running.NodeTLSKey, file.NodeTLSKey},
+		{"node_tls_server_name", running.NodeTLSName, file.NodeTLSName},
+		{"max_input_total", fmt.Sprint(running.MaxInputTotal), fmt.Sprint(file.MaxInputTotal)},
+	}
+	if len(running.Nodes) == 0 {
+		keys = append(keys, liveKey{"embedded_nodes", fmt.Sprint(running.EmbeddedNodes), fmt.Sprint(file.EmbeddedNodes)})
+	}
+	keys = slices.DeleteFunc(keys, func(k liveKey) bool { return k.running == k.file })
+	if running.NodePassword != file.NodePassword {
+		keys = append(keys, liveKey{"node_password", "(hidden)", "(hidden)"})
+	}
+	return keys
+}
+
+// buildVersion is the module version the binary was built as.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "unknown"
 }
 
 // loadConfig reads the config file at path. A missing file is not an
@@ -224,6 +381,9 @@ func loadConfig(path string, explicit bool) (fileConfig, error) {
 	if !md.IsDefined("listen") {
 		// Only a listen written as "" turns the plain port off.
 		fc.Listen = defaultListen
+	}
+	if !md.IsDefined("shutdown_grace") { // "0s" is a choice: no grace
+		fc.ShutdownGrace.Duration = defaultShutdownGrace
 	}
 	fc.applyDefaults()
 	return fc, nil
@@ -273,6 +433,13 @@ func (fc fileConfig) validate() error {
 		return errors.New("tls_cert_file, tls_key_file, tls_ca_file and tls_auth_clients need tls_listen")
 	case !fc.NodeTLS && (fc.NodeTLSCAFile != "" || fc.NodeTLSCert != "" || fc.NodeTLSKey != "" || fc.NodeTLSName != ""):
 		return errors.New("node_tls_ca_file, node_tls_cert_file, node_tls_key_file and node_tls_server_name need node_tls = true")
+	case fc.ShutdownGrace.Duration < 0:
+		return fmt.Errorf("shutdown_grace (%v) must not be negative", fc.ShutdownGrace.Duration)
+	}
+	if fc.AdminListen != "" {
+		if _, _, err := net.SplitHostPort(fc.AdminListen); err != nil {
+			return fmt.Errorf("admin_listen: %q is not host:port", fc.AdminListen)
+		}
 	}
 	if fc.TLSListen != "" {
 		if err := fc.tlsServer().Validate(); err != nil {
@@ -288,35 +455,6 @@ func (fc fileConfig) validate() error {
 	}
 	qc = qc.WithDefaults()
 	return fc.proxyConfig(nil).Validate(qc.MinTTL, qc.MaxTTL)
-}
-
-// reload re-reads the config file and applies what can change while
-// serving: the users and the client TLS certificates (re-read from the
-// same files). On an error nothing is applied.
-func reload(path string, flags map[string]bool, srv *proxy.Server, certs *tlsfiles.Server) error {
-	fc, err := loadConfig(path, flags["config"])
-	if err != nil {
-		return err
-	}
-	if err := fc.validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	return reloadAccess(fc, srv, certs)
-}
-
-// reloadAccess applies fc's users and re-reads the client TLS
-// certificates, for a reload. The TLS files keep the paths given at
-// start. On an error the users stay as they were.
-func reloadAccess(fc fileConfig, srv *proxy.Server, certs *tlsfiles.Server) error {
-	if certs != nil {
-		if err := certs.Reload(); err != nil {
-			return err
-		}
-	}
-	if err := srv.SetUsers(fc.RequirePass, fc.users()); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	return nil
 }
 
 // defaultListen is listen's default, also the -listen flag's.

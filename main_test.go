@@ -292,3 +292,65 @@ func TestNodePasswordSources(t *testing.T) {
 		})
 	}
 }
+
+func TestShutdownGraceDefaultAndZero(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, text string
+		want       time.Duration
+	}{
+		{"absent: the default", "", defaultShutdownGrace},
+		{"zero: no grace", "shutdown_grace = \"0s\"\n", 0},
+		{"set", "shutdown_grace = \"30s\"\n", 30 * time.Second},
+	} {
+		p := filepath.Join(dir, "c.toml")
+		if err := os.WriteFile(p, []byte(tt.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fc, err := loadConfig(p, true)
+		if err != nil {
+			t.Fatalf("%s: loadConfig: %v", tt.name, err)
+		}
+		if fc.ShutdownGrace.Duration != tt.want {
+			t.Errorf("%s: shutdown_grace = %v; want %v", tt.name, fc.ShutdownGrace.Duration, tt.want)
+		}
+	}
+}
+
+func TestNotLiveNamesSafetyKeys(t *testing.T) {
+	running, err := loadConfig("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running.Nodes = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}
+	file := running
+	file.Nodes = []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:4"}
+	file.NodeTimeout.Duration = 20 * time.Millisecond
+	file.DriftFactor = 0.02
+	file.MinTTL.Duration = 200 * time.Millisecond
+	file.MaxTTL.Duration = time.Minute
+	file.NodePassword = "s3cret"
+	// Reloadable keys are not named.
+	file.MaxClients, file.LogLevel, file.IdleTimeout.Duration = 5, "debug", time.Minute
+	var got []string
+	for _, k := range notLive(running, file) {
+		got = append(got, k.key+"="+k.running+"->"+k.file)
+		if strings.Contains(k.running+k.file, "s3cret") {
+			t.Errorf("notLive shows the node password: %+v", k)
+		}
+	}
+	want := []string{
+		"nodes=127.0.0.1:1,127.0.0.1:2,127.0.0.1:3->127.0.0.1:1,127.0.0.1:2,127.0.0.1:4",
+		"node_timeout=50ms->20ms", "drift_factor=0.01->0.02", "min_ttl=100ms->200ms", "max_ttl=5m0s->1m0s",
+		"node_password=(hidden)->(hidden)",
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("notLive = %q; want %q", got, want)
+	}
+	// Defaults compare equal to the values they stand for.
+	file = running
+	file.NodeTimeout.Duration = 0
+	if k := notLive(running, file); len(k) != 0 {
+		t.Errorf("notLive(node_timeout 50ms vs unset) = %+v; want nothing", k)
+	}
+}

@@ -140,6 +140,9 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // Draining reports whether Drain or Shutdown was called.
 func (s *Server) Draining() bool { return s.draining.Load() }
 
+// Clients returns how many client connections are open.
+func (s *Server) Clients() int64 { return s.clients.Load() }
+
 // errDraining is the reply to an acquire while the server drains: an
 // error, so that clients never read it as "the lock is taken".
 var errDraining = resp.Error("DRAINING redlock-proxy is shutting down; acquire the lock through another proxy")

@@ -72,7 +72,9 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	for i, r := range results {
 		denied[e.nodes[i]] = r.err == nil && !r.v
 	}
-	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, n Node) ([]Found, error) {
+	// Not observed: the observer sees each node's part of the acquire
+	// itself, and this cleanup calls no node that denied.
+	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, e.monitored.Load(), nil, func(ctx context.Context, n Node) ([]Found, error) {
 		if denied[n] {
 			return nil, nil
 		}

@@ -21,8 +21,8 @@ type Observer interface {
 	// LeaseGranted reports the validity an acquire or extend granted,
 	// out of its TTL.
 	LeaseGranted(op Op, validity, ttl time.Duration)
-	// NodeDone reports one node's part of an operation: nil err on an
-	// answer. A down node that was not called is reported with took 0
+	// NodeDone reports one node's part of an operation (not of the
+	// cleanup after a failed acquire): nil err on an answer. A down node that was not called is reported with took 0
 	// and an error matching ErrNodeDown. ErrorKind names err's kind.
 	NodeDone(node int, addr string, took time.Duration, err error)
 	// NodeStateChanged reports a node's move from one state to another.
