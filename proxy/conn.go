@@ -144,7 +144,7 @@ func (s *Server) selectDB(r *request) resp.Reply {
 	return resp.OK()
 }
 
-// CLIENT SETNAME name | GETNAME | SETINFO attr value | ID
+// CLIENT SETNAME name | GETNAME | SETINFO attr value | ID | LIST
 //
 // serveRESP has checked the subcommand and its argument count.
 func (s *Server) clientCmd(r *request) resp.Reply {
@@ -172,6 +172,8 @@ func (s *Server) clientCmd(r *request) resp.Reply {
 		return resp.OK()
 	case "id":
 		return resp.Int(r.c.id)
+	case "list":
+		return s.clientList(r)
 	}
 	// Redis has it, the proxy does not: among them TRACKING, which needs
 	// the keyspace's invalidations, and the proxy sees no node's writes.

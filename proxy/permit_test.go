@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"log/slog"
+	"net"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
 )
@@ -99,6 +103,7 @@ func TestUsersAuth(t *testing.T) {
 		{"AUTH", "nobody", "app-pw"},
 		{"AUTH", "APP", "app-pw"},
 		{"HELLO", "2", "AUTH", "app", "wrong"},
+		{"HELLO", "3", "AUTH", "app", "wrong"},
 	} {
 		if got := rc.do(t, args...); got != wrongPass {
 			t.Errorf("%v = %q; want %q", args, got, wrongPass)
@@ -112,6 +117,14 @@ func TestUsersAuth(t *testing.T) {
 	}
 	if got := rc.do(t, "SET", "k", "t", "NX", "PX", "1000"); got != noCmdPerm("set") {
 		t.Errorf("SET as reader after HELLO AUTH = %q; want %q", got, noCmdPerm("set"))
+	}
+	// HELLO 3 AUTH logs in and switches to RESP3 at once.
+	r3 := dial(t, addr)
+	if got := r3.do(t, "HELLO", "3", "AUTH", "app", "app-pw"); !strings.HasPrefix(got, "%7\r\n") {
+		t.Errorf("HELLO 3 AUTH app = %q; want the 7-entry RESP3 map", got)
+	}
+	if got := r3.do(t, "GET", "other"); got != noKeyPerm {
+		t.Errorf("GET other as app over RESP3 = %q; want %q", got, noKeyPerm)
 	}
 	// AUTH again switches user, as in Redis.
 	if got := rc.do(t, "AUTH", "app", "app-pw"); got != "+OK\r\n" {
@@ -230,4 +243,96 @@ func TestUsersTransactions(t *testing.T) {
 			t.Errorf("%s as reader = %q; want %q", st.cmd, got, st.want)
 		}
 	}
+}
+
+// TestClientListForAdmin: CLIENT LIST shows every connection with its
+// user and name, never a password, to admin users only.
+func TestClientListForAdmin(t *testing.T) {
+	addr, _ := startServer(t, 1, Config{RequirePass: "root-pw", Users: testUsers})
+	app := dial(t, addr)
+	app.do(t, "AUTH", "app", "app-pw")
+	app.do(t, "CLIENT", "SETNAME", "worker-7")
+	app.do(t, "GET", "orders:1")
+	waiting := dial(t, addr)
+	waiting.do(t, "PING")
+
+	reader := dial(t, addr)
+	reader.do(t, "AUTH", "reader", "reader-pw")
+	if got := reader.do(t, "CLIENT", "LIST"); got != noCmdPerm("client|list") {
+		t.Errorf("CLIENT LIST as reader = %q; want %q", got, noCmdPerm("client|list"))
+	}
+	ops := dial(t, addr)
+	ops.do(t, "AUTH", "ops", "ops-pw")
+	got := ops.do(t, "CLIENT", "LIST")
+	for _, want := range []string{"id=1 ", "name=worker-7 ", "user=app cmd=get\n", "id=2 ", "user=default cmd=NULL\n", "user=reader cmd=client\n", "user=ops cmd=client\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("CLIENT LIST as ops = %q; want it to contain %q", got, want)
+		}
+	}
+	if n := strings.Count(got, "id="); n != 4 {
+		t.Errorf("CLIENT LIST shows %d clients; want 4:\n%s", n, got)
+	}
+	if strings.Contains(got, "pw") {
+		t.Errorf("CLIENT LIST = %q; shows a password", got)
+	}
+	if got := ops.do(t, "CLIENT", "LIST", "ID", "2"); !strings.Contains(got, "id=2 ") || strings.Contains(got, "id=1 ") {
+		t.Errorf("CLIENT LIST ID 2 = %q; want client 2 alone", got)
+	}
+	if got := ops.do(t, "CLIENT", "LIST", "TYPE", "pubsub"); !strings.HasPrefix(got, "-ERR Unknown client type") {
+		t.Errorf("CLIENT LIST TYPE pubsub = %q; want an error", got)
+	}
+	app.c.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for strings.Contains(ops.do(t, "CLIENT", "LIST"), "user=app ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("CLIENT LIST still shows app 2s after it closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPasswordsNeverLogged logs at debug level through failed and good
+// logins and checks that no password appears in the log.
+func TestPasswordsNeverLogged(t *testing.T) {
+	var logs lockedLog
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s, _ := newTestServer(t, 1, Config{RequirePass: "root-pw-1", Users: testUsers, Log: log})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, s, ln)
+	rc := dial(t, ln.Addr().String())
+	for _, args := range [][]string{
+		{"AUTH", "wrong-pw-2"}, {"AUTH", "app", "wrong-pw-3"}, {"HELLO", "2", "AUTH", "app", "wrong-pw-4"},
+		{"AUTH", "app", "app-pw"}, {"AUTH", "root-pw-1"},
+	} {
+		rc.do(t, args...)
+	}
+	for _, pw := range []string{"root-pw-1", "wrong-pw-2", "wrong-pw-3", "wrong-pw-4", "app-pw"} {
+		if strings.Contains(logs.String(), pw) {
+			t.Errorf("the log shows %q:\n%s", pw, logs.String())
+		}
+	}
+	if !strings.Contains(logs.String(), "authentication failed") {
+		t.Errorf("the log has no failed login:\n%s", logs.String())
+	}
+}
+
+// lockedLog collects logs written from several goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

@@ -37,6 +37,7 @@ type Server struct {
 	scripts  *scriptCache
 	started  time.Time
 	clients  atomic.Int64 // open connections
+	listings sync.Map     // CLIENT ID -> *listing of every open connection
 	nextID   atomic.Int64 // CLIENT ID of the last connection
 	// running counts Serve and every open connection's redcon goroutine,
 	// so that Close can wait for them all.
@@ -57,6 +58,8 @@ type client struct {
 	authed bool
 	tx     txState
 	proto  resp.Proto // RESP2 until HELLO 3
+	// list is what CLIENT LIST shows of it.
+	list *listing
 	// sub is the connection's pub/sub state and ob its ordered writer,
 	// both nil until it first subscribes (pubsub.go, outbox.go).
 	sub *subscriber
@@ -230,7 +233,11 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		return false
 	}
 	us := s.users.Load()
-	conn.SetContext(&client{id: s.nextID.Add(1), user: us.Start(), users: us, proto: resp.RESP2})
+	c := &client{id: s.nextID.Add(1), user: us.Start(), users: us, proto: resp.RESP2}
+	now := time.Now()
+	c.list = &listing{id: c.id, addr: conn.RemoteAddr(), laddr: conn.NetConn().LocalAddr().String(), since: now, last: now, cmd: "NULL"}
+	s.listings.Store(c.id, c.list)
+	conn.SetContext(c)
 	s.running.Add(1) // Serve is running, so the count is above zero
 	if s.obs != nil {
 		s.obs.ClientConnected()
@@ -245,6 +252,7 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 		s.obs.ClientClosed()
 	}
 	if c, _ := conn.Context().(*client); c != nil {
+		s.listings.Delete(c.id)
 		if c.sub != nil {
 			c.sub.leave(s.hub)
 		}
@@ -373,6 +381,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	cm := commands[name]
+	if c.list != nil {
+		c.list.saw(name, c)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.conf().CommandTimeout)
 	defer cancel()
 	defer func() {

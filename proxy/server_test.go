@@ -65,7 +65,9 @@ func newTestServer(t *testing.T, n int, cfg Config) (*Server, []*miniredis.Minir
 	}
 	e := quorum.New(quorum.Config{NodeTimeout: 200 * time.Millisecond}, nodes...)
 	t.Cleanup(func() { e.Close() })
-	cfg.Log = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	addrs := make([]string, n)
 	for i, m := range minis {
 		addrs[i] = m.Addr()
