@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,44 +77,46 @@ func TestPubSubRepliesAsOneRedis(t *testing.T) {
 	}
 }
 
-// TestWaiterWakesThroughAnyProxy subscribes through a proxy, with 2 of 5
-// masters down, and publishes on the live masters as a publishing release
-// script does through any proxy (one copy per master): the waiter gets
-// each release once.
+// TestWaiterWakesThroughAnyProxy subscribes a waiter through proxy A,
+// with 2 of 5 masters down, and releases the lock through proxy B with
+// Redisson's unlock script, which publishes on every master it runs on:
+// the waiter gets each release once, the copies collapsed.
 func TestWaiterWakesThroughAnyProxy(t *testing.T) {
 	c := startNodes(t, 5)
 	c.kill(0)
 	c.kill(1)
 	a := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, engineConfig(), c.addrs...)
+	b := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, engineConfig(), c.addrs...)
+	lock, unlock := redis.NewScript(redissonLock), redis.NewScript(redissonUnlock)
+	name, channel := "rl", "redisson_lock__channel:{rl}"
+	owner := "9f1c2d3e-aaaa-bbbb-cccc-000000000001:1"
 
 	// The waiter is a real client: go-redis's PubSub.
-	ps := a.Client.Subscribe(t.Context(), "redisson_lock__channel:{k}")
+	ps := a.Client.Subscribe(t.Context(), channel)
 	t.Cleanup(func() { ps.Close() })
 	if _, err := ps.Receive(t.Context()); err != nil { // the confirmation
 		t.Fatalf("SUBSCRIBE through proxy A: %v", err)
 	}
-	publishLive := func(payload string) {
-		for _, i := range c.live() {
-			if err := c.direct[i].Publish(t.Context(), "redisson_lock__channel:{k}", payload).Err(); err != nil {
-				t.Fatalf("PUBLISH on node %d: %v", i, err)
-			}
-		}
-	}
 	for round := range 2 { // two releases with the same payload: two wake-ups
-		publishLive("0")
+		if err := lock.Run(t.Context(), b.Client, []string{name}, 30000, owner).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("round %d: lock through B: %v; want nil (acquired)", round+1, err)
+		}
+		keys := []string{name, channel, "redisson_unlock_latch:{rl}:r" + strconv.Itoa(round)}
+		if v, err := unlock.Run(t.Context(), b.Client, keys, 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+			t.Fatalf("round %d: unlock through B = %d, %v; want 1", round+1, v, err)
+		}
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		msg, err := ps.ReceiveMessage(ctx)
 		cancel()
 		if err != nil {
 			t.Fatalf("release %d: no message within 5s: %v", round+1, err)
 		}
-		if msg.Channel != "redisson_lock__channel:{k}" || msg.Payload != "0" {
-			t.Errorf("release %d: message %v; want 0 on redisson_lock__channel:{k}", round+1, msg)
+		if msg.Channel != channel || msg.Payload != "0" {
+			t.Errorf("release %d: message %v; want 0 on %s", round+1, msg, channel)
 		}
 		// The other two copies of this release must not follow. (A timeout
 		// given as such keeps go-redis's connection.)
-		extra, err := ps.ReceiveTimeout(t.Context(), 300*time.Millisecond)
-		if err == nil {
+		if extra, err := ps.ReceiveTimeout(t.Context(), 300*time.Millisecond); err == nil {
 			t.Errorf("release %d: a second message %v; want the 3 copies collapsed into one", round+1, extra)
 		}
 	}

@@ -2,7 +2,9 @@ package pubsub
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -255,4 +257,39 @@ func TestHubCloseEndsItsGoroutines(t *testing.T) {
 	if err := leakcheck.Check(before, 5*time.Second); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestHubPingsAnIdleNode checks that a connection with no topic, whose
+// node answers PING with +PONG rather than a pub/sub reply, stays up.
+func TestHubPingsAnIdleNode(t *testing.T) {
+	addrs := startNodes(t, 1)
+	var logs syncBuffer
+	h := New(Config{Nodes: addrs, PingInterval: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(func() { h.Close() })
+	time.Sleep(300 * time.Millisecond) // many pings
+	if s := logs.String(); s != "" {
+		t.Errorf("an idle node's connection logged %q; want nothing", s)
+	}
+	s := newSink()
+	subscribe(t, h, s, Topic{Channel, "ch"})
+	publishOn(t, addrs, "ch", "0")
+	s.wantCount(t, 1)
+}
+
+// syncBuffer is a bytes.Buffer safe for the hub's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

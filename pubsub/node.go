@@ -161,6 +161,9 @@ func (n *node) handle(v value) error {
 		n.h.cfg.Log.Warn("node refused a subscription", "node", n.i, "addr", n.addr, "err", v.str)
 		return nil
 	}
+	if v.kind == '+' {
+		return nil // PONG, while no topic is subscribed
+	}
 	if v.kind != '*' || len(v.items) < 2 || v.items[0].kind != '$' {
 		return fmt.Errorf("%w: unexpected reply", errProtocol)
 	}
