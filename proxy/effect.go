@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -23,15 +22,10 @@ var effectCommands = func() map[string]int {
 // body runs on every node inside the engine's wrapper, and the reply is
 // the script's own, as a node of the deciding side gave it.
 func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
-	nk, err := strconv.Atoi(string(r.args[2]))
 	rest := r.args[3:]
-	switch {
-	case err != nil:
-		return resp.Error("ERR value is not an integer or out of range")
-	case nk < 0:
-		return resp.Error("ERR Number of keys can't be negative")
-	case nk > len(rest):
-		return resp.Error("ERR Number of keys can't be greater than number of args")
+	nk, err := resp.Numkeys(r.args[2], len(rest))
+	if err != nil {
+		return resp.Error(err.Error())
 	}
 	if rep, bad := reservedKey(rest[:nk]); bad {
 		return rep

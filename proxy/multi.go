@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -87,8 +85,8 @@ func writtenKeys(name string, args [][]byte) [][]byte {
 	case "del":
 		return args[1:]
 	}
-	n, err := strconv.Atoi(string(args[2]))
-	if err != nil || n < 0 || n > len(args)-3 {
+	n, err := resp.Numkeys(args[2], len(args)-3)
+	if err != nil {
 		return nil
 	}
 	return args[3 : 3+n]
@@ -215,10 +213,10 @@ func (s *Server) expireTTL(name string, arg []byte) (time.Duration, error) {
 	if name == "pexpire" {
 		return s.parseMillis(arg, name)
 	}
-	secs, err := strconv.ParseInt(string(arg), 10, 64)
+	secs, ok := resp.ParseInt(arg)
 	switch {
-	case err != nil:
-		return 0, errors.New("ERR value is not an integer or out of range")
+	case !ok:
+		return 0, resp.ErrNotInteger
 	case secs <= 0:
 		return 0, fmt.Errorf("ERR invalid expire time in '%s' command", name)
 	case secs > int64(s.e.MaxTTL()/time.Second): // before multiplying: no overflow

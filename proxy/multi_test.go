@@ -143,6 +143,7 @@ func TestTransactionOtherBodiesRefused(t *testing.T) {
 		{"non-numeric ttl", []string{"k"}, true, [][]string{{"PEXPIRE", "k", "ten"}}, "*1\r\n-ERR value is not an integer or out of range\r\n"},
 		{"ttl over max_ttl", []string{"k"}, true, [][]string{{"EXPIRE", "k", "99999999999999"}}, "*1\r\n-ERR invalid expire time in 'expire' command: 99999999999999s is over max_ttl (5m0s)\r\n"},
 		{"zero ttl", []string{"k"}, true, [][]string{{"PEXPIRE", "k", "0"}}, "*1\r\n-ERR invalid expire time in 'pexpire' command\r\n"},
+		{"ttl with a plus sign (Redis's integer rules)", []string{"k"}, true, [][]string{{"EXPIRE", "k", "+30"}}, "*1\r\n-ERR value is not an integer or out of range\r\n"},
 	}
 	for _, b := range bodies {
 		if b.watch != nil {

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"strconv"
-
 	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -26,8 +24,8 @@ func keysOf(spec keySpec, args [][]byte) [][]byte {
 	case everyArg:
 		return args[1:]
 	case scriptKeys:
-		n, err := strconv.Atoi(string(args[2]))
-		if err != nil || n < 0 || n > len(args)-3 {
+		n, err := resp.Numkeys(args[2], len(args)-3)
+		if err != nil {
 			return nil
 		}
 		return args[3 : 3+n]
