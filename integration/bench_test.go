@@ -20,6 +20,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-proxy/redlock-proxy/metrics"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
@@ -28,7 +29,10 @@ import (
 // Unlock), at 1, 16 and 64 concurrent go-redis clients, against one
 // redis-server directly, the same through a do-nothing TCP relay (the
 // cost of one extra hop), the proxy over 3 and over 5 masters, and
-// redsync over the same 3 and 5 masters. Everything runs on this machine,
+// redsync over the same 3 and 5 masters; and, at 64 clients, the proxy
+// over 5 masters with its Prometheus metrics off and on, in alternating
+// rounds (7-metrics-ab), so that the machine's load drifts over both
+// alike. Everything runs on this machine,
 // the client goroutines included, so ratios are read from one run:
 //
 //	go test ./integration -run '^$' -bench LockCycle -count 3
@@ -39,6 +43,7 @@ func BenchmarkLockCycle(b *testing.B) {
 	relay := startRelay(b, masters.addrs[0])
 	proxy3 := startBenchProxy(b, masters.addrs[:3]...)
 	proxy5 := startBenchProxy(b, masters.addrs...)
+	proxy5m := startBenchProxyMetrics(b, masters.addrs...)
 	cases := []struct {
 		name string
 		new  func(b *testing.B, clients int) cycler
@@ -68,7 +73,105 @@ func BenchmarkLockCycle(b *testing.B) {
 			}
 		})
 	}
+	b.Run("7-metrics-ab", func(b *testing.B) {
+		last := map[*testing.B][2]cycleResult{}
+		b.Run("c=64", func(b *testing.B) {
+			off, on := runAB(b, 64, newRedisCycler(b, proxy5, 64), newRedisCycler(b, proxy5m, 64), masters)
+			last[b] = [2]cycleResult{off, on}
+		})
+		for _, r := range last {
+			if r[0].perSec > 0 && r[1].perSec > 0 {
+				recordCycles("7-metrics-off", 64, r[0])
+				recordCycles("7-metrics-on", 64, r[1])
+			}
+		}
+	})
 	printLockCycleTable(os.Stdout)
+}
+
+// runAB runs about b.N cycles from clients goroutines, half through off
+// and half through on, in alternating rounds (the order flipped every
+// round), and reports each one's cycles/s, latencies and CPU per cycle.
+func runAB(b *testing.B, clients int, off, on cycler, masters *cluster) (cycleResult, cycleResult) {
+	const rounds = 10
+	ctx := context.Background()
+	prefix := fmt.Sprintf("ab:%d:", time.Now().UnixNano())
+	cyclers := [2]cycler{off, on}
+	type acc struct {
+		elapsed, goCPU, nodeCPU time.Duration
+		lat                     []time.Duration
+	}
+	var res [2]acc
+	var wg sync.WaitGroup
+	for v, cyc := range cyclers { // warm up: open every connection first
+		for w := range clients {
+			wg.Go(func() {
+				key := fmt.Sprintf("%swarm%d:%d", prefix, v, w)
+				if _, err := cyc(ctx, key, key); err != nil {
+					b.Errorf("warm-up cycle: %v", err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if b.Failed() {
+		return cycleResult{}, cycleResult{}
+	}
+	per := max(b.N/(2*rounds), clients)
+	b.ResetTimer()
+	for r := range rounds {
+		for k := range 2 {
+			v := (r + k) % 2
+			var next atomic.Int64
+			lat := make([][]time.Duration, clients)
+			goCPU, nodeCPU := selfCPU(), procsCPU(masters.procs)
+			start := time.Now()
+			for w := range clients {
+				wg.Go(func() {
+					for {
+						i := next.Add(1)
+						if i > int64(per) {
+							return
+						}
+						s := fmt.Sprintf("%s%d:%d:%d", prefix, v, r, i)
+						d, err := cyclers[v](ctx, s, s)
+						if err != nil {
+							b.Errorf("cycle: %v", err)
+							return
+						}
+						lat[w] = append(lat[w], d)
+					}
+				})
+			}
+			wg.Wait()
+			res[v].elapsed += time.Since(start)
+			res[v].goCPU += selfCPU() - goCPU
+			res[v].nodeCPU += procsCPU(masters.procs) - nodeCPU
+			res[v].lat = append(res[v].lat, slices.Concat(lat...)...)
+		}
+	}
+	b.StopTimer()
+	var out [2]cycleResult
+	for v, a := range res {
+		if len(a.lat) == 0 || b.Failed() {
+			return cycleResult{}, cycleResult{}
+		}
+		slices.Sort(a.lat)
+		n := float64(len(a.lat))
+		out[v] = cycleResult{
+			perSec:   n / a.elapsed.Seconds(),
+			p50:      micros(a.lat[len(a.lat)/2]),
+			p99:      micros(a.lat[len(a.lat)*99/100]),
+			goCPU:    micros(a.goCPU) / n,
+			nodesCPU: micros(a.nodeCPU) / n,
+		}
+	}
+	b.ReportMetric(out[0].perSec, "off-cycles/s")
+	b.ReportMetric(out[1].perSec, "on-cycles/s")
+	b.ReportMetric(ratio(out[1].perSec, out[0].perSec), "on/off")
+	b.ReportMetric(out[0].goCPU, "off-go-cpu-us")
+	b.ReportMetric(out[1].goCPU, "on-go-cpu-us")
+	return out[0], out[1]
 }
 
 // cycler runs one lock+unlock cycle on key and returns how long the lock
@@ -199,6 +302,15 @@ func startBenchProxy(b *testing.B, addrs ...string) string {
 	return serveProxy(b, proxy.Config{CommandTimeout: commandTimeout}, newEngine(b, engineConfig(), addrs...)).Addr
 }
 
+// startBenchProxyMetrics is startBenchProxy with the Prometheus metrics
+// observing the engine and the server, as admin_listen turns them on.
+func startBenchProxyMetrics(b *testing.B, addrs ...string) string {
+	m := metrics.New(addrs, "bench")
+	qcfg := engineConfig()
+	qcfg.Observer = m
+	return serveProxy(b, proxy.Config{CommandTimeout: commandTimeout, Observer: m}, newEngine(b, qcfg, addrs...)).Addr
+}
+
 // startRelay serves a do-nothing TCP relay to addr: every connection is
 // copied both ways to a connection of its own to addr.
 func startRelay(b *testing.B, addr string) string {
@@ -293,6 +405,8 @@ func printLockCycleTable(w io.Writer) {
 		{"2-relay", "same, through a do-nothing Go TCP relay"},
 		{"3-proxy3", "proxy over 3 masters"},
 		{"4-proxy5", "proxy over 5 masters"},
+		{"7-metrics-off", "proxy over 5 masters, metrics off (alternating rounds)"},
+		{"7-metrics-on", "proxy over 5 masters, metrics on (alternating rounds)"},
 		{"5-redsync3", "redsync over 3 masters"},
 		{"6-redsync5", "redsync over 5 masters"},
 	}
@@ -315,6 +429,7 @@ func printLockCycleTable(w io.Writer) {
 	get := func(name string, clients int) cycleResult { r, _ := medianCycles(name, clients); return r }
 	d1, rl1, p3, p5, rs5 := get("1-direct", 1), get("2-relay", 1), get("3-proxy3", 1), get("4-proxy5", 1), get("6-redsync5", 1)
 	d64, p3x, p5x, rs5x := get("1-direct", 64), get("3-proxy3", 64), get("4-proxy5", 64), get("6-redsync5", 64)
+	mOff, mOn := get("7-metrics-off", 64), get("7-metrics-on", 64)
 	hop := rl1.p50 - d1.p50
 	targets := []struct {
 		what      string
@@ -329,6 +444,8 @@ func printLockCycleTable(w io.Writer) {
 		{"1 client: proxy5 lock p50 (us) vs redsync5 p50 + hop", []cycleResult{p5, rs5, rl1, d1}, p5.p50, rs5.p50 + hop, true,
 			fmt.Sprintf(" (redsync5 %.0f + hop %.0f)", rs5.p50, hop)},
 		{"1 client: proxy5 / proxy3 lock p50", []cycleResult{p5, p3}, ratio(p5.p50, p3.p50), 1.2, true, ""},
+		{"64 clients: proxy5 metrics on / off cycles/s", []cycleResult{mOn, mOff}, ratio(mOn.perSec, mOff.perSec), 0.95, false, ""},
+		{"64 clients: proxy5 metrics on / off Go CPU per cycle", []cycleResult{mOn, mOff}, ratio(mOn.goCPU, mOff.goCPU), 1.05, true, ""},
 	}
 	fmt.Fprintln(w, "| target | got | want | met |")
 	fmt.Fprintln(w, "|---|---:|---:|---|")
