@@ -428,7 +428,9 @@ func (a *admitter) call(e *ast.FuncCallExpr) {
 				a.refuse(e.Line(), "SELECT of database %s: only 0 is served", db.Value)
 			}
 		default:
-			if !isArgvIndex(db) {
+			// ARGV[i] or tonumber(ARGV[i]) (node-redlock v5's forks): the
+			// wrapper lets only database 0 through.
+			if !isArgvIndex(db) && !isToNumberOfArgv(db) {
 				a.refuse(e.Line(), "SELECT of a database computed at run time")
 			}
 		}
@@ -472,6 +474,15 @@ func (a *admitter) iteratesKeys(e ast.Expr) bool {
 	arg, aok := c.Args[0].(*ast.IdentExpr)
 	return ok && aok && (f.Value == "ipairs" || f.Value == "pairs") && a.isGlobal(f.Value) &&
 		arg.Value == "KEYS" && a.keysIsGlobal()
+}
+
+func isToNumberOfArgv(e ast.Expr) bool {
+	c, ok := e.(*ast.FuncCallExpr)
+	if !ok || c.Receiver != nil || len(c.Args) != 1 {
+		return false
+	}
+	f, ok := c.Func.(*ast.IdentExpr)
+	return ok && f.Value == "tonumber" && isArgvIndex(c.Args[0])
 }
 
 func isKeysIndex(e ast.Expr) bool { return isIndexOf(e, "KEYS") }

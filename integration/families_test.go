@@ -1,0 +1,84 @@
+package integration
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+)
+
+// Lock libraries in other languages, served by effect (issue 10), each
+// run by a script under testdata that prints "ok <check>" per check.
+
+// npmDir is where .ci/run installs .ci/npm-packages.
+var npmDir = filepath.Join("testdata", "npm", "node_modules")
+
+// needNodeModule skips on a laptop without the npm package, and fails in CI.
+func needNodeModule(t *testing.T, name string) {
+	t.Helper()
+	needTool(t, "node")
+	if _, err := os.Stat(filepath.Join(npmDir, name)); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("npm package %s is not installed in %s (.ci/run installs .ci/npm-packages)", name, npmDir)
+		}
+		t.Skipf("npm package %s not installed in %s", name, npmDir)
+	}
+}
+
+// runChecks runs cmd and wants exactly checks, each printed as "ok".
+func runChecks(t *testing.T, cmd *exec.Cmd, checks []string) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s:\n%s", filepath.Base(cmd.Args[1]), out)
+	if err != nil {
+		t.Fatalf("%s: %v", filepath.Base(cmd.Args[1]), err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "FAIL ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != len(checks) {
+		t.Errorf("printed %d checks; want %d", len(lines), len(checks))
+	}
+	for i, check := range checks {
+		if i >= len(lines) || lines[i] != "ok "+check {
+			t.Errorf("check %d missing or wrong; want %q", i+1, "ok "+check)
+		}
+	}
+}
+
+// @sesamecare-oss/redlock (node-redlock v5 behind SELECT) over ioredis.
+func TestSesamecareRedlockThroughProxy(t *testing.T) {
+	needNodeModule(t, "@sesamecare-oss/redlock")
+	for _, down := range []int{0, 2} {
+		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{})
+			for i := range down {
+				c.kill(i)
+			}
+			host, port, _ := net.SplitHostPort(p.Addr)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "sesame.js"), host, port, "sesame-lock")
+			cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)
+			runChecks(t, cmd, []string{
+				"acquire", "owner holds the key", "pttl within the duration",
+				"contended acquire fails with ExecutionError", "holder unchanged",
+				"extend", "pttl after extend", "release", "stale release fails with ExecutionError",
+				"multi-key acquire", "overlapping multi-key acquire fails", "multi-key release",
+				"db 1 is refused", "using holds the lock", "using released the lock",
+			})
+			for _, k := range []string{"sesame-lock", "sesame-lock:a", "sesame-lock:b", "sesame-lock:c", "sesame-lock:using"} {
+				c.wantFreeEverywhere(t, k)
+			}
+		})
+	}
+}
