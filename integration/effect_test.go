@@ -185,6 +185,17 @@ func TestRedissonLockScriptsThroughProxy(t *testing.T) {
 					t.Errorf("node %d: HGET = %q, %v, PTTL %v; want 2 holds for up to 30s", i, n, err, pttl)
 				}
 			}
+			// The hash lock through the proxy's own reads: PTTL and
+			// EXISTS as Redis answers them, GET a WRONGTYPE error.
+			if ms, err := cl.PTTL(ctx, name).Result(); err != nil || ms <= 0 || ms > 30*time.Second {
+				t.Errorf("PTTL of the hash lock = %v, %v; want up to 30s", ms, err)
+			}
+			if n, err := cl.Exists(ctx, name).Result(); n != 1 || err != nil {
+				t.Errorf("EXISTS of the hash lock = %d, %v; want 1", n, err)
+			}
+			if err := cl.Get(ctx, name).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+				t.Errorf("GET of the hash lock: %v; want WRONGTYPE", err)
+			}
 			// Contended: the holder's PTTL as an integer.
 			if ms, err := lock.Run(ctx, cl, []string{name}, 30000, other).Int64(); err != nil || ms <= 0 || ms > 30000 {
 				t.Fatalf("contended lock = %d, %v; want the PTTL", ms, err)

@@ -82,3 +82,35 @@ func TestSesamecareRedlockThroughProxy(t *testing.T) {
 		})
 	}
 }
+
+// Symfony Lock 5.4's RedisStore: sorted-set scripts that read TIME, and
+// its SET … PX 1 probe of TIME support, with php-redis and with Predis.
+func TestSymfonyRedisStoreThroughProxy(t *testing.T) {
+	php := needTool(t, "php")
+	if _, err := os.Stat("/usr/share/php/Symfony/Component/Lock/Store/RedisStore.php"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("php-symfony-lock is not installed: %v", err)
+		}
+		t.Skipf("php-symfony-lock not installed")
+	}
+	for _, kind := range []string{"phpredis", "predis"} {
+		for _, down := range []int{0, 2} {
+			t.Run(kind+map[int]string{0: ", all up", 2: ", 2 of 5 down"}[down], func(t *testing.T) {
+				c, p := setup(t, 5, proxy.Config{})
+				for i := range down {
+					c.kill(i)
+				}
+				host, port, _ := net.SplitHostPort(p.Addr)
+				ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+				defer cancel()
+				runChecks(t, exec.CommandContext(ctx, php, filepath.Join("testdata", "symfony.php"), host, port, "symfony-lock", kind), []string{
+					"acquire", "isAcquired", "remaining lifetime", "pttl of the sorted set",
+					"contended acquire is false", "contender does not hold", "refresh",
+					"refresh by a non-owner conflicts", "stale release leaves the owner", "release",
+					"blocking acquire wakes after expiry", "released after waiting",
+				})
+				c.wantFreeEverywhere(t, "symfony-lock")
+			})
+		}
+	}
+}

@@ -73,6 +73,8 @@ func (s *Server) get(r *request) resp.Reply {
 		return s.fail(err)
 	case !st.Held:
 		return resp.Null()
+	case st.Type != "":
+		return resp.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
 	}
 	return resp.Bulk(st.Token)
 }

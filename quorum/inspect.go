@@ -9,9 +9,12 @@ import (
 
 // State is a key's state as a quorum of nodes sees it.
 type State struct {
-	// Held is true when a quorum of nodes hold the key with one token.
+	// Held is true when a quorum of nodes hold the key with one token,
+	// or (for a hash or sorted-set lock) with one type.
 	Held  bool
 	Token string
+	// Type is the key's type when it is not a string; Token is then empty.
+	Type string
 	// Validity is how long at least a quorum will still hold it, minus
 	// the time the read took and the drift allowance. Negative means the
 	// key has no expiry on a quorum.
@@ -38,13 +41,15 @@ func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) 
 	})
 	elapsed := time.Since(start)
 	// The token most nodes hold is the only one that can have a quorum.
-	votes := make(map[string]int, len(results))
-	best, most := "", 0
+	votes := make(map[entryID]int, len(results))
+	var best entryID
+	most := 0
 	for i, r := range results {
 		if r.err == nil && r.v.Present && e.counts(i) {
-			votes[r.v.Token]++
-			if votes[r.v.Token] > most {
-				best, most = r.v.Token, votes[r.v.Token]
+			id := entryID{r.v.Type, r.v.Token}
+			votes[id]++
+			if votes[id] > most {
+				best, most = id, votes[id]
 			}
 		}
 	}
@@ -56,7 +61,7 @@ func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) 
 			o.Failed++
 		case r.v.Present && !e.counts(i):
 			o.Quarantined++ // it may have lost the key, or hold a stale one
-		case r.v.Present && r.v.Token == best:
+		case r.v.Present && (entryID{r.v.Type, r.v.Token}) == best:
 			o.Granted++
 			ttls = append(ttls, r.v.TTL)
 		default:
@@ -72,14 +77,18 @@ func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) 
 	}
 	ttl, _ := quorumTTL(ttls, e.quorum)
 	if ttl < 0 {
-		return State{Held: true, Token: best, Validity: -1}, nil
+		return State{Held: true, Token: best.token, Type: best.typ, Validity: -1}, nil
 	}
 	v := validity(ttl, elapsed, e.cfg.DriftFactor)
 	if v <= 0 {
 		return State{}, nil
 	}
-	return State{Held: true, Token: best, Validity: v}, nil
+	return State{Held: true, Token: best.token, Type: best.typ, Validity: v}, nil
 }
+
+// entryID is what nodes must agree on for a key to be held: its token,
+// or for a key of another type, the type.
+type entryID struct{ typ, token string }
 
 // Delete deletes keys on every node, whoever holds them (an admin's
 // forced release). It returns how many of the keys a quorum of nodes had.

@@ -95,5 +95,8 @@ const (
 type Entry struct {
 	Present bool
 	Token   string
-	TTL     time.Duration // remaining TTL; negative means no expiry
+	// Type is the key's type when it is not a string ("hash", "zset");
+	// such a key has no Token.
+	Type string
+	TTL  time.Duration // remaining TTL; negative means no expiry
 }

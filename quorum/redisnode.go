@@ -166,9 +166,15 @@ end
 return least
 `)
 
-// inspectScript returns the key's value (nil if missing) and its PTTL.
+// inspectScript returns the key's value (nil if missing) and its PTTL;
+// for a key of another type (a Redisson hash, a Symfony sorted set), a
+// one-item array naming the type instead of the value.
 var inspectScript = newScript(`
-return {redis.call("get", KEYS[1]), redis.call("pttl", KEYS[1])}
+local t = redis.call("type", KEYS[1])["ok"]
+if t == "string" or t == "none" then
+  return {redis.call("get", KEYS[1]), redis.call("pttl", KEYS[1])}
+end
+return {{t}, redis.call("pttl", KEYS[1])}
 `)
 
 var modeArg = map[ExtendMode]string{ExtendSet: "set", ExtendAdd: "add", ExtendOrAcquire: "acquire"}
@@ -272,6 +278,11 @@ func entryResult(vals []any) (Entry, error) {
 		return Entry{}, nil
 	case string:
 		return Entry{Present: true, Token: v, TTL: time.Duration(pttl) * time.Millisecond}, nil
+	case []any:
+		if t, ok := v[0].(string); ok && len(v) == 1 {
+			return Entry{Present: true, Type: t, TTL: time.Duration(pttl) * time.Millisecond}, nil
+		}
+		return Entry{}, fmt.Errorf("inspect replied type %v", v)
 	default:
 		return Entry{}, fmt.Errorf("inspect replied value %T", v)
 	}
