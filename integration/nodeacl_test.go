@@ -95,6 +95,14 @@ func TestLeastPrivilegeNodeACL(t *testing.T) {
 			t.Errorf("release %s = %d, %v", key, n, err)
 		}
 	}
+	// A script served by effect (go-zero's acquire), through the
+	// wrapper's snapshots, and its release.
+	if v, err := goZeroLockScript.Run(ctx, c, []string{"acl:gozero"}, "tok", "2000").Result(); err != nil || v != "OK" {
+		t.Errorf("go-zero acquire = %v, %v; want OK", v, err)
+	}
+	if n, err := goZeroReleaseScript.Run(ctx, c, []string{"acl:gozero"}, "tok").Int(); err != nil || n != 1 {
+		t.Errorf("go-zero release = %d, %v; want 1", n, err)
+	}
 	rs := redsync.New(goredis.NewPool(c))
 	m := rs.NewMutex("acl:redsync", redsync.WithExpiry(2*time.Second), redsync.WithTries(1))
 	if err := m.LockContext(ctx); err != nil {
