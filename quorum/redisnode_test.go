@@ -280,7 +280,12 @@ func TestRedisNodeInspect(t *testing.T) {
 			Entry{Present: true, Token: "mine", TTL: time.Second}, false},
 		{"no expiry", func(t *testing.T) { setKey(t, admin, "k", "mine", -1) },
 			Entry{Present: true, Token: "mine", TTL: -time.Millisecond}, false},
-		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") }, Entry{}, true},
+		{"another type is reported by its type", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+			Entry{Present: true, Type: "list", TTL: -time.Millisecond}, false},
+		{"a hash lock", func(t *testing.T) {
+			admin.HSet(t.Context(), "k", "u:1", 1)
+			admin.PExpire(t.Context(), "k", time.Second)
+		}, Entry{Present: true, Type: "hash", TTL: time.Second}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,7 +299,8 @@ func TestRedisNodeInspect(t *testing.T) {
 			}
 			ok := got == tt.want
 			if tt.want.TTL > 0 {
-				ok = got.Present && got.Token == tt.want.Token && got.TTL > tt.want.TTL-500*time.Millisecond && got.TTL <= tt.want.TTL
+				ok = got.Present && got.Token == tt.want.Token && got.Type == tt.want.Type &&
+					got.TTL > tt.want.TTL-500*time.Millisecond && got.TTL <= tt.want.TTL
 			}
 			if !ok {
 				t.Errorf(`Inspect("k") = %+v; want %+v`, got, tt.want)
