@@ -204,8 +204,15 @@ func run(args []string) error {
 			Handler:           admin.Handler(admin.Config{Metrics: m.Handler(), Status: e.Status, Draining: srv.Draining}),
 			ReadHeaderTimeout: 5 * time.Second,
 		}
-		go hs.Serve(aln) // ends when hs.Close runs, deferred here
-		defer hs.Close()
+		served := make(chan struct{})
+		go func() { // ends when hs.Close runs, and is waited for there
+			hs.Serve(aln)
+			close(served)
+		}()
+		defer func() {
+			hs.Close()
+			<-served
+		}()
 		log.Info("admin serving", "admin_listen", aln.Addr().String())
 	}
 	eq := qc.WithDefaults()
