@@ -177,7 +177,7 @@ func (s *Server) clientCmd(r *request) resp.Reply {
 	}
 	// Redis has it, the proxy does not: among them TRACKING, which needs
 	// the keyspace's invalidations, and the proxy sees no node's writes.
-	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try CLIENT HELP.", r.args[1]))
+	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", cString(r.args[1], 128)))
 }
 
 // CLUSTER subcommand [arg ...], READONLY, READWRITE

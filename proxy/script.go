@@ -154,7 +154,7 @@ func (s *Server) script(r *request) resp.Reply {
 	case "kill":
 		return resp.Error("NOTBUSY No scripts in execution right now.")
 	}
-	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try SCRIPT HELP.", r.args[1]))
+	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try SCRIPT HELP.", cString(r.args[1], 128)))
 }
 
 // run serves a script: a catalogue operation, or by its effect.

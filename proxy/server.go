@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -442,7 +443,7 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 	case cm.subs != nil:
 		sub := strings.ToLower(string(args[1]))
 		if a, known := cm.subs[sub]; !known {
-			return resp.Error(fmt.Sprintf("ERR unknown subcommand '%.128s'. Try %s HELP.", args[1], strings.ToUpper(name))), true
+			return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", cString(args[1], 128), strings.ToUpper(name))), true
 		} else if wrongArity(a, len(args)) {
 			return resp.Error("ERR wrong number of arguments for '" + name + "|" + sub + "' command"), true
 		}
@@ -488,9 +489,18 @@ func unknownCommand(args [][]byte) resp.Reply {
 		if b.Len() >= 128 {
 			break
 		}
-		fmt.Fprintf(&b, "'%.*s' ", 128-b.Len(), a)
+		fmt.Fprintf(&b, "'%s' ", cString(a, 128-b.Len()))
 	}
-	return resp.Error(fmt.Sprintf("ERR unknown command '%.128s', with args beginning with: %s", name, b.String()))
+	return resp.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", cString(args[0], 128), b.String()))
+}
+
+// cString is b as Redis's C formatting prints it with "%.Ns": cut at the
+// first NUL byte and at n bytes.
+func cString(b []byte, n int) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return b[:min(len(b), max(n, 0))]
 }
 
 // replyForError is how every engine error looks on the wire: an outage is
