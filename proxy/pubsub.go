@@ -45,6 +45,14 @@ func (sb *subscriber) Deliver(m pubsub.Message) {
 	}
 }
 
+// setProto makes the messages from now on follow the connection's
+// protocol.
+func (sb *subscriber) setProto(p resp.Proto) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.proto = p
+}
+
 // messageReply is how Redis pushes a message to a subscriber.
 func messageReply(m pubsub.Message) resp.Reply {
 	if m.Topic.Kind == pubsub.Pattern {

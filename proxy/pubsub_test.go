@@ -203,3 +203,53 @@ func TestIdleSubscribersCostOneGoroutineEach(t *testing.T) {
 		t.Errorf("%d idle subscribed clients added %d goroutines; want about %d (one each)", clients, got, clients)
 	}
 }
+
+// TestSubscribedRESP3 checks the RESP3 shapes: confirmations and messages
+// are pushes, and other commands run as usual; after HELLO 2 messages are
+// arrays again and other commands are refused.
+func TestSubscribedRESP3(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	rc.do(t, "HELLO", "3")
+	steps := []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"SUBSCRIBE", "a"}, ">3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n"},
+		{[]string{"GET", "x"}, "_\r\n"},
+		{[]string{"PING"}, "+PONG\r\n"},
+	}
+	for _, st := range steps {
+		if got := rc.do(t, st.cmd...); got != st.want {
+			t.Errorf("%q = %q; want %q", st.cmd, got, st.want)
+		}
+	}
+	for _, m := range minis {
+		m.Publish("a", "m3")
+	}
+	if got, want := rc.read(t), ">3\r\n$7\r\nmessage\r\n$1\r\na\r\n$2\r\nm3\r\n"; got != want {
+		t.Errorf("message = %q; want %q", got, want)
+	}
+	for _, st := range []struct {
+		cmd  []string
+		want string
+	}{
+		{[]string{"UNSUBSCRIBE"}, ">3\r\n$11\r\nunsubscribe\r\n$1\r\na\r\n:0\r\n"},
+		{[]string{"UNSUBSCRIBE"}, ">3\r\n$11\r\nunsubscribe\r\n_\r\n:0\r\n"},
+		{[]string{"SUBSCRIBE", "b"}, ">3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:1\r\n"},
+	} {
+		if got := rc.do(t, st.cmd...); got != st.want {
+			t.Errorf("%q = %q; want %q", st.cmd, got, st.want)
+		}
+	}
+	rc.do(t, "HELLO", "2")
+	for _, m := range minis {
+		m.Publish("b", "m2")
+	}
+	if got, want := rc.read(t), "*3\r\n$7\r\nmessage\r\n$1\r\nb\r\n$2\r\nm2\r\n"; got != want {
+		t.Errorf("message after HELLO 2 = %q; want %q", got, want)
+	}
+	if got := rc.do(t, "GET", "x"); !strings.HasPrefix(got, "-ERR Can't execute 'get'") {
+		t.Errorf("GET after HELLO 2 while subscribed = %q; want Redis's refusal", got)
+	}
+}

@@ -405,6 +405,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	} else {
 		s.send(conn, c, rep)
 	}
+	if c.sub != nil {
+		c.sub.setProto(c.proto) // HELLO switched it: messages follow
+	}
 	switch {
 	case r.closeAfter:
 		conn.Close() // flushes the reply first
