@@ -158,10 +158,10 @@ func TestInfoNodeDetailsForAdmin(t *testing.T) {
 	}
 }
 
-// TestSetUsers reloads the users: a connection whose user is removed must
+// TestReloadUsers reloads the users: a connection whose user is removed must
 // AUTH again, a remaining user's new permissions apply from its next
 // command, and a bad set is refused with the old one kept.
-func TestSetUsers(t *testing.T) {
+func TestReloadUsers(t *testing.T) {
 	s, addr, _ := serveTest(t, 1, Config{Users: testUsers})
 	app, reader := dial(t, addr), dial(t, addr)
 	app.do(t, "AUTH", "app", "app-pw")
@@ -170,8 +170,8 @@ func TestSetUsers(t *testing.T) {
 		t.Fatalf("SET as reader = %q", got)
 	}
 
-	if err := s.SetUsers("", []acl.UserConfig{{Name: "reader", Password: "new-pw", Allow: []string{"read", "lock"}}}); err != nil {
-		t.Fatalf("SetUsers: %v", err)
+	if err := s.Reload(Config{Users: []acl.UserConfig{{Name: "reader", Password: "new-pw", Allow: []string{"read", "lock"}}}}); err != nil {
+		t.Fatalf("Reload: %v", err)
 	}
 	if got := reader.do(t, "SET", "orders:1", "t", "NX", "PX", "1000"); got != "+OK\r\n" {
 		t.Errorf("SET as reader after it gained lock = %q; want +OK", got)
@@ -186,8 +186,8 @@ func TestSetUsers(t *testing.T) {
 		t.Errorf("AUTH reader with the new password = %q; want +OK", got)
 	}
 
-	if err := s.SetUsers("", []acl.UserConfig{{Name: "x", Password: "pw", Allow: []string{"write"}}}); err == nil {
-		t.Errorf("SetUsers with a bad class = nil; want an error")
+	if err := s.Reload(Config{Users: []acl.UserConfig{{Name: "x", Password: "pw", Allow: []string{"write"}}}}); err == nil {
+		t.Errorf("Reload with a bad class = nil; want an error")
 	}
 	if got := dial(t, addr).do(t, "AUTH", "reader", "new-pw"); got != "+OK\r\n" {
 		t.Errorf("AUTH reader after a refused reload = %q; want +OK (old users kept)", got)
@@ -199,7 +199,7 @@ func TestSetUsers(t *testing.T) {
 	if got := waiting.do(t, "PING"); got != noAuth {
 		t.Fatalf("PING before AUTH = %q", got)
 	}
-	if err := s.SetUsers("", nil); err != nil {
+	if err := s.Reload(Config{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := waiting.do(t, "PING"); got != "+PONG\r\n" {

@@ -23,7 +23,7 @@ import (
 
 // Server serves the lock commands of Redis clients over a quorum engine.
 // Its engine does not change after New, and its config only through
-// Reload; the users (swapped whole by SetUsers and Reload), the script
+// Reload; the users (swapped whole by Reload), the script
 // cache, the client counters and the drain flag are its other mutable
 // state.
 type Server struct {
@@ -92,7 +92,8 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 func (s *Server) conf() *Config { return s.cfg.Load() }
 
 // Reload applies cfg to the running server: the users and the default
-// user's password (as SetUsers), the limits (for connections accepted
+// user's password (each connection sees them from its next command; one
+// whose user is gone must AUTH again), the limits (for connections accepted
 // from now on), max_clients, idle_timeout (from each connection's next
 // wait), command_timeout, default_ttl, allow_force_del and the log; the
 // observer and the pub/sub hub stay the ones New was given. The engine, and with it every
@@ -176,18 +177,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 		return ctx.Err()
 	}
-}
-
-// SetUsers replaces the default user's password and the named users, for
-// a reload. Each connection sees the change from its next command: one
-// whose user is gone must AUTH again. On an error nothing changes.
-func (s *Server) SetUsers(requirepass string, users []acl.UserConfig) error {
-	us, err := acl.New(acl.Config{RequirePass: requirepass, Users: users})
-	if err != nil {
-		return err
-	}
-	s.users.Store(us)
-	return nil
 }
 
 // currentUser returns who c runs as under the current users, or nil if
