@@ -186,6 +186,10 @@ func run(args []string) error {
 	hub := pubsub.New(pubsub.Config{Nodes: addrs, Username: opts.Username, Password: opts.Password, TLS: opts.TLS, Log: log})
 	defer hub.Close()
 	pc.PubSub = hub
+	reserve := fdReserve(len(addrs), len(fc.Nodes) == 0)
+	if err := fitFileLimit(&pc, reserve, log); err != nil {
+		return err
+	}
 	srv, err := proxy.New(pc, e)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -247,7 +251,12 @@ func run(args []string) error {
 				return
 			}
 		}
-		if err := srv.Reload(next.proxyConfig(log)); err != nil {
+		nc := next.proxyConfig(log)
+		if err := fitFileLimit(&nc, reserve, log); err != nil {
+			log.Error("reload refused; the running config stays", "err", err)
+			return
+		}
+		if err := srv.Reload(nc); err != nil {
 			log.Error("reload refused; the running config stays", "err", err)
 			return
 		}
@@ -363,6 +372,30 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "unknown"
+}
+
+// fitFileLimit raises the open-file limit as far as it goes and lowers
+// cfg's max_clients, with a warning, to what it holds after reserve: a
+// client must never take a descriptor a node needs, or the nodes are
+// marked down with "too many open files" and every client loses its
+// quorum. It refuses to start when the limit leaves almost nothing.
+func fitFileLimit(cfg *proxy.Config, reserve int, log *slog.Logger) error {
+	limit, err := raiseFileLimit()
+	if err != nil {
+		log.Warn("open file limit unknown; max_clients not checked against it", "err", err)
+		return nil
+	}
+	want := cfg.WithDefaults().MaxClients
+	n, err := fitClients(want, limit, reserve)
+	if err != nil {
+		return err
+	}
+	if n < want {
+		log.Warn("max_clients lowered to fit the open file limit", "max_clients", want, "open_file_limit", limit,
+			"reserved", reserve, "now", n)
+	}
+	cfg.MaxClients = n
+	return nil
 }
 
 // loadConfig reads the config file at path. A missing file is not an

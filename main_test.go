@@ -354,3 +354,29 @@ func TestNotLiveNamesSafetyKeys(t *testing.T) {
 		t.Errorf("notLive(node_timeout 50ms vs unset) = %+v; want nothing", k)
 	}
 }
+
+func TestFitClients(t *testing.T) {
+	tests := []struct {
+		name       string
+		maxClients int
+		limit      uint64
+		reserve    int
+		want       int
+		wantErr    string
+	}{
+		{"room for all", 10000, 1 << 20, 52, 10000, ""},
+		{"lowered to the limit", 10000, 1024, 52, 972, ""},
+		{"ulimit -n 64 over 3 nodes", 10000, 64, fdReserve(3, false), 20, ""},
+		{"just enough", 100, 68, 52, 16, ""},
+		{"too little", 100, 60, 52, 0, "open file limit (60) leaves 8 descriptors for clients after the 52 kept"},
+		{"unlimited", 10000, ^uint64(0), 52, 10000, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := fitClients(tt.maxClients, tt.limit, tt.reserve)
+			if got != tt.want || (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("fitClients(%d, %d, %d) = %d, %v; want %d, %q", tt.maxClients, tt.limit, tt.reserve, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

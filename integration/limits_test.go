@@ -1,15 +1,21 @@
 package integration
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
@@ -150,4 +156,130 @@ func TestIdleTimeoutClosesClientThatNeverReads(t *testing.T) {
 	if got := dialRaw(t, p.Addr).do("PING"); got != "+PONG" {
 		t.Errorf("PING on another client = %s; want +PONG", got)
 	}
+}
+
+// countWriter counts the lines written through it that contain a string,
+// and passes every write on.
+type countWriter struct {
+	w    io.Writer
+	want string
+
+	mu    sync.Mutex
+	lines int
+	text  strings.Builder
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	for l := range strings.Lines(string(p)) {
+		if strings.Contains(l, c.want) {
+			c.lines++
+			c.text.WriteString(l)
+		}
+	}
+	c.mu.Unlock()
+	return c.w.Write(p)
+}
+
+func (c *countWriter) count() (int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lines, c.text.String()
+}
+
+// The issue's host: an open-file limit (here 64) far below max_clients
+// (10000, the default). The proxy used to spin a core in its accept loop
+// once the descriptors ran out, new clients hung, and its nodes were
+// marked down with "too many open files", so connected clients lost their
+// quorum. Now max_clients is lowered to what the limit holds once the
+// nodes' descriptors are set aside, clients beyond it get Redis's
+// "max number of clients reached", and the nodes stay up.
+func TestLowFileLimitKeepsQuorumAndRefusesCleanly(t *testing.T) {
+	c := startNodes(t, 3)
+	bin := buildProxyBinary(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	logs := &countWriter{w: newLogWriter(t), want: "max_clients"}
+	cmd := exec.Command("bash", "-c", `ulimit -n 64 && exec "$@"`, "bash",
+		bin, "-listen", addr, "-nodes", strings.Join(c.addrs, ","))
+	cmd.Dir = t.TempDir()
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }() // waited for by the cleanup
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	waitServing(t, addr, 10*time.Second)
+	pid := cmd.Process.Pid
+
+	keeper := newClient(t, addr, func(o *redis.Options) { o.PoolSize = 1 })
+	if err := keeper.SetNX(t.Context(), "before", "t", 10*time.Second).Err(); err != nil {
+		t.Fatalf("SET NX before the flood: %v", err)
+	}
+
+	// 200 clients, well past what 64 descriptors hold; each wants an
+	// answer to PING within 5s of the first: +PONG, or the refusal.
+	const clients = 200
+	cpuBefore, start := procCPU(t, pid), time.Now()
+	deadline := start.Add(5 * time.Second)
+	var conns []net.Conn
+	for range clients {
+		conn, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+		if err != nil {
+			continue
+		}
+		conns = append(conns, conn)
+		conn.SetDeadline(deadline)
+		io.WriteString(conn, "PING\r\n")
+	}
+	served, refused := 0, 0
+	for i, conn := range conns {
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		switch {
+		case line == "+PONG\r\n":
+			served++
+		case line == "-ERR max number of clients reached\r\n":
+			refused++
+		default:
+			t.Logf("client %d: %q, %v", i, line, err)
+		}
+	}
+	hung := clients - served - refused
+	time.Sleep(2 * time.Second) // the clients stay connected
+	wall, cpu := time.Since(start), procCPU(t, pid)-cpuBefore
+	t.Logf("%d clients under ulimit -n 64: %d served, %d refused, %d hung; proxy CPU %v in %v (%.0f%%)",
+		clients, served, refused, hung, cpu, wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds())
+
+	if hung > 0 {
+		t.Errorf("%d of %d clients got no answer within 5s; want each served or refused", hung, clients)
+	}
+	if served == 0 || refused == 0 {
+		t.Errorf("%d served, %d refused; want some of each", served, refused)
+	}
+	if cpu > wall/2 {
+		t.Errorf("proxy used %v of CPU in %v; want well under one core (no spinning accept loop)", cpu, wall)
+	}
+	if err := keeper.SetNX(t.Context(), "during", "t", 10*time.Second).Err(); err != nil {
+		t.Errorf("SET NX by a connected client during the flood: %v; want OK", err)
+	}
+	info, err := keeper.Info(t.Context()).Result()
+	if err != nil {
+		t.Fatalf("INFO: %v", err)
+	}
+	if strings.Contains(info, "state=down") || strings.Contains(info, "too many open files") {
+		t.Errorf("INFO during the flood shows a node down:\n%s", info)
+	}
+	for _, conn := range conns {
+		conn.Close()
+	}
+	lines, text := logs.count()
+	t.Logf("%d log lines about max_clients:\n%s", lines, text)
 }

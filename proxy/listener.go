@@ -21,6 +21,10 @@ const (
 	// refuseTimeout bounds the write of a protocol error, so that a client
 	// that does not read cannot hold its connection open.
 	refuseTimeout = 500 * time.Millisecond
+	// acceptMinWait and acceptMaxWait bound the wait after a failed
+	// accept (net/http's numbers).
+	acceptMinWait = 5 * time.Millisecond
+	acceptMaxWait = time.Second
 )
 
 // guardOptions are the settings of guardListener.
@@ -34,6 +38,9 @@ type guardOptions struct {
 	maxInput int64
 	// onViolation, if set, is called for each protocol error answered.
 	onViolation func()
+	// onAcceptError, if set, is called for each failed accept, with the
+	// wait before the next one.
+	onAcceptError func(err error, wait time.Duration)
 }
 
 // guardListener wraps ln so that every accepted connection's bytes pass a
@@ -43,7 +50,7 @@ type guardOptions struct {
 // connection goroutine and with it the process. A TLS listener goes
 // under the guard, which then reads decrypted bytes.
 func guardListener(ln net.Listener, o guardOptions) *guardedListener {
-	l := &guardedListener{Listener: ln, needAuth: o.needAuth, onViolation: o.onViolation,
+	l := &guardedListener{Listener: ln, needAuth: o.needAuth, onViolation: o.onViolation, onAcceptError: o.onAcceptError,
 		budget: &inputBudget{limit: o.maxInput}, conns: map[*guardedConn]struct{}{}, done: make(chan struct{})}
 	l.setLimits(o.lim)
 	return l
@@ -51,9 +58,10 @@ func guardListener(ln net.Listener, o guardOptions) *guardedListener {
 
 type guardedListener struct {
 	net.Listener
-	needAuth    func() bool
-	onViolation func()
-	budget      *inputBudget
+	needAuth      func() bool
+	onViolation   func()
+	onAcceptError func(err error, wait time.Duration)
+	budget        *inputBudget
 	// idle, above zero, closes a connection that sends nothing for that
 	// long (in nanoseconds); read at each wait for the client.
 	idle atomic.Int64
@@ -87,15 +95,37 @@ func (l *guardedListener) setLimits(lim Limits) {
 // stop closed ln, the error waits until every connection has closed:
 // redcon closes all connections as soon as Accept fails, and those still
 // running a command would lose its reply.
+//
+// Any other failure, such as running out of file descriptors, is retried
+// here after a wait that doubles from 5ms to 1s, as net/http's Server
+// does: redcon v1.6.2 would call Accept again at once, spinning a core
+// while the descriptors stay used up.
 func (l *guardedListener) Accept() (net.Conn, error) {
+	var wait time.Duration
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			if l.stopped.Load() {
 				<-l.done
+				return nil, err
 			}
-			return nil, err
+			if errors.Is(err, net.ErrClosed) {
+				return nil, err
+			}
+			wait = min(max(2*wait, acceptMinWait), acceptMaxWait)
+			if l.onAcceptError != nil {
+				l.onAcceptError(err, wait)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-l.done: // Close or Shutdown
+				t.Stop()
+				return nil, err
+			}
+			continue
 		}
+		wait = 0
 		l.mu.Lock()
 		if l.stopped.Load() { // accepted just before stop closed ln
 			l.mu.Unlock()

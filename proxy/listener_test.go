@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -458,4 +460,61 @@ func TestListenerIgnoresEmptyMultibulk(t *testing.T) {
 	exchange(t, c, "*0\r\n*-1\r\nPING\r\n", "+OK\r\n")
 	exchange(t, c, "*0\r\n", "")
 	exchange(t, c, "PING\r\n", "+OK\r\n")
+}
+
+// failingListener fails every Accept with EMFILE, as a listener does
+// while the process is out of file descriptors.
+type failingListener struct {
+	net.Listener // nil; only Accept and Close are used
+	calls        atomic.Int64
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	l.calls.Add(1)
+	return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+}
+
+func (l *failingListener) Close() error { return nil }
+
+// Out of descriptors, Accept waits between tries, 5ms doubling to 1s as
+// net/http does, instead of letting redcon call it again at once: one
+// core spun at 100% before.
+func TestListenerBacksOffOnAcceptErrors(t *testing.T) {
+	fl := &failingListener{}
+	var mu sync.Mutex
+	var waits []time.Duration
+	gl := guardListener(fl, guardOptions{onAcceptError: func(err error, wait time.Duration) {
+		if !errors.Is(err, syscall.EMFILE) {
+			t.Errorf("onAcceptError(%v); want EMFILE", err)
+		}
+		mu.Lock()
+		waits = append(waits, wait)
+		mu.Unlock()
+	}})
+	done := make(chan error, 1)
+	go func() { // waited for below
+		_, err := gl.Accept()
+		done <- err
+	}()
+	time.Sleep(400 * time.Millisecond)
+	gl.abandon() // what Close does
+	select {
+	case err := <-done:
+		if !errors.Is(err, syscall.EMFILE) {
+			t.Errorf("Accept after abandon = %v; want the accept error", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Accept still waiting 2s after abandon")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// 5+10+20+40+80+160 = 315ms: about 7 tries in 400ms.
+	if n := fl.calls.Load(); n < 3 || n > 10 {
+		t.Errorf("%d accepts in 400ms of EMFILE; want about 7 (5ms doubling)", n)
+	}
+	for i, w := range waits {
+		if want := min(acceptMinWait<<i, acceptMaxWait); w != want {
+			t.Errorf("wait %d = %v; want %v", i, w, want)
+		}
+	}
 }

@@ -40,6 +40,9 @@ type Server struct {
 	clients  atomic.Int64 // open connections
 	listings sync.Map     // CLIENT ID -> *listing of every open connection
 	nextID   atomic.Int64 // CLIENT ID of the last connection
+	// refusedLog and acceptLog write their repeated warnings once a
+	// second with a count, so that a flood of clients cannot flood the log.
+	refusedLog, acceptLog *rateLog
 	// running counts Serve and every open connection's redcon goroutine,
 	// so that Close can wait for them all.
 	running sync.WaitGroup
@@ -73,7 +76,8 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 	if err := cfg.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
 		return nil, err
 	}
-	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, started: time.Now()}
+	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, started: time.Now(),
+		refusedLog: newRateLog("client refused", warnEvery), acceptLog: newRateLog("accept failed", warnEvery)}
 	cfg = cfg.WithDefaults()
 	s.cfg.Store(&cfg)
 	s.scripts = newScriptCache(func(body string, literals []string) *quorum.Effect {
@@ -128,6 +132,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		lim:      cfg.Limits,
 		needAuth: func() bool { return s.users.Load().Start() == nil },
 		maxInput: cfg.MaxInputTotal,
+		onAcceptError: func(err error, wait time.Duration) {
+			s.acceptLog.warn(s.conf().Log, "err", err, "retry_in", wait)
+		},
 	}
 	if s.obs != nil {
 		o.onViolation = s.obs.ProtocolError
@@ -171,6 +178,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.refusedLog.stop()
+		s.acceptLog.stop()
 		return nil
 	case <-ctx.Done():
 		s.Close()
@@ -207,6 +216,8 @@ func (s *Server) Close() error {
 	}
 	err := s.rc.Close()
 	s.running.Wait()
+	s.refusedLog.stop()
+	s.acceptLog.stop()
 	return err
 }
 
@@ -216,7 +227,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		s.clients.Add(-1)
 		// Written straight to the socket: redcon closes it unflushed.
 		conn.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
-		cfg.Log.Warn("client refused", "addr", conn.RemoteAddr(), "reason", "max_clients")
+		s.refusedLog.warn(cfg.Log, "addr", conn.RemoteAddr(), "reason", "max_clients")
 		if s.obs != nil {
 			s.obs.ClientRejected()
 		}

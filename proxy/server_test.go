@@ -390,6 +390,51 @@ func TestMaxClients(t *testing.T) {
 	}
 }
 
+// A loop of clients refused at max_clients writes one warning a second
+// with a count, not one per client (7,500 lines/s from one loop before).
+func TestMaxClientsRefusalsLogOncePerSecond(t *testing.T) {
+	out := &lineLog{}
+	addr, _ := startServer(t, 1, Config{MaxClients: 1, Log: slog.New(slog.NewTextHandler(out, nil))})
+	rc := dial(t, addr)
+	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING = %q", got)
+	}
+	start := time.Now()
+	refusals := 0
+	for time.Since(start) < 2500*time.Millisecond && refusals < 20000 {
+		c := dial(t, addr)
+		if got := c.read(t); got != "-ERR max number of clients reached\r\n" {
+			t.Fatalf("client %d got %q; want the max_clients refusal", refusals, got)
+		}
+		c.c.Close()
+		refusals++
+	}
+	elapsed := time.Since(start)
+	deadline := time.Now().Add(3 * time.Second) // the last count is written when its second ends
+	for counted(t, refusedLines(out)) < refusals && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	lines := refusedLines(out)
+	t.Logf("%d refusals in %v: %d log lines", refusals, elapsed.Round(time.Millisecond), len(lines))
+	if max := int(elapsed/warnEvery) + 2; len(lines) > max {
+		t.Errorf("%d refusals in %v wrote %d lines; want at most %d (one a second)", refusals, elapsed, len(lines), max)
+	}
+	if got := counted(t, lines); got != refusals {
+		t.Errorf("the lines count %d refusals; want %d", got, refusals)
+	}
+}
+
+// refusedLines are the "client refused" lines in out.
+func refusedLines(out *lineLog) []string {
+	var lines []string
+	for _, l := range out.lines() {
+		if strings.Contains(l, `msg="client refused"`) {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
 // TestHandlerPanicClosesOnlyThatClient: a panicking handler is answered
 // with ERR internal error and closes its own connection; the server and
 // its other clients carry on.

@@ -1,0 +1,81 @@
+package proxy
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// warnEvery is how often one kind of repeated warning is logged.
+const warnEvery = time.Second
+
+// rateLog writes a warning that may repeat thousands of times a second
+// (a refused client, a failed accept) at most once per interval. The
+// first one is written at once; the ones within the interval after it
+// are counted, and one line for them all, with the last one's attributes
+// and their count ("suppressed"), is written when the interval ends. A
+// flood thus writes one line per interval, and no count is lost.
+type rateLog struct {
+	msg      string
+	interval time.Duration
+
+	mu         sync.Mutex
+	log        *slog.Logger // the last warning's
+	last       time.Time    // when a line was last written
+	suppressed int          // warnings since then, not written
+	args       []any        // the last suppressed warning's attributes
+	timer      *time.Timer
+	stopped    bool
+}
+
+func newRateLog(msg string, interval time.Duration) *rateLog {
+	return &rateLog{msg: msg, interval: interval}
+}
+
+// warn logs msg with args to log now, or counts it if a line was written
+// less than an interval ago.
+func (r *rateLog) warn(log *slog.Logger, args ...any) {
+	r.mu.Lock()
+	now := time.Now()
+	r.log = log
+	if r.stopped || r.timer == nil && (r.last.IsZero() || now.Sub(r.last) >= r.interval) {
+		r.last = now
+		r.mu.Unlock()
+		log.Warn(r.msg, args...)
+		return
+	}
+	r.suppressed++
+	r.args = args
+	if r.timer == nil {
+		// Its goroutine is the timer's, and only writes the line; stop
+		// waits for nothing, as it writes the count itself.
+		r.timer = time.AfterFunc(r.last.Add(r.interval).Sub(now), r.flush)
+	}
+	r.mu.Unlock()
+}
+
+// flush writes the count of the warnings suppressed since the last line.
+func (r *rateLog) flush() {
+	r.mu.Lock()
+	n, args, log := r.suppressed, r.args, r.log
+	r.suppressed, r.args, r.timer = 0, nil, nil
+	if n > 0 {
+		r.last = time.Now()
+	}
+	r.mu.Unlock()
+	if n > 0 {
+		log.Warn(r.msg, append(args, "suppressed", n)...)
+	}
+}
+
+// stop writes the pending count, if any, and logs every later warning
+// at once: the server is closing.
+func (r *rateLog) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	t := r.timer
+	r.mu.Unlock()
+	if t != nil && t.Stop() {
+		r.flush()
+	}
+}
