@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
+	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
 // opsProc is the real binary run with a config file, its admin listener
@@ -558,5 +560,36 @@ func waitLog(t *testing.T, p *opsProc, s string, n int) {
 			t.Fatalf("log has %d lines with %q after 5s; want %d:\n%s", strings.Count(p.log.String(), s), s, n, p.log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// While draining, a script served by its effect (Redisson's lock) that
+// would take a new lock gets DRAINING and leaves nothing on the masters;
+// the holder's re-entry and renewal of a lock taken before, and its
+// unlock, are served.
+func TestDrainRefusesNewLocksOfEffectScripts(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	cl := newClient(t, p.Addr, nil)
+	lock, renew := redis.NewScript(redissonLock), redis.NewScript(redissonRenew)
+	owner := "9f1c2d3e-aaaa-bbbb-cccc-000000000001:1"
+	if err := lock.Run(ctx, cl, []string{"held"}, 30000, owner).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("lock before the drain: %v; want nil (acquired)", err)
+	}
+	p.Server.Drain()
+	err := lock.Run(ctx, cl, []string{"new"}, 30000, owner).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "DRAINING ") {
+		t.Errorf("lock of a free key while draining: %v; want DRAINING", err)
+	}
+	for i := range c.direct {
+		if n := c.direct[i].Exists(ctx, "new").Val(); n != 0 {
+			t.Errorf("node %d holds the lock refused while draining", i)
+		}
+	}
+	if err := lock.Run(ctx, cl, []string{"held"}, 30000, owner).Err(); !errors.Is(err, redis.Nil) {
+		t.Errorf("re-entry of a lock held before the drain: %v; want nil (served)", err)
+	}
+	if n, err := renew.Run(ctx, cl, []string{"held"}, 30000, owner).Int(); err != nil || n != 1 {
+		t.Errorf("renewal while draining = %d, %v; want 1", n, err)
 	}
 }

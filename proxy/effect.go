@@ -48,6 +48,11 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
 	case res.Op == quorum.EffectHold && res.Granted && !res.Lease.Valid(time.Now()):
 		s.e.UndoEffect(r.ctx, res)
 		return s.fail(errLate)
+	case res.Op == quorum.EffectHold && res.Granted && res.Took && s.Draining():
+		// Known only once it ran: a new lock while draining is given
+		// back at once, as an acquire refused.
+		s.e.UndoEffect(r.ctx, res)
+		return s.refused(quorum.OpAcquire, errDraining)
 	}
 	s.warnFailures(res.Lease.Failures)
 	return valueReply(res.Reply)

@@ -47,6 +47,9 @@ type EffectResult struct {
 	Reply Value
 	// Lease is the lock's validity for a granted EffectHold.
 	Lease Lease
+	// Took is true for a granted EffectHold that no holding node held
+	// before: a new lock, not an extend or a re-entry.
+	Took bool
 	// Keys and Tokens are what UndoEffect needs to remove a granted hold.
 	Keys, Tokens []string
 }
@@ -146,7 +149,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 			err = &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 		}
 		if err == nil {
-			res.Granted, res.Reply = true, results[granted].v.reply
+			res.Granted, res.Reply, res.Took = true, results[granted].v.reply, tookNew(results, ops)
 			res.Lease = Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: fails}
 			return res, nil
 		}
@@ -158,6 +161,22 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		return EffectResult{}, err
 	}
 	return e.effectRead(results, fails)
+}
+
+// tookNew reports whether no node that holds after the run held before:
+// the hold is a new lock rather than an extend or a re-entry.
+func tookNew(results []result[nodeEffect], ops []EffectOp) bool {
+	for i, r := range results {
+		if r.err != nil || ops[i] != EffectHold {
+			continue
+		}
+		for _, k := range r.v.keys {
+			if len(k.BeforeOwn) > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // effectOutcome counts the nodes that did op, and returns the first of
