@@ -85,8 +85,8 @@ func TestStackExchangeLockAsOneRedis(t *testing.T) {
 		if t.Failed() {
 			return
 		}
-		if holders := c.holding(t, "se-lock", "tok-d"); len(holders) != 5-down {
-			t.Errorf("%d of 5 masters down: tok-d held on nodes %v; want every live node", down, holders)
+		if holders := c.holding(t, "se-lock", "tok-d"); len(holders) < 3 {
+			t.Errorf("%d of 5 masters down: tok-d held on nodes %v; want a quorum", down, holders)
 		}
 	}
 }
