@@ -39,22 +39,24 @@ end
 for _, v in ipairs(ARGV) do __rlp_own[v] = true end
 for _, v in ipairs(__RLP_LITERALS) do __rlp_own[v] = true end
 local __rlp_cmds = __RLP_COMMANDS
+local __rlp_find = string.match
 local __rlp_refused = false
 local function __rlp_check(cmd, ...)
   if __rlp_refused then return __rlp_refused end
   local c = __rlp_lower(__rlp_tostring(cmd))
-  local pos = __rlp_cmds[c]
+  local pos = __rlp_find(__rlp_cmds, " " .. c .. ":(%d)")
   local n = __rlp_select("#", ...)
-  local args = {...}
-  if pos == nil then
+  if pos == nil or __rlp_find(c, "^[a-z]+$") == nil then
     __rlp_refused = string.upper(c) .. " is not a lock command"
-  elseif c == "select" and not (n == 1 and __rlp_tostring(args[1]) == "0") then
+  elseif c == "select" and not (n == 1 and __rlp_tostring((...)) == "0") then
     __rlp_refused = "SELECT of a database other than 0"
-  else
-    local last = 0
-    if pos == 2 then last = n elseif pos == 1 and n > 0 then last = 1 end
-    for i = 1, last do
-      if not __rlp_iskey[__rlp_tostring(args[i])] then
+  elseif pos == "1" and n > 0 then
+    if not __rlp_iskey[__rlp_tostring((...))] then
+      __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
+    end
+  elseif pos == "2" then
+    for i = 1, n do
+      if not __rlp_iskey[__rlp_tostring((__rlp_select(i, ...)))] then
         __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
         break
       end
@@ -84,23 +86,31 @@ local function __rlp_now()
   return __rlp_nowv
 end
 local function __rlp_snap(k)
-  local t = __rlp_call("type", k)["ok"]
-  -- The absolute expiry: PTTL moves while the script runs.
-  local s = {t = t, exp = __rlp_call("pexpiretime", k)}
-  s.pttl = s.exp
-  if s.exp > 0 then s.pttl = s.exp - __rlp_now() end
-  if t == "string" then s.v = __rlp_call("get", k)
-  elseif t == "hash" then s.v = __rlp_call("hgetall", k)
-  elseif t == "zset" then s.v = __rlp_call("zrange", k, 0, -1, "WITHSCORES")
-  elseif t ~= "none" then s.v = __rlp_call("dump", k) end
+  -- The absolute expiry (PTTL moves while the script runs); -2 is no key,
+  -- which spares the other calls. A GET that fails is a key of another type.
+  local exp = __rlp_call("pexpiretime", k)
+  local s = {t = "none", exp = exp, pttl = exp}
+  if exp == -2 then return s end
+  if exp > 0 then s.pttl = exp - __rlp_now() end
+  local v = __rlp_real.pcall("get", k)
+  if type(v) ~= "table" then
+    s.t, s.v = "string", v
+    return s
+  end
+  s.t = __rlp_call("type", k)["ok"]
+  if s.t == "hash" then s.v = __rlp_call("hgetall", k)
+  elseif s.t == "zset" then s.v = __rlp_call("zrange", k, 0, -1, "WITHSCORES")
+  else s.v = __rlp_call("dump", k) end
   return s
 end
 local function __rlp_holders(s)
+  if s.h then return s.h end
   local h = {}
   if s.t == "string" then h[s.v] = ""
   elseif s.t == "hash" or s.t == "zset" then
     for i = 1, #s.v, 2 do h[s.v[i]] = s.v[i + 1] end
   end
+  s.h = h
   return h
 end
 local function __rlp_same(b, a)
@@ -117,7 +127,6 @@ local function __rlp_valid(s, v)
   return s.t ~= "zset" or tonumber(v) > __rlp_now()
 end
 local function __rlp_judge(b, a)
-  if __rlp_same(b, a) then return nil end
   if b.t ~= "none" and b.t ~= "string" and b.t ~= "hash" and b.t ~= "zset" then
     return "it changes a " .. b.t .. " key"
   end
@@ -161,6 +170,11 @@ local function __rlp_restore(k, s)
 end
 local function __rlp_mine(s)
   local list, least = {}, 0
+  if s.t == "none" then return list, least end
+  if s.t == "string" then
+    if __rlp_own[s.v] then list[1] = s.v; if s.pttl > 0 then least = s.pttl end end
+    return list, least
+  end
   for m, v in pairs(__rlp_holders(s)) do
     if __rlp_own[m] then
       local left = s.pttl
@@ -204,15 +218,16 @@ local __rlp_ok, __rlp_r = pcall(__rlp_body)
 local __rlp_after = {}
 for i, k in ipairs(__rlp_keys) do __rlp_after[i] = __rlp_snap(k) end
 local __rlp_why = __rlp_refused
-if not __rlp_why then
-  for i = 1, #__rlp_keys do
-    local w = __rlp_judge(__rlp_before[i], __rlp_after[i])
-    if w then __rlp_why = w; break end
+local __rlp_same_ = {}
+for i = 1, #__rlp_keys do
+  __rlp_same_[i] = __rlp_same(__rlp_before[i], __rlp_after[i])
+  if not __rlp_why and not __rlp_same_[i] then
+    __rlp_why = __rlp_judge(__rlp_before[i], __rlp_after[i])
   end
 end
 if __rlp_why then
   for i, k in ipairs(__rlp_keys) do
-    if not __rlp_same(__rlp_before[i], __rlp_after[i]) then __rlp_restore(k, __rlp_before[i]) end
+    if not __rlp_same_[i] then __rlp_restore(k, __rlp_before[i]) end
   end
   return {"refused", __rlp_why}
 end
@@ -226,7 +241,7 @@ for i = 1, #__rlp_keys do
   local bown = __rlp_mine(b)
   local aown, ahold = __rlp_mine(a)
   local changed = 0
-  if not __rlp_same(b, a) then changed = 1 end
+  if not __rlp_same_[i] then changed = 1 end
   __rlp_info[i] = {b.t, b.pttl, bown, a.t, a.pttl, aown, changed, ahold}
 end
 return {"ok", __rlp_reply, __rlp_info}
@@ -270,15 +285,16 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		lits.WriteString(", ")
 	}
 	lits.WriteString("}")
+	// The allow-list as one string constant, " name:pos ...", searched
+	// with string.match: a table would be built anew on every run.
 	var cmds strings.Builder
-	cmds.WriteString("{")
+	cmds.WriteString(" ")
 	for _, name := range sortedKeys(commands) {
-		cmds.WriteString("[" + luaQuote(name) + "] = " + strconv.Itoa(commands[name]) + ", ")
+		cmds.WriteString(name + ":" + strconv.Itoa(commands[name]) + " ")
 	}
-	cmds.WriteString("}")
 	head := strings.NewReplacer(
 		"__RLP_LITERALS", lits.String(),
-		"__RLP_COMMANDS", cmds.String(),
+		"__RLP_COMMANDS", luaQuote(cmds.String()),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
 	return head.Replace(wrapperHead) + body + head.Replace(wrapperTail)
