@@ -297,3 +297,166 @@ func TestEffectRefusalLeavesNothingOnAnyNode(t *testing.T) {
 		}
 	}
 }
+
+// Spring Integration's RedisLockRegistry scripts (spring-integration-redis,
+// RedisLockRegistry.java; Java text blocks, so tab-indented with a
+// trailing line break), byte for byte.
+const (
+	springObtain = "local lockClientId = redis.call('GET', KEYS[1])\n" +
+		"if lockClientId == ARGV[1] then\n" +
+		"\tredis.call('PEXPIRE', KEYS[1], ARGV[2])\n" +
+		"\treturn true\n" +
+		"elseif not lockClientId then\n" +
+		"\tredis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n" +
+		"\treturn true\n" +
+		"end\n" +
+		"return false\n"
+	springRenew = "if (redis.call('GET', KEYS[1]) == ARGV[1]) then\n" +
+		"\tredis.call('PEXPIRE', KEYS[1], ARGV[2])\n" +
+		"\treturn true\n" +
+		"end\n" +
+		"return false\n"
+	springSpinUnlock = "local lockClientId = redis.call('GET', KEYS[1])\n" +
+		"if lockClientId == ARGV[1] then\n" +
+		"\tredis.call('UNLINK', KEYS[1])\n" +
+		"\treturn true\n" +
+		"end\n" +
+		"return false\n"
+	springPubSubUnlock = "local lockClientId = redis.call('GET', KEYS[1])\n" +
+		"if (lockClientId == ARGV[1] and redis.call('UNLINK', KEYS[1]) == 1) then\n" +
+		"\tredis.call('PUBLISH', ARGV[2], KEYS[1])\n" +
+		"\treturn true\n" +
+		"end\n" +
+		"return false\n"
+)
+
+// ShedLock's scripts with safeUpdate (shedlock-support-redis,
+// InternalRedisLockProvider.java, text blocks), byte for byte; its lock
+// itself is SET key value NX PX ms.
+const (
+	shedlockDelete = "if redis.call(\"get\",KEYS[1]) == ARGV[1] then\n" +
+		"    return redis.call(\"del\",KEYS[1])\n" +
+		"else\n" +
+		"    return 0\n" +
+		"end\n"
+	shedlockUpdate = "if redis.call('get', KEYS[1]) == ARGV[1] then\n" +
+		"   return redis.call('pexpire', KEYS[1], ARGV[2])\n" +
+		"else\n" +
+		"   return 0\n" +
+		"end\n"
+)
+
+// TestSpringRedisLockRegistryScriptsThroughProxy replays Spring's lock
+// protocol: re-entrant obtain (true is 1, false is nil, as Spring's
+// Boolean reads them), renew, UNLINK unlock with and without the
+// PUBLISH of the pub/sub lock, and a stale unlock.
+func TestSpringRedisLockRegistryScriptsThroughProxy(t *testing.T) {
+	obtain, renew := redis.NewScript(springObtain), redis.NewScript(springRenew)
+	spin, pubsub := redis.NewScript(springSpinUnlock), redis.NewScript(springPubSubUnlock)
+	for _, down := range []int{0, 2} {
+		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{})
+			for i := range down {
+				c.kill(i)
+			}
+			ctx := t.Context()
+			cl := newClient(t, p.Addr, nil)
+			key, a, b := "registry:job", "6f1d3c1e-0000-4000-8000-00000000000a", "6f1d3c1e-0000-4000-8000-00000000000b"
+			isTrue := func(what string, v any, err error) {
+				t.Helper()
+				if n, ok := v.(int64); !ok || n != 1 || err != nil {
+					t.Fatalf("%s = %#v, %v; want 1 (true)", what, v, err)
+				}
+			}
+			isFalse := func(what string, v any, err error) {
+				t.Helper()
+				if !errors.Is(err, redis.Nil) {
+					t.Fatalf("%s = %#v, %v; want nil (false)", what, v, err)
+				}
+			}
+			v, err := obtain.Run(ctx, cl, []string{key}, a, "5000").Result()
+			isTrue("obtain", v, err)
+			c.wantHeldEverywhere(t, key, a, 5*time.Second)
+			v, err = obtain.Run(ctx, cl, []string{key}, b, "5000").Result()
+			isFalse("contended obtain", v, err)
+			v, err = obtain.Run(ctx, cl, []string{key}, a, "8000").Result()
+			isTrue("re-entrant obtain", v, err)
+			if ms := cl.PTTL(ctx, key).Val(); ms <= 5*time.Second || ms > 8*time.Second {
+				t.Fatalf("PTTL after re-entrant obtain = %v; want over 5s", ms)
+			}
+			v, err = renew.Run(ctx, cl, []string{key}, a, "9000").Result()
+			isTrue("renew", v, err)
+			v, err = renew.Run(ctx, cl, []string{key}, b, "9000").Result()
+			isFalse("renew by another", v, err)
+			v, err = spin.Run(ctx, cl, []string{key}, b).Result()
+			isFalse("unlock by another", v, err)
+			c.wantHeldEverywhere(t, key, a, 9*time.Second)
+			v, err = spin.Run(ctx, cl, []string{key}, a).Result()
+			isTrue("unlock", v, err)
+			c.wantFreeEverywhere(t, key)
+			v, err = spin.Run(ctx, cl, []string{key}, a).Result()
+			isFalse("stale unlock", v, err)
+
+			// The pub/sub lock publishes the key on its channel.
+			channel := "registry-channel:" + key
+			sub := direct(t, c.addrs[c.live()[0]]).Subscribe(ctx, channel)
+			defer sub.Close()
+			if _, err := sub.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			v, err = obtain.Run(ctx, cl, []string{key}, b, "5000").Result()
+			isTrue("obtain by the other", v, err)
+			v, err = pubsub.Run(ctx, cl, []string{key}, b, channel).Result()
+			isTrue("pub/sub unlock", v, err)
+			if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != key {
+				t.Fatalf("unlock message = %v, %v; want %s", msg, err, key)
+			}
+			c.wantFreeEverywhere(t, key)
+		})
+	}
+}
+
+// TestShedLockSafeUpdateThroughProxy replays ShedLock's Redis provider
+// with safeUpdate: SET NX PX to lock, its compare-and-pexpire to extend
+// or keep the lock until lockAtLeastUntil, its compare-and-delete.
+func TestShedLockSafeUpdateThroughProxy(t *testing.T) {
+	update, del := redis.NewScript(shedlockUpdate), redis.NewScript(shedlockDelete)
+	for _, down := range []int{0, 2} {
+		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{})
+			for i := range down {
+				c.kill(i)
+			}
+			ctx := t.Context()
+			cl := newClient(t, p.Addr, nil)
+			key := "job-lock:default:report"
+			mine, theirs := "ADDED:2026-11-23T19:00:00Z@host-a:1b4e28ba", "ADDED:2026-11-23T19:00:01Z@host-b:6fa459ea"
+			if ok, err := cl.SetNX(ctx, key, mine, 5*time.Second).Result(); !ok || err != nil {
+				t.Fatalf("lock = %v, %v; want OK", ok, err)
+			}
+			if ok, err := cl.SetNX(ctx, key, theirs, 5*time.Second).Result(); ok || err != nil {
+				t.Fatalf("contended lock = %v, %v; want nil", ok, err)
+			}
+			if n, err := update.Run(ctx, cl, []string{key}, mine, "8000").Int(); n != 1 || err != nil {
+				t.Fatalf("extend = %d, %v; want 1", n, err)
+			}
+			if ms := cl.PTTL(ctx, key).Val(); ms <= 5*time.Second || ms > 8*time.Second {
+				t.Fatalf("PTTL after extend = %v; want over 5s", ms)
+			}
+			if n, err := update.Run(ctx, cl, []string{key}, theirs, "8000").Int(); n != 0 || err != nil {
+				t.Fatalf("extend by another = %d, %v; want 0", n, err)
+			}
+			if n, err := del.Run(ctx, cl, []string{key}, theirs).Int(); n != 0 || err != nil {
+				t.Fatalf("unlock by another = %d, %v; want 0", n, err)
+			}
+			c.wantHeldEverywhere(t, key, mine, 8*time.Second)
+			if n, err := del.Run(ctx, cl, []string{key}, mine).Int(); n != 1 || err != nil {
+				t.Fatalf("unlock = %d, %v; want 1", n, err)
+			}
+			c.wantFreeEverywhere(t, key)
+			if n, err := del.Run(ctx, cl, []string{key}, mine).Int(); n != 0 || err != nil {
+				t.Fatalf("stale unlock = %d, %v; want 0", n, err)
+			}
+		})
+	}
+}
