@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -592,4 +593,44 @@ func TestDrainRefusesNewLocksOfEffectScripts(t *testing.T) {
 	if n, err := renew.Run(ctx, cl, []string{"held"}, 30000, owner).Int(); err != nil || n != 1 {
 		t.Errorf("renewal while draining = %d, %v; want 1", n, err)
 	}
+}
+
+// Real clients surface DRAINING as an error, never as "taken": redis-py's
+// Lock raises ResponseError from acquire, and redis-cli prints the error
+// text; both release a lock taken before the drain.
+func TestDrainingIsAnErrorToClients(t *testing.T) {
+	py := needTool(t, systemPython)
+	cli := needTool(t, "redis-cli")
+	c, p := setup(t, 3, proxy.Config{})
+	host, port, _ := net.SplitHostPort(p.Addr)
+	if err := p.Client.SetNX(t.Context(), "before", "tok", 10*time.Second).Err(); err != nil {
+		t.Fatalf("SET NX before the drain: %v", err)
+	}
+	p.Server.Drain()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	script := `
+import sys, redis
+r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]))
+try:
+    got = r.lock("new", timeout=10).acquire(blocking=False)
+    print("acquire returned", got)
+except redis.exceptions.ResponseError as e:
+    print("ResponseError", str(e).split()[0])
+print("release", r.eval('if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end', 1, "before", "tok"))
+`
+	out, err := exec.CommandContext(ctx, py, "-c", script, host, port).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-py: %v\n%s", err, out)
+	}
+	if got := string(out); got != "ResponseError DRAINING\nrelease 1\n" {
+		t.Errorf("redis-py while draining printed %q; want a ResponseError DRAINING from acquire, then release 1", got)
+	}
+	out, err = exec.CommandContext(ctx, cli, "-h", host, "-p", port, "SET", "new2", "tok", "NX", "PX", "10000").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "DRAINING ") {
+		t.Errorf("redis-cli SET NX while draining = %q, %v; want the DRAINING error text", out, err)
+	}
+	c.wantFreeEverywhere(t, "new")
+	c.wantFreeEverywhere(t, "new2")
+	c.wantFreeEverywhere(t, "before")
 }
