@@ -191,6 +191,10 @@ func (s *Server) info(r *request) resp.Reply {
 	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nproxy:redlock-proxy\r\nuptime_in_seconds:%d\r\nloading:0\r\n",
 		version, int64(time.Since(s.started).Seconds()))
 	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.conf().MaxClients)
+	if s.hub != nil {
+		st := s.hub.Stats()
+		fmt.Fprintf(&b, "\r\n# PubSub\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\npubsub_nodes_up:%d\r\n", st.Channels, st.Patterns, st.NodesUp)
+	}
 	fmt.Fprintf(&b, "\r\n# Quorum\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
 	if !r.c.user.Can(acl.Admin) {
 		return resp.Bulk(b.String()) // the node details are for admin users

@@ -253,3 +253,18 @@ func TestSubscribedRESP3(t *testing.T) {
 		t.Errorf("GET after HELLO 2 while subscribed = %q; want Redis's refusal", got)
 	}
 }
+
+func TestInfoCountsSubscriptions(t *testing.T) {
+	addr, _ := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	rc.send(t, "SUBSCRIBE", "a", "b")
+	rc.send(t, "PSUBSCRIBE", "p*")
+	rc.replies(t, 3)
+	other := dial(t, addr)
+	other.send(t, "SUBSCRIBE", "a")
+	other.replies(t, 1)
+	info := dial(t, addr).do(t, "INFO")
+	if want := "# PubSub\r\npubsub_channels:2\r\npubsub_patterns:1\r\npubsub_nodes_up:3\r\n"; !strings.Contains(info, want) {
+		t.Errorf("INFO = %q; want it to hold %q", info, want)
+	}
+}

@@ -192,6 +192,32 @@ func (h *Hub) Topics() int {
 	return len(h.topics)
 }
 
+// Stats is what INFO reports of the hub.
+type Stats struct {
+	Channels, Patterns int // topics subscribed on the nodes, by kind
+	NodesUp            int // nodes whose subscriber connection is up
+}
+
+// Stats returns the hub's topics and how many node connections are up.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var st Stats
+	for t := range h.topics {
+		if t.Kind == Pattern {
+			st.Patterns++
+		} else {
+			st.Channels++
+		}
+	}
+	for _, n := range h.nodes {
+		if n.up {
+			st.NodesUp++
+		}
+	}
+	return st
+}
+
 // wait blocks until topics are confirmed as Subscribe says.
 func (h *Hub) wait(ctx context.Context, topics []Topic) {
 	var grace <-chan time.Time
