@@ -272,6 +272,7 @@ func (g *diffGen) inline() diffCmd {
 		{"SET k2 t1 NX PX 30000", "SET"}, {"EXISTS k1 k1", "EXISTS"}, {"  PING  ", "PING"},
 		{"ECHO \"\"", "ECHO"}, {"ECHO \"a\\\\b\"", "ECHO"}, {"ECHO \"q\\\"q\"", "ECHO"},
 		{"ECHO \"\\x41\\n\"", "ECHO"}, {"ECHO 'a\\nb'", "ECHO"}, {"ECHO\ta", "ECHO"},
+		{"ECHO \"\\x4g\"", "ECHO"}, {"ECHO 'a\\'b'", "ECHO"}, {"SET k1 t1 NX\tPX 30000", "SET"}, {"\tPING\t", "PING"},
 	}
 	l := lines[g.rng.IntN(len(lines))]
 	c := diffCmd{inline: l[0], args: [][]byte{[]byte(l[1])}}

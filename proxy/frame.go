@@ -88,6 +88,7 @@ type Framer struct {
 	left     int  // payload bytes still to come
 	pending  int  // bytes of the command in progress
 	last     int  // bytes of the last command completed
+	inlined  bool // the last command completed was an inline line
 	commands int  // commands completed, not counting lines without arguments
 	neg      bool // the count being read has a '-': an empty multibulk
 	empty    bool // the last byte ended an empty multibulk
@@ -129,6 +130,10 @@ func (f *Framer) Pending() int { return f.pending }
 // Last returns the size in bytes of the last command completed, lines
 // without arguments included.
 func (f *Framer) Last() int { return f.last }
+
+// LastInline reports whether the last command completed was an inline
+// line.
+func (f *Framer) LastInline() bool { return f.inlined }
 
 // Feed checks p, continuing from the bytes fed before. It returns how many
 // leading bytes of p are acceptable (complete commands and a valid partial
@@ -259,6 +264,7 @@ func (f *Framer) step(c byte) *ProtocolError {
 		if f.args == 0 {
 			f.state, f.last, f.pending = stCommand, f.pending, 0
 			f.commands++
+			f.inlined = false
 		}
 	case stInline:
 		return f.inline(c)
@@ -368,6 +374,7 @@ func (f *Framer) endLine() *ProtocolError {
 	f.state, f.last, f.pending = stCommand, f.pending, 0
 	if f.args > 0 {
 		f.commands++
+		f.inlined = true
 	}
 	return nil
 }

@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 const (
@@ -276,6 +280,8 @@ type guardedConn struct {
 	r, w    int              // buf[r:w] is what the client sent that redcon has not had
 	checked int              // buf[r:r+checked] is accepted by the Framer
 	ready   int              // buf[r:r+ready] is to be handed over as it is
+	partial bool             // part of the command in progress went to redcon as it was
+	conv    []byte           // an inline command re-encoded by Redis's rules, to hand over
 	err     error            // the violation (or errInputBudget), once found
 	sent    bool             // the violation has been reported to the client
 	// subscribed exempts the connection from idle_timeout while it holds
@@ -292,7 +298,7 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	for c.ready == 0 {
+	for c.ready == 0 && len(c.conv) == 0 {
 		if c.err != nil {
 			return 0, c.refuse()
 		}
@@ -300,15 +306,55 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+	if len(c.conv) > 0 {
+		n := copy(p, c.conv)
+		c.conv = c.conv[n:]
+		return n, nil
+	}
 	n := copy(p, c.buf[c.r:c.r+c.ready])
+	c.consume(n)
+	c.ready -= n
+	return n, nil
+}
+
+// consume drops the first n checked bytes, handed over or re-encoded.
+func (c *guardedConn) consume(n int) {
 	c.r += n
 	c.checked -= n
-	c.ready -= n
 	if c.r == c.w && c.large != nil {
 		chunks.Put(c.large) // all handed over: back to the small buffer
 		c.large, c.buf, c.r, c.w = nil, c.small[:], 0, 0
 	}
-	return n, nil
+}
+
+// reencode replaces the inline command that ends the checked bytes with
+// its arguments split by Redis's rules (resp.SplitInline), as a multibulk
+// command: redcon's own inline splitter knows no \xHH escapes, treats
+// single quotes as double ones and splits at spaces only. It reports
+// false if there is nothing to hand over: a line of blanks only, or a
+// violation.
+func (c *guardedConn) reencode() bool {
+	line := bytes.TrimSuffix(c.buf[c.r:c.r+c.checked], []byte("\n"))
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	line = line[bytes.LastIndexByte(line, '\n')+1:]
+	args, ok := resp.SplitInline(line) // copies: the buffer may go back to chunks
+	c.consume(c.checked)
+	switch {
+	case !ok:
+		c.err = &ProtocolError{Msg: "unbalanced quotes in request"}
+		return false
+	case len(args) > c.f.lim.MaxArgs:
+		c.err = &ProtocolError{Msg: "too many arguments in inline request"}
+		return false
+	case len(args) == 0:
+		return false
+	}
+	c.conv = fmt.Appendf(c.conv[:0], "*%d\r\n", len(args))
+	for _, a := range args {
+		c.conv = fmt.Appendf(c.conv, "$%d\r\n", len(a))
+		c.conv = append(append(c.conv, a...), "\r\n"...)
+	}
+	return true
 }
 
 // chunks holds the large buffers not in use.
@@ -356,7 +402,13 @@ func (c *guardedConn) fill() error {
 			return nil
 		}
 		if done {
-			c.ready = c.checked
+			if c.f.LastInline() && !c.partial {
+				if c.reencode() || c.err != nil {
+					return nil
+				}
+				continue // blanks only: nothing to hand over
+			}
+			c.ready, c.partial = c.checked, false
 			return nil
 		}
 		// No whole command so far: drop the finished lines without
@@ -375,7 +427,7 @@ func (c *guardedConn) fill() error {
 				c.r, c.buf = 0, c.large[:]
 				continue
 			}
-			c.ready = c.checked // part of a command longer than buf
+			c.ready, c.partial = c.checked, true // part of a command longer than buf
 			return nil
 		}
 		c.w = copy(c.buf, c.buf[c.r:c.w])

@@ -298,6 +298,7 @@ func TestGuardedConnRead(t *testing.T) {
 	big := mbulk("SET", "k", strings.Repeat("v", 5000))
 	full := "*1\r\n$4085\r\n" + strings.Repeat("v", 4085) // fills the buffer
 	auth := mbulk("AUTH", "pw")
+	ping := mbulk("PING") // inline commands are handed over re-encoded
 	tests := []struct {
 		name      string
 		preAuth   bool
@@ -306,16 +307,20 @@ func TestGuardedConnRead(t *testing.T) {
 		reads     []string // what redcon reads, Read by Read, before io.EOF
 		wrote     string   // what is written back to the client
 	}{
-		{"one command per Read", false, 0, []string{"PING\r\n" + mbulk("GET", "k") + "PING\r\n"}, []string{"PING\r\n", mbulk("GET", "k"), "PING\r\n"}, ""},
-		{"incomplete command waits", false, 0, []string{"PING\r\nPI", "NG\r\n"}, []string{"PING\r\n", "PING\r\n"}, ""},
-		{"read until a command ends", false, 0, []string{"*1\r\n", "$4\r\nPI", "NG\r\nPI", "NG\r\n"}, []string{"*1\r\n$4\r\nPING\r\n", "PING\r\n"}, ""},
+		{"one command per Read", false, 0, []string{"PING\r\n" + mbulk("GET", "k") + "PING\r\n"}, []string{ping, mbulk("GET", "k"), ping}, ""},
+		{"incomplete command waits", false, 0, []string{"PING\r\nPI", "NG\r\n"}, []string{ping, ping}, ""},
+		{"read until a command ends", false, 0, []string{"*1\r\n", "$4\r\nPI", "NG\r\nPI", "NG\r\n"}, []string{"*1\r\n$4\r\nPING\r\n", ping}, ""},
+		{"inline by Redis's rules", false, 0, []string{"ECHO \"\\x41\\n\" 'a\\nb' c\td\r\n"}, []string{mbulk("ECHO", "A\n", "a\\nb", "c", "d")}, ""},
+		{"inline of blanks only is dropped", false, 0, []string{"\t\r\nPING\r\n"}, []string{ping}, ""},
+		// A NUL ends Redis's line, and so leaves the quote open.
+		{"inline unbalanced by Redis's rules", false, 0, []string{"PING\r\nECHO \"a\x00b\"\r\n"}, []string{ping}, "-ERR Protocol error: unbalanced quotes in request\r\n"},
 		{"big command in chunks", false, 0, []string{big}, []string{big[:4096], big[4096:]}, ""},
-		{"incomplete command at EOF", false, 0, []string{"PING\r\nPI"}, []string{"PING\r\n"}, ""},
-		{"lines without arguments go with the next command", false, 0, []string{"\r\n \r\nPING\r\n"}, []string{"\r\n \r\nPING\r\n"}, ""},
-		{"lines without arguments alone are dropped", false, 0, []string{strings.Repeat("\r\n", 5000), "\n\n", "PING\r\n"}, []string{"PING\r\n"}, ""},
-		{"valid prefix first", false, 0, []string{"PING\r\n*00\r\n"}, []string{"PING\r\n", "*0"}, "-ERR Protocol error: invalid multibulk length\r\n"},
-		{"empty multibulks are dropped", false, 0, []string{"*0\r\nPING\r\n*-1\r\n*0\r\n" + mbulk("GET", "k") + "*0", "\r\n"}, []string{"PING\r\n", mbulk("GET", "k")}, ""},
-		{"waiting prefix before a violation", false, 0, []string{"PING\r\n*1\r\n$", "-1\r\n"}, []string{"PING\r\n", "*1\r\n$"}, "-ERR Protocol error: invalid bulk length\r\n"},
+		{"incomplete command at EOF", false, 0, []string{"PING\r\nPI"}, []string{ping}, ""},
+		{"lines without arguments go with the next command", false, 0, []string{"\r\n \r\nPING\r\n"}, []string{ping}, ""},
+		{"lines without arguments alone are dropped", false, 0, []string{strings.Repeat("\r\n", 5000), "\n\n", "PING\r\n"}, []string{ping}, ""},
+		{"valid prefix first", false, 0, []string{"PING\r\n*00\r\n"}, []string{ping, "*0"}, "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"empty multibulks are dropped", false, 0, []string{"*0\r\nPING\r\n*-1\r\n*0\r\n" + mbulk("GET", "k") + "*0", "\r\n"}, []string{ping, mbulk("GET", "k")}, ""},
+		{"waiting prefix before a violation", false, 0, []string{"PING\r\n*1\r\n$", "-1\r\n"}, []string{ping, "*1\r\n$"}, "-ERR Protocol error: invalid bulk length\r\n"},
 		{"bulk length overflows", false, 0, []string{"*1\r\n$9223372036854775807\r\n"}, []string{"*1\r\n$92233"}, "-ERR Protocol error: invalid bulk length\r\n"},
 		{"violation first in a Read", false, 0, []string{full, "xx"}, []string{full}, "-ERR Protocol error: invalid bulk length\r\n"},
 		{"pre-auth 11 args", true, 0, []string{auth + elevenArgs()}, []string{auth, "*1"}, "-ERR Protocol error: invalid multibulk length\r\n"},
@@ -350,7 +355,9 @@ func TestGuardedConnReadDoesNotAllocate(t *testing.T) {
 	sc := &scriptConn{}
 	g := newGuarded(sc, Limits{}, Limits{})
 	p := make([]byte, 4096)
-	first := "PING\r\n" + mbulk("GET", "k") + "*2\r\n$3\r\nGET" // ends inside a command
+	// Multibulk, as clients send: an inline command is re-encoded, which
+	// allocates.
+	first := mbulk("PING") + mbulk("GET", "k") + "*2\r\n$3\r\nGET" // ends inside a command
 	chunks := make([]string, 2)
 	read := func() {
 		chunks[0], chunks[1] = first, "\r\n$1\r\nk\r\n"
@@ -408,7 +415,7 @@ func TestGuardedConnKeepsRedconBufferSmall(t *testing.T) {
 // borrows a large one, given back once all its bytes are handed over.
 func TestGuardedConnGivesBackLargeBuffer(t *testing.T) {
 	long := mbulk("SET", "k", strings.Repeat("v", 2000))
-	sc := &scriptConn{chunks: []string{long[:1000], long[1000:] + "PING\r\n"}}
+	sc := &scriptConn{chunks: []string{long[:1000], long[1000:] + mbulk("PING")}}
 	g := newGuarded(sc, Limits{}, Limits{})
 	p := make([]byte, 8192)
 	n, err := g.Read(p)
@@ -418,7 +425,7 @@ func TestGuardedConnGivesBackLargeBuffer(t *testing.T) {
 	if g.large == nil {
 		t.Errorf("no large buffer while a PING waits behind the long SET")
 	}
-	if n, err := g.Read(p); err != nil || string(p[:n]) != "PING\r\n" {
+	if n, err := g.Read(p); err != nil || string(p[:n]) != mbulk("PING") {
 		t.Fatalf("second Read = %q, %v; want PING", p[:n], err)
 	}
 	if g.large != nil || len(g.buf) != smallChunk {
