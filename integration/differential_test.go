@@ -358,27 +358,39 @@ func TestDifferential(t *testing.T) {
 	t.Logf("seed %d (replay with -diff.seed %d), %d commands per protocol", seed, seed, n)
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			runDifferential(t, proto, seed, n)
+			runDifferential(t, proto, seed, n, "")
 		})
 	}
+	// With a password on both: NOAUTH, WRONGPASS and AUTH, until the
+	// sequence's AUTH pw.
+	t.Run("RESP2 requirepass", func(t *testing.T) {
+		runDifferential(t, 2, seed, n/4, "pw")
+	})
 }
 
-func runDifferential(t *testing.T, proto int, seed uint64, n int) {
+func runDifferential(t *testing.T, proto int, seed uint64, n int, pass string) {
 	ctx := t.Context()
-	ref := startRedis(t)
+	var ref *redisProc
+	if pass != "" {
+		ref = startRedis(t, "--requirepass", pass)
+	} else {
+		ref = startRedis(t)
+	}
 	nodes := startNodes(t, 5)
 	logs := newLogWriter(t)
 	cfg := proxy.Config{
 		CommandTimeout: commandTimeout,
 		Log:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
+	cfg.RequirePass = pass
 	qcfg := quorum.Config{NodeTimeout: 500 * time.Millisecond, MinTTL: time.Second}
 	p := serveProxy(t, cfg, newEngine(t, qcfg, nodes.addrs...))
 
 	d := &differ{
 		t: t, proto: proto, gen: newDiffGen(seed+uint64(proto), proto),
-		ref: direct(t, ref.Addr), snaps: map[string]snapshot{}, counts: map[string]int{},
+		ref: redis.NewClient(&redis.Options{Addr: ref.Addr, Password: pass}), snaps: map[string]snapshot{}, counts: map[string]int{},
 	}
+	t.Cleanup(func() { d.ref.Close() })
 	d.gen.seed = seed
 	rc, pc := dialResp(t, ref.Addr), dialResp(t, p.Addr)
 	if proto == 3 {

@@ -74,8 +74,9 @@ func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 //
-// As Redis 7 does it: the version, then every option is read, then AUTH,
-// then the name is set and the protocol switched; the reply is in the new
+// As redis-server 7.0 does it: the version, then each option in order,
+// each taking effect at once (a SETNAME before a failed AUTH or a syntax
+// error stays), then the authentication check; the reply is in the new
 // protocol.
 func (s *Server) hello(r *request) resp.Reply {
 	proto := r.c.proto
@@ -89,32 +90,25 @@ func (s *Server) hello(r *request) resp.Reply {
 		}
 		proto = resp.Proto(v)
 	}
-	var user, pass, name []byte
 	for i := 2; i < len(r.args); i++ {
 		switch opt := strings.ToLower(string(r.args[i])); {
 		case opt == "auth" && i+2 < len(r.args):
-			user, pass = r.args[i+1], r.args[i+2]
+			if rep := s.authenticate(r, string(r.args[i+1]), r.args[i+2]); rep.IsError() {
+				return rep
+			}
 			i += 2
 		case opt == "setname" && i+1 < len(r.args):
-			name = r.args[i+1]
-			if !resp.ValidClientName(name) {
+			if !resp.ValidClientName(r.args[i+1]) {
 				return errBadClientName
 			}
+			r.c.name = string(r.args[i+1])
 			i++
 		default:
 			return resp.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", r.args[i]))
 		}
 	}
-	if user != nil {
-		if rep := s.authenticate(r, string(user), pass); rep.IsError() {
-			return rep
-		}
-	}
 	if r.c.user == nil {
-		return resp.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
-	}
-	if name != nil {
-		r.c.name = string(name)
+		return resp.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
 	r.c.proto = proto
 	return resp.Map(

@@ -352,10 +352,17 @@ func TestRequirePass(t *testing.T) {
 	steps := []struct{ cmd, want string }{
 		{"PING", "-NOAUTH Authentication required.\r\n"},
 		{"SET k t NX PX 1000", "-NOAUTH Authentication required.\r\n"},
+		{"GET", "-ERR wrong number of arguments for 'get' command\r\n"}, // arity before NOAUTH, as Redis
+		// As redis-server 7.0: HELLO's options act in order, so a name set
+		// before a failed AUTH or a missing one stays.
+		{"HELLO 2 SETNAME early AUTH default wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
+		{"HELLO 3 SETNAME later", "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time\r\n"},
 		{"AUTH wrong", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
 		{"AUTH bob s3cret", "-WRONGPASS invalid username-password pair or user is disabled.\r\n"},
 		{"AUTH default s3cret", "+OK\r\n"},
 		{"PING", "+PONG\r\n"},
+		{"CLIENT GETNAME", "$5\r\nlater\r\n"},
+		{"GET nokey", "$-1\r\n"}, // still RESP2: the refused HELLO 3 switched nothing
 	}
 	for _, st := range steps {
 		if got := rc.do(t, strings.Fields(st.cmd)...); got != st.want {
