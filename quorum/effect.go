@@ -124,6 +124,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		res.Op = EffectRelease
 		o, granted, denied := e.effectOutcome(results, ops, EffectRelease, false)
 		err := verdict(o, e.quorum, fails)
+		e.observe(OpRelease, start, err)
 		switch {
 		case err == nil:
 			res.Granted, res.Reply = true, results[granted].v.reply
@@ -148,7 +149,11 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		if err == nil && v <= 0 && !brokenNoValidity() {
 			err = &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 		}
+		e.observe(OpAcquire, start, err)
 		if err == nil {
+			if obs := e.cfg.Observer; obs != nil {
+				obs.LeaseGranted(OpAcquire, v, ttl)
+			}
 			res.Granted, res.Reply, res.Took = true, results[granted].v.reply, tookNew(results, ops)
 			res.Lease = Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: fails}
 			return res, nil
@@ -160,7 +165,9 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		}
 		return EffectResult{}, err
 	}
-	return e.effectRead(results, fails)
+	res, err := e.effectRead(results, fails)
+	e.observe(OpRead, start, err)
+	return res, err
 }
 
 // tookNew reports whether no node that holds after the run held before:
