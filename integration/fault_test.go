@@ -62,6 +62,7 @@ func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 		watchers.Go(func() { r.fc.watch(ctx, k, ps) })
 	}
 	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), addrs...)
+	r.w.effect = po.effect
 	return r
 }
 
@@ -146,6 +147,28 @@ func TestFaultKillTwoThenThird(t *testing.T) {
 	for _, i := range down {
 		r.wantState(0, i, "quarantined", to)
 	}
+}
+
+// The same through a script served by its effect: the workload locks
+// with go-zero's acquire script and releases with its release script.
+func TestFaultEffectScriptKillTwoThenThird(t *testing.T) {
+	r := startRun(t, 1, proxyOpts{effect: true})
+	down := r.pick(3)
+	time.Sleep(1500 * time.Millisecond)
+	r.fc.kill(down[0])
+	r.fc.kill(down[1])
+	time.Sleep(2 * time.Second)
+	r.fc.kill(down[2])
+	time.Sleep(100 * time.Millisecond)
+	from := r.fc.h.now()
+	time.Sleep(3 * time.Second)
+	to := r.fc.h.now()
+	for _, i := range down {
+		r.fc.restart(i)
+	}
+	healed := r.fc.h.now()
+	r.checkNoOK(from, to, false, "three of five masters down")
+	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
 }
 
 // The Redlock page's counterexample: a lock held on exactly three of five

@@ -30,6 +30,7 @@ type workload struct {
 	fc       *faultCluster
 	ttl      time.Duration // of every acquisition
 	drift    time.Duration // the proxy's drift allowance for ttl
+	effect   bool          // lock with go-zero's scripts (served by effect); set before the clients run
 	keys     []string
 	seed     uint64
 	attempts atomic.Int64
@@ -122,7 +123,11 @@ func (w *workload) turn(c int, rdb *redis.Client, rng *rand.Rand, n int) {
 	key := w.keys[rng.IntN(len(w.keys))]
 	token := fmt.Sprintf("c%d-%d", c, n)
 	w.attempts.Add(1)
-	res, start, _ := acquire(w.fc.h, rdb, c, key, token, w.ttl, w.drift)
+	acq := acquire
+	if w.effect {
+		acq = acquireByEffect
+	}
+	res, start, _ := acq(w.fc.h, rdb, c, key, token, w.ttl, w.drift)
 	switch {
 	case res == resOK:
 		w.oks.Add(1)
@@ -143,7 +148,11 @@ func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.
 	if h.now() < end-w.ttl/5 {
 		w.increment(c, key, token, end)
 	}
-	release(h, rdb, c, key, token)
+	if w.effect {
+		releaseByScript(h, rdb, c, key, token, goZeroRelease)
+	} else {
+		release(h, rdb, c, key, token)
+	}
 	w.fc.readHolders(c, opGone, key, token)
 }
 
@@ -196,10 +205,29 @@ func acquire(h *history, rdb *redis.Client, c int, key, token string, ttl, drift
 	return res, start, end
 }
 
+// acquireByEffect locks with go-zero's acquire script (served by its
+// effect) and records it as an acquire: "OK" is the grant, nil taken.
+func acquireByEffect(h *history, rdb *redis.Client, c int, key, token string, ttl, drift time.Duration) (res string, start, end time.Duration) {
+	start = h.now()
+	v, err := goZeroLockScript.Run(context.Background(), rdb, []string{key}, token, strconv.FormatInt(ttl.Milliseconds(), 10)).Result()
+	end = h.now()
+	if err == nil && v != "OK" {
+		err = fmt.Errorf("go-zero acquire replied %#v", v)
+	}
+	res = result(err, resOK)
+	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res})
+	return res, start, end
+}
+
 // release runs the compare-and-delete script and records it.
 func release(h *history, rdb *redis.Client, c int, key, token string) string {
+	return releaseByScript(h, rdb, c, key, token, distlockRelease)
+}
+
+// releaseByScript runs a compare-and-delete script and records it.
+func releaseByScript(h *history, rdb *redis.Client, c int, key, token, script string) string {
 	start := h.now()
-	n, err := rdb.Eval(context.Background(), distlockRelease, []string{key}, token).Int64()
+	n, err := rdb.Eval(context.Background(), script, []string{key}, token).Int64()
 	res := result(err, strconv.FormatInt(n, 10))
 	h.add(op{Client: c, Op: opRelease, Key: key, Token: token, Start: start, End: h.now(), Result: res})
 	return res
