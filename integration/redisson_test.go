@@ -77,20 +77,18 @@ func TestNodeRedissonThroughTwoProxies(t *testing.T) {
 			}{
 				{"lock through A", got.Lock, true},
 				{"contended tryLock through B", got.Contended, false},
+				{"isLocked through B", got.IsLocked, true},
+				{"unlock through A", got.Unlock, "ok"},
 				{"waiting tryLock through B", got.Waited, true},
+				{"stale unlock through A", got.StaleUnlock, "error: attempt to unlock lock, not locked by current client"},
+				{"unlock through B", got.UnlockB, "ok"},
+				{"isLocked after", got.FreeAfter, false},
 			}
 			for _, w := range want {
 				if w.got != w.want {
 					t.Errorf("%s = %v; want %v", w.what, w.got, w.want)
 				}
 			}
-			// Not asserted yet, served by the script families (issue 10):
-			// unlock() sends DEL of its unlock latch after the unlock script,
-			// which the proxy refuses without allow_force_del, so unlock()
-			// reports an error although the lock was released; isLocked()
-			// sends EXISTS of the hash key, which the proxy reads as a string.
-			t.Logf("unlock %q, stale unlock %q, B's unlock %q, isLocked %v / %v",
-				got.Unlock, got.StaleUnlock, got.UnlockB, got.IsLocked, got.FreeAfter)
 			// The waiter's wait was up to its 15s wait time or the 20s lease;
 			// waking within a few seconds means the unlock's message woke it.
 			if got.WokeAfterMs > 5000 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -138,7 +139,8 @@ func (s *Server) exists(r *request) resp.Reply {
 
 // DEL key [key ...]
 func (s *Server) del(r *request) resp.Reply {
-	if !s.conf().AllowForceDel {
+	latches := unlockLatches(r.args[1:])
+	if !s.conf().AllowForceDel && !latches {
 		return resp.Error("ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use")
 	}
 	if rep, bad := reservedKey(r.args[1:]); bad {
@@ -152,8 +154,26 @@ func (s *Server) del(r *request) resp.Reply {
 	if err != nil {
 		return s.fail(err)
 	}
-	s.conf().Log.Info("forced delete", "keys", len(keys), "deleted", n, "addr", r.conn.RemoteAddr())
+	if !latches {
+		s.conf().Log.Info("forced delete", "keys", len(keys), "deleted", n, "addr", r.conn.RemoteAddr())
+	}
 	return resp.Int(int64(n))
+}
+
+// latchPrefix names Redisson's unlock latches: short-lived markers its
+// unlock script sets (0 or 1, with a PX) so that a retried unlock gets the
+// first one's answer, and that Redisson deletes right after the unlock.
+// They are not locks, so DEL of them is served without allow_force_del.
+const latchPrefix = "redisson_unlock_latch:"
+
+// unlockLatches reports whether every key is a Redisson unlock latch.
+func unlockLatches(keys [][]byte) bool {
+	for _, k := range keys {
+		if !strings.HasPrefix(string(k), latchPrefix) {
+			return false
+		}
+	}
+	return len(keys) > 0
 }
 
 // acquire takes l for ttl, and checks the lease once more just before the

@@ -189,3 +189,24 @@ func TestExpireTTLReadsSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestDelOfUnlockLatch checks that DEL of Redisson's unlock latches is
+// served without allow_force_del, and DEL of anything else is not.
+func TestDelOfUnlockLatch(t *testing.T) {
+	addr, minis := startServer(t, 3, Config{})
+	for _, m := range minis {
+		m.Set("redisson_unlock_latch:{l}:r1", "1")
+		m.Set("k", "tok")
+	}
+	runSteps(t, dial(t, addr), []step{
+		{[]string{"DEL", "k"}, "-ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use\r\n"},
+		{[]string{"DEL", "redisson_unlock_latch:{l}:r1", "k"}, "-ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use\r\n"},
+		{[]string{"DEL", "redisson_unlock_latch:{l}:r1"}, ":1\r\n"},
+		{[]string{"DEL", "redisson_unlock_latch:{l}:r1"}, ":0\r\n"},
+	})
+	for i, m := range minis {
+		if m.Exists("redisson_unlock_latch:{l}:r1") || !m.Exists("k") {
+			t.Errorf("node %d: latch kept %v, k kept %v; want the latch gone and k kept", i, m.Exists("redisson_unlock_latch:{l}:r1"), m.Exists("k"))
+		}
+	}
+}

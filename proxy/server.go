@@ -454,8 +454,10 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 	if user == nil && !cm.noAuth {
 		return resp.Error("NOAUTH Authentication required."), true
 	}
-	if c.tx.multi && name == "del" {
-		cm.class = acl.Lock // a transaction's DEL is a compare-and-delete (multi.go)
+	if name == "del" && (c.tx.multi || unlockLatches(args[1:])) {
+		// A transaction's DEL is a compare-and-delete (multi.go); an
+		// unlock latch is part of Redisson's unlock (lock.go).
+		cm.class = acl.Lock
 	}
 	if err := permit(user, name, cm, args); err != nil {
 		return err.Reply(), true

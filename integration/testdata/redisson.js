@@ -12,7 +12,7 @@ const opts = (addr) => {
   return { host, port: Number(port), maxRetriesPerRequest: 1, retryStrategy: () => null };
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const outcome = (p) => p.then((v) => (v === undefined ? 'ok' : v), (e) => 'error: ' + e.message);
+const outcome = (p) => p.then((v) => (v === undefined ? 'ok' : v), (e) => 'error: ' + e.message.split('\n')[0]);
 
 (async () => {
   const a = new Redisson({ redis: { options: opts(proxyA) } });
