@@ -326,7 +326,7 @@ type liveKey struct {
 // file but cannot change without a restart: the safety settings the
 // engine was built with (nodes, node_timeout, drift_factor, min_ttl,
 // max_ttl), and what the process set up once (listeners, node
-// credentials and TLS files, the monitor's settings, the input budget).
+// credentials and TLS files, the monitor's settings).
 // Values are compared after defaults; a password is named, never shown.
 // The client certificates themselves are re-read on every reload.
 func notLive(running, file fileConfig) []liveKey {
@@ -354,7 +354,6 @@ func notLive(running, file fileConfig) []liveKey {
 		{"node_tls_cert_file", running.NodeTLSCert, file.NodeTLSCert},
 		{"node_tls_key_file", running.NodeTLSKey, file.NodeTLSKey},
 		{"node_tls_server_name", running.NodeTLSName, file.NodeTLSName},
-		{"max_input_total", fmt.Sprint(running.MaxInputTotal), fmt.Sprint(file.MaxInputTotal)},
 	}
 	if len(running.Nodes) == 0 {
 		keys = append(keys, liveKey{"embedded_nodes", fmt.Sprint(running.EmbeddedNodes), fmt.Sprint(file.EmbeddedNodes)})

@@ -188,6 +188,15 @@ func TestReloadAppliesLimitsAndRefusesBadSettings(t *testing.T) {
 	if err := s.Reload(Config{MaxClients: -1}); err == nil || !strings.Contains(err.Error(), "max_clients (-1)") {
 		t.Errorf("Reload(max_clients -1) = %v; want an error naming max_clients", err)
 	}
+	if got := s.ln.Load().budget.limit.Load(); got != 256<<20 {
+		t.Errorf("max_input_total after Reload without it = %d; want the default 256 MiB", got)
+	}
+	if err := s.Reload(Config{MaxClients: 3, RequirePass: "pw", MaxInputTotal: 64 << 20}); err != nil {
+		t.Fatalf("Reload(max_input_total 64 MiB): %v", err)
+	}
+	if got := s.ln.Load().budget.limit.Load(); got != 64<<20 {
+		t.Errorf("max_input_total after Reload = %d; want 64 MiB", got)
+	}
 	if s.conf().MaxClients != 3 {
 		t.Errorf("max_clients after a refused reload = %d; want 3 kept", s.conf().MaxClients)
 	}

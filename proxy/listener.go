@@ -55,7 +55,8 @@ type guardOptions struct {
 // under the guard, which then reads decrypted bytes.
 func guardListener(ln net.Listener, o guardOptions) *guardedListener {
 	l := &guardedListener{Listener: ln, needAuth: o.needAuth, onViolation: o.onViolation, onAcceptError: o.onAcceptError,
-		budget: &inputBudget{limit: o.maxInput}, conns: map[*guardedConn]struct{}{}, done: make(chan struct{})}
+		budget: &inputBudget{}, conns: map[*guardedConn]struct{}{}, done: make(chan struct{})}
+	l.budget.limit.Store(o.maxInput)
 	l.setLimits(o.lim)
 	return l
 }
@@ -197,14 +198,15 @@ func (l *guardedListener) forget(c *guardedConn) {
 // commands passes readChunk bytes until it closes, the buffer its
 // largest command may have grown redcon's to (redconBuffer).
 type inputBudget struct {
-	limit int64 // zero or less: no cap
+	limit atomic.Int64 // zero or less: no cap; a reload may change it
 	used  atomic.Int64
 }
 
 // reserve takes n bytes from the budget, or reports false and takes
-// nothing if that would exceed it.
+// nothing if that would exceed it. A limit lowered below what is in use
+// refuses new reservations until enough is released.
 func (b *inputBudget) reserve(n int64) bool {
-	if b.used.Add(n) > b.limit && b.limit > 0 {
+	if limit := b.limit.Load(); b.used.Add(n) > limit && limit > 0 {
 		b.used.Add(-n)
 		return false
 	}

@@ -97,12 +97,13 @@ func (s *Server) conf() *Config { return s.cfg.Load() }
 
 // Reload applies cfg to the running server: the users and the default
 // user's password (each connection sees them from its next command; one
-// whose user is gone must AUTH again), the limits (for connections accepted
-// from now on), max_clients, idle_timeout (from each connection's next
+// whose user is gone must AUTH again), the framing limits (for
+// connections accepted from now on), max_input_total (from the next
+// reservation), max_clients, idle_timeout (from each connection's next
 // wait), command_timeout, default_ttl, allow_force_del and the log; the
-// observer and the pub/sub hub stay the ones New was given. The engine, and with it every
-// safety setting, stays as it is. It returns an error naming the first
-// bad setting, and then changes nothing.
+// observer and the pub/sub hub stay the ones New was given. The engine,
+// and with it every safety setting, stays as it is. It returns an error
+// naming the first bad setting, and then changes nothing.
 func (s *Server) Reload(cfg Config) error {
 	if err := cfg.Validate(s.e.MinTTL(), s.e.MaxTTL()); err != nil {
 		return err
@@ -116,6 +117,7 @@ func (s *Server) Reload(cfg Config) error {
 	s.users.Store(us)
 	if l := s.ln.Load(); l != nil {
 		l.setLimits(cfg.Limits)
+		l.budget.limit.Store(cfg.MaxInputTotal)
 		l.idle.Store(int64(cfg.IdleTimeout))
 	}
 	return nil
