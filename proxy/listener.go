@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,11 +193,11 @@ func (l *guardedListener) forget(c *guardedConn) {
 }
 
 // inputBudget is what all connections' read buffers may hold together
-// beyond their base size. redcon's reader starts with 4 KiB, doubles its
-// buffer until a command fits, and keeps the grown buffer until the
-// connection closes; so a connection is charged, from when one of its
-// commands passes readChunk bytes until it closes, the buffer its
-// largest command may have grown redcon's to (redconBuffer).
+// beyond their base size. redcon's reader starts with 4 KiB and doubles
+// its buffer until a command fits; so a connection is charged, from when
+// one of its commands passes readChunk bytes until redcon has dropped the
+// grown buffer (shrinkStep) or the connection closes, the buffer that
+// command may have grown redcon's to (redconBuffer).
 type inputBudget struct {
 	limit atomic.Int64 // zero or less: no cap; a reload may change it
 	used  atomic.Int64
@@ -277,8 +278,8 @@ type guardedConn struct {
 	closed bool
 
 	small   [smallChunk]byte
-	large   *[readChunk]byte // borrowed from chunks while in use
-	buf     []byte           // small or large: bytes read from the client
+	chunk   *[readChunk]byte // borrowed from chunks while in use
+	buf     []byte           // small or chunk: bytes read from the client
 	r, w    int              // buf[r:w] is what the client sent that redcon has not had
 	checked int              // buf[r:r+checked] is accepted by the Framer
 	ready   int              // buf[r:r+ready] is to be handed over as it is
@@ -290,7 +291,31 @@ type guardedConn struct {
 	// a subscription, as Redis exempts pub/sub clients. Set and read on
 	// redcon's goroutine for the connection.
 	subscribed bool
+	// long is the size of the command being handed over, if over
+	// readChunk; shrink follows what redcon is handed after it.
+	long   int
+	shrink shrinkStep
 }
+
+// shrinkStep is where a guardedConn is in making redcon drop the buffer a
+// long command grew. redcon v1.6.2 keeps that buffer for the life of the
+// connection: once its buffer is empty it only reslices it to 4 KiB, and
+// it allocates anew only when a command does not fit. So after a long
+// command, the guard hands redcon 4 KiB of empty lines ending in a line
+// of two spaces left open, which makes it allocate an 8 KiB buffer and
+// let the large one go, and then the newline that ends that line. Lines
+// without arguments run nothing, in redcon as in Redis.
+type shrinkStep uint8
+
+const (
+	shrinkNone    shrinkStep = iota
+	shrinkFill               // next Read: shrinkFiller, if redcon offers exactly readChunk bytes
+	shrinkNewline            // next Read: "\n"
+)
+
+// shrinkFiller fills redcon's 4 KiB buffer with empty lines and an open
+// line of spaces.
+var shrinkFiller = strings.Repeat("\r\n", readChunk/2-1) + "  "
 
 // Read fills p with accepted bytes: one command, the accepted prefix
 // before a violation, or, of a command longer than readChunk, the next
@@ -299,6 +324,19 @@ type guardedConn struct {
 func (c *guardedConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	switch c.shrink {
+	case shrinkFill:
+		c.shrink = shrinkNone
+		if len(p) == readChunk { // redcon's emptied buffer, resliced
+			c.shrink = shrinkNewline
+			return copy(p, shrinkFiller), nil
+		}
+	case shrinkNewline:
+		c.shrink = shrinkNone
+		c.uncharge() // redcon's buffer is back to 8 KiB
+		p[0] = '\n'
+		return 1, nil
 	}
 	for c.ready == 0 && len(c.conv) == 0 {
 		if c.err != nil {
@@ -311,21 +349,36 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	if len(c.conv) > 0 {
 		n := copy(p, c.conv)
 		c.conv = c.conv[n:]
+		if len(c.conv) == 0 {
+			c.handedOver()
+		}
 		return n, nil
 	}
 	n := copy(p, c.buf[c.r:c.r+c.ready])
 	c.consume(n)
 	c.ready -= n
+	if c.ready == 0 && c.checked == 0 {
+		c.handedOver()
+	}
 	return n, nil
+}
+
+// handedOver notes that redcon has had the whole command: after a long
+// one, it is made to drop the buffer the command grew (shrinkStep).
+func (c *guardedConn) handedOver() {
+	if c.long > 0 {
+		c.long = 0
+		c.shrink = shrinkFill
+	}
 }
 
 // consume drops the first n checked bytes, handed over or re-encoded.
 func (c *guardedConn) consume(n int) {
 	c.r += n
 	c.checked -= n
-	if c.r == c.w && c.large != nil {
-		chunks.Put(c.large) // all handed over: back to the small buffer
-		c.large, c.buf, c.r, c.w = nil, c.small[:], 0, 0
+	if c.r == c.w && c.chunk != nil {
+		chunks.Put(c.chunk) // all handed over: back to the small buffer
+		c.chunk, c.buf, c.r, c.w = nil, c.small[:], 0, 0
 	}
 }
 
@@ -406,11 +459,17 @@ func (c *guardedConn) fill() error {
 		if done {
 			if c.f.LastInline() && !c.partial {
 				if c.reencode() || c.err != nil {
+					if len(c.conv) > readChunk {
+						c.long = len(c.conv)
+					}
 					return nil
 				}
 				continue // blanks only: nothing to hand over
 			}
 			c.ready, c.partial = c.checked, false
+			if size > readChunk {
+				c.long = size
+			}
 			return nil
 		}
 		// No whole command so far: drop the finished lines without
@@ -423,10 +482,10 @@ func (c *guardedConn) fill() error {
 			continue // the Framer stopped after an empty multibulk
 		}
 		if c.w-c.r == len(c.buf) {
-			if c.large == nil {
-				c.large = chunks.Get().(*[readChunk]byte)
-				c.w = copy(c.large[:], c.buf[c.r:c.w])
-				c.r, c.buf = 0, c.large[:]
+			if c.chunk == nil {
+				c.chunk = chunks.Get().(*[readChunk]byte)
+				c.w = copy(c.chunk[:], c.buf[c.r:c.w])
+				c.r, c.buf = 0, c.chunk[:]
 				continue
 			}
 			c.ready, c.partial = c.checked, true // part of a command longer than buf
@@ -478,6 +537,14 @@ func (c *guardedConn) charge(n int64) bool {
 	}
 	c.held = n
 	return true
+}
+
+// uncharge gives the connection's reservation back to the budget.
+func (c *guardedConn) uncharge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget.release(c.held)
+	c.held = 0
 }
 
 // Close closes the connection and gives its reservation back to the

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,36 +197,45 @@ func TestListenerRefusesTooBigCommand(t *testing.T) {
 }
 
 // The read buffers of all connections share one budget: a command that
-// would pass it is refused, the others keep working, and a closed
-// connection gives its share back.
+// would pass it is refused, the others keep working, and a long command
+// gives its share back once it has run (redcon's buffer shrinks), as a
+// closed connection does.
 func TestListenerInputBudget(t *testing.T) {
 	srv := serveGuardedOpts(t, guardOptions{maxInput: 64 << 10})
 	budget := srv.ln.budget
-	a := dialGuarded(t, srv.addr)
-	exchange(t, a, mbulk("SET", "k", strings.Repeat("v", 20<<10)), "+OK\r\n") // holds 32 KiB
-	if got := budget.used.Load(); got != 32<<10 {
-		t.Errorf("budget used after a 20 KiB command = %d; want %d", got, 32<<10)
+	waitUsed := func(what string, ok func(int64) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !ok(budget.used.Load()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("budget used 5s after %s = %d", what, budget.used.Load())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
+	// a sends half of a 20 KiB command: 16 KiB held while it is in flight.
+	a := dialGuarded(t, srv.addr)
+	setA := mbulk("SET", "k", strings.Repeat("v", 20<<10))
+	io.WriteString(a, setA[:10<<10])
+	waitUsed("half a 20 KiB command", func(n int64) bool { return n == 16<<10 })
 	b := dialGuarded(t, srv.addr)
 	exchange(t, b, mbulk("PING"), "+OK\r\n") // small commands take nothing
-	// Refused inside the payload: the unread rest may reset the connection
-	// once the reply is out.
+	// b's 40 KiB command would need 64 KiB more. Refused inside the
+	// payload: the unread rest may reset the connection once the reply is out.
 	io.WriteString(b, mbulk("SET", "k", strings.Repeat("v", 40<<10)))
 	got, err := io.ReadAll(b)
 	if want := "-ERR max_input_total reached: too much input buffered for all clients\r\n"; string(got) != want || err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("replies to a 40 KiB SET over budget until close = %q, %v; want %q", got, err, want)
 	}
-	exchange(t, a, mbulk("PING"), "+OK\r\n")
-	a.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for budget.used.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("budget used 5s after every large client closed = %d; want 0", budget.used.Load())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	exchange(t, a, setA[10<<10:], "+OK\r\n")
+	waitUsed("a's command ran", func(n int64) bool { return n == 0 })
 	c := dialGuarded(t, srv.addr)
 	exchange(t, c, mbulk("SET", "k", strings.Repeat("v", 40<<10)), "+OK\r\n") // 64 KiB: all of it
+	io.WriteString(c, mbulk("SET", "k", strings.Repeat("v", 40<<10))[:30<<10])
+	waitUsed("most of a 40 KiB command", func(n int64) bool { return n == 64<<10 })
+	c.Close()
+	waitUsed("its client closed", func(n int64) bool { return n == 0 })
+	exchange(t, a, mbulk("PING"), "+OK\r\n")
 }
 
 // redcon runs a whole batch even after the handler closed the connection;
@@ -422,13 +433,13 @@ func TestGuardedConnGivesBackLargeBuffer(t *testing.T) {
 	if err != nil || string(p[:n]) != long {
 		t.Fatalf("first Read = %.40q, %v; want the long SET", p[:n], err)
 	}
-	if g.large == nil {
+	if g.chunk == nil {
 		t.Errorf("no large buffer while a PING waits behind the long SET")
 	}
 	if n, err := g.Read(p); err != nil || string(p[:n]) != mbulk("PING") {
 		t.Fatalf("second Read = %q, %v; want PING", p[:n], err)
 	}
-	if g.large != nil || len(g.buf) != smallChunk {
+	if g.chunk != nil || len(g.buf) != smallChunk {
 		t.Errorf("large buffer still held with nothing pending (buf %d bytes)", len(g.buf))
 	}
 	if size := unsafe.Sizeof(guardedConn{}); size > smallChunk+256 {
@@ -523,5 +534,45 @@ func TestListenerBacksOffOnAcceptErrors(t *testing.T) {
 		if want := min(acceptMinWait<<i, acceptMaxWait); w != want {
 			t.Errorf("wait %d = %v; want %v", i, w, want)
 		}
+	}
+}
+
+// redcon keeps the buffer a long command grew for the life of the
+// connection; the guard makes it drop that buffer once the command has
+// run, and the commands after it still arrive whole.
+func TestGuardedConnShrinksRedconBufferAfterLongCommand(t *testing.T) {
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	long := mbulk("SET", "k", strings.Repeat("v", 500<<10))
+	g := newGuarded(&scriptConn{chunks: []string{long + mbulk("PING") + "PING\r\n" + mbulk("ECHO", "x")}}, Limits{}, Limits{})
+	rd := redcon.NewReader(g)
+	before := heap()
+	var names []string
+	for len(names) < 3 {
+		cs, err := rd.ReadCommands()
+		if err != nil {
+			t.Fatalf("ReadCommands after %v: %v", names, err)
+		}
+		for _, c := range cs {
+			names = append(names, string(c.Args[0]))
+		}
+	}
+	// redcon's reader now holds what it keeps between commands.
+	held := int64(heap()) - int64(before)
+	t.Logf("redcon's reader holds %d KiB after a 500 KiB command", held>>10)
+	cs, err := rd.ReadCommands()
+	if err != nil || len(cs) != 1 || string(cs[0].Args[1]) != "x" {
+		t.Fatalf("last ReadCommands = %v, %v; want ECHO x", cs, err)
+	}
+	runtime.KeepAlive(rd)
+	if want := []string{"SET", "PING", "PING"}; !slices.Equal(names, want) {
+		t.Errorf("commands = %v; want %v", names, want)
+	}
+	if held > 256<<10 {
+		t.Errorf("redcon's reader holds %d KiB after a 500 KiB command; want its buffer back to a few KiB", held>>10)
 	}
 }
