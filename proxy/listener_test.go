@@ -548,11 +548,12 @@ func TestGuardedConnShrinksRedconBufferAfterLongCommand(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	long := mbulk("SET", "k", strings.Repeat("v", 500<<10))
-	g := newGuarded(&scriptConn{chunks: []string{long + mbulk("PING") + "PING\r\n" + mbulk("ECHO", "x")}}, Limits{}, Limits{})
+	longInline := "ECHO " + strings.Repeat("i", 20<<10) + "\r\n" // re-encoded as multibulk, then shrunk too
+	g := newGuarded(&scriptConn{chunks: []string{long + mbulk("PING") + longInline + "PING\r\n" + mbulk("ECHO", "x")}}, Limits{}, Limits{})
 	rd := redcon.NewReader(g)
 	before := heap()
 	var names []string
-	for len(names) < 3 {
+	for len(names) < 4 {
 		cs, err := rd.ReadCommands()
 		if err != nil {
 			t.Fatalf("ReadCommands after %v: %v", names, err)
@@ -569,7 +570,7 @@ func TestGuardedConnShrinksRedconBufferAfterLongCommand(t *testing.T) {
 		t.Fatalf("last ReadCommands = %v, %v; want ECHO x", cs, err)
 	}
 	runtime.KeepAlive(rd)
-	if want := []string{"SET", "PING", "PING"}; !slices.Equal(names, want) {
+	if want := []string{"SET", "PING", "ECHO", "PING"}; !slices.Equal(names, want) {
 		t.Errorf("commands = %v; want %v", names, want)
 	}
 	if held > 256<<10 {
