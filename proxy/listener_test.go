@@ -553,7 +553,8 @@ func TestGuardedConnShrinksRedconBufferAfterLongCommand(t *testing.T) {
 	rd := redcon.NewReader(g)
 	before := heap()
 	var names []string
-	for len(names) < 4 {
+	var held int64
+	for len(names) < 5 {
 		cs, err := rd.ReadCommands()
 		if err != nil {
 			t.Fatalf("ReadCommands after %v: %v", names, err)
@@ -561,16 +562,16 @@ func TestGuardedConnShrinksRedconBufferAfterLongCommand(t *testing.T) {
 		for _, c := range cs {
 			names = append(names, string(c.Args[0]))
 		}
-	}
-	// redcon's reader now holds what it keeps between commands.
-	held := int64(heap()) - int64(before)
-	t.Logf("redcon's reader holds %d KiB after a 500 KiB command", held>>10)
-	cs, err := rd.ReadCommands()
-	if err != nil || len(cs) != 1 || string(cs[0].Args[1]) != "x" {
-		t.Fatalf("last ReadCommands = %v, %v; want ECHO x", cs, err)
+		if len(names) == 2 {
+			// After SET and a PING, redcon's reader holds what it keeps
+			// between commands. A later long command would make it drop
+			// the large buffer by itself; small ones never do.
+			held = int64(heap()) - int64(before)
+			t.Logf("redcon's reader holds %d KiB after a 500 KiB command", held>>10)
+		}
 	}
 	runtime.KeepAlive(rd)
-	if want := []string{"SET", "PING", "ECHO", "PING"}; !slices.Equal(names, want) {
+	if want := []string{"SET", "PING", "ECHO", "PING", "ECHO"}; !slices.Equal(names, want) {
 		t.Errorf("commands = %v; want %v", names, want)
 	}
 	if held > 256<<10 {
