@@ -236,7 +236,7 @@ func (g *diffGen) wrongArity() diffCmd {
 func (g *diffGen) connection() diffCmd {
 	proto := strconv.Itoa(g.proto)
 	return cmdOf(pickOf(g, [][]string{
-		{"PING"}, {"ping", "hello"}, {"PING", ""}, {"ECHO", "\x00bin\r\n"}, {"ECHO", ""},
+		{"INFO"}, {"INFO", "server"}, {"PING"}, {"ping", "hello"}, {"PING", ""}, {"ECHO", "\x00bin\r\n"}, {"ECHO", ""},
 		{"SELECT", "0"}, {"SELECT", "1"}, {"SELECT", "16"}, {"SELECT", "+0"}, {"SELECT", "-1"}, {"SELECT", "00"},
 		{"CLIENT", "SETNAME", "app"}, {"CLIENT", "SETNAME", "a b"}, {"CLIENT", "SETNAME", "a\x01"}, {"CLIENT", "SETNAME", ""},
 		{"CLIENT", "GETNAME"}, {"client", "getname"}, {"CLIENT", "ID"}, {"CLIENT", "SETINFO", "LIB-NAME", "x"},
