@@ -460,3 +460,25 @@ func TestShedLockSafeUpdateThroughProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestEffectPartialAcquireIsUndone: another token holds the key on 3 of
+// 5 masters; go-zero's acquire takes it on the other 2, which is no
+// quorum: the reply is the script's own "taken" (nil, as a denying master
+// gave it), and the 2 takes are undone.
+func TestEffectPartialAcquireIsUndone(t *testing.T) {
+	c, p := setup(t, 5, proxy.Config{})
+	ctx := t.Context()
+	for _, i := range []int{0, 2, 4} {
+		c.direct[i].Set(ctx, "partial", "other", 10*time.Second)
+	}
+	cl := newClient(t, p.Addr, nil)
+	if v, err := goZeroLockScript.Run(ctx, cl, []string{"partial"}, "tok", "5000").Result(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("acquire on 2 of 5 = %#v, %v; want nil (taken)", v, err)
+	}
+	for i := range c.direct {
+		v, _ := c.value(t, i, "partial")
+		if want := map[bool]string{true: "other", false: ""}[i%2 == 0]; v != want {
+			t.Errorf("node %d holds %q; want %q", i, v, want)
+		}
+	}
+}

@@ -74,9 +74,10 @@ func TestSesamecareRedlockThroughProxy(t *testing.T) {
 				"contended acquire fails with ExecutionError", "holder unchanged",
 				"extend", "pttl after extend", "release", "stale release fails with ExecutionError",
 				"multi-key acquire", "overlapping multi-key acquire fails", "multi-key release",
-				"db 1 is refused", "using holds the lock", "using released the lock",
+				"db 1 is refused", "waiting acquire wakes after the release",
+				"using holds the lock", "using released the lock",
 			})
-			for _, k := range []string{"sesame-lock", "sesame-lock:a", "sesame-lock:b", "sesame-lock:c", "sesame-lock:using"} {
+			for _, k := range []string{"sesame-lock", "sesame-lock:a", "sesame-lock:b", "sesame-lock:c", "sesame-lock:wait", "sesame-lock:using"} {
 				c.wantFreeEverywhere(t, k)
 			}
 		})

@@ -67,6 +67,17 @@ async function main() {
   e = await rejects(db1.acquire([key], 5000));
   check("db 1 is refused", e instanceof ExecutionError && (await client.exists(key)) === 0, String(e));
 
+  // A waiting acquire (retries) wakes once the holder releases.
+  const held = await redlock.acquire([key + ":wait"], 5000);
+  const patient = new Redlock([client], { retryCount: 40, retryDelay: 50, retryJitter: 10 });
+  const t0 = Date.now();
+  const waiting = patient.acquire([key + ":wait"], 5000);
+  setTimeout(() => held.release(), 300);
+  const woke = await waiting;
+  const waited = Date.now() - t0;
+  check("waiting acquire wakes after the release", (await client.get(key + ":wait")) === woke.value && waited >= 250 && waited < 4000, waited + "ms");
+  await woke.release();
+
   // using(): a routine under the lock, auto-extended.
   let inside = false;
   await redlock.using([key + ":using"], 1000, async () => {
