@@ -1,13 +1,17 @@
 package proxy
 
 import (
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
+	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 // send writes args as one command without reading.
@@ -183,6 +187,9 @@ func TestIdleSubscribersCostOneGoroutineEach(t *testing.T) {
 	const clients = 100
 	time.Sleep(100 * time.Millisecond) // the hub's node connections settle first
 	before := runtime.NumGoroutine()
+	var m0 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
 	var conns []*rawConn
 	for i := range clients {
 		rc := dial(t, addr)
@@ -198,7 +205,13 @@ func TestIdleSubscribersCostOneGoroutineEach(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the writers end once their queue is empty
 	got := runtime.NumGoroutine() - before
-	t.Logf("%d idle subscribed clients: %d more goroutines", clients, got)
+	var m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	// Both ends of each connection live in this process: the figure is an
+	// upper bound for the proxy's side.
+	t.Logf("%d idle subscribed clients: %d more goroutines, %d KiB more heap (both ends)",
+		clients, got, (int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/1024)
 	if got > clients+clients/10 {
 		t.Errorf("%d idle subscribed clients added %d goroutines; want about %d (one each)", clients, got, clients)
 	}
@@ -267,4 +280,45 @@ func TestInfoCountsSubscriptions(t *testing.T) {
 	if want := "# PubSub\r\npubsub_channels:2\r\npubsub_patterns:1\r\npubsub_nodes_up:3\r\n"; !strings.Contains(info, want) {
 		t.Errorf("INFO = %q; want it to hold %q", info, want)
 	}
+}
+
+// TestMessageWhileSubscribingFollowsConfirmation checks that a message
+// for a topic the nodes are still confirming is held, and written right
+// after that topic's confirmation, never before it.
+func TestMessageWhileSubscribingFollowsConfirmation(t *testing.T) {
+	server, client := net.Pipe()
+	defer client.Close()
+	var running sync.WaitGroup
+	sb := &subscriber{out: newOutbox(server, &running), active: map[pubsub.Topic]bool{}}
+	a := pubsub.Topic{Kind: pubsub.Channel, Name: "a"}
+	sb.active[a] = false // SUBSCRIBE a is waiting for the nodes
+	sb.Deliver(pubsub.Message{Topic: a, Channel: "a", Payload: "early"})
+	sb.Deliver(pubsub.Message{Topic: pubsub.Topic{Kind: pubsub.Channel, Name: "other"}, Channel: "other", Payload: "x"})
+
+	got := make(chan string, 1)
+	go func() { // the client reads what the outbox writes
+		b := make([]byte, 256)
+		var all []byte
+		client.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for !strings.Contains(string(all), "early") {
+			n, err := client.Read(b)
+			if err != nil {
+				break
+			}
+			all = append(all, b[:n]...)
+		}
+		got <- string(all)
+	}()
+	sb.mu.Lock()
+	sb.active[a] = true
+	sb.out.push(resp.Push(resp.Bulk("subscribe"), resp.Bulk("a"), resp.Int(1)), resp.RESP2, 64)
+	sb.flushEarlyLocked(a)
+	sb.mu.Unlock()
+	want := "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$5\r\nearly\r\n"
+	if g := <-got; g != want {
+		t.Errorf("written %q; want the confirmation, then the held message: %q", g, want)
+	}
+	sb.out.close()
+	server.Close()
+	running.Wait()
 }
