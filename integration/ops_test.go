@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
+	"github.com/redlock-proxy/redlock-proxy/metrics"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
@@ -633,4 +635,48 @@ print("release", r.eval('if redis.call("get",KEYS[1]) == ARGV[1] then return red
 	c.wantFreeEverywhere(t, "new")
 	c.wantFreeEverywhere(t, "new2")
 	c.wantFreeEverywhere(t, "before")
+}
+
+// Scripts served by their effect are counted as the catalogue's are:
+// Redisson's first lock is an acquire; its re-entry, its renewal and the
+// unlock that only counts the re-entry down are extends; the last unlock
+// is a release.
+func TestEffectScriptsInOperationMetrics(t *testing.T) {
+	c := startNodes(t, 3)
+	m := metrics.New(c.addrs, "test")
+	qcfg := engineConfig()
+	qcfg.Observer = m
+	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout, Observer: m}, qcfg, c.addrs...)
+	ctx := t.Context()
+	lock, renew, unlock := redis.NewScript(redissonLock), redis.NewScript(redissonRenew), redis.NewScript(redissonUnlock)
+	owner := "9f1c2d3e-aaaa-bbbb-cccc-000000000001:1"
+	for i := range 2 {
+		if err := lock.Run(ctx, p.Client, []string{"rl"}, 30000, owner).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("lock #%d: %v; want nil (acquired)", i+1, err)
+		}
+	}
+	if n, err := renew.Run(ctx, p.Client, []string{"rl"}, 30000, owner).Int(); err != nil || n != 1 {
+		t.Fatalf("renew = %d, %v; want 1", n, err)
+	}
+	for i, want := range []int{0, 1} { // re-entered twice: the first unlock counts down
+		keys := []string{"rl", "redisson_lock__channel:{rl}", fmt.Sprintf("redisson_unlock_latch:{rl}:%d", i)}
+		if n, err := unlock.Run(ctx, p.Client, keys, 0, 30000, owner, "publish", 5000).Int(); err != nil || n != want {
+			t.Fatalf("unlock = %d, %v; want %d", n, err, want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	var parser expfmt.TextParser
+	fams, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		op   string
+		want float64
+	}{{"acquire", 1}, {"extend", 3}, {"release", 1}} {
+		if got := metric(fams, "redlock_proxy_operations_total", "op", tt.op, "outcome", "granted"); got != tt.want {
+			t.Errorf("operations_total{op=%s,outcome=granted} = %v; want %v", tt.op, got, tt.want)
+		}
+	}
 }

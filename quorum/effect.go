@@ -149,12 +149,19 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		if err == nil && v <= 0 && !brokenNoValidity() {
 			err = &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 		}
-		e.observe(OpAcquire, start, err)
+		// A granted hold that some node held before is an extend (or a
+		// re-entry); a denied one is counted as the acquire it most
+		// likely was.
+		op, took := OpAcquire, err == nil && tookNew(results, ops)
+		if err == nil && !took {
+			op = OpExtend
+		}
+		e.observe(op, start, err)
 		if err == nil {
 			if obs := e.cfg.Observer; obs != nil {
-				obs.LeaseGranted(OpAcquire, v, ttl)
+				obs.LeaseGranted(op, v, ttl)
 			}
-			res.Granted, res.Reply, res.Took = true, results[granted].v.reply, tookNew(results, ops)
+			res.Granted, res.Reply, res.Took = true, results[granted].v.reply, took
 			res.Lease = Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: fails}
 			return res, nil
 		}
