@@ -255,6 +255,7 @@ func (g *diffGen) other() diffCmd {
 	return cmdOf(pickOf(g, [][]string{
 		{"FOO", strings.Repeat("é", 100), "b"}, {"FOO", "a\x00b", strings.Repeat("x", 130)}, {strings.Repeat("Z", 140)},
 		{"CLIENT", strings.Repeat("é", 80)}, {"SCRIPT", "a\x00b"}, {"CLUSTER", strings.Repeat("q", 200)},
+		{"FOO", "k\r\n"}, {"FOO", "a\r\nb", "\n"}, {"CLIENT", "x\r\ny"}, {"HELLO", "2", "a\nb"},
 		{"INCR", "fresh-incr"}, {"DEL", g.key()}, {"DEL", "k1", "k2"}, {"EXPIRE", "fresh-expire", "10"},
 		{"KEYS", "*"}, {"COMMAND", "COUNT"}, {"FOO", "bar"}, {"UNLINK", "fresh-unlink"}, {"SETNX", "fresh-setnx", "t"},
 		{"EVAL", "return 1", "0"}, {"EVAL", "return redis.call('get', KEYS[1])", "1", "k1"}, {"SCRIPT", "LOAD", "return 1"},

@@ -57,7 +57,7 @@ func OK() Reply { return Reply{kind: kindStatus, str: "OK"} }
 func Status(s string) Reply { return Reply{kind: kindStatus, str: oneLine(s)} }
 
 // Error is an error reply. msg starts with an upper-case code such as ERR
-// or NOQUORUM; line breaks become spaces.
+// or NOQUORUM; line breaks become spaces as Redis makes them (oneLine).
 func Error(msg string) Reply { return Reply{kind: kindError, str: oneLine(msg)} }
 
 // Int is an integer reply.
@@ -174,9 +174,11 @@ func (r Reply) String() string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
+// oneLine keeps a status or error on one line as Redis does: line breaks
+// at either end are trimmed, and each one inside becomes a space.
 func oneLine(s string) string {
 	if !strings.ContainsAny(s, "\r\n") {
 		return s
 	}
-	return strings.NewReplacer("\r\n", " ", "\r", " ", "\n", " ").Replace(s)
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(strings.Trim(s, "\r\n"))
 }
