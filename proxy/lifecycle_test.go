@@ -182,9 +182,17 @@ func TestReloadAppliesLimitsAndRefusesBadSettings(t *testing.T) {
 	if got := third.do(t, "PING"); got != "-NOAUTH Authentication required.\r\n" {
 		t.Errorf("PING on a new client after requirepass was set = %q; want NOAUTH", got)
 	}
+	if got := third.do(t, "SET", "k", "t", "NX", "PX", "10000"); got != "-NOAUTH Authentication required.\r\n" {
+		t.Errorf("SET before AUTH = %q; want NOAUTH", got)
+	}
 	if got := third.do(t, "AUTH", "pw"); got != "+OK\r\n" {
 		t.Errorf("AUTH pw = %q", got)
 	}
+	obs.mu.Lock()
+	if got := obs.refused[quorum.OpAcquire]; got != 1 {
+		t.Errorf("refused acquires after a SET before AUTH = %d; want 1", got)
+	}
+	obs.mu.Unlock()
 	if err := s.Reload(Config{MaxClients: -1}); err == nil || !strings.Contains(err.Error(), "max_clients (-1)") {
 		t.Errorf("Reload(max_clients -1) = %v; want an error naming max_clients", err)
 	}

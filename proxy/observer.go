@@ -19,8 +19,16 @@ type Observer interface {
 	// limits (the connection is then closed).
 	ProtocolError()
 	// Refused reports a lock command refused before any node saw it:
-	// a bad TTL or argument, a reserved key, or a drain in progress.
+	// a bad TTL or argument, a reserved key, a drain in progress, or,
+	// for SET and the reads, a refusal by arity, NOAUTH or NOPERM.
 	Refused(op quorum.Op)
+}
+
+// lockOps are the lock commands whose operation is known from their name,
+// so that a refusal before their handler (arity, NOAUTH, NOPERM) is
+// reported too. A script's operation is known only once it is classified.
+var lockOps = map[string]quorum.Op{
+	"set": quorum.OpAcquire, "get": quorum.OpRead, "pttl": quorum.OpRead, "ttl": quorum.OpRead, "exists": quorum.OpRead,
 }
 
 // refused reports a refusal of op, and returns its reply.

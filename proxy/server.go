@@ -371,6 +371,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		if c.tx.multi {
 			c.tx.dirty = true // as Redis: EXEC will abort
 		}
+		if op := lockOps[name]; op != 0 {
+			rep = s.refused(op, rep)
+		}
 		s.send(conn, c, rep)
 		return
 	}
