@@ -16,7 +16,7 @@ import (
 // pubsubSession subscribes through addr and reads what comes back;
 // publish publishes a message the way a lock script's release does: on
 // one Redis, once; through the proxy, on every master.
-func pubsubSession(t *testing.T, addr string, publish func(channel, payload string)) []string {
+func pubsubSession(t *testing.T, addr string, publish func(cmd, channel, payload string)) []string {
 	t.Helper()
 	c := dialRaw(t, addr)
 	var out []string
@@ -38,10 +38,15 @@ func pubsubSession(t *testing.T, addr string, publish func(channel, payload stri
 	step(1, "SET", "k", "v", "NX", "PX", "1000")
 	step(1, "MULTI")
 	step(1, "subscribe")
-	publish("redisson_lock__channel:{a}", "0")
+	publish("PUBLISH", "redisson_lock__channel:{a}", "0")
 	out = append(out, "message "+c.reply()+" "+c.reply())
-	publish("qx", "")
+	publish("PUBLISH", "qx", "")
 	out = append(out, "pmessage "+c.reply())
+	step(1, "SSUBSCRIBE", "redisson_lock__channel:{a}")
+	publish("SPUBLISH", "redisson_lock__channel:{a}", "0")
+	out = append(out, "smessage "+c.reply())
+	step(2, "SUNSUBSCRIBE", "redisson_lock__channel:{a}", "nope")
+	step(1, "SUNSUBSCRIBE")
 	step(2, "UNSUBSCRIBE", "b", "nope")
 	step(1, "UNSUBSCRIBE")
 	step(2, "PUNSUBSCRIBE")
@@ -56,11 +61,11 @@ func pubsubSession(t *testing.T, addr string, publish func(channel, payload stri
 func TestPubSubRepliesAsOneRedis(t *testing.T) {
 	single := startRedis(t)
 	one := direct(t, single.Addr)
-	want := pubsubSession(t, single.Addr, func(ch, msg string) { one.Publish(t.Context(), ch, msg) })
+	want := pubsubSession(t, single.Addr, func(cmd, ch, msg string) { one.Do(t.Context(), cmd, ch, msg) })
 	c, p := setup(t, 3, proxy.Config{})
-	got := pubsubSession(t, p.Addr, func(ch, msg string) {
+	got := pubsubSession(t, p.Addr, func(cmd, ch, msg string) {
 		for _, d := range c.direct {
-			d.Publish(t.Context(), ch, msg)
+			d.Do(t.Context(), cmd, ch, msg)
 		}
 	})
 	for i := range max(len(got), len(want)) {

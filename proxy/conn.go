@@ -187,7 +187,8 @@ func (s *Server) info(r *request) resp.Reply {
 	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.conf().MaxClients)
 	if s.hub != nil {
 		st := s.hub.Stats()
-		fmt.Fprintf(&b, "\r\n# PubSub\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\npubsub_nodes_up:%d\r\n", st.Channels, st.Patterns, st.NodesUp)
+		fmt.Fprintf(&b, "\r\n# PubSub\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\npubsub_shardchannels:%d\r\npubsub_nodes_up:%d\r\n",
+			st.Channels, st.Patterns, st.Shards, st.NodesUp)
 	}
 	fmt.Fprintf(&b, "\r\n# Quorum\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
 	if !r.c.user.Can(acl.Admin) {

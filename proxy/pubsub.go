@@ -27,7 +27,7 @@ type subscriber struct {
 	active map[pubsub.Topic]bool
 	order  []pubsub.Topic   // in the order subscribed, for UNSUBSCRIBE
 	early  []pubsub.Message // messages for topics not yet confirmed
-	kinds  [2]int           // topics per kind, confirmed or not
+	kinds  [3]int           // topics per kind, confirmed or not
 }
 
 // Deliver queues m for the client, unless it unsubscribed meanwhile.
@@ -55,14 +55,22 @@ func (sb *subscriber) setProto(p resp.Proto) {
 
 // messageReply is how Redis pushes a message to a subscriber.
 func messageReply(m pubsub.Message) resp.Reply {
-	if m.Topic.Kind == pubsub.Pattern {
+	switch m.Topic.Kind {
+	case pubsub.Pattern:
 		return resp.Push(resp.Bulk("pmessage"), resp.Bulk(m.Topic.Name), resp.Bulk(m.Channel), resp.Bulk(m.Payload))
+	case pubsub.Shard:
+		return resp.Push(resp.Bulk("smessage"), resp.Bulk(m.Channel), resp.Bulk(m.Payload))
 	}
 	return resp.Push(resp.Bulk("message"), resp.Bulk(m.Channel), resp.Bulk(m.Payload))
 }
 
 // count is the number of topics, as Redis's confirmations count them.
-func (sb *subscriber) countLocked() int64 { return int64(sb.kinds[0] + sb.kinds[1]) }
+func (sb *subscriber) countLocked(kind pubsub.Kind) int64 {
+	if kind == pubsub.Shard {
+		return int64(sb.kinds[pubsub.Shard]) // Redis counts shard channels apart
+	}
+	return int64(sb.kinds[pubsub.Channel] + sb.kinds[pubsub.Pattern])
+}
 
 // subscribed reports whether the connection holds any topic and speaks
 // RESP2: it may then only (un)subscribe, PING or QUIT. In RESP3 messages
@@ -78,7 +86,8 @@ func (c *client) subscribed() bool {
 
 // subscribedOnly are the commands a subscribed RESP2 connection may run.
 var subscribedOnly = map[string]bool{
-	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
+	"subscribe": true, "psubscribe": true, "ssubscribe": true,
+	"unsubscribe": true, "punsubscribe": true, "sunsubscribe": true,
 	"ping": true, "quit": true, "reset": true,
 }
 
@@ -101,7 +110,15 @@ func (s *Server) punsubscribe(r *request) resp.Reply {
 	return s.unsubscribeTopics(r, pubsub.Pattern)
 }
 
-var confirmWords = [2][2]string{{"unsubscribe", "subscribe"}, {"punsubscribe", "psubscribe"}}
+// SSUBSCRIBE shardchannel [shardchannel ...]
+func (s *Server) ssubscribe(r *request) resp.Reply { return s.subscribeTopics(r, pubsub.Shard) }
+
+// SUNSUBSCRIBE [shardchannel ...]
+func (s *Server) sunsubscribe(r *request) resp.Reply {
+	return s.unsubscribeTopics(r, pubsub.Shard)
+}
+
+var confirmWords = [3][2]string{{"unsubscribe", "subscribe"}, {"punsubscribe", "psubscribe"}, {"sunsubscribe", "ssubscribe"}}
 
 // subscribeTopics subscribes on the nodes, then confirms each topic to
 // the client in order, each followed by the messages that came for it
@@ -129,7 +146,7 @@ func (s *Server) subscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
 
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
-	n := sb.countLocked() - int64(len(fresh))
+	n := sb.countLocked(kind) - int64(len(fresh))
 	for _, a := range r.args[1:] {
 		t := pubsub.Topic{Kind: kind, Name: string(a)}
 		if !sb.active[t] {
@@ -183,7 +200,7 @@ func (s *Server) unsubscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
 	}
 	var gone []pubsub.Topic
 	if len(names) == 0 {
-		r.last = sb.out.push(resp.Push(resp.Bulk(word), resp.Null(), resp.Int(sb.countLocked())), sb.proto, 64)
+		r.last = sb.out.push(resp.Push(resp.Bulk(word), resp.Null(), resp.Int(sb.countLocked(kind))), sb.proto, 64)
 	}
 	for _, t := range names {
 		if _, ok := sb.active[t]; ok {
@@ -191,7 +208,7 @@ func (s *Server) unsubscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
 			sb.kinds[kind]--
 			gone = append(gone, t)
 		}
-		r.last = sb.out.push(resp.Push(resp.Bulk(word), resp.Bulk(t.Name), resp.Int(sb.countLocked())), sb.proto, len(t.Name)+64)
+		r.last = sb.out.push(resp.Push(resp.Bulk(word), resp.Bulk(t.Name), resp.Int(sb.countLocked(kind))), sb.proto, len(t.Name)+64)
 	}
 	if len(gone) > 0 {
 		kept := sb.order[:0]

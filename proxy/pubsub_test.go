@@ -277,7 +277,7 @@ func TestInfoCountsSubscriptions(t *testing.T) {
 	other.send(t, "SUBSCRIBE", "a")
 	other.replies(t, 1)
 	info := dial(t, addr).do(t, "INFO")
-	if want := "# PubSub\r\npubsub_channels:2\r\npubsub_patterns:1\r\npubsub_nodes_up:3\r\n"; !strings.Contains(info, want) {
+	if want := "# PubSub\r\npubsub_channels:2\r\npubsub_patterns:1\r\npubsub_shardchannels:0\r\npubsub_nodes_up:3\r\n"; !strings.Contains(info, want) {
 		t.Errorf("INFO = %q; want it to hold %q", info, want)
 	}
 }

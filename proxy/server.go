@@ -350,6 +350,8 @@ var commands = map[string]command{
 	"psubscribe":   {arity: -2, class: acl.Read, handler: (*Server).psubscribe},
 	"unsubscribe":  {arity: -1, handler: (*Server).unsubscribe},
 	"punsubscribe": {arity: -1, handler: (*Server).punsubscribe},
+	"ssubscribe":   {arity: -2, class: acl.Read, handler: (*Server).ssubscribe},
+	"sunsubscribe": {arity: -1, handler: (*Server).sunsubscribe},
 	// Transactions (multi.go).
 	"multi":   {arity: 1, handler: (*Server).multi},
 	"exec":    {arity: 1, grants: true, handler: (*Server).exec},

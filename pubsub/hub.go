@@ -14,6 +14,7 @@ type Kind uint8
 const (
 	Channel Kind = iota // SUBSCRIBE channel
 	Pattern             // PSUBSCRIBE pattern
+	Shard               // SSUBSCRIBE shard channel (Redis 7's sharded pub/sub)
 )
 
 // Topic is what a client subscribes to.
@@ -194,8 +195,8 @@ func (h *Hub) Topics() int {
 
 // Stats is what INFO reports of the hub.
 type Stats struct {
-	Channels, Patterns int // topics subscribed on the nodes, by kind
-	NodesUp            int // nodes whose subscriber connection is up
+	Channels, Patterns, Shards int // topics subscribed on the nodes, by kind
+	NodesUp                    int // nodes whose subscriber connection is up
 }
 
 // Stats returns the hub's topics and how many node connections are up.
@@ -204,9 +205,12 @@ func (h *Hub) Stats() Stats {
 	defer h.mu.Unlock()
 	var st Stats
 	for t := range h.topics {
-		if t.Kind == Pattern {
+		switch t.Kind {
+		case Pattern:
 			st.Patterns++
-		} else {
+		case Shard:
+			st.Shards++
+		default:
 			st.Channels++
 		}
 	}

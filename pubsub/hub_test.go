@@ -293,3 +293,25 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+func TestHubShardChannels(t *testing.T) {
+	addrs := startNodes(t, 3)
+	h := newHub(t, addrs)
+	s := newSink()
+	subscribe(t, h, s, Topic{Shard, "sh"})
+	for _, a := range addrs {
+		do(t, a, "SPUBLISH", "sh", "0")
+		do(t, a, "PUBLISH", "sh", "not for a shard subscriber")
+	}
+	if got := s.wantCount(t, 1); got[0] != (Message{Topic{Shard, "sh"}, "sh", "0"}) {
+		t.Errorf("message = %+v; want the SPUBLISH once", got[0])
+	}
+	h.Unsubscribe(s, Topic{Shard, "sh"})
+	deadline := time.Now().Add(5 * time.Second)
+	for do(t, addrs[0], "PUBSUB", "SHARDNUMSUB", "sh").items[1].n != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("still shard-subscribed 5s after the last sink left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -171,12 +171,16 @@ func (n *node) handle(v value) error {
 	switch kind := it[0].str; {
 	case kind == "message" && len(it) == 3:
 		n.h.deliver(n.i, Message{Topic: Topic{Channel, it[1].str}, Channel: it[1].str, Payload: it[2].str})
+	case kind == "smessage" && len(it) == 3:
+		n.h.deliver(n.i, Message{Topic: Topic{Shard, it[1].str}, Channel: it[1].str, Payload: it[2].str})
 	case kind == "pmessage" && len(it) == 4:
 		n.h.deliver(n.i, Message{Topic: Topic{Pattern, it[1].str}, Channel: it[2].str, Payload: it[3].str})
 	case kind == "subscribe" || kind == "unsubscribe":
 		n.confirm(Topic{Channel, it[1].str}, kind == "subscribe")
 	case kind == "psubscribe" || kind == "punsubscribe":
 		n.confirm(Topic{Pattern, it[1].str}, kind == "psubscribe")
+	case kind == "ssubscribe" || kind == "sunsubscribe":
+		n.confirm(Topic{Shard, it[1].str}, kind == "ssubscribe")
 	case kind == "pong":
 	default:
 		return fmt.Errorf("%w: unexpected %q", errProtocol, kind)
@@ -210,7 +214,7 @@ func (n *node) sendLocked(subscribe bool, topics []Topic) {
 		return
 	}
 	var b []byte
-	for _, kind := range []Kind{Channel, Pattern} {
+	for _, kind := range []Kind{Channel, Pattern, Shard} {
 		args := []string{commandName(kind, subscribe)}
 		for _, t := range topics {
 			if t.Kind == kind {
@@ -226,15 +230,11 @@ func (n *node) sendLocked(subscribe bool, topics []Topic) {
 }
 
 func commandName(k Kind, subscribe bool) string {
-	switch {
-	case k == Channel && subscribe:
-		return "SUBSCRIBE"
-	case k == Channel:
-		return "UNSUBSCRIBE"
-	case subscribe:
-		return "PSUBSCRIBE"
+	name := [...]string{Channel: "SUBSCRIBE", Pattern: "PSUBSCRIBE", Shard: "SSUBSCRIBE"}[k]
+	if !subscribe {
+		name = name[:len(name)-len("SUBSCRIBE")] + "UNSUBSCRIBE"
 	}
-	return "PUNSUBSCRIBE"
+	return name
 }
 
 // writeLocked writes b, within Timeout. A failed write drops the
