@@ -29,7 +29,7 @@ import (
 // their effect, those the wrapper calls (snapshot and roll back) and
 // script.Commands. AUTH and HELLO need no rule. With trust_fsync_always,
 // add +config|get.
-var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +unsubscribe +punsubscribe" +
+var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +ssubscribe +unsubscribe +punsubscribe +sunsubscribe" +
 	" +type +pexpiretime +pexpireat +dump +restore +hkeys +hdel +zrange +zrem +zadd" +
 	" +setnx +expire +expireat +ttl +unlink +hget +hincrby +hexists +hlen +zscore +zcount +zcard +zremrangebyscore +zrevrange +publish +spublish +select")
 
