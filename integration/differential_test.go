@@ -386,7 +386,9 @@ func runDifferential(t *testing.T, proto int, seed uint64, n int, pass string) {
 		Log:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	cfg.RequirePass = pass
-	qcfg := quorum.Config{NodeTimeout: 500 * time.Millisecond, MinTTL: time.Second}
+	// The suite's generous node deadline: a node stalled by a loaded
+	// machine must not turn an answer into NOQUORUM.
+	qcfg := quorum.Config{NodeTimeout: nodeTimeout, MinTTL: 2 * nodeTimeout}
 	p := serveProxy(t, cfg, newEngine(t, qcfg, nodes.addrs...))
 
 	d := &differ{

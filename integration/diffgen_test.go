@@ -29,7 +29,7 @@ var (
 	goodPX = []string{"20000", "30000", "45000", "60000"}
 	goodEX = []string{"20", "30", "60"}
 	// Values each server refuses or the proxy refuses as outside
-	// [min_ttl, max_ttl] (1s to 5m in this test).
+	// [min_ttl, max_ttl] (2s to 5m in this test).
 	badTTL = []string{"+1000", "01000", "-0", "-5", "0", "abc", "1.5", " 100", "100 ", "",
 		"9223372036854775807", "99999999999999999999", "50", "400000", "0x10", "1e4"}
 	// Lock scripts' argument layouts: T token, L TTL in ms, O token length
