@@ -140,3 +140,33 @@ func TestTransactionRefusedBodyReachesNoNode(t *testing.T) {
 	}
 	wantNoCommands(t, mons, "refused transactions")
 }
+
+// TestTransactionErrorsAsOneRedis sends the same MULTI, EXEC, DISCARD,
+// WATCH and UNWATCH misuse to one redis-server and to the proxy.
+func TestTransactionErrorsAsOneRedis(t *testing.T) {
+	session := [][]string{
+		{"EXEC"}, {"DISCARD"}, {"UNWATCH"}, {"WATCH"}, {"MULTI", "x"},
+		{"MULTI"}, {"MULTI"}, {"WATCH", "k"}, {"GET", "k"}, {"NOSUCHCOMMAND", "a"}, {"EXEC"},
+		{"MULTI"}, {"DEL"}, {"DISCARD"}, {"EXEC"},
+		{"MULTI"}, {"EXEC"},
+		{"MULTI"}, {"DEL", "k"}, {"DISCARD"}, {"DISCARD"},
+		{"WATCH", "k"}, {"GET", "k"}, {"MULTI"}, {"PEXPIRE", "k", "ten"}, {"EXEC"},
+		{"WATCH", "k"}, {"MULTI"}, {"UNWATCH"}, {"DISCARD"},
+	}
+	run := func(addr string) []string {
+		c := dialRaw(t, addr)
+		var out []string
+		for _, cmd := range session {
+			out = append(out, strings.Join(cmd, " ")+" => "+c.do(cmd...))
+		}
+		return out
+	}
+	want := run(startRedis(t).Addr)
+	_, p := setup(t, 3, proxy.Config{})
+	got := run(p.Addr)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("through the proxy: %s\n      one redis-server: %s", got[i], want[i])
+		}
+	}
+}
