@@ -245,16 +245,22 @@ func run(args []string) error {
 		for _, k := range notLive(running, next) {
 			log.Warn("reload: not changed live, the running value stays; restart to change it", "key", k.key, "running", k.running, "file", k.file)
 		}
+		nc := next.proxyConfig(log)
+		if err := fitFileLimit(&nc, reserve, log); err != nil {
+			log.Error("reload refused; the running config stays", "err", err)
+			return
+		}
+		// Checked against the running engine's TTL bounds before anything
+		// changes, so that a refusal leaves the certificates as they were.
+		if err := nc.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
+			log.Error("reload refused; the running config stays", "err", fmt.Errorf("config: %w", err))
+			return
+		}
 		if certs != nil {
 			if err := certs.Reload(); err != nil {
 				log.Error("reload refused; the running config stays", "err", err)
 				return
 			}
-		}
-		nc := next.proxyConfig(log)
-		if err := fitFileLimit(&nc, reserve, log); err != nil {
-			log.Error("reload refused; the running config stays", "err", err)
-			return
 		}
 		if err := srv.Reload(nc); err != nil {
 			log.Error("reload refused; the running config stays", "err", err)

