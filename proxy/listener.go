@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,9 @@ const (
 	// accept (net/http's numbers).
 	acceptMinWait = 5 * time.Millisecond
 	acceptMaxWait = time.Second
+	// freeAfter and freeEvery: see inputBudget.release.
+	freeAfter = 8 << 20
+	freeEvery = time.Second
 )
 
 // guardOptions are the settings of guardListener.
@@ -201,20 +205,41 @@ func (l *guardedListener) forget(c *guardedConn) {
 type inputBudget struct {
 	limit atomic.Int64 // zero or less: no cap; a reload may change it
 	used  atomic.Int64
+	// peak is the most used since memory was last given back to the
+	// system, and freed when that was (unix nanoseconds).
+	peak, freed atomic.Int64
 }
 
 // reserve takes n bytes from the budget, or reports false and takes
 // nothing if that would exceed it. A limit lowered below what is in use
 // refuses new reservations until enough is released.
 func (b *inputBudget) reserve(n int64) bool {
-	if limit := b.limit.Load(); b.used.Add(n) > limit && limit > 0 {
+	used := b.used.Add(n)
+	if limit := b.limit.Load(); used > limit && limit > 0 {
 		b.used.Add(-n)
 		return false
+	}
+	for p := b.peak.Load(); used > p && !b.peak.CompareAndSwap(p, used); p = b.peak.Load() {
 	}
 	return true
 }
 
-func (b *inputBudget) release(n int64) { b.used.Add(-n) }
+// release gives n bytes back. When nothing is held any more after at
+// least freeAfter was, the memory goes back to the system at once, as
+// redis-server frees a client's buffers: Go's runtime would otherwise keep
+// it until its next collection, which an idle proxy runs only every two
+// minutes. At most once per freeEvery; the caller's goroutine does it.
+func (b *inputBudget) release(n int64) {
+	if b.used.Add(-n) != 0 || b.peak.Load() < freeAfter {
+		return
+	}
+	now, last := time.Now().UnixNano(), b.freed.Load()
+	if now-last < int64(freeEvery) || !b.freed.CompareAndSwap(last, now) {
+		return
+	}
+	b.peak.Store(0)
+	debug.FreeOSMemory()
+}
 
 // redconBuffer is the most redcon's read buffer grows to for a command of
 // n bytes: it starts at 4 KiB, doubles while the command does not fit,
