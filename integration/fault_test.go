@@ -61,8 +61,7 @@ func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 		addrs = append(addrs, ps.Addr)
 		watchers.Go(func() { r.fc.watch(ctx, k, ps) })
 	}
-	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), addrs...)
-	r.w.effect = po.effect
+	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), po.effect, addrs...)
 	return r
 }
 

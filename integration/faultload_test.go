@@ -44,9 +44,9 @@ type workload struct {
 // startWorkload starts the clients, acquiring with ttl through proxies
 // whose drift allowance for it is drift; client c talks to
 // addrs[c%len(addrs)].
-func startWorkload(t *testing.T, fc *faultCluster, seed uint64, ttl, drift time.Duration, addrs ...string) *workload {
+func startWorkload(t *testing.T, fc *faultCluster, seed uint64, ttl, drift time.Duration, effect bool, addrs ...string) *workload {
 	t.Helper()
-	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift}
+	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift, effect: effect}
 	for k := range loadKeys {
 		w.keys = append(w.keys, "fault-"+strconv.Itoa(k))
 	}
