@@ -48,23 +48,23 @@ func (r *rateLog) warn(log *slog.Logger, args ...any) {
 	r.args = args
 	if r.timer == nil {
 		// Its goroutine is the timer's, and only writes the line; stop
-		// waits for nothing, as it writes the count itself.
+		// writes the count itself, after any flush already under way.
 		r.timer = time.AfterFunc(r.last.Add(r.interval).Sub(now), r.flush)
 	}
 	r.mu.Unlock()
 }
 
 // flush writes the count of the warnings suppressed since the last line.
+// It writes under r.mu, so that once stop's own flush returns, a line the
+// timer's flush began is written too.
 func (r *rateLog) flush() {
 	r.mu.Lock()
-	n, args, log := r.suppressed, r.args, r.log
+	defer r.mu.Unlock()
+	n, args := r.suppressed, r.args
 	r.suppressed, r.args, r.timer = 0, nil, nil
 	if n > 0 {
 		r.last = time.Now()
-	}
-	r.mu.Unlock()
-	if n > 0 {
-		log.Warn(r.msg, append(args, "suppressed", n)...)
+		r.log.Warn(r.msg, append(args, "suppressed", n)...)
 	}
 }
 
@@ -75,7 +75,8 @@ func (r *rateLog) stop() {
 	r.stopped = true
 	t := r.timer
 	r.mu.Unlock()
-	if t != nil && t.Stop() {
-		r.flush()
+	if t != nil {
+		t.Stop()
 	}
+	r.flush()
 }
