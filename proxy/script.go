@@ -306,10 +306,3 @@ func btoi(b bool) int64 {
 	}
 	return 0
 }
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
