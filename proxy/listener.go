@@ -32,7 +32,7 @@ const (
 	acceptMinWait = 5 * time.Millisecond
 	acceptMaxWait = time.Second
 	// freeAfter and freeEvery: see inputBudget.release.
-	freeAfter = 8 << 20
+	freeAfter = 4 << 20
 	freeEvery = time.Second
 )
 
@@ -205,9 +205,11 @@ func (l *guardedListener) forget(c *guardedConn) {
 type inputBudget struct {
 	limit atomic.Int64 // zero or less: no cap; a reload may change it
 	used  atomic.Int64
-	// peak is the most used since memory was last given back to the
-	// system, and freed when that was (unix nanoseconds).
-	peak, freed atomic.Int64
+	since atomic.Int64 // bytes reserved since memory was last given back
+
+	mu      sync.Mutex
+	freedAt time.Time   // when memory was last given back
+	timer   *time.Timer // a giving back scheduled
 }
 
 // reserve takes n bytes from the budget, or reports false and takes
@@ -219,26 +221,43 @@ func (b *inputBudget) reserve(n int64) bool {
 		b.used.Add(-n)
 		return false
 	}
-	for p := b.peak.Load(); used > p && !b.peak.CompareAndSwap(p, used); p = b.peak.Load() {
-	}
+	b.since.Add(n)
 	return true
 }
 
-// release gives n bytes back. When nothing is held any more after at
-// least freeAfter was, the memory goes back to the system at once, as
+// release gives n bytes back. When nothing is held any more, and at least
+// freeAfter was reserved since the last time, the memory goes back to
+// the system soon after, as
 // redis-server frees a client's buffers: Go's runtime would otherwise keep
 // it until its next collection, which an idle proxy runs only every two
-// minutes. At most once per freeEvery; the caller's goroutine does it.
+// minutes. It happens at most once per freeEvery, and always after the
+// budget last emptied.
 func (b *inputBudget) release(n int64) {
-	if b.used.Add(-n) != 0 || b.peak.Load() < freeAfter {
+	if b.used.Add(-n) != 0 || b.since.Load() < freeAfter {
 		return
 	}
-	now, last := time.Now().UnixNano(), b.freed.Load()
-	if now-last < int64(freeEvery) || !b.freed.CompareAndSwap(last, now) {
-		return
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.timer == nil {
+		// The timer's goroutine only frees memory; nothing waits for it.
+		b.timer = time.AfterFunc(max(time.Until(b.freedAt.Add(freeEvery)), 0), b.free)
 	}
-	b.peak.Store(0)
-	debug.FreeOSMemory()
+}
+
+// free gives memory back to the system, unless the budget is in use
+// again, in which case its next emptying schedules it anew.
+func (b *inputBudget) free() {
+	b.mu.Lock()
+	b.timer = nil
+	idle := b.used.Load() == 0
+	if idle {
+		b.freedAt = time.Now()
+		b.since.Store(0)
+	}
+	b.mu.Unlock()
+	if idle {
+		debug.FreeOSMemory()
+	}
 }
 
 // redconBuffer is the most redcon's read buffer grows to for a command of
