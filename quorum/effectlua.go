@@ -16,14 +16,14 @@ import (
 // snapshot in the same run. The wrapper returns
 //
 //	{"refused", reason}
-//	{"ok", reply, {key info, ...}}
+//	{"ok", reply, key info, ...}
 //
 // where reply is the body's reply tagged by type ({"s", status},
 // {"b", bulk}, {"i", int}, {"n"}, {"e", error}, {"a", item, ...}), and each
-// key info (one per distinct key, in KEYS order) is
+// key info (one per distinct key, in KEYS order, flat in the array) is
 //
-//	{type before, pttl before, {own holders before},
-//	 type after, pttl after, {own holders after}, changed, own hold's pttl after}
+//	type before, pttl before, n, n own holders before,
+//	type after, pttl after, m, m own holders after, changed, own hold's pttl after
 //
 // A holder is a string's value, a hash's field or a sorted set's member
 // (whose score is its expiry in ms, as Symfony writes it); it is own when
@@ -31,30 +31,54 @@ import (
 // cannot reach the wrapper's: script admission refuses every name that is
 // not the body's own local or an allowed global.
 const wrapperHead = `local __rlp_call, __rlp_tostring, __rlp_lower, __rlp_select = redis.call, tostring, string.lower, select
-local __rlp_keys, __rlp_iskey, __rlp_own = {}, {}, {}
+local __rlp_keys, __rlp_iskey = {}, {}
 for _, k in ipairs(KEYS) do
   if not __rlp_iskey[k] then __rlp_keys[#__rlp_keys + 1] = k end
   __rlp_iskey[k] = true
 end
-for _, v in ipairs(ARGV) do __rlp_own[v] = true end
-for _, v in ipairs(__RLP_LITERALS) do __rlp_own[v] = true end
+-- ARGV as the call gave it: the body can change ARGV (through a local
+-- alias, or table.insert), and the own tokens are the call's.
+local __rlp_argv = {}
+for i = 1, #ARGV do __rlp_argv[i] = ARGV[i] end
+-- isown tells whether v is one of them or of the literals, without a
+-- set: a string key asks at most three times. ownset is the same as a
+-- set, built on first use, for the loops over hash fields and members.
+local function __rlp_isown(v)
+  for i = 1, #__rlp_argv do
+    if __rlp_argv[i] == v then return true end
+  end
+  return __RLP_LITCHAIN
+end
+local __rlp_ownv
+local function __rlp_ownset()
+  if not __rlp_ownv then
+    __rlp_ownv = {}
+    for _, v in ipairs(__rlp_argv) do __rlp_ownv[v] = true end
+    for _, v in ipairs(__RLP_LITERALS) do __rlp_ownv[v] = true end
+  end
+  return __rlp_ownv
+end
 local __rlp_cmds = __RLP_COMMANDS
-local __rlp_find = string.match
+local __rlp_find, __rlp_pfind, __rlp_byte = string.match, string.find, string.byte
 local __rlp_refused = false
 local function __rlp_check(cmd, ...)
   if __rlp_refused then return __rlp_refused end
   local c = __rlp_lower(__rlp_tostring(cmd))
-  local pos = __rlp_find(__rlp_cmds, " " .. c .. ":(%d)")
+  -- A plain search for " name:"; the digit after it is the key position
+  -- (48 is "0"). Only a name of letters may match.
+  local at = __rlp_pfind(__rlp_cmds, " " .. c .. ":", 1, true)
   local n = __rlp_select("#", ...)
+  local pos
+  if at then pos = __rlp_byte(__rlp_cmds, at + #c + 2) - 48 end
   if pos == nil or __rlp_find(c, "^[a-z]+$") == nil then
     __rlp_refused = string.upper(c) .. " is not a lock command"
   elseif c == "select" and not (n == 1 and __rlp_tostring((...)) == "0") then
     __rlp_refused = "SELECT of a database other than 0"
-  elseif pos == "1" and n > 0 then
+  elseif pos == 1 and n > 0 then
     if not __rlp_iskey[__rlp_tostring((...))] then
       __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
     end
-  elseif pos == "2" then
+  elseif pos == 2 then
     for i = 1, n do
       if not __rlp_iskey[__rlp_tostring((__rlp_select(i, ...)))] then
         __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
@@ -85,13 +109,23 @@ local function __rlp_now()
   end
   return __rlp_nowv
 end
-local function __rlp_snap(k)
+local function __rlp_snap(k, b)
   -- The absolute expiry (PTTL moves while the script runs); -2 is no key,
   -- which spares the other calls. A GET that fails is a key of another type.
-  local exp = __rlp_call("pexpiretime", k)
-  local s = {t = "none", exp = exp, pttl = exp}
-  if exp == -2 then return s end
-  if exp > 0 then s.pttl = exp - __rlp_now() end
+  -- After a run on a key that was missing (b), nothing compares the two
+  -- expiries (the types differ, and no other token held it): PTTL alone
+  -- spares the TIME call, and exp is left false.
+  local s
+  if b and b.t == "none" then
+    local pttl = __rlp_call("pttl", k)
+    s = {t = "none", exp = false, pttl = pttl}
+    if pttl == -2 then s.exp = -2; return s end
+  else
+    local exp = __rlp_call("pexpiretime", k)
+    s = {t = "none", exp = exp, pttl = exp}
+    if exp == -2 then return s end
+    if exp > 0 then s.pttl = exp - __rlp_now() end
+  end
   local v = __rlp_real.pcall("get", k)
   if type(v) ~= "table" then
     s.t, s.v = "string", v
@@ -135,17 +169,35 @@ local function __rlp_judge(b, a)
   end
   if a.t ~= "none" and a.pttl < 0 then return "it leaves a key without an expiry" end
   if a.t ~= "none" and a.pttl > __RLP_MAXTTL then return "it leaves a key with an expiry over max_ttl" end
+  if b.t ~= "hash" and b.t ~= "zset" and a.t ~= "hash" and a.t ~= "zset" then
+    -- No key or a string on both sides (the checks above leave no other
+    -- pair that holds a token): the one holder is the value. The same
+    -- rules as the loops below, without their tables.
+    local others = false
+    if b.t == "string" and not __rlp_isown(b.v) then
+      if a.t ~= "string" or a.v ~= b.v then return "it removes or overwrites another token's hold" end
+      others = true
+    end
+    if a.t == "string" and (b.t ~= "string" or b.v ~= a.v) and not __rlp_isown(a.v) then
+      return "it writes a value that is none of its arguments"
+    end
+    if others and a.exp ~= b.exp then
+      return "it changes the expiry of another token's hold"
+    end
+    return nil
+  end
+  local own = __rlp_ownset()
   local hb, ha = __rlp_holders(b), __rlp_holders(a)
   local others, latest = false, 0
   for m, v in pairs(hb) do
-    if not __rlp_own[m] and __rlp_valid(b, v) then
+    if not own[m] and __rlp_valid(b, v) then
       if ha[m] ~= v then return "it removes or overwrites another token's hold" end
       others = true
       if b.t == "zset" and tonumber(v) > latest then latest = tonumber(v) end
     end
   end
   for m in pairs(ha) do
-    if hb[m] == nil and not __rlp_own[m] then
+    if hb[m] == nil and not own[m] then
       return "it writes a value that is none of its arguments"
     end
   end
@@ -157,38 +209,37 @@ local function __rlp_judge(b, a)
   end
   return nil
 end
-local function __rlp_restore(k, s)
-  __rlp_call("del", k)
-  if s.t == "string" then __rlp_call("set", k, s.v)
-  elseif s.t == "hash" then __rlp_call("hset", k, unpack(s.v))
-  elseif s.t == "zset" then
-    local args = {}
-    for i = 1, #s.v, 2 do args[#args + 1] = s.v[i + 1]; args[#args + 1] = s.v[i] end
-    __rlp_call("zadd", k, unpack(args))
-  elseif s.t ~= "none" then __rlp_call("restore", k, 0, s.v) end
-  if s.t ~= "none" and s.exp > 0 then __rlp_call("pexpireat", k, s.exp) end
-end
-local function __rlp_mine(s)
-  local list, least = {}, 0
-  if s.t == "none" then return list, least end
+-- mine appends to out at n the count of s's own holders, then each of
+-- them; it returns the new n and how long the own holders have left.
+local function __rlp_mine(s, out, n)
+  local at, least = n + 1, 0
+  n = at
+  out[at] = 0
+  if s.t == "none" then return n, least end
   if s.t == "string" then
-    if __rlp_own[s.v] then list[1] = s.v; if s.pttl > 0 then least = s.pttl end end
-    return list, least
+    if __rlp_isown(s.v) then
+      n = n + 1
+      out[at], out[n] = 1, s.v
+      if s.pttl > 0 then least = s.pttl end
+    end
+    return n, least
   end
+  local own = __rlp_ownset()
   for m, v in pairs(__rlp_holders(s)) do
-    if __rlp_own[m] then
+    if own[m] then
       local left = s.pttl
       if s.t == "zset" then
         local sc = tonumber(v) - __rlp_now()
         if left < 0 or sc < left then left = sc end
       end
       if left ~= 0 and (left > 0 or s.t ~= "zset") then
-        list[#list + 1] = m
+        n = n + 1
+        out[at], out[n] = out[at] + 1, m
         if least == 0 or (left > 0 and left < least) then least = left end
       end
     end
   end
-  return list, least
+  return n, least
 end
 local function __rlp_enc(v)
   local t = type(v)
@@ -216,7 +267,7 @@ const wrapperTail = `
 end
 local __rlp_ok, __rlp_r = pcall(__rlp_body)
 local __rlp_after = {}
-for i, k in ipairs(__rlp_keys) do __rlp_after[i] = __rlp_snap(k) end
+for i, k in ipairs(__rlp_keys) do __rlp_after[i] = __rlp_snap(k, __rlp_before[i]) end
 local __rlp_why = __rlp_refused
 local __rlp_same_ = {}
 for i = 1, #__rlp_keys do
@@ -226,6 +277,19 @@ for i = 1, #__rlp_keys do
   end
 end
 if __rlp_why then
+  -- Defined here: a closure built on every run costs, and only a refused
+  -- run restores.
+  local function __rlp_restore(k, s)
+    __rlp_call("del", k)
+    if s.t == "string" then __rlp_call("set", k, s.v)
+    elseif s.t == "hash" then __rlp_call("hset", k, unpack(s.v))
+    elseif s.t == "zset" then
+      local args = {}
+      for i = 1, #s.v, 2 do args[#args + 1] = s.v[i + 1]; args[#args + 1] = s.v[i] end
+      __rlp_call("zadd", k, unpack(args))
+    elseif s.t ~= "none" then __rlp_call("restore", k, 0, s.v) end
+    if s.t ~= "none" and s.exp > 0 then __rlp_call("pexpireat", k, s.exp) end
+  end
   for i, k in ipairs(__rlp_keys) do
     if not __rlp_same_[i] then __rlp_restore(k, __rlp_before[i]) end
   end
@@ -235,16 +299,22 @@ local __rlp_reply
 if __rlp_ok then __rlp_reply = __rlp_enc(__rlp_r)
 elseif type(__rlp_r) == "table" and __rlp_r.err then __rlp_reply = {"e", __rlp_tostring(__rlp_r.err)}
 else __rlp_reply = {"e", "ERR " .. __rlp_tostring(__rlp_r)} end
-local __rlp_info = {}
+-- One flat array (each nested table costs Redis a walk when it turns
+-- the reply into RESP): per key, its fields in order.
+local __rlp_out, __rlp_n = {"ok", __rlp_reply}, 2
 for i = 1, #__rlp_keys do
   local b, a = __rlp_before[i], __rlp_after[i]
-  local bown = __rlp_mine(b)
-  local aown, ahold = __rlp_mine(a)
+  local ahold
+  __rlp_out[__rlp_n + 1], __rlp_out[__rlp_n + 2] = b.t, b.pttl
+  __rlp_n = __rlp_mine(b, __rlp_out, __rlp_n + 2)
+  __rlp_out[__rlp_n + 1], __rlp_out[__rlp_n + 2] = a.t, a.pttl
+  __rlp_n, ahold = __rlp_mine(a, __rlp_out, __rlp_n + 2)
   local changed = 0
   if not __rlp_same_[i] then changed = 1 end
-  __rlp_info[i] = {b.t, b.pttl, bown, a.t, a.pttl, aown, changed, ahold}
+  __rlp_out[__rlp_n + 1], __rlp_out[__rlp_n + 2] = changed, ahold
+  __rlp_n = __rlp_n + 2
 end
-return {"ok", __rlp_reply, __rlp_info}
+return __rlp_out
 `
 
 // undoEffectScript removes from every key each holder that is one of ARGV
@@ -285,8 +355,17 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		lits.WriteString(", ")
 	}
 	lits.WriteString("}")
+	// The same literals as one expression comparing v with each.
+	chain := "false"
+	if len(literals) > 0 {
+		quoted := make([]string, len(literals))
+		for i, l := range literals {
+			quoted[i] = "v == " + luaQuote(l)
+		}
+		chain = strings.Join(quoted, " or ")
+	}
 	// The allow-list as one string constant, " name:pos ...", searched
-	// with string.match: a table would be built anew on every run.
+	// with a plain string.find: a table would be built anew on every run.
 	var cmds strings.Builder
 	cmds.WriteString(" ")
 	for _, name := range sortedKeys(commands) {
@@ -294,6 +373,7 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 	}
 	head := strings.NewReplacer(
 		"__RLP_LITERALS", lits.String(),
+		"__RLP_LITCHAIN", chain,
 		"__RLP_COMMANDS", luaQuote(cmds.String()),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)

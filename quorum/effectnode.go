@@ -107,32 +107,43 @@ func decodeEffect(v any) (nodeEffect, error) {
 	default:
 		return nodeEffect{}, fmt.Errorf("%w: %v", errEffectReply, top[0])
 	}
-	if len(top) != 3 {
-		return nodeEffect{}, errEffectReply
-	}
 	reply, err := decodeValue(top[1], 0)
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	infos, _ := top[2].([]any)
-	ne := nodeEffect{reply: reply, keys: make([]KeyEffect, len(infos))}
-	for i, in := range infos {
-		f, ok := in.([]any)
-		if !ok || len(f) != 8 {
+	ne := nodeEffect{reply: reply}
+	f := top[2:]
+	for len(f) > 0 {
+		var k KeyEffect
+		var ok bool
+		if k.Before, k.BeforeTTL, k.BeforeOwn, f, ok = decodeSnap(f); !ok {
 			return nodeEffect{}, errEffectReply
 		}
-		k := KeyEffect{}
-		k.Before, _ = f[0].(string)
-		k.BeforeTTL = millis(f[1])
-		k.BeforeOwn = strs(f[2])
-		k.After, _ = f[3].(string)
-		k.AfterTTL = millis(f[4])
-		k.AfterOwn = strs(f[5])
-		k.Changed = millis(f[6]) != 0
-		k.Hold = millis(f[7])
-		ne.keys[i] = k
+		if k.After, k.AfterTTL, k.AfterOwn, f, ok = decodeSnap(f); !ok || len(f) < 2 {
+			return nodeEffect{}, errEffectReply
+		}
+		k.Changed = millis(f[0]) != 0
+		k.Hold = millis(f[1])
+		f = f[2:]
+		ne.keys = append(ne.keys, k)
 	}
 	return ne, nil
+}
+
+// decodeSnap reads one snapshot's fields from the front of f: type,
+// PTTL, n, and n own holders. It returns the rest of f.
+func decodeSnap(f []any) (typ string, ttl time.Duration, own []string, rest []any, ok bool) {
+	if len(f) < 3 {
+		return "", 0, nil, nil, false
+	}
+	typ, _ = f[0].(string)
+	ttl = millis(f[1])
+	n, _ := f[2].(int64)
+	if n < 0 || int64(len(f)-3) < n {
+		return "", 0, nil, nil, false
+	}
+	own = strs(f[3 : 3+n])
+	return typ, ttl, own, f[3+n:], true
 }
 
 func decodeValue(v any, depth int) (Value, error) {
@@ -183,8 +194,7 @@ func millis(v any) time.Duration {
 	return time.Duration(n) * time.Millisecond
 }
 
-func strs(v any) []string {
-	in, _ := v.([]any)
+func strs(in []any) []string {
 	out := make([]string, 0, len(in))
 	for _, s := range in {
 		if s, ok := s.(string); ok {
