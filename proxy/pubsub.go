@@ -45,12 +45,14 @@ func (sb *subscriber) Deliver(m pubsub.Message) {
 	}
 }
 
-// setProto makes the messages from now on follow the connection's
-// protocol.
-func (sb *subscriber) setProto(p resp.Proto) {
+// pushReply queues a command's reply in p, the connection's protocol
+// once the command ran, and makes the messages queued after it follow p.
+// It returns what to wait for.
+func (sb *subscriber) pushReply(rep resp.Reply, p resp.Proto) uint64 {
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	sb.proto = p
+	return sb.out.push(rep, p, 64)
 }
 
 // messageReply is how Redis pushes a message to a subscriber.

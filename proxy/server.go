@@ -407,13 +407,15 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
 	rep := cm.handler(s, r)
 	c.tx.observe(name, cmd.Args, rep)
-	if r.sent {
+	switch {
+	case r.sent:
 		c.ob.wait(r.last)
-	} else {
+	case c.sub != nil:
+		// HELLO may have switched the protocol: messages queued after
+		// its reply follow the new one, those before keep the old one.
+		c.ob.wait(c.sub.pushReply(rep, c.proto))
+	default:
 		s.send(conn, c, rep)
-	}
-	if c.sub != nil {
-		c.sub.setProto(c.proto) // HELLO switched it: messages follow
 	}
 	switch {
 	case r.closeAfter:
