@@ -37,10 +37,7 @@ type pipeline struct {
 	// the pool (and its health check, a system call per command). Only
 	// the slot's holder touches it; nil until first used, and again after
 	// a failure may have left it with unread replies.
-	conn *redis.Conn
-	// stale asks the slot's next holder to drop conn: the node was marked
-	// down, and conn may lead to a process that is gone.
-	stale atomic.Bool
+	conn  *redis.Conn
 	queue chan *op
 	// slot holds a token while nothing is in flight; whoever takes it
 	// may write to the node.
@@ -85,10 +82,6 @@ func (p *pipeline) close() {
 
 // connection returns the connection to send on. The slot must be held.
 func (p *pipeline) connection() *redis.Conn {
-	if p.stale.Swap(false) && p.conn != nil {
-		p.conn.Close()
-		p.conn = nil
-	}
 	if p.conn == nil {
 		p.conn = p.c.Conn()
 	}
