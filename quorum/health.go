@@ -73,13 +73,18 @@ type health struct {
 	downs  atomic.Uint64 // times marked down
 	wake   chan struct{}
 
-	mu      sync.Mutex
-	state   NodeState
-	until   time.Time // end of a quarantine, on the proxy's clock
-	reason  string
-	runID   string // last run_id seen by a probe or a new connection
-	gen     uint64 // bumped when a new connection sees a new run_id
-	lastErr string
+	mu     sync.Mutex
+	state  NodeState
+	reason string
+	// until is the end of the node's latest quarantine, on the proxy's
+	// clock, and quarantined its reason. Both outlive a down or
+	// unverified spell: a node back before its quarantine ends is
+	// quarantined again, never up.
+	until       time.Time
+	quarantined string
+	runID       string // last run_id seen by a probe or a new connection
+	gen         uint64 // bumped when a new connection sees a new run_id
+	lastErr     string
 	// verified is the run_id whose grants count, "" until one is; while
 	// a restart quarantine runs, the previous process's.
 	verified string
@@ -107,12 +112,16 @@ func newHealth(addr string) *health {
 }
 
 // setLocked moves the node to state and keeps the request-path flags in
-// step. h.mu must be held.
+// step. until is the quarantine's end, and is kept for other states.
+// h.mu must be held.
 func (h *health) setLocked(state NodeState, until time.Time, reason string) {
 	if h.obs != nil && h.state != state {
 		h.obs.NodeStateChanged(h.node, h.addr, h.state, state)
 	}
-	h.state, h.until, h.reason = state, until, reason
+	h.state, h.reason = state, reason
+	if state == StateQuarantined {
+		h.until, h.quarantined = until, reason
+	}
 	h.down.Store(state == StateDown)
 	h.counts.Store(state == StateUp)
 }

@@ -50,6 +50,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 		return
 	case h.pending:
 		if now.Before(h.until) {
+			e.settleLocked(h, now) // quarantined again after a down spell
 			h.mu.Unlock()
 			return
 		}
@@ -107,10 +108,10 @@ func (e *Engine) quarantine() time.Duration {
 	return e.cfg.MaxTTL + e.Drift(e.cfg.MaxTTL)
 }
 
-// quarantineLocked quarantines h until then (or later, if it already is),
-// logging the change. h.mu must be held.
+// quarantineLocked quarantines h until then (or later, if a quarantine
+// already runs that long), logging the change. h.mu must be held.
 func (e *Engine) quarantineLocked(h *health, until time.Time, kind QuarantineReason, reason string) {
-	if h.state == StateQuarantined && h.until.After(until) {
+	if h.until.After(until) {
 		until = h.until
 	}
 	if h.state == StateQuarantined && h.until.Equal(until) && h.reason == reason {
@@ -124,11 +125,20 @@ func (e *Engine) quarantineLocked(h *health, until time.Time, kind QuarantineRea
 		"until", until.UTC().Format(time.RFC3339Nano), "run_id", h.runID)
 }
 
-// settleLocked makes h up, unless its quarantine still runs, and logs the
-// change. h.mu must be held.
+// settleLocked makes h up, or quarantined again if its quarantine still
+// runs (it was down or unverified meanwhile), and logs the change. h.mu
+// must be held.
 func (e *Engine) settleLocked(h *health, now time.Time) {
 	prev := h.state
-	if prev == StateUp || prev == StateQuarantined && now.Before(h.until) {
+	if now.Before(h.until) {
+		if prev != StateQuarantined {
+			h.setLocked(StateQuarantined, h.until, h.quarantined)
+			e.cfg.Log.Warn("node quarantined again", "node", h.addr, "reason", h.quarantined,
+				"until", h.until.UTC().Format(time.RFC3339Nano), "run_id", h.runID)
+		}
+		return
+	}
+	if prev == StateUp {
 		return
 	}
 	h.setLocked(StateUp, time.Time{}, "")

@@ -424,3 +424,46 @@ func TestFlushedNodeIsQuarantined(t *testing.T) {
 		wantState(t, e, 1, StateUp, "")
 	})
 }
+
+// A quarantined node that is marked down (its connection reset) and comes
+// back before the quarantine ends is quarantined again, until the same
+// end: a down spell never shortens a quarantine.
+func TestQuarantineOutlivesADownSpell(t *testing.T) {
+	tests := []struct {
+		name   string
+		cause  func(f *fakeNode)
+		reason string
+	}{
+		{"restart", func(f *fakeNode) { f.restart("run-a2") }, "restarted"},
+		{"clock jump", func(f *fakeNode) { f.jump(500 * time.Millisecond) }, "clock jumped"},
+		{"flushed", func(f *fakeNode) {
+			f.mu.Lock()
+			f.keys, f.members = nil, nil
+			f.mu.Unlock()
+		}, "data lost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := threeFakes()
+				e := started(t, monitorConfig(t), fs)
+				time.Sleep(250 * time.Millisecond) // clock samples and records seen
+				tt.cause(fs[0])
+				time.Sleep(150 * time.Millisecond)
+				st := wantState(t, e, 0, StateQuarantined, tt.reason)
+				for spell := range 2 {
+					fs[0].fail(errors.New("read: connection reset by peer"))
+					e.Acquire(t.Context(), Lock{Keys: []string{"k"}, Token: "t"}, time.Second)
+					wantState(t, e, 0, StateDown, "unreachable")
+					fs[0].fail(nil)
+					time.Sleep(150 * time.Millisecond)
+					if got := wantState(t, e, 0, StateQuarantined, tt.reason); !got.Until.Equal(st.Until) {
+						t.Errorf("after down spell %d: Until = %v; want %v", spell+1, got.Until, st.Until)
+					}
+				}
+				time.Sleep(time.Until(st.Until) + 200*time.Millisecond)
+				wantState(t, e, 0, StateUp, "")
+			})
+		})
+	}
+}
