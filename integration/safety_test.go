@@ -331,3 +331,31 @@ func TestFlushedMasterIsQuarantined(t *testing.T) {
 		t.Errorf("node1 = %v; want reason data lost", f)
 	}
 }
+
+// A master that died while no request used it, and came back, counts at
+// once: the proxy's connection to the dead process is not reused.
+func TestMasterBackCountsAtOnce(t *testing.T) {
+	c := startNodes(t, 3)
+	cfg := safetyConfig()
+	p := mustStartMonitored(t, cfg, c.addrs...)
+	// A lock cycle opens the proxy's connection to every node.
+	if err := p.Client.SetNX(t.Context(), "warm", "t", time.Second).Err(); err != nil {
+		t.Fatalf("SET NX: %v", err)
+	}
+	c.kill(0)
+	waitState(t, p.Client, 0, "down", 5*time.Second) // seen by a probe, no request
+	c.procs[0] = restartRedis(t, c.procs[0])
+	c.killed[0] = false
+	waitState(t, p.Client, 0, "up", cfg.MaxTTL+5*time.Second)
+	downs := nodeInfo(t, p.Client, 0)["downs"]
+
+	if err := p.Client.SetNX(t.Context(), "back", "t", time.Second).Err(); err != nil {
+		t.Fatalf("SET NX with every master back: %v", err)
+	}
+	if v, ok := c.value(t, 0, "back"); !ok || v != "t" {
+		t.Errorf("node0 holds back = %q, %v; want t: its grant should have counted", v, ok)
+	}
+	if f := nodeInfo(t, p.Client, 0); f["state"] != "up" || f["downs"] != downs {
+		t.Errorf("node0 after the SET = %v; want up, downs still %s", f, downs)
+	}
+}

@@ -70,6 +70,13 @@ type connWatcher interface {
 	watchConnects(func(runID string))
 }
 
+// connDropper is a Node that keeps a connection across operations. After
+// the node is marked down, the next operation must not reuse it: the
+// process behind it may have died, and its first use would fail.
+type connDropper interface {
+	dropConnection()
+}
+
 // Found is what a release found at one key on one node.
 type Found int8
 

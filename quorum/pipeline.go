@@ -37,7 +37,10 @@ type pipeline struct {
 	// the pool (and its health check, a system call per command). Only
 	// the slot's holder touches it; nil until first used, and again after
 	// a failure may have left it with unread replies.
-	conn  *redis.Conn
+	conn *redis.Conn
+	// stale asks the slot's next holder to drop conn: the node was marked
+	// down, and conn may lead to a process that is gone.
+	stale atomic.Bool
 	queue chan *op
 	// slot holds a token while nothing is in flight; whoever takes it
 	// may write to the node.
@@ -82,6 +85,10 @@ func (p *pipeline) close() {
 
 // connection returns the connection to send on. The slot must be held.
 func (p *pipeline) connection() *redis.Conn {
+	if p.stale.Swap(false) && p.conn != nil {
+		p.conn.Close()
+		p.conn = nil
+	}
 	if p.conn == nil {
 		p.conn = p.c.Conn()
 	}
