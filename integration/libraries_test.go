@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,26 +19,33 @@ import (
 // Both sides must print the same checks, each "ok"; a check that passes
 // against redis-server and fails through the proxy is the proxy's bug.
 
-// sideBySide runs the program that run builds against one redis-server
-// and through the proxy over 5 masters, at once, and wants every check
-// from both; keys must be left on no master afterwards.
-func sideBySide(t *testing.T, checks, keys []string, run func(ctx context.Context, host, port string) *exec.Cmd) {
+// library is one client program and what it must print.
+type library struct {
+	checks []string // printed as "ok <check>", in order, on both sides
+	keys   []string // left on no master afterwards
+	idle   int      // seconds after which both servers close an idle client; 0: never
+	run    func(ctx context.Context, host, port string) *exec.Cmd
+}
+
+// sideBySide runs l's program against one redis-server and through the
+// proxy over 5 masters, at once, and wants every check from both.
+func sideBySide(t *testing.T, l library) {
 	t.Helper()
 	side := func(t *testing.T, addr string) {
 		host, port, _ := net.SplitHostPort(addr)
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
-		runChecks(t, run(ctx, host, port), checks)
+		runChecks(t, l.run(ctx, host, port), l.checks)
 	}
 	t.Run("one redis-server", func(t *testing.T) {
 		t.Parallel()
-		side(t, startRedis(t).Addr)
+		side(t, startRedis(t, "--timeout", strconv.Itoa(l.idle)).Addr)
 	})
 	t.Run("proxy over 5 masters", func(t *testing.T) {
 		t.Parallel()
-		c, p := setup(t, 5, proxy.Config{})
+		c, p := setup(t, 5, proxy.Config{IdleTimeout: time.Duration(l.idle) * time.Second})
 		side(t, p.Addr)
-		for _, k := range keys {
+		for _, k := range l.keys {
 			c.wantFreeEverywhere(t, k)
 		}
 	})
@@ -64,7 +72,7 @@ func TestMalkuschLockSideBySide(t *testing.T) {
 	needFile(t, "/usr/share/php/Malkusch/Lock/autoload.php", "php-malkusch-lock")
 	for _, kind := range []string{"phpredis", "predis"} {
 		t.Run(kind, func(t *testing.T) {
-			sideBySide(t, []string{
+			sideBySide(t, library{checks: []string{
 				"synchronized returns the code's result", "held while the code runs",
 				"pttl within timeout+1 seconds", "released after",
 				"contended synchronized times out", "released after contention",
@@ -72,9 +80,38 @@ func TestMalkuschLockSideBySide(t *testing.T) {
 				"exception in the code is rethrown", "released after the exception",
 				"other process holds the key", "blocking synchronized runs after the expiry", "released after waiting",
 				"stale release throws LockReleaseException", "new holder keeps the key", "new holder releases",
-			}, []string{"lock_mk"}, func(ctx context.Context, host, port string) *exec.Cmd {
+			}, keys: []string{"lock_mk"}, run: func(ctx context.Context, host, port string) *exec.Cmd {
 				return exec.CommandContext(ctx, php, filepath.Join("testdata", "malkusch.php"), host, port, "mk", kind)
-			})
+			}})
 		})
 	}
+}
+
+// redis-rb 4.8 (Debian ruby-redis), the lock code a Ruby user writes:
+// SET NX PX/EX, compare-and-delete by EVAL and by EVALSHA after SCRIPT
+// LOAD, a compare-and-pexpire extend, the WATCH/MULTI release and extend,
+// a polling blocking acquire; its handshake (:id as CLIENT SETNAME) and
+// its reconnect after a close and after the server closed an idle
+// connection.
+func TestRedisRbLockSideBySide(t *testing.T) {
+	ruby := needTool(t, "ruby")
+	if err := exec.Command(ruby, "-e", "require 'redis'").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("ruby cannot require redis (ruby-redis): %v", err)
+		}
+		t.Skipf("ruby cannot require redis: %v", err)
+	}
+	sideBySide(t, library{checks: []string{
+		"ping", "client setname from :id", "acquire", "get shows the token", "pttl within the ttl", "exists?",
+		"contended acquire is false", "contended acquire with ex is false",
+		"extend", "extend by a non-owner is 0", "release by a non-owner is 0",
+		"script load returns the sha1", "script exists", "release with evalsha", "free after release",
+		"stale release is 0", "stale extend is 0",
+		"acquire again", "watch/multi pexpire extends", "watch/multi release by a non-owner does nothing", "watch/multi release",
+		"other holds a short lock", "blocking acquire gets the key after the expiry",
+		"command after close reconnects", "name set again on reconnect",
+		"server closes the idle connection", "command after the server closed reconnects", "release after reconnect",
+	}, keys: []string{"rb-lock"}, idle: 1, run: func(ctx context.Context, host, port string) *exec.Cmd {
+		return exec.CommandContext(ctx, ruby, filepath.Join("testdata", "rblock.rb"), host, port, "rb-lock", "1")
+	}})
 }
