@@ -43,6 +43,30 @@ func (s *Server) quit(r *request) resp.Reply {
 	return resp.OK()
 }
 
+// RESET
+//
+// As Redis 7.0: the connection is as if it had just connected. Its
+// transaction and watch end, its subscriptions end without
+// confirmations, it speaks RESP2, loses its name and runs as the default
+// user, so where that user needs a password it must AUTH again (and is
+// under the pre-auth limits until it does).
+func (s *Server) reset(r *request) resp.Reply {
+	c := r.c
+	c.tx.reset()
+	if c.sub != nil {
+		c.sub.forget(s.hub)
+		markSubscribed(r.conn.NetConn(), false)
+	}
+	c.proto = resp.RESP2
+	c.name = ""
+	us := s.users.Load()
+	c.user, c.users, c.authed = us.Start(), us, false
+	if c.user == nil {
+		markUnauthenticated(r.conn.NetConn())
+	}
+	return resp.Status("RESET")
+}
+
 // AUTH [username] password
 func (s *Server) auth(r *request) resp.Reply {
 	switch len(r.args) {

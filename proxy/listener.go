@@ -283,6 +283,17 @@ func markAuthenticated(c net.Conn) {
 	}
 }
 
+// markUnauthenticated puts c back under the pre-auth limits, from its
+// next command (RESET where the default user needs a password).
+func markUnauthenticated(c net.Conn) {
+	if g, ok := c.(*guardedConn); ok && g.l != nil {
+		g.l.mu.Lock()
+		first := g.l.first
+		g.l.mu.Unlock()
+		g.f.SetLimits(first)
+	}
+}
+
 // markSubscribed exempts c from idle_timeout while on is true; c is the
 // net.Conn redcon's Conn.NetConn() returns. A no-op for other conns.
 func markSubscribed(c net.Conn, on bool) {

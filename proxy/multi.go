@@ -54,7 +54,7 @@ var queuedOnly = map[string]command{
 
 // runsInMulti lists the commands that run at once inside MULTI; every
 // other command is queued.
-var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true}
+var runsInMulti = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true}
 
 // observe records what a command run outside MULTI tells about the
 // watched key: the token a GET of it returned, or a write of it by this

@@ -245,6 +245,18 @@ func (s *Server) subscriberOf(r *request) *subscriber {
 }
 
 // leave drops every topic of a closed connection and its queue.
+// forget drops every topic, telling the client nothing (RESET). The
+// outbox stays: the connection goes on.
+func (sb *subscriber) forget(hub *pubsub.Hub) {
+	sb.mu.Lock()
+	topics := sb.order
+	sb.active, sb.order, sb.early, sb.kinds = map[pubsub.Topic]bool{}, nil, nil, [3]int{}
+	sb.mu.Unlock()
+	if hub != nil && len(topics) > 0 {
+		hub.Unsubscribe(sb, topics...)
+	}
+}
+
 func (sb *subscriber) leave(hub *pubsub.Hub) {
 	sb.mu.Lock()
 	topics := sb.order

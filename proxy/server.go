@@ -327,6 +327,7 @@ var commands = map[string]command{
 	"quit":   {arity: -1, noAuth: true, handler: (*Server).quit},
 	"auth":   {arity: -2, noAuth: true, handler: (*Server).auth},
 	"hello":  {arity: -1, noAuth: true, handler: (*Server).hello},
+	"reset":  {arity: 1, noAuth: true, handler: (*Server).reset},
 	"select": {arity: 2, handler: (*Server).selectDB},
 	"client": {arity: -2, subs: clientSubs, handler: (*Server).clientCmd},
 	// Cluster clients probe these and decide on Redis's exact text.
@@ -370,7 +371,13 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		conn.SetContext(c)
 	}
 	if rep, refused := s.admit(c, name, cmd.Args); refused {
-		if c.tx.multi {
+		switch {
+		case name == "exec":
+			// As Redis: an EXEC refused before it runs (NOAUTH, arity)
+			// discards the transaction, MULTI or not.
+			c.tx.reset()
+			rep = resp.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(rep.Text(), "ERR "))
+		case c.tx.multi:
 			c.tx.dirty = true // as Redis: EXEC will abort
 		}
 		if op := lockOps[name]; op != 0 {
