@@ -103,6 +103,8 @@ type health struct {
 	// start is when the node's process started, from its uptime.
 	start time.Time
 	clock clockSample
+	// lost is the last data-lost mark (lostPrefix) for the node acted on.
+	lost string
 }
 
 func newHealth(addr string) *health {

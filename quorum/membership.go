@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -97,9 +99,58 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 		h.previous = old
 	}
 	h.verified, h.pending = p.RunID, ""
+	for _, r := range recs {
+		if r.err == nil {
+			e.lostLocked(h, r.v[lostPrefix+h.addr], clockReading{node: p.Time, local: p.Local, rtt: p.RTT})
+		}
+	}
 	e.settleLocked(h, now)
 	h.mu.Unlock()
 	e.writeRecord(ctx, h.addr, p.RunID)
+}
+
+// lostPrefix starts a field of the membership record that says a node's
+// process lost its data without a restart (FLUSHALL): lostPrefix + addr
+// -> the run_id and the end of its quarantine on the node's own clock,
+// in Unix milliseconds. The proxy that sees the node's record vanish
+// writes it to every node, so that every other proxy, also one whose
+// probes never saw the record empty (the first proxy refilled it) or
+// one started later, quarantines the node until the same end.
+const lostPrefix = "lost:"
+
+// lostMark is the field's value for process runID, quarantined until
+// end on its own clock.
+func lostMark(runID string, end time.Time) string {
+	return runID + " " + strconv.FormatInt(end.UnixMilli(), 10)
+}
+
+// lostLocked quarantines h as mark says, if mark is about its current
+// process and its end is still ahead; at is a reading of h's clock
+// beside the proxy's, to move the end onto the proxy's clock (late by
+// the reading's round trip, never early). A node down or unverified is
+// quarantined when it is back (settleLocked). h.mu must be held.
+func (e *Engine) lostLocked(h *health, mark string, at clockReading) {
+	runID, ms, ok := strings.Cut(mark, " ")
+	if !ok || runID != h.runID || mark == h.lost || at.local.IsZero() {
+		return
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return
+	}
+	h.lost = mark
+	until := at.local.Add(time.UnixMilli(n).Sub(at.node) + at.rtt)
+	if !time.Now().Before(until) {
+		return
+	}
+	const reason = "data lost (membership record gone)"
+	if h.state == StateUp || h.state == StateQuarantined {
+		e.quarantineLocked(h, until, QuarantineDataLost, reason)
+		return
+	}
+	if until.After(h.until) {
+		h.until, h.quarantined = until, reason
+	}
 }
 
 // quarantine is how long a node stays out of the quorum: until every lock
@@ -133,7 +184,7 @@ func (e *Engine) settleLocked(h *health, now time.Time) {
 	if now.Before(h.until) {
 		if prev != StateQuarantined {
 			h.setLocked(StateQuarantined, h.until, h.quarantined)
-			e.cfg.Log.Warn("node quarantined again", "node", h.addr, "reason", h.quarantined,
+			e.cfg.Log.Warn("node quarantined", "node", h.addr, "reason", h.quarantined,
 				"until", h.until.UTC().Format(time.RFC3339Nano), "run_id", h.runID)
 		}
 		return
@@ -152,6 +203,12 @@ func (e *Engine) settleLocked(h *health, now time.Time) {
 // writeRecord sets addr's run_id in the membership record of every node
 // not down. A node it misses is filled in later by syncRecord.
 func (e *Engine) writeRecord(ctx context.Context, addr, runID string) {
+	e.writeFields(ctx, map[string]string{addr: runID})
+}
+
+// writeFields sets fields in the membership record of every node not
+// down.
+func (e *Engine) writeFields(ctx context.Context, fields map[string]string) {
 	down := make(map[Node]bool, len(e.nodes))
 	for i, n := range e.nodes {
 		down[n] = e.health[i].down.Load()
@@ -160,7 +217,7 @@ func (e *Engine) writeRecord(ctx context.Context, addr, runID string) {
 		if down[n] {
 			return struct{}{}, nil
 		}
-		return struct{}{}, n.SetMembers(ctx, map[string]string{addr: runID})
+		return struct{}{}, n.SetMembers(ctx, fields)
 	})
 }
 
@@ -176,16 +233,25 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	// restart (FLUSHALL): the locks it granted are gone too.
 	hi := e.health[i]
 	hi.mu.Lock()
+	mark := map[string]string{}
 	switch {
 	case len(rec) > 0:
 		hi.recorded = hi.runID
 	case hi.recorded == hi.runID && hi.runID == hi.verified && hi.state == StateUp:
 		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, "data lost (membership record gone)")
+		if at := hi.clock.last; !at.local.IsZero() {
+			hi.lost = lostMark(hi.runID, at.node.Add(hi.until.Sub(at.local)))
+			mark[lostPrefix+hi.addr] = hi.lost
+		}
 	}
 	hi.mu.Unlock()
+	if len(mark) > 0 {
+		e.writeFields(ctx, mark)
+	}
 	fix := map[string]string{}
 	for _, h := range e.health {
 		h.mu.Lock()
+		e.lostLocked(h, rec[lostPrefix+h.addr], h.clock.last)
 		v, ok := rec[h.addr]
 		until := h.start.Add(e.quarantine())
 		switch {

@@ -419,7 +419,11 @@ func TestFlushedNodeIsQuarantined(t *testing.T) {
 		if left := st.Until.Sub(flushed); left < quarantineFor || left > quarantineFor+200*time.Millisecond {
 			t.Errorf("quarantine ends %v after the flush; want about %v", left, quarantineFor)
 		}
-		wantRecord(t, fs[1], freshRecord) // refilled
+		// Refilled, and every record says b lost its data, until when.
+		for _, f := range fs {
+			wantRecord(t, f, map[string]string{"a": "run-a", "b": "run-b", "c": "run-c",
+				"lost:b": lostMark("run-b", st.Until)})
+		}
 		time.Sleep(quarantineFor + 200*time.Millisecond)
 		wantState(t, e, 1, StateUp, "")
 	})
@@ -466,4 +470,40 @@ func TestQuarantineOutlivesADownSpell(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A flushed node is quarantined by every proxy, also by one whose probes
+// never read its emptied record (another proxy refilled it first) and by
+// one started afterwards: the quarantine is in the records.
+func TestFlushSeenByOneProxyQuarantinesAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e1 := started(t, monitorConfig(t), fs)
+		time.Sleep(50 * time.Millisecond)
+		e2 := started(t, monitorConfig(t), fs) // probes 50ms after e1's
+		time.Sleep(130 * time.Millisecond)     // e1 probed at 100ms, e2 at 150ms
+		fs[1].mu.Lock()
+		fs[1].keys, fs[1].members = nil, nil // FLUSHALL, before e1's probe
+		fs[1].mu.Unlock()
+		flushed := time.Now()
+		time.Sleep(30 * time.Millisecond) // e1's probe at 200ms saw it and refilled
+		st1 := wantState(t, e1, 1, StateQuarantined, "data lost")
+		time.Sleep(150 * time.Millisecond) // e2 probed at 250ms and 350ms
+		st2 := wantState(t, e2, 1, StateQuarantined, "data lost")
+		if d := st2.Until.Sub(st1.Until).Abs(); d > 200*time.Millisecond {
+			t.Errorf("the second proxy's quarantine ends %v from the first's; want the same end", d)
+		}
+		e3 := started(t, monitorConfig(t), fs)
+		st3 := wantState(t, e3, 1, StateQuarantined, "data lost")
+		if d := st3.Until.Sub(st1.Until).Abs(); d > 200*time.Millisecond {
+			t.Errorf("a proxy started later: quarantine ends %v from the first's; want the same end", d)
+		}
+		if left := st1.Until.Sub(flushed); left < quarantineFor {
+			t.Errorf("quarantine ends %v after the flush; want at least %v", left, quarantineFor)
+		}
+		time.Sleep(time.Until(st1.Until) + 300*time.Millisecond)
+		for _, e := range []*Engine{e1, e2, e3} {
+			wantState(t, e, 1, StateUp, "")
+		}
+	})
 }
