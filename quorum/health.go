@@ -103,8 +103,9 @@ type health struct {
 	// start is when the node's process started, from its uptime.
 	start time.Time
 	clock clockSample
-	// lost is the last data-lost mark (lostPrefix) for the node acted on.
-	lost string
+	// lost is the last mark (lostPrefix) for the node acted on or made,
+	// and publish one this proxy made and has yet to write.
+	lost, publish string
 }
 
 func newHealth(addr string) *health {

@@ -44,6 +44,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	}
 	if reason := clockCheck(&h.clock, p, e.cfg.ClockJumpLimit, e.cfg.DriftFactor); reason != "" {
 		e.quarantineLocked(h, now.Add(e.quarantine()), QuarantineClock, reason)
+		e.markLocked(h, QuarantineClock)
 	}
 	switch p.RunID {
 	case h.verified:
@@ -110,18 +111,40 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 }
 
 // lostPrefix starts a field of the membership record that says a node's
-// process lost its data without a restart (FLUSHALL): lostPrefix + addr
-// -> the run_id and the end of its quarantine on the node's own clock,
-// in Unix milliseconds. The proxy that sees the node's record vanish
-// writes it to every node, so that every other proxy, also one whose
-// probes never saw the record empty (the first proxy refilled it) or
-// one started later, quarantines the node until the same end.
+// process may have lost locks without a restart: its data (FLUSHALL) or
+// its keys' expiry (a clock jump). lostPrefix + addr -> the run_id, the
+// end of its quarantine on the node's own clock in Unix milliseconds, and
+// the kind. The proxy that finds it writes it to every node, so that
+// every other proxy, also one that could not see it (its probes missed
+// the empty record, which the first proxy refilled, or it started after
+// the jump), quarantines the node until the same end.
 const lostPrefix = "lost:"
 
 // lostMark is the field's value for process runID, quarantined until
-// end on its own clock.
-func lostMark(runID string, end time.Time) string {
-	return runID + " " + strconv.FormatInt(end.UnixMilli(), 10)
+// end on its own clock, for kind.
+func lostMark(runID string, end time.Time, kind QuarantineReason) string {
+	return runID + " " + strconv.FormatInt(end.UnixMilli(), 10) + " " + string(kind)
+}
+
+// markLocked makes the mark of h's quarantine, to be written to every
+// record by publishMark. h.mu must be held.
+func (e *Engine) markLocked(h *health, kind QuarantineReason) {
+	if at := h.clock.last; !at.local.IsZero() && h.runID != "" {
+		h.lost = lostMark(h.runID, at.node.Add(h.until.Sub(at.local)), kind)
+		h.publish = h.lost
+	}
+}
+
+// publishMark writes node i's new mark, if it has one, to every record.
+func (e *Engine) publishMark(ctx context.Context, i int) {
+	h := e.health[i]
+	h.mu.Lock()
+	mark := h.publish
+	h.publish = ""
+	h.mu.Unlock()
+	if mark != "" {
+		e.writeFields(ctx, map[string]string{lostPrefix + h.addr: mark})
+	}
 }
 
 // lostLocked quarantines h as mark says, if mark is about its current
@@ -130,8 +153,9 @@ func lostMark(runID string, end time.Time) string {
 // the reading's round trip, never early). A node down or unverified is
 // quarantined when it is back (settleLocked). h.mu must be held.
 func (e *Engine) lostLocked(h *health, mark string, at clockReading) {
-	runID, ms, ok := strings.Cut(mark, " ")
-	if !ok || runID != h.runID || mark == h.lost || at.local.IsZero() {
+	runID, rest, _ := strings.Cut(mark, " ")
+	ms, kind, _ := strings.Cut(rest, " ")
+	if runID != h.runID || mark == h.lost || at.local.IsZero() {
 		return
 	}
 	n, err := strconv.ParseInt(ms, 10, 64)
@@ -143,9 +167,14 @@ func (e *Engine) lostLocked(h *health, mark string, at clockReading) {
 	if !time.Now().Before(until) {
 		return
 	}
-	const reason = "data lost (membership record gone)"
+	reason := "data lost (membership record gone)"
+	if QuarantineReason(kind) == QuarantineClock {
+		reason = "clock jumped (seen by another proxy)"
+	} else {
+		kind = string(QuarantineDataLost)
+	}
 	if h.state == StateUp || h.state == StateQuarantined {
-		e.quarantineLocked(h, until, QuarantineDataLost, reason)
+		e.quarantineLocked(h, until, QuarantineReason(kind), reason)
 		return
 	}
 	if until.After(h.until) {
@@ -233,21 +262,14 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	// restart (FLUSHALL): the locks it granted are gone too.
 	hi := e.health[i]
 	hi.mu.Lock()
-	mark := map[string]string{}
 	switch {
 	case len(rec) > 0:
 		hi.recorded = hi.runID
 	case hi.recorded == hi.runID && hi.runID == hi.verified && hi.state == StateUp:
 		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, "data lost (membership record gone)")
-		if at := hi.clock.last; !at.local.IsZero() {
-			hi.lost = lostMark(hi.runID, at.node.Add(hi.until.Sub(at.local)))
-			mark[lostPrefix+hi.addr] = hi.lost
-		}
+		e.markLocked(hi, QuarantineDataLost)
 	}
 	hi.mu.Unlock()
-	if len(mark) > 0 {
-		e.writeFields(ctx, mark)
-	}
 	fix := map[string]string{}
 	for _, h := range e.health {
 		h.mu.Lock()

@@ -106,6 +106,7 @@ func (e *Engine) check(ctx context.Context, i int) {
 	if rec, err := n.Members(pctx); err == nil {
 		e.syncRecord(pctx, i, rec)
 	}
+	e.publishMark(pctx, i)
 }
 
 // probeFailed is the breaker for the monitor's own probes.

@@ -422,7 +422,7 @@ func TestFlushedNodeIsQuarantined(t *testing.T) {
 		// Refilled, and every record says b lost its data, until when.
 		for _, f := range fs {
 			wantRecord(t, f, map[string]string{"a": "run-a", "b": "run-b", "c": "run-c",
-				"lost:b": lostMark("run-b", st.Until)})
+				"lost:b": lostMark("run-b", st.Until, QuarantineDataLost)})
 		}
 		time.Sleep(quarantineFor + 200*time.Millisecond)
 		wantState(t, e, 1, StateUp, "")
@@ -505,5 +505,30 @@ func TestFlushSeenByOneProxyQuarantinesAll(t *testing.T) {
 		for _, e := range []*Engine{e1, e2, e3} {
 			wantState(t, e, 1, StateUp, "")
 		}
+	})
+}
+
+// A proxy started after a node's clock jumped cannot see the jump in its
+// own samples; it quarantines the node from the mark of the proxy that
+// saw it, until the same end.
+func TestClockJumpSeenByOneProxyQuarantinesALaterOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e1 := started(t, monitorConfig(t), fs)
+		time.Sleep(250 * time.Millisecond)
+		fs[0].jump(500 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond)
+		st1 := wantState(t, e1, 0, StateQuarantined, "clock jumped")
+		e2 := started(t, monitorConfig(t), fs)
+		st2 := wantState(t, e2, 0, StateQuarantined, "clock jumped")
+		if d := st2.Until.Sub(st1.Until).Abs(); d > 200*time.Millisecond {
+			t.Errorf("the later proxy's quarantine ends %v from the first's; want the same end", d)
+		}
+		if m := fs[2].record()["lost:a"]; !strings.HasSuffix(m, " clock") {
+			t.Errorf("c's record has lost:a = %q; want a clock mark", m)
+		}
+		time.Sleep(time.Until(st1.Until) + 300*time.Millisecond)
+		wantState(t, e1, 0, StateUp, "")
+		wantState(t, e2, 0, StateUp, "")
 	})
 }
