@@ -115,3 +115,37 @@ func TestRedisRbLockSideBySide(t *testing.T) {
 		return exec.CommandContext(ctx, ruby, filepath.Join("testdata", "rblock.rb"), host, port, "rb-lock", "1")
 	}})
 }
+
+// Redis.pm 2.000 (Debian libredis-perl) and Redis::Fast 0.34
+// (libredis-fast-perl), the lock code a Perl user writes: SET NX PX/EX,
+// compare-and-delete by EVAL and by EVALSHA after SCRIPT LOAD, a
+// compare-and-pexpire extend, pipelined commands with callbacks, the
+// WATCH/MULTI release, a polling blocking acquire; name as CLIENT
+// SETNAME, and the reconnect after the server closed an idle connection.
+func TestPerlRedisLockSideBySide(t *testing.T) {
+	perl := needTool(t, "perl")
+	for _, kind := range []string{"Redis", "Redis::Fast"} {
+		t.Run(kind, func(t *testing.T) {
+			if err := exec.Command(perl, "-M"+kind, "-e", "1").Run(); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("perl cannot load %s: %v", kind, err)
+				}
+				t.Skipf("perl cannot load %s: %v", kind, err)
+			}
+			sideBySide(t, library{checks: []string{
+				"ping", "client setname from name", "acquire", "get shows the token", "pttl within the ttl", "exists",
+				"contended acquire is undef", "contended acquire with EX is undef",
+				"extend", "extend by a non-owner is 0", "release by a non-owner is 0",
+				"script load returns the sha1", "script exists", "release with evalsha", "free after release",
+				"stale release is 0", "stale extend is 0",
+				"pipelined acquire, contended acquire, get and stale release",
+				"watch/multi release by a non-owner does nothing", "watch/multi release",
+				"other holds a short lock", "blocking acquire gets the key after the expiry",
+				"server closes the idle connection", "command after the server closed reconnects",
+				"name set again on reconnect", "release after reconnect",
+			}, keys: []string{"pl-lock"}, idle: 1, run: func(ctx context.Context, host, port string) *exec.Cmd {
+				return exec.CommandContext(ctx, perl, filepath.Join("testdata", "pllock.pl"), host, port, "pl-lock", kind, "1")
+			}})
+		})
+	}
+}
