@@ -149,3 +149,50 @@ func TestPerlRedisLockSideBySide(t *testing.T) {
 		})
 	}
 }
+
+// Python's asyncio clients (Debian's /usr/bin/python3): redis-py 4.3's
+// redis.asyncio Lock (python3-redis), and the lock code an aioredis 1.3
+// user writes (python3-aioredis, which has no Redis lock of its own),
+// with 16 tasks racing over its pool and WATCH/MULTI on one of its
+// connections.
+func TestPythonAsyncioLockSideBySide(t *testing.T) {
+	py := needTool(t, systemPython)
+	for _, kind := range []struct {
+		module string
+		checks []string
+	}{
+		{"redis.asyncio", []string{
+			"acquire", "owned", "locked", "pttl within the timeout",
+			"extend add", "pttl after extend add", "extend replace_ttl", "pttl after extend replace_ttl",
+			"reacquire", "pttl after reacquire",
+			"contended non-blocking acquire", "contender does not own", "contended acquire with blocking_timeout",
+			"blocking acquire wins after the release", "release",
+			"acquire short lock", "short lock expired",
+			"stale extend raises LockNotOwnedError", "stale release raises LockNotOwnedError",
+			"release of an unacquired lock raises LockError",
+			"async with holds the lock", "async with released the lock",
+		}},
+		{"aioredis", []string{
+			"acquire", "get shows the token", "pttl within the ttl", "contended acquire is false",
+			"extend", "extend by a non-owner is 0", "release by a non-owner is 0",
+			"script load returns the sha1", "script exists", "release with evalsha", "free after release",
+			"stale release is 0", "16 racing acquires, one winner",
+			"watch/multi_exec pexpire extends", "watch/multi_exec release by a non-owner does nothing",
+			"watch/multi_exec release", "other holds a short lock",
+			"blocking acquire gets the key after the expiry", "release",
+		}},
+	} {
+		t.Run(kind.module, func(t *testing.T) {
+			if err := exec.Command(py, "-c", "import "+kind.module).Run(); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("%s cannot import %s: %v", py, kind.module, err)
+				}
+				t.Skipf("%s cannot import %s: %v", py, kind.module, err)
+			}
+			sideBySide(t, library{checks: kind.checks, keys: []string{"pa-lock", "pa-lock:stale", "pa-lock:with"},
+				run: func(ctx context.Context, host, port string) *exec.Cmd {
+					return exec.CommandContext(ctx, py, filepath.Join("testdata", "pyasync.py"), host, port, "pa-lock", kind.module)
+				}})
+		})
+	}
+}
