@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -98,7 +99,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 			anyRelease = anyRelease || ops[i] == EffectRelease
 		}
 	}
-	res := EffectResult{Keys: uniqueKeys(keys), Tokens: heldTokens(results, ops, args, eff.literals)}
+	res := EffectResult{Keys: uniqueKeys(keys), Tokens: heldTokens(results, ops, slices.Concat(args, keys), eff.literals)}
 	// undo removes the holds wherever they may have landed: on the nodes
 	// that took them and on those that failed.
 	undo := func() {
@@ -284,8 +285,8 @@ func classifyEffect(keys []KeyEffect, driftFactor float64) (op EffectOp, hold ti
 }
 
 // heldTokens are the own holders the holding nodes reported; when none
-// did, every ARGV value and constant, since a node that failed may hold
-// any of them.
+// did, every value of args (the call's ARGV and KEYS) and constant, since
+// a node that failed may hold any of them.
 func heldTokens(results []result[nodeEffect], ops []EffectOp, args, literals []string) []string {
 	seen := map[string]bool{}
 	var out []string

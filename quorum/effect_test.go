@@ -35,6 +35,7 @@ func TestEffectWrapperBranches(t *testing.T) {
 		setup    setup
 		body     string
 		lits     []string
+		keys     []string // KEYS; nil is just "k"
 		args     []string
 		refused  string // a substring of the reason, if refused
 		reply    Value
@@ -119,6 +120,13 @@ redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
 redis.call("ZADD", KEYS[1], now + 5000, ARGV[1])
 redis.call("PEXPIREAT", KEYS[1], now + 5000) return true`,
 			args: []string{"tok"}, reply: Value{Kind: ValueInt, Int: 1}, op: EffectHold},
+		{name: "a token shown among KEYS is its own (node-redis-warlock's touch)", setup: held("tok"),
+			body: `local key = KEYS[1] local ttl = KEYS[2] local id = KEYS[3]
+if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl, 'XX') else return 0 end`,
+			keys: []string{"k", "5000", "tok"}, reply: Value{Kind: ValueStatus, Str: "OK"}, op: EffectHold, want: "tok"},
+		{name: "a token among KEYS that is not the holder's: refused", setup: held("other"),
+			body: `return redis.call('SET', KEYS[1], KEYS[3], 'PX', KEYS[2])`, keys: []string{"k", "5000", "tok"},
+			refused: "another token's hold", want: "other"},
 		{name: "a key set to expire at once is no hold (Symfony's probe)", setup: none,
 			body: `local now = redis.call("TIME") redis.call("SET", KEYS[1], "1", "PX", 1) return 1`, lits: []string{"1"},
 			reply: Value{Kind: ValueInt, Int: 1}, op: EffectRead},
@@ -128,7 +136,11 @@ redis.call("PEXPIREAT", KEYS[1], now + 5000) return true`,
 			flush(t, admin)
 			tt.setup()
 			eff := e.Wrap(tt.body, testCommands, tt.lits)
-			ne, err := n.runEffect(t.Context(), eff.w, []string{"k"}, tt.args)
+			keys := tt.keys
+			if keys == nil {
+				keys = []string{"k"}
+			}
+			ne, err := n.runEffect(t.Context(), eff.w, keys, tt.args)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}

@@ -27,7 +27,7 @@ import (
 //
 // A holder is a string's value, a hash's field or a sorted set's member
 // (whose score is its expiry in ms, as Symfony writes it); it is own when
-// it is one of ARGV or of the script's own constants. The body's locals
+// it is one of ARGV or KEYS or of the script's own constants. The body's locals
 // cannot reach the wrapper's: script admission refuses every name that is
 // not the body's own local or an allowed global.
 const wrapperHead = `local __rlp_call, __rlp_tostring, __rlp_lower, __rlp_select = redis.call, tostring, string.lower, select
@@ -36,10 +36,13 @@ for _, k in ipairs(KEYS) do
   if not __rlp_iskey[k] then __rlp_keys[#__rlp_keys + 1] = k end
   __rlp_iskey[k] = true
 end
--- ARGV as the call gave it: the body can change ARGV (through a local
--- alias, or table.insert), and the own tokens are the call's.
+-- ARGV and KEYS as the call gave them: the body can change ARGV (through
+-- a local alias, or table.insert), and the own tokens are the call's. A
+-- token shown among KEYS proves ownership as one in ARGV does
+-- (node-redis-warlock's touch passes it as KEYS[3]).
 local __rlp_argv = {}
 for i = 1, #ARGV do __rlp_argv[i] = ARGV[i] end
+for i = 1, #KEYS do __rlp_argv[#ARGV + i] = KEYS[i] end
 -- isown tells whether v is one of them or of the literals, without a
 -- set: a string key asks at most three times. ownset is the same as a
 -- set, built on first use, for the loops over hash fields and members.

@@ -48,7 +48,7 @@ type KeyEffect struct {
 	BeforeTTL, AfterTTL time.Duration // PTTL; negative as Redis reports it
 	// BeforeOwn and AfterOwn are the holders (string value, hash field,
 	// sorted-set member still valid) that are one of the call's ARGV or
-	// the script's constants.
+	// KEYS or the script's constants.
 	BeforeOwn, AfterOwn []string
 	Changed             bool
 	// Hold is how long the own holders have left after the run: the key's
