@@ -22,9 +22,12 @@ import (
 // library is one client program and what it must print.
 type library struct {
 	checks []string // printed as "ok <check>", in order, on both sides
-	keys   []string // left on no master afterwards
-	idle   int      // seconds after which both servers close an idle client; 0: never
-	run    func(ctx context.Context, host, port string) *exec.Cmd
+	// proxyChecks, when set, are printed through the proxy instead: a
+	// documented difference from one Redis, which the checks name.
+	proxyChecks []string
+	keys        []string // left on no master afterwards
+	idle        int      // seconds after which both servers close an idle client; 0: never
+	run         func(ctx context.Context, host, port string) *exec.Cmd
 }
 
 // sideBySide runs l's program against one redis-server and through the
@@ -44,6 +47,9 @@ func sideBySide(t *testing.T, l library) {
 	t.Run("proxy over 5 masters", func(t *testing.T) {
 		t.Parallel()
 		c, p := setup(t, 5, proxy.Config{IdleTimeout: time.Duration(l.idle) * time.Second})
+		if l.proxyChecks != nil {
+			l.checks = l.proxyChecks
+		}
 		side(t, p.Addr)
 		for _, k := range l.keys {
 			c.wantFreeEverywhere(t, k)
@@ -192,6 +198,59 @@ func TestPythonAsyncioLockSideBySide(t *testing.T) {
 			sideBySide(t, library{checks: kind.checks, keys: []string{"pa-lock", "pa-lock:stale", "pa-lock:with"},
 				run: func(ctx context.Context, host, port string) *exec.Cmd {
 					return exec.CommandContext(ctx, py, filepath.Join("testdata", "pyasync.py"), host, port, "pa-lock", kind.module)
+				}})
+		})
+	}
+}
+
+// Lock libraries from npm (pinned in .ci/npm-packages): redis-semaphore
+// 5.8 (Mutex and Semaphore over ioredis), redlock 4.2 (node-redlock v4
+// over ioredis), node-redis-warlock 1.0 (over ioredis) and
+// simple-redis-mutex 3.0 (over node-redis v5). Semaphore's ZREM release
+// and simple-redis-mutex's INCR fencing counter are refused through the
+// proxy (README, "Differences from one Redis": other Redis commands).
+func TestNpmLockLibrariesSideBySide(t *testing.T) {
+	for _, lib := range []struct {
+		name, module string
+		checks       []string
+		proxyChecks  []string
+	}{
+		{"redis-semaphore", "redis-semaphore", []string{
+			"acquire", "key holds the identifier", "pttl within lockTimeout",
+			"contended tryAcquire is false", "contended acquire throws TimeoutError", "refresh extends",
+			"release by a non-holder leaves the key", "release", "blocking acquire wins after the release",
+			"lost lock reported by the refresh", "the new holder keeps the key",
+			"semaphore grants 2 of limit 2", "semaphore release frees a slot", "semaphore released",
+		}, []string{
+			"acquire", "key holds the identifier", "pttl within lockTimeout",
+			"contended tryAcquire is false", "contended acquire throws TimeoutError", "refresh extends",
+			"release by a non-holder leaves the key", "release", "blocking acquire wins after the release",
+			"lost lock reported by the refresh", "the new holder keeps the key",
+			"semaphore grants 2 of limit 2", "semaphore release refused: ERR unknown command 'zrem'", "semaphore key expires",
+		}},
+		{"redlock4", "redlock", []string{
+			"lock", "pttl within the ttl", "contended lock fails with LockError", "extend", "unlock",
+			"extend after unlock fails with LockError", "stale unlock fails with LockError",
+			"retrying lock wins after the unlock", "multi-resource lock", "multi-resource unlock",
+		}, nil},
+		{"warlock", "node-redis-warlock", []string{
+			"lock", "pttl within the ttl", "contended lock gets no unlock", "touch extends", "touch by a non-owner is 0",
+			"unlock", "stale unlock is 0", "optimistic lock wins after the expiry", "released",
+		}, nil},
+		{"simple-redis-mutex", "simple-redis-mutex", []string{
+			"tryLock", "contended tryLock is false", "refreshTimeout", "waiting lock woken by the release", "released",
+		}, []string{
+			"tryLock refused: ERR 'incr' is not supported: redlock-proxy serves lock commands only", "the lock taken expires",
+		}},
+	} {
+		t.Run(lib.name, func(t *testing.T) {
+			needNodeModule(t, lib.module)
+			sideBySide(t, library{checks: lib.checks, proxyChecks: lib.proxyChecks,
+				keys: []string{"mutex:nl-lock", "semaphore:nl-lock", "nl-lock", "nl-lock:a", "nl-lock:b", "nl-lock:lock", "@simple-redis-mutex:lock-nl-lock"},
+				run: func(ctx context.Context, host, port string) *exec.Cmd {
+					cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "npmlocks.js"), host, port, "nl-lock", lib.name)
+					cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)
+					return cmd
 				}})
 		})
 	}

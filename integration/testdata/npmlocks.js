@@ -1,0 +1,279 @@
+// Drive Redis lock libraries from npm (pinned in .ci/npm-packages) with
+// the server at HOST PORT as their only Redis. The same script runs
+// against one redis-server and through redlock-proxy; the test compares
+// what it prints.
+//
+// Usage: node npmlocks.js HOST PORT KEY LIBRARY
+// LIBRARY: redis-semaphore | redlock4 | warlock | simple-redis-mutex
+// Prints "ok <check>" or "FAIL <check>: <why>" per check; exits 1 if any
+// check failed, 2 if the script itself broke.
+'use strict';
+
+const [host, portText, key, library] = process.argv.slice(2);
+const port = Number(portText);
+
+let failures = 0;
+function check(name, cond, why = '') {
+  if (cond) {
+    console.log(`ok ${name}`);
+  } else {
+    failures++;
+    console.log(`FAIL ${name}: ${why}`);
+  }
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// waitFor polls cond until it holds or 10s pass.
+async function waitFor(cond) {
+  const deadline = Date.now() + 10000;
+  while (!(await cond())) {
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
+function ioredis() {
+  const Redis = require('ioredis');
+  return new Redis({ host, port, maxRetriesPerRequest: 1, lazyConnect: false });
+}
+
+// redis-semaphore 5.8 over ioredis: Mutex (SET NX PX, its compare-and-
+// pexpire refresh and compare-and-delete release, its TimeoutError, the
+// lost-lock callback) and Semaphore (a sorted set, released by ZREM).
+async function redisSemaphore() {
+  const { Mutex, Semaphore, TimeoutError, LostLockError } = require('redis-semaphore');
+  const r = ioredis();
+  const raw = ioredis();
+  try {
+    const m = new Mutex(r, key, { lockTimeout: 3000, acquireTimeout: 500, retryInterval: 20, refreshInterval: 0 });
+    await m.acquire();
+    check('acquire', m.isAcquired === true);
+    const token = await raw.get(`mutex:${key}`);
+    check('key holds the identifier', token === m.identifier, token);
+    const pttl = await raw.pttl(`mutex:${key}`);
+    check('pttl within lockTimeout', pttl > 0 && pttl <= 3000, pttl);
+
+    const m2 = new Mutex(r, key, { lockTimeout: 3000, acquireTimeout: 300, retryInterval: 20, refreshInterval: 0 });
+    check('contended tryAcquire is false', (await m2.tryAcquire()) === false && m2.isAcquired === false);
+    let err = null;
+    const t0 = Date.now();
+    try {
+      await m2.acquire();
+    } catch (e) {
+      err = e;
+    }
+    check('contended acquire throws TimeoutError', err instanceof TimeoutError && Date.now() - t0 >= 250, String(err));
+
+    const m3 = new Mutex(r, key, { lockTimeout: 6000, identifier: m.identifier, acquiredExternally: true, refreshInterval: 0 });
+    const refreshed = await m3.tryAcquire(); // acquiredExternally: a refresh
+    const pttl2 = await raw.pttl(`mutex:${key}`);
+    check('refresh extends', refreshed === true && pttl2 > 3000 && pttl2 <= 6000, pttl2);
+
+    await m2.release(); // never acquired: nothing is sent
+    check('release by a non-holder leaves the key', (await raw.get(`mutex:${key}`)) === m.identifier);
+    await m.release();
+    check('release', m.isAcquired === false && (await raw.exists(`mutex:${key}`)) === 0);
+
+    // The blocking acquire wins once the holder releases.
+    const holder = new Mutex(r, key, { lockTimeout: 3000, refreshInterval: 0 });
+    await holder.acquire();
+    const waiter = new Mutex(r, key, { lockTimeout: 3000, acquireTimeout: 10000, retryInterval: 20, refreshInterval: 0 });
+    const waited = waiter.acquire();
+    await sleep(200);
+    await holder.release();
+    await waited;
+    check('blocking acquire wins after the release', waiter.isAcquired === true && (await raw.get(`mutex:${key}`)) === waiter.identifier);
+    await waiter.release();
+
+    // Refreshing a lock that another client took over fails: onLockLost
+    // gets a LostLockError.
+    let lost = null;
+    const victim = new Mutex(r, key, { lockTimeout: 2000, refreshInterval: 100, onLockLost: (e) => { lost = e; } });
+    await victim.acquire();
+    const RELEASE = 'if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end';
+    await raw.eval(RELEASE, 1, `mutex:${key}`, victim.identifier);
+    await raw.set(`mutex:${key}`, 'thief', 'PX', 3000, 'NX');
+    check('lost lock reported by the refresh', await waitFor(() => lost !== null) && lost instanceof LostLockError, String(lost));
+    check('the new holder keeps the key', (await raw.get(`mutex:${key}`)) === 'thief' && victim.isAcquired === false);
+    await raw.eval(RELEASE, 1, `mutex:${key}`, 'thief');
+
+    // Semaphore: two of limit 2 acquire, the third does not. Its release
+    // is a plain ZREM, which the proxy refuses (not a lock command): the
+    // check names the refusal, and the members expire with the key.
+    const s = [0, 1, 2].map(() => new Semaphore(r, key, 2, { lockTimeout: 1000, acquireTimeout: 300, retryInterval: 20, refreshInterval: 0 }));
+    const got = [];
+    for (const x of s) got.push(await x.tryAcquire());
+    check('semaphore grants 2 of limit 2', got.join(',') === 'true,true,false', got.join(','));
+    try {
+      await s[0].release();
+      check('semaphore release frees a slot', (await s[2].tryAcquire()) === true);
+      await s[1].release();
+      await s[2].release();
+      check('semaphore released', (await raw.exists(`semaphore:${key}`)) === 0);
+    } catch (e) {
+      check(`semaphore release refused: ${e.message.split(',')[0]}`, true);
+      check('semaphore key expires', await waitFor(async () => (await raw.exists(`semaphore:${key}`)) === 0));
+    }
+  } finally {
+    r.disconnect();
+    raw.disconnect();
+  }
+}
+
+// redlock 4.2 (node-redlock v4) over ioredis: lock, extend, unlock, and
+// contention, each by its own scripts.
+async function redlock4() {
+  const Redlock = require('redlock');
+  const r = ioredis();
+  const redlock = new Redlock([r], { retryCount: 0 });
+  try {
+    const lock = await redlock.lock(key, 3000);
+    check('lock', (await r.get(key)) === lock.value);
+    const pttl = await r.pttl(key);
+    check('pttl within the ttl', pttl > 0 && pttl <= 3000, pttl);
+    let err = null;
+    try {
+      await redlock.lock(key, 3000);
+    } catch (e) {
+      err = e;
+    }
+    check('contended lock fails with LockError', err instanceof Redlock.LockError, String(err));
+    const extended = await lock.extend(6000);
+    const pttl2 = await r.pttl(key);
+    check('extend', pttl2 > 3000 && pttl2 <= 6000 && extended.value === lock.value, pttl2);
+    await lock.unlock();
+    check('unlock', (await r.exists(key)) === 0);
+    err = null;
+    try {
+      await lock.extend(1000);
+    } catch (e) {
+      err = e;
+    }
+    check('extend after unlock fails with LockError', err instanceof Redlock.LockError, String(err));
+    err = null;
+    try {
+      await lock.unlock();
+    } catch (e) {
+      err = e;
+    }
+    check('stale unlock fails with LockError', err instanceof Redlock.LockError, String(err));
+
+    // A retrying lock wins once the holder unlocks.
+    const waiting = new Redlock([r], { retryCount: 200, retryDelay: 20, retryJitter: 5 });
+    const holder = await redlock.lock(key, 3000);
+    const p = waiting.lock(key, 3000);
+    await sleep(200);
+    await holder.unlock();
+    const won = await p;
+    check('retrying lock wins after the unlock', (await r.get(key)) === won.value);
+    await won.unlock();
+
+    // Multiple resources in one lock.
+    const multi = await redlock.lock([`${key}:a`, `${key}:b`], 3000);
+    check('multi-resource lock', (await r.get(`${key}:a`)) === multi.value && (await r.get(`${key}:b`)) === multi.value);
+    await multi.unlock();
+    check('multi-resource unlock', (await r.exists(`${key}:a`, `${key}:b`)) === 0);
+  } finally {
+    r.disconnect();
+  }
+}
+
+// node-redis-warlock 1.0 over ioredis: lock, contention, touch, unlock
+// by its scripts (EVALSHA, SCRIPT LOAD on NOSCRIPT), optimistic retrying.
+// (Over node-redis v5's legacy client it cannot run even against one
+// Redis: that client has no script or evalsha method.)
+async function warlock() {
+  const client = ioredis();
+  const close = () => client.disconnect();
+  const get = (k) => new Promise((resolve, reject) => client.get(k, (e, v) => (e ? reject(e) : resolve(v))));
+  const pttl = (k) => new Promise((resolve, reject) => client.pttl(k, (e, v) => (e ? reject(e) : resolve(Number(v)))));
+  try {
+    const w = require('node-redis-warlock')(client);
+    const lock = (k, ttl) => new Promise((resolve, reject) => w.lock(k, ttl, (e, unlock, id) => (e ? reject(e) : resolve([unlock, id]))));
+    const [unlock, id] = await lock(key, 3000);
+    check('lock', typeof unlock === 'function' && (await get(`${key}:lock`)) === id);
+    const t = await pttl(`${key}:lock`);
+    check('pttl within the ttl', t > 0 && t <= 3000, t);
+    const [unlock2] = await lock(key, 3000);
+    check('contended lock gets no unlock', unlock2 === false);
+    const touched = await w.touch(key, id, 6000);
+    const t2 = await pttl(`${key}:lock`);
+    check('touch extends', touched === 'OK' && t2 > 3000 && t2 <= 6000, `${touched} ${t2}`);
+    check('touch by a non-owner is 0', Number(await w.touch(key, 'other', 6000)) === 0);
+    const n = await new Promise((resolve, reject) => unlock((e, res) => (e ? reject(e) : resolve(res))));
+    check('unlock', Number(n) === 1 && (await get(`${key}:lock`)) === null, n);
+    const n2 = await new Promise((resolve, reject) => w.unlock(key, id, (e, res) => (e ? reject(e) : resolve(res))));
+    check('stale unlock is 0', Number(n2) === 0, n2);
+
+    // optimistic: retries until the short lock expires.
+    const [, other] = await lock(key, 400);
+    const t0 = Date.now();
+    const unlock3 = await new Promise((resolve, reject) => w.optimistic(key, 3000, 200, 20, (e, u) => (e ? reject(e) : resolve(u))));
+    check('optimistic lock wins after the expiry', typeof unlock3 === 'function' && (await get(`${key}:lock`)) !== other && Date.now() - t0 > 150);
+    await new Promise((resolve, reject) => unlock3((e) => (e ? reject(e) : resolve())));
+    check('released', (await get(`${key}:lock`)) === null);
+  } finally {
+    close();
+  }
+}
+
+// simple-redis-mutex 3.0 over node-redis v5: tryLock, contention, the
+// fencing token, refreshTimeout, release (its script publishes the
+// release), and a waiting lock woken by that message. Its tryLock takes
+// the fencing token with INCR after the SET, which the proxy refuses:
+// through the proxy the check names the refusal, and the lock it did
+// take expires.
+async function simpleRedisMutex() {
+  const { createClient } = require('redis');
+  const { lock, tryLock } = require('simple-redis-mutex');
+  const r = createClient({ socket: { host, port } });
+  await r.connect();
+  const lockKey = `@simple-redis-mutex:lock-${key}`;
+  try {
+    let hasLock;
+    let release;
+    try {
+      [hasLock, release] = await tryLock(r, key, { timeout: 1500 });
+    } catch (e) {
+      check(`tryLock refused: ${e.message}`, true);
+      check('the lock taken expires', await waitFor(async () => (await r.exists(lockKey)) === 0));
+      return;
+    }
+    check('tryLock', hasLock === true && release.fencingToken >= 1);
+    const [again] = await tryLock(r, key, { timeout: 1500 });
+    check('contended tryLock is false', again === false);
+    await release.refreshTimeout();
+    const t = await r.pTTL(lockKey);
+    check('refreshTimeout', t > 1000 && t <= 1500, t);
+    const waiting = lock(r, key, { timeout: 3000, pollingInterval: 100000, failAfter: 10000 });
+    await sleep(100);
+    const t0 = Date.now();
+    await release();
+    const release2 = await waiting;
+    check('waiting lock woken by the release', Date.now() - t0 < 5000 && release2.fencingToken > release.fencingToken);
+    await release2();
+    check('released', (await r.exists(lockKey)) === 0);
+  } catch (e) {
+    console.log(`BROKE ${e && e.stack ? e.stack : e}`);
+    process.exit(2);
+  } finally {
+    await r.quit().catch(() => {});
+    process.exit(failures > 0 ? 1 : 0); // its subscriber would keep node running
+  }
+}
+
+const libraries = {
+  'redis-semaphore': redisSemaphore,
+  redlock4,
+  warlock,
+  'simple-redis-mutex': simpleRedisMutex,
+};
+
+libraries[library]().then(
+  () => process.exit(failures > 0 ? 1 : 0),
+  (e) => {
+    console.log(`BROKE ${e && e.stack ? e.stack : e}`);
+    process.exit(2);
+  },
+);
