@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -251,6 +252,42 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 					cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "npmlocks.js"), host, port, "nl-lock", lib.name)
 					cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)
 					return cmd
+				}})
+		})
+	}
+}
+
+// Laravel's cache locks (Debian php-illuminate-cache 8.83 over
+// php-illuminate-redis): PhpRedisLock over php-redis and RedisLock over
+// Predis, as Cache::lock() builds them: get, get with a callback, a
+// restored owner's release, block and its LockTimeoutException; and the
+// Redis funnel. forceRelease (a plain DEL) and the funnel's MGET script
+// are refused through the proxy (README, "Differences from one Redis":
+// DEL; EVAL of a script that is not a recognised lock script).
+func TestLaravelCacheLockSideBySide(t *testing.T) {
+	php := needTool(t, "php")
+	needFile(t, "/usr/share/php/Illuminate/Cache/RedisLock.php", "php-illuminate-cache")
+	needFile(t, "/usr/share/php/Illuminate/Redis/Connections/PredisConnection.php", "php-illuminate-redis")
+	common := []string{
+		"get acquires", "the key holds the owner", "ttl within the seconds", "contended get is false",
+		"release by a non-owner is false", "a restored lock releases", "stale release is false",
+		"get with a callback runs it under the lock", "released after the callback",
+		"block(0) of a held lock times out", "block waits for the expiry", "released after block",
+	}
+	funnelRefused := map[string]string{
+		"phpredis": `funnel refused: Illuminate\Contracts\Redis\LimiterTimeoutException after ERR unsupported script: MGET is not a lock command (line 1)`,
+		"predis":   "funnel refused: ERR unsupported script: MGET is not a lock command (line 1)",
+	}
+	for _, kind := range []string{"phpredis", "predis"} {
+		t.Run(kind, func(t *testing.T) {
+			sideBySide(t, library{
+				checks: append(slices.Clip(common), "forceRelease deletes", "funnel runs the callback in a slot", "funnel slot released"),
+				proxyChecks: append(slices.Clip(common),
+					"forceRelease refused: ERR DEL is refused: release a lock with its token through the compare-and-delete script",
+					"the owner still releases", funnelRefused[kind]),
+				keys: []string{"lv-lock", "lv-lock:funnel1", "lv-lock:funnel2"},
+				run: func(ctx context.Context, host, port string) *exec.Cmd {
+					return exec.CommandContext(ctx, php, filepath.Join("testdata", "laravel.php"), host, port, "lv-lock", kind)
 				}})
 		})
 	}
