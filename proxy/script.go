@@ -69,7 +69,10 @@ func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
 		if err != nil {
 			return served{}, sha, resp.Error("ERR unsupported script: " + err.Error()), false
 		}
-		sv = served{eff: c.wrap(string(body), adm.Literals)}
+		// The masters run the admitted tree as admission printed it,
+		// never the client's bytes: Redis's Lua lexer could read those
+		// otherwise than admission did.
+		sv = served{eff: c.wrap(adm.Source, adm.Literals)}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

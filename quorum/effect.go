@@ -18,9 +18,11 @@ type Effect struct {
 // Wrap wraps a client's script body. commands is the allow-list: command
 // name (lower case) -> 0 (no key), 1 (first argument is a key) or 2
 // (every argument is a key). literals are the body's constants that it
-// may write as tokens besides its ARGV. The body must have been admitted:
-// a body that does not parse as a Lua chunk could break out of the
-// wrapper.
+// may write as tokens besides its ARGV. The body must be an admitted
+// script's Source (script.Admission), never the client's own bytes: the
+// nodes read it with Redis's Lua lexer, and only the re-printed text is
+// read by it as admission read it; other text could break out of the
+// wrapper or reach its locals.
 func (e *Engine) Wrap(body string, commands map[string]int, literals []string) *Effect {
 	return &Effect{w: newScript(wrapBody(body, commands, literals, e.cfg.MaxTTL)), literals: literals}
 }

@@ -68,6 +68,12 @@ type Admission struct {
 	// token besides its ARGV (Symfony's "__write__", the "1" of its TIME
 	// probe, Redisson's unlock latch).
 	Literals []string
+	// Source is the script as the masters run it: the admitted tree
+	// printed back as plain Lua 5.1 (print.go), so that what runs is what
+	// admission read, whatever Redis's lexer would make of the client's
+	// own bytes. Admit(Source) admits it with the same Literals and
+	// Source.
+	Source string
 }
 
 // Refusal says why a script is not served and where.
@@ -102,7 +108,11 @@ func Admit(body []byte) (Admission, error) {
 	if a.err != nil {
 		return Admission{}, a.err
 	}
-	return Admission{Literals: a.order}, nil
+	src, refusal := reprint(body, chunk)
+	if refusal != nil {
+		return Admission{}, refusal
+	}
+	return Admission{Literals: a.order, Source: src}, nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -180,6 +190,10 @@ func (a *admitter) stmt(s ast.Stmt) {
 		}
 		a.exprs(s.Rhs)
 	case *ast.FuncCallStmt:
+		if c, ok := s.Expr.(*ast.FuncCallExpr); ok && c.AdjustRet {
+			a.refuse(s.Line(), "a call in parentheses is not a statement in Lua 5.1")
+			return
+		}
 		a.expr(s.Expr)
 	case *ast.DoBlockStmt:
 		a.scoped(s.Stmts)
@@ -283,11 +297,13 @@ func (a *admitter) expr(e ast.Expr) {
 	switch e := e.(type) {
 	case *ast.TrueExpr, *ast.FalseExpr, *ast.NilExpr, *ast.Comma3Expr:
 	case *ast.NumberExpr:
-		if f, err := strconv.ParseFloat(e.Value, 64); err == nil {
-			a.literal(strconv.FormatFloat(f, 'g', 14, 64))
-		} else if n, err := strconv.ParseInt(strings.TrimPrefix(strings.ToLower(e.Value), "0x"), 16, 64); err == nil {
-			a.literal(strconv.FormatInt(n, 10))
+		f, err := luaNumber(e.Value)
+		if err != nil {
+			a.refuse(e.Line(), "%v", err)
+			return
 		}
+		// As Redis passes a number to a command: %.14g.
+		a.literal(strconv.FormatFloat(f, 'g', 14, 64))
 	case *ast.StringExpr:
 		a.literal(e.Value)
 	case *ast.IdentExpr:

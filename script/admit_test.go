@@ -80,6 +80,10 @@ var refuseTable = []struct {
 	{"goto (Lua 5.2)", "goto done\n::done::\nreturn 1", "not Lua 5.1", 1},
 	{"syntax error", `return redis.call("get", KEYS[1]`, "does not parse", 0},
 	{"NUL byte", "return 1\x00", "NUL byte", 0},
+	{"a call in parentheses as a statement (Lua 5.1 refuses it)", "local a = 1\n(tostring(a))", "not a statement", 2},
+	{"a numeral gopher-lua lexes oddly", "local a = 3e)", `the number "3e)" is malformed`, 1},
+	{"a number out of range", "return 1e400", "out of range", 1},
+	{"a hexadecimal number out of range", "return 0x10000000000000000", "out of range", 1},
 }
 
 func TestAdmitServesLockScripts(t *testing.T) {
@@ -111,9 +115,11 @@ func TestAdmitRefusesWithReasonAndLine(t *testing.T) {
 	}
 }
 
-// FuzzAdmit checks that Admit never panics, and that whatever it admits
-// stays admitTable inside the wrapper's function body: the body plus a
-// closing "end" must not be able to end the function early.
+// FuzzAdmit checks that Admit never panics; that whatever it admits
+// stays admitted inside the wrapper's function body (the body plus a
+// closing "end" must not be able to end the function early); and that its
+// Source, what the masters run, is admitted with the same literals and
+// prints as itself.
 func FuzzAdmit(f *testing.F) {
 	for _, tt := range admitTable {
 		f.Add(tt.body)
@@ -121,10 +127,15 @@ func FuzzAdmit(f *testing.F) {
 	for _, tt := range refuseTable {
 		f.Add(tt.body)
 	}
+	for _, tt := range printTable {
+		f.Add(tt.body)
+	}
 	f.Fuzz(func(t *testing.T, body string) {
-		if _, err := Admit([]byte(body)); err != nil {
+		a, err := Admit([]byte(body))
+		if err != nil {
 			return
 		}
+		wantFixedPoint(t, body, a)
 		wrapped := "local function f(...)\n" + body + "\nend\nreturn f()"
 		if _, err := Admit([]byte(wrapped)); err != nil {
 			t.Fatalf("admitTable %q, but not inside a function: %v", body, err)

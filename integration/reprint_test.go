@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+)
+
+// goZeroLockWrittenHard is go-zero's acquire written with what Redis's Lua
+// lexer and gopher-lua could read apart: comments (one long, holding
+// "]]"), long-bracket strings, decimal escapes, \r\n and \r line ends, and
+// an escape "\300" that gopher-lua reads as "," (300 mod 256) while Redis's
+// Lua 5.1 refuses the whole script ("escape sequence too large").
+const goZeroLockWrittenHard = "-- go-zero's acquire, written the hard way\r\n" +
+	"--[==[ a long comment with ]] inside ]==]\r\n" +
+	"local px = [[PX]] -- a long-bracket string\r\n" +
+	"local ok = \"\\079\\075\" -- \"OK\" by decimal escapes\r\n" +
+	"local note = \"\\300\"\r" +
+	"if redis.call(\"GET\", KEYS[1]) == ARGV[1] then\r" +
+	"  redis.call('SET', KEYS[1], ARGV[1], px, ARGV[2])\r" +
+	"  return ok\r" +
+	"else\r" +
+	"  return redis.call(\"SET\", KEYS[1], ARGV[1], \"NX\", [==[PX]==], ARGV[2])\r" +
+	"end"
+
+// TestEffectScriptRunsAsAdmissionReadIt: the masters run the script as
+// admission re-printed it, not the client's bytes. The body above does
+// not even compile on a plain Redis, yet through the proxy it acquires,
+// is refused when taken, re-enters with its bulk "OK" and leaves the
+// lock on every master.
+func TestEffectScriptRunsAsAdmissionReadIt(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	err := direct(t, c.addrs[0]).Eval(ctx, goZeroLockWrittenHard, []string{"plain"}, "tok", "2000").Err()
+	if err == nil || !strings.Contains(err.Error(), "escape sequence too large") {
+		t.Fatalf("EVAL on a plain redis-server: %v; want Lua 5.1's refusal of \\300", err)
+	}
+	cl := newClient(t, p.Addr, nil)
+	key := "hard:lock"
+	if v, err := cl.Eval(ctx, goZeroLockWrittenHard, []string{key}, "tok-a", "2000").Result(); v != "OK" || err != nil {
+		t.Fatalf("acquire = %#v, %v; want OK", v, err)
+	}
+	c.wantHeldEverywhere(t, key, "tok-a", 2*time.Second)
+	if v, err := cl.Eval(ctx, goZeroLockWrittenHard, []string{key}, "tok-b", "2000").Result(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("contended acquire = %#v, %v; want nil", v, err)
+	}
+	// Re-entry: the bulk "OK" spelled "\079\075".
+	if v, err := cl.Eval(ctx, goZeroLockWrittenHard, []string{key}, "tok-a", "2000").Result(); v != "OK" || err != nil {
+		t.Fatalf("re-entrant acquire = %#v, %v; want the bulk OK", v, err)
+	}
+	c.wantHeldEverywhere(t, key, "tok-a", 2*time.Second)
+	if n, err := cl.Eval(ctx, goZeroRelease, []string{key}, "tok-a").Int(); n != 1 || err != nil {
+		t.Fatalf("release = %d, %v; want 1", n, err)
+	}
+	c.wantFreeEverywhere(t, key)
+}
