@@ -1,6 +1,6 @@
 // Package script decides which Lua scripts the proxy serves: the Lua
-// front end (lexer, parser, canonical form, admission and the re-printing
-// of admitted scripts), and the catalogue of lock
-// scripts real clients send, recognised by digest and by structure. It is
-// pure code: no I/O, no goroutines, no clocks.
+// front end (lexer, parser, canonical form), admission by what a script
+// may do and the re-printing of what it admitted, and the catalogue of
+// lock scripts real clients send, recognised by digest and by structure.
+// It is pure code: no I/O, no goroutines, no clocks.
 package script

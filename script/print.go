@@ -590,7 +590,6 @@ var (
 	hexNumeral     = regexp.MustCompile(`^0[xX][0-9a-fA-F]+$`)
 )
 
-
 // luaNumber is the value of a numeral as gopher-lua's lexer wrote it:
 // decimal, or hexadecimal integer. Anything else (gopher-lua lexes "3e)"
 // as one numeral), or a value out of range, is refused.
