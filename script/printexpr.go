@@ -5,6 +5,7 @@ import (
 )
 
 // Expressions, as print.go prints them.
+
 func (p *printer) exprs(es []ast.Expr) {
 	for i, e := range es {
 		if i > 0 {
