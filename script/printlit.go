@@ -11,7 +11,6 @@ import (
 
 // Names, strings and numbers, as print.go writes them.
 
-
 // isName reports whether s can be written as a Lua name.
 func isName(s string) bool {
 	// goto is no Lua 5.1 word, but gopher-lua reserves it.
