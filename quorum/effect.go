@@ -83,7 +83,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		if !ok {
 			return nodeEffect{}, errNoEffect
 		}
-		return en.runEffect(ctx, eff.w, keys, args)
+		return en.runEffect(ctx, eff, keys, args)
 	})
 	elapsed := time.Since(start)
 	ops := make([]EffectOp, len(results))

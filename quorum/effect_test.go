@@ -140,7 +140,7 @@ if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl
 			if keys == nil {
 				keys = []string{"k"}
 			}
-			ne, err := n.runEffect(t.Context(), eff.w, keys, tt.args)
+			ne, err := n.runEffect(t.Context(), eff, keys, tt.args)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
@@ -222,17 +222,17 @@ func TestClassifyEffect(t *testing.T) {
 		op   EffectOp
 		hold time.Duration
 	}{
-		{"nothing changed", []KeyEffect{{Before: "string", After: "string", BeforeOwn: []string{"t"}, AfterOwn: []string{"t"}, Hold: s}}, EffectRead, 0},
-		{"taken", []KeyEffect{{Before: "none", After: "string", AfterOwn: []string{"t"}, Changed: true, Hold: s}}, EffectHold, s},
-		{"released", []KeyEffect{{Before: "hash", After: "none", BeforeOwn: []string{"t"}, Changed: true}}, EffectRelease, 0},
+		{"nothing changed", []KeyEffect{{BeforeOwn: []string{"t"}, AfterOwn: []string{"t"}, Hold: s}}, EffectRead, 0},
+		{"taken", []KeyEffect{{AfterOwn: []string{"t"}, Changed: true, Hold: s}}, EffectHold, s},
+		{"released", []KeyEffect{{BeforeOwn: []string{"t"}, Changed: true}}, EffectRelease, 0},
 		{"release wins over a latch taken", []KeyEffect{
-			{Before: "hash", After: "none", BeforeOwn: []string{"t"}, Changed: true},
-			{Before: "none", After: "string", AfterOwn: []string{"1"}, Changed: true, Hold: 3 * s},
+			{BeforeOwn: []string{"t"}, Changed: true},
+			{AfterOwn: []string{"1"}, Changed: true, Hold: 3 * s},
 		}, EffectRelease, 0},
-		{"a hold within the drift allowance is none", []KeyEffect{{Before: "none", After: "string", AfterOwn: []string{"1"}, Changed: true, Hold: time.Millisecond}}, EffectRead, 0},
+		{"a hold within the drift allowance is none", []KeyEffect{{AfterOwn: []string{"1"}, Changed: true, Hold: time.Millisecond}}, EffectRead, 0},
 		{"the shortest hold of several", []KeyEffect{
-			{After: "string", AfterOwn: []string{"t"}, Changed: true, Hold: 2 * s},
-			{After: "string", AfterOwn: []string{"t"}, Changed: true, Hold: s},
+			{AfterOwn: []string{"t"}, Changed: true, Hold: 2 * s},
+			{AfterOwn: []string{"t"}, Changed: true, Hold: s},
 		}, EffectHold, s},
 	}
 	for _, tt := range tests {

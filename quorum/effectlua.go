@@ -9,279 +9,407 @@ import (
 )
 
 // The wrapper runs a client's script on one node with its effect watched.
-// Atomically with the body it snapshots every key before and after; a
-// guarded redis table refuses any command outside the allow-list, any key
-// argument that is not one of KEYS, and SELECT of a database other than 0.
-// A change that is not what a lock owner may do is rolled back from the
-// snapshot in the same run. The wrapper returns
+// A guarded redis table refuses any command outside the allow-list, any
+// key argument that is not one of KEYS, and SELECT of a database other
+// than 0. Each write to a key is judged, atomically with the body, in one
+// of two ways:
+//
+//   - the fast path proves it is a lock owner's from what the run already
+//     knows (the body's own GET of the key, or the fast path's earlier
+//     writes) and the write's own reply: SET k v NX PX t with v own and
+//     t <= max_ttl took a free key when it answers OK; SET k v PX t on a
+//     key seen free or holding an own value, PEXPIRE/EXPIRE and DEL/UNLINK
+//     on a key seen holding an own value, are an owner's take, extend or
+//     release. No snapshot is taken; one PEXPIRETIME keeps, before an own
+//     value's first change, what a rollback would need.
+//   - any other write (hashes, sorted sets, a write to a key the run has
+//     not read, SET without PX, ...) first puts its key on the slow path:
+//     the key is snapshot before the write (type, expiry, value, hash
+//     fields or sorted-set members), again after the run, and the change
+//     between the two is judged.
+//
+// A run that did what a lock owner may not do is rolled back, every key to
+// what it held before the run, in the same run. The wrapper returns
 //
 //	{"refused", reason}
-//	{"ok", reply, key info, ...}
+//	{tag, value, key info, ...}
 //
-// where reply is the body's reply tagged by type ({"s", status},
-// {"b", bulk}, {"i", int}, {"n"}, {"e", error}, {"a", item, ...}), and each
-// key info (one per distinct key, in KEYS order, flat in the array) is
+// where tag and value are the body's reply ("s" status, "b" bulk, "i" int,
+// "n" nil, "e" error, "a" array: value is its items, each {tag, value}),
+// and each key info (one per distinct key, in KEYS order, flat) is
 //
-//	type before, pttl before, n, n own holders before,
-//	type after, pttl after, m, m own holders after, changed, own hold's pttl after
+//	changed, own hold's pttl after, n, n own holders before, m, m own holders after
 //
 // A holder is a string's value, a hash's field or a sorted set's member
 // (whose score is its expiry in ms, as Symfony writes it); it is own when
-// it is one of ARGV or KEYS or of the script's own constants. The body's locals
-// cannot reach the wrapper's: script admission refuses every name that is
-// not the body's own local or an allowed global.
-const wrapperHead = `local __rlp_call, __rlp_tostring, __rlp_lower, __rlp_select = redis.call, tostring, string.lower, select
-local __rlp_keys, __rlp_iskey = {}, {}
-for _, k in ipairs(KEYS) do
-  if not __rlp_iskey[k] then __rlp_keys[#__rlp_keys + 1] = k end
-  __rlp_iskey[k] = true
+// it is one of ARGV or KEYS or of the script's own constants, and is sent
+// as its place among them. The body's locals cannot reach the wrapper's: script
+// admission refuses every name that is not the body's own local or an
+// allowed global.
+const wrapperHeadSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = redis.call, redis.pcall, tostring, select, type
+-- st[k] is what the run knows of key k, one of KEYS (st[k] == nil: not
+-- one of them). Its fields:
+--   m  what the key holds now, as far as the run proved it: nil unknown,
+--      false no key, or a string's value;
+--   w  true once the fast path changed the key; then o is what it held
+--      before (false: no key; a string: that value, with oe its
+--      PEXPIRETIME) and, while m is a value, ttl is its PTTL;
+--   s  the snapshot taken before the key's first write the fast path
+--      could not prove (the slow path): it is judged after the run.
+local __rlp_keys, __rlp_st = {}, {}
+for i = 1, #KEYS do
+  local k = KEYS[i]
+  if not __rlp_st[k] then
+    __rlp_keys[#__rlp_keys + 1] = k
+    __rlp_st[k] = {}
+  end
 end
 -- ARGV and KEYS as the call gave them: the body can change ARGV (through
 -- a local alias, or table.insert), and the own tokens are the call's. A
 -- token shown among KEYS proves ownership as one in ARGV does
 -- (node-redis-warlock's touch passes it as KEYS[3]).
-local __rlp_argv = {}
-for i = 1, #ARGV do __rlp_argv[i] = ARGV[i] end
-for i = 1, #KEYS do __rlp_argv[#ARGV + i] = KEYS[i] end
--- isown tells whether v is one of them or of the literals, without a
--- set: a string key asks at most three times. ownset is the same as a
--- set, built on first use, for the loops over hash fields and members.
-local function __rlp_isown(v)
-  for i = 1, #__rlp_argv do
-    if __rlp_argv[i] == v then return true end
+local __rlp_argv = {unpack(ARGV)}
+local __rlp_nargv = #__rlp_argv
+for i = 1, #KEYS do __rlp_argv[__rlp_nargv + i] = KEYS[i] end
+__rlp_nargv = #__rlp_argv
+-- own returns v's place among the own tokens (ARGV, KEYS, then the
+-- literals), or nil: a string key asks a few times, so no set is built.
+local function __rlp_own(v)
+  for i = 1, __rlp_nargv do
+    if __rlp_argv[i] == v then return i end
   end
-  return __RLP_LITCHAIN
+  __RLP_LITCHAIN
+  return nil
 end
-local __rlp_ownv
-local function __rlp_ownset()
-  if not __rlp_ownv then
-    __rlp_ownv = {}
-    for _, v in ipairs(__rlp_argv) do __rlp_ownv[v] = true end
-    for _, v in ipairs(__RLP_LITERALS) do __rlp_ownv[v] = true end
-  end
-  return __rlp_ownv
-end
-local __rlp_cmds = __RLP_COMMANDS
-local __rlp_find, __rlp_pfind, __rlp_byte = string.match, string.find, string.byte
 local __rlp_refused = false
-local function __rlp_check(cmd, ...)
-  if __rlp_refused then return __rlp_refused end
-  local c = __rlp_lower(__rlp_tostring(cmd))
-  -- A plain search for " name:"; the digit after it is the key position
-  -- (48 is "0"). Only a name of letters may match.
-  local at = __rlp_pfind(__rlp_cmds, " " .. c .. ":", 1, true)
-  local n = __rlp_select("#", ...)
-  local pos
-  if at then pos = __rlp_byte(__rlp_cmds, at + #c + 2) - 48 end
-  if pos == nil or __rlp_find(c, "^[a-z]+$") == nil then
-    __rlp_refused = string.upper(c) .. " is not a lock command"
-  elseif c == "select" and not (n == 1 and __rlp_tostring((...)) == "0") then
-    __rlp_refused = "SELECT of a database other than 0"
-  elseif pos == 1 and n > 0 then
-    if not __rlp_iskey[__rlp_tostring((...))] then
-      __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
+-- The slow path's functions, made on its first use: a closure built on
+-- every run costs, and a run the fast path proves needs none of them.
+local __rlp_slowfns
+local function __rlp_slow()
+  if __rlp_slowfns then return __rlp_slowfns end
+  local L, nowv, ownv = {}, nil, nil
+  -- ownset is own as a table, for the loops over hash fields and members.
+  function L.ownset()
+    if not ownv then
+      ownv = {}
+      local lits = __RLP_LITERALS
+      for i = #lits, 1, -1 do ownv[lits[i]] = __rlp_nargv + i end
+      for i = __rlp_nargv, 1, -1 do ownv[__rlp_argv[i]] = i end
     end
-  elseif pos == 2 then
-    for i = 1, n do
-      if not __rlp_iskey[__rlp_tostring((__rlp_select(i, ...)))] then
-        __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
-        break
+    return ownv
+  end
+  function L.now()
+    if not nowv then
+      local t = __rlp_call("time")
+      nowv = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    return nowv
+  end
+  function L.snap(k, b)
+    -- The absolute expiry (PTTL moves while the script runs); -2 is no key,
+    -- which spares the other calls. A GET that fails is a key of another type.
+    -- After a run on a key that was missing (b), nothing compares the two
+    -- expiries (the types differ, and no other token held it): PTTL alone
+    -- spares the TIME call, and exp is left false.
+    local s
+    if b and b.t == "none" then
+      local pttl = __rlp_call("pttl", k)
+      s = {t = "none", exp = false, pttl = pttl}
+      if pttl == -2 then s.exp = -2; return s end
+    else
+      local exp = __rlp_call("pexpiretime", k)
+      s = {t = "none", exp = exp, pttl = exp}
+      if exp == -2 then return s end
+      if exp > 0 then s.pttl = exp - L.now() end
+    end
+    local v = __rlp_pcall("get", k)
+    if __rlp_type(v) ~= "table" then
+      s.t, s.v = "string", v
+      return s
+    end
+    s.t = __rlp_call("type", k)["ok"]
+    if s.t == "hash" then s.v = __rlp_call("hgetall", k)
+    elseif s.t == "zset" then s.v = __rlp_call("zrange", k, 0, -1, "WITHSCORES")
+    else s.v = __rlp_call("dump", k) end
+    return s
+  end
+  function L.holders(s)
+    if s.h then return s.h end
+    local h = {}
+    if s.t == "string" then h[s.v] = ""
+    elseif s.t == "hash" or s.t == "zset" then
+      for i = 1, #s.v, 2 do h[s.v[i]] = s.v[i + 1] end
+    end
+    s.h = h
+    return h
+  end
+  function L.same(b, a)
+    if b.t ~= a.t or b.exp ~= a.exp then return false end
+    if b.t ~= "hash" and b.t ~= "zset" then return b.v == a.v end
+    if #b.v ~= #a.v then return false end
+    local ha = L.holders(a)
+    for m, v in pairs(L.holders(b)) do
+      if ha[m] ~= v then return false end
+    end
+    return true
+  end
+  local function valid(s, v)
+    return s.t ~= "zset" or tonumber(v) > L.now()
+  end
+  function L.judge(b, a)
+    if b.t ~= "none" and b.t ~= "string" and b.t ~= "hash" and b.t ~= "zset" then
+      return "it changes a " .. b.t .. " key"
+    end
+    if b.t ~= "none" and a.t ~= "none" and b.t ~= a.t then
+      return "it turns a " .. b.t .. " key into a " .. a.t
+    end
+    if a.t ~= "none" and a.pttl < 0 then return "it leaves a key without an expiry" end
+    if a.t ~= "none" and a.pttl > __RLP_MAXTTL then return "it leaves a key with an expiry over max_ttl" end
+    local own = L.ownset()
+    local hb, ha = L.holders(b), L.holders(a)
+    local others, latest = false, 0
+    for m, v in pairs(hb) do
+      if not own[m] and valid(b, v) then
+        if ha[m] ~= v then return "it removes or overwrites another token's hold" end
+        others = true
+        if b.t == "zset" and tonumber(v) > latest then latest = tonumber(v) end
       end
     end
+    for m in pairs(ha) do
+      if hb[m] == nil and not own[m] then
+        return "it writes a value that is none of its arguments"
+      end
+    end
+    if others and b.t ~= "zset" and a.exp ~= b.exp then
+      return "it changes the expiry of another token's hold"
+    end
+    if others and b.t == "zset" and (a.t == "none" or a.pttl < latest - L.now()) then
+      return "it cuts short another token's hold"
+    end
+    return nil
   end
-  return __rlp_refused
+  -- mine appends to out at n the count of s's own holders, then each
+  -- one's place among the own tokens; it returns the new n and how long
+  -- the own holders have left.
+  function L.mine(s, out, n)
+    local at, least = n + 1, 0
+    n = at
+    out[at] = 0
+    if s.t ~= "string" and s.t ~= "hash" and s.t ~= "zset" then return n, least end
+    local own = L.ownset()
+    for m, v in pairs(L.holders(s)) do
+      if own[m] then
+        local left = s.pttl
+        if s.t == "zset" then
+          local sc = tonumber(v) - L.now()
+          if left < 0 or sc < left then left = sc end
+        end
+        if left ~= 0 and (left > 0 or s.t ~= "zset") then
+          n = n + 1
+          out[at], out[n] = out[at] + 1, own[m]
+          if least == 0 or (left > 0 and left < least) then least = left end
+        end
+      end
+    end
+    return n, least
+  end
+  -- keysok checks a command's arguments: each a key (kinds 2 and 4)
+  -- that is one of KEYS, or SELECT's database 0.
+  function L.keysok(c, kind, ...)
+    local n = __rlp_select("#", ...)
+    if kind == 5 then
+      if n == 1 and __rlp_tostring((...)) == "0" then return true end
+      __rlp_refused = "SELECT of a database other than 0"
+      return false
+    end
+    for i = 1, n do
+      if not __rlp_st[(__rlp_select(i, ...))] then
+        __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
+        return false
+      end
+    end
+    return true
+  end
+  -- toslow puts key k on the slow path before a write the fast path
+  -- cannot prove: its state before the run is snapshot now or, after
+  -- fast writes, made from what they proved.
+  function L.toslow(k)
+    local st = __rlp_st[k]
+    if st.s then return end
+    if not st.w then
+      st.s = L.snap(k)
+    elseif st.o then
+      local pttl = st.oe
+      if pttl > 0 then pttl = pttl - L.now() end
+      st.s = {t = "string", v = st.o, exp = st.oe, pttl = pttl}
+    else
+      st.s = {t = "none", exp = -2, pttl = -2}
+    end
+    st.m = nil
+  end
+  -- orig records what key k holds before the fast path's first change
+  -- to it, a value of the run's own (m), with its expiry for a rollback.
+  function L.orig(st, k)
+    if not st.w then
+      st.o = st.m
+      if st.m then st.oe = __rlp_call("pexpiretime", k) end
+    end
+  end
+  __rlp_slowfns = L
+  return L
+end
+-- write runs a write to key k (st its state, not on the slow path)
+-- through pc (redis.call or redis.pcall). A write the fast path proves a
+-- lock owner's is run as it is, and its reply tells what it did; any
+-- other first puts k on the slow path. The fast path proves, for a string:
+--   SET k v NX PX t, v own, 0 < t <= max_ttl: OK means it took a free key;
+--   SET k v PX t on a key the run saw free or holding an own value;
+--   PEXPIRE k t / EXPIRE k s, DEL k / UNLINK k on a key the run saw
+--   holding an own value (or free: then they do nothing).
+-- What the run saw is its last GET's reply or the fast path's last write.
+-- A t that is not an integer needs no test: Redis refuses it.
+local function __rlp_write(pc, c, st, k, cmd, ...)
+  local m = st.m
+  local n = __rlp_select("#", ...)
+  local t
+  if c == "set" then
+    local _, v, o1, o2, o3 = ...
+    local nx
+    if n == 5 and (o1 == "NX" or o1 == "nx") and (o2 == "PX" or o2 == "px") then nx, t = true, o3
+    elseif n == 5 and (o1 == "PX" or o1 == "px") and (o3 == "NX" or o3 == "nx") then nx, t = true, o2
+    elseif n == 4 and (o1 == "PX" or o1 == "px") then nx, t = false, o2 end
+    if t ~= nil then t = tonumber(t) end
+    if t and t > 0 and t <= __RLP_MAXTTL and __rlp_own(v) and (nx or m == false or (m and __rlp_own(m))) then
+      if not nx then __rlp_slow().orig(st, k) end
+      local r = pc(cmd, ...)
+      if __rlp_type(r) == "table" and r.ok then
+        if not st.w then
+          st.w = true
+          if nx then st.o = false end -- OK to NX: the key was free
+        end
+        st.m, st.ttl = v, t
+      end
+      return r
+    end
+  elseif m ~= nil and (c == "pexpire" or c == "expire" or c == "del" or c == "unlink") then
+    if m == false then return pc(cmd, ...) end -- no key: nothing to do
+    if c == "del" or c == "unlink" then t = 0
+    elseif n == 2 then
+      t = tonumber((__rlp_select(2, ...)))
+      if t and c == "expire" then t = t * 1000 end
+      if not (t and t > 0 and t <= __RLP_MAXTTL) then t = nil end
+    end
+    if t and __rlp_own(m) then
+      __rlp_slow().orig(st, k)
+      local r = pc(cmd, ...)
+      if r == 1 then
+        st.w = true
+        if t == 0 then st.m = false else st.ttl = t end
+      end
+      return r
+    end
+  end
+  __rlp_slow().toslow(k)
+  return pc(cmd, ...)
 end
 local __rlp_real = redis
 local redis = setmetatable({
   call = function(cmd, ...)
-    local why = __rlp_check(cmd, ...)
-    if why then error({err = "ERR script refused: " .. why}) end
-    return __rlp_call(cmd, ...)
+__RLP_GUARD_CALL
   end,
   pcall = function(cmd, ...)
-    local why = __rlp_check(cmd, ...)
-    if why then return {err = "ERR script refused: " .. why} end
-    return __rlp_real.pcall(cmd, ...)
+__RLP_GUARD_PCALL
   end,
 }, {__index = __rlp_real})
-local __rlp_nowv
-local function __rlp_now()
-  if not __rlp_nowv then
-    local t = __rlp_call("time")
-    __rlp_nowv = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return __rlp_nowv
-end
-local function __rlp_snap(k, b)
-  -- The absolute expiry (PTTL moves while the script runs); -2 is no key,
-  -- which spares the other calls. A GET that fails is a key of another type.
-  -- After a run on a key that was missing (b), nothing compares the two
-  -- expiries (the types differ, and no other token held it): PTTL alone
-  -- spares the TIME call, and exp is left false.
-  local s
-  if b and b.t == "none" then
-    local pttl = __rlp_call("pttl", k)
-    s = {t = "none", exp = false, pttl = pttl}
-    if pttl == -2 then s.exp = -2; return s end
-  else
-    local exp = __rlp_call("pexpiretime", k)
-    s = {t = "none", exp = exp, pttl = exp}
-    if exp == -2 then return s end
-    if exp > 0 then s.pttl = exp - __rlp_now() end
-  end
-  local v = __rlp_real.pcall("get", k)
-  if type(v) ~= "table" then
-    s.t, s.v = "string", v
-    return s
-  end
-  s.t = __rlp_call("type", k)["ok"]
-  if s.t == "hash" then s.v = __rlp_call("hgetall", k)
-  elseif s.t == "zset" then s.v = __rlp_call("zrange", k, 0, -1, "WITHSCORES")
-  else s.v = __rlp_call("dump", k) end
-  return s
-end
-local function __rlp_holders(s)
-  if s.h then return s.h end
-  local h = {}
-  if s.t == "string" then h[s.v] = ""
-  elseif s.t == "hash" or s.t == "zset" then
-    for i = 1, #s.v, 2 do h[s.v[i]] = s.v[i + 1] end
-  end
-  s.h = h
-  return h
-end
-local function __rlp_same(b, a)
-  if b.t ~= a.t or b.exp ~= a.exp then return false end
-  if b.t ~= "hash" and b.t ~= "zset" then return b.v == a.v end
-  if #b.v ~= #a.v then return false end
-  local ha = __rlp_holders(a)
-  for m, v in pairs(__rlp_holders(b)) do
-    if ha[m] ~= v then return false end
-  end
-  return true
-end
-local function __rlp_valid(s, v)
-  return s.t ~= "zset" or tonumber(v) > __rlp_now()
-end
-local function __rlp_judge(b, a)
-  if b.t ~= "none" and b.t ~= "string" and b.t ~= "hash" and b.t ~= "zset" then
-    return "it changes a " .. b.t .. " key"
-  end
-  if b.t ~= "none" and a.t ~= "none" and b.t ~= a.t then
-    return "it turns a " .. b.t .. " key into a " .. a.t
-  end
-  if a.t ~= "none" and a.pttl < 0 then return "it leaves a key without an expiry" end
-  if a.t ~= "none" and a.pttl > __RLP_MAXTTL then return "it leaves a key with an expiry over max_ttl" end
-  if b.t ~= "hash" and b.t ~= "zset" and a.t ~= "hash" and a.t ~= "zset" then
-    -- No key or a string on both sides (the checks above leave no other
-    -- pair that holds a token): the one holder is the value. The same
-    -- rules as the loops below, without their tables.
-    local others = false
-    if b.t == "string" and not __rlp_isown(b.v) then
-      if a.t ~= "string" or a.v ~= b.v then return "it removes or overwrites another token's hold" end
-      others = true
-    end
-    if a.t == "string" and (b.t ~= "string" or b.v ~= a.v) and not __rlp_isown(a.v) then
-      return "it writes a value that is none of its arguments"
-    end
-    if others and a.exp ~= b.exp then
-      return "it changes the expiry of another token's hold"
-    end
-    return nil
-  end
-  local own = __rlp_ownset()
-  local hb, ha = __rlp_holders(b), __rlp_holders(a)
-  local others, latest = false, 0
-  for m, v in pairs(hb) do
-    if not own[m] and __rlp_valid(b, v) then
-      if ha[m] ~= v then return "it removes or overwrites another token's hold" end
-      others = true
-      if b.t == "zset" and tonumber(v) > latest then latest = tonumber(v) end
-    end
-  end
-  for m in pairs(ha) do
-    if hb[m] == nil and not own[m] then
-      return "it writes a value that is none of its arguments"
-    end
-  end
-  if others and b.t ~= "zset" and a.exp ~= b.exp then
-    return "it changes the expiry of another token's hold"
-  end
-  if others and b.t == "zset" and (a.t == "none" or a.pttl < latest - __rlp_now()) then
-    return "it cuts short another token's hold"
-  end
-  return nil
-end
--- mine appends to out at n the count of s's own holders, then each of
--- them; it returns the new n and how long the own holders have left.
-local function __rlp_mine(s, out, n)
-  local at, least = n + 1, 0
-  n = at
-  out[at] = 0
-  if s.t == "none" then return n, least end
-  if s.t == "string" then
-    if __rlp_isown(s.v) then
-      n = n + 1
-      out[at], out[n] = 1, s.v
-      if s.pttl > 0 then least = s.pttl end
-    end
-    return n, least
-  end
-  local own = __rlp_ownset()
-  for m, v in pairs(__rlp_holders(s)) do
-    if own[m] then
-      local left = s.pttl
-      if s.t == "zset" then
-        local sc = tonumber(v) - __rlp_now()
-        if left < 0 or sc < left then left = sc end
-      end
-      if left ~= 0 and (left > 0 or s.t ~= "zset") then
-        n = n + 1
-        out[at], out[n] = out[at] + 1, m
-        if least == 0 or (left > 0 and left < least) then least = left end
-      end
-    end
-  end
-  return n, least
-end
-local function __rlp_enc(v)
-  local t = type(v)
-  if t == "table" then
-    if v.err then return {"e", __rlp_tostring(v.err)} end
-    if v.ok then return {"s", __rlp_tostring(v.ok)} end
-    local out = {"a"}
-    local i = 1
-    while v[i] ~= nil do
-      out[#out + 1] = __rlp_enc(v[i])
-      i = i + 1
-    end
-    return out
-  elseif t == "number" then return {"i", v}
-  elseif t == "string" then return {"b", v}
-  elseif t == "boolean" and v then return {"i", 1} end
-  return {"n"}
-end
-local __rlp_before = {}
-for i, k in ipairs(__rlp_keys) do __rlp_before[i] = __rlp_snap(k) end
 local function __rlp_body(...)
 `
+
+// wrapperGuard is the body of the guarded redis.call and redis.pcall
+// (__RLP_PC the real one, __RLP_REFUSE what a refusal does): the same
+// code twice, since one more call level with the arguments costs a run.
+const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first argument's key,
+    -- 2 reads every argument's, 3 writes its first argument's key, 4
+    -- writes every argument's, 5 SELECT. A chain of comparisons: a table
+    -- would be built anew on every run.
+    local c, kind = cmd
+    if not __rlp_refused then
+      for _ = 1, 2 do
+        __RLP_KINDCHAIN
+        if kind then break end
+        c = string.lower(__rlp_tostring(cmd))
+      end
+      if not kind then __rlp_refused = string.upper(c) .. " is not a lock command" end
+    end
+    if kind == 1 or kind == 3 then
+      local k = ...
+      local st = __rlp_st[k]
+      if st == nil then
+        -- Keys are strings: Redis would turn a number into a key of
+        -- other digits than tostring gives.
+        if k == nil then return __RLP_PC(cmd, ...) end
+        __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
+      elseif kind == 1 then
+        local r = __RLP_PC(cmd, ...)
+        if c == "get" and not st.s then
+          if r == false or r == nil then st.m = false
+          elseif __rlp_type(r) == "string" then st.m = r
+          else st.m = nil end
+        end
+        return r
+      elseif st.s then
+        return __RLP_PC(cmd, ...)
+      else
+        return __rlp_write(__RLP_PC, c, st, k, cmd, ...)
+      end
+    elseif kind == 0 then
+      return __RLP_PC(cmd, ...)
+    elseif kind and __rlp_slow().keysok(c, kind, ...) then
+      if kind == 4 then
+        if __rlp_select("#", ...) == 1 then
+          local st = __rlp_st[(...)]
+          if not st.s then return __rlp_write(__RLP_PC, c, st, (...), cmd, ...) end
+        else
+          for i = 1, __rlp_select("#", ...) do __rlp_slow().toslow((__rlp_select(i, ...))) end
+        end
+      end
+      return __RLP_PC(cmd, ...)
+    end
+    __RLP_REFUSE`
+
+var wrapperHead = strings.NewReplacer(
+	"__RLP_GUARD_CALL", strings.NewReplacer(
+		"__RLP_PC", "__rlp_call",
+		"__RLP_REFUSE", `error({err = "ERR script refused: " .. __rlp_refused})`,
+	).Replace(wrapperGuard),
+	"__RLP_GUARD_PCALL", strings.NewReplacer(
+		"__RLP_PC", "__rlp_pcall",
+		"__RLP_REFUSE", `do return {err = "ERR script refused: " .. __rlp_refused} end`,
+	).Replace(wrapperGuard),
+).Replace(wrapperHeadSrc)
 
 const wrapperTail = `
 end
 local __rlp_ok, __rlp_r = pcall(__rlp_body)
-local __rlp_after = {}
-for i, k in ipairs(__rlp_keys) do __rlp_after[i] = __rlp_snap(k, __rlp_before[i]) end
 local __rlp_why = __rlp_refused
-local __rlp_same_ = {}
-for i = 1, #__rlp_keys do
-  __rlp_same_[i] = __rlp_same(__rlp_before[i], __rlp_after[i])
-  if not __rlp_why and not __rlp_same_[i] then
-    __rlp_why = __rlp_judge(__rlp_before[i], __rlp_after[i])
+-- The slow path's keys: each is snapshot after the run and judged
+-- against its snapshot from before.
+local __rlp_after, __rlp_same
+if __rlp_slowfns then
+  local L = __rlp_slowfns
+  __rlp_after, __rlp_same = {}, {}
+  for i = 1, #__rlp_keys do
+    local k = __rlp_keys[i]
+    local b = __rlp_st[k].s
+    if b then
+      __rlp_after[i] = L.snap(k, b)
+      __rlp_same[i] = L.same(b, __rlp_after[i])
+      if not __rlp_why and not __rlp_same[i] then __rlp_why = L.judge(b, __rlp_after[i]) end
+    end
   end
 end
 if __rlp_why then
-  -- Defined here: a closure built on every run costs, and only a refused
-  -- run restores.
+  -- Defined here: only a refused run restores. The fast path's keys go
+  -- back to what they held before its first change.
   local function __rlp_restore(k, s)
     __rlp_call("del", k)
     if s.t == "string" then __rlp_call("set", k, s.v)
@@ -294,28 +422,90 @@ if __rlp_why then
     if s.t ~= "none" and s.exp > 0 then __rlp_call("pexpireat", k, s.exp) end
   end
   for i, k in ipairs(__rlp_keys) do
-    if not __rlp_same_[i] then __rlp_restore(k, __rlp_before[i]) end
+    local st = __rlp_st[k]
+    if st.s then
+      if not __rlp_same[i] then __rlp_restore(k, st.s) end
+    elseif st.w then
+      if st.o then __rlp_restore(k, {t = "string", v = st.o, exp = st.oe})
+      else __rlp_call("del", k) end
+    end
   end
   return {"refused", __rlp_why}
 end
-local __rlp_reply
-if __rlp_ok then __rlp_reply = __rlp_enc(__rlp_r)
-elseif type(__rlp_r) == "table" and __rlp_r.err then __rlp_reply = {"e", __rlp_tostring(__rlp_r.err)}
-else __rlp_reply = {"e", "ERR " .. __rlp_tostring(__rlp_r)} end
--- One flat array (each nested table costs Redis a walk when it turns
--- the reply into RESP): per key, its fields in order.
-local __rlp_out, __rlp_n = {"ok", __rlp_reply}, 2
+-- The reply: the body's reply as a tag and a value (an array's value is
+-- its items, each a {tag, value}), then per key, in KEYS order, what the
+-- run did to it. A key the fast path proved is one number,
+--   ((hold * 1024 + after) * 1024 + before) * 2 + changed
+-- (hold: how long its own holder has left after the run, in ms; before,
+-- after: its own holder then, as its place among the own tokens, 1-based:
+-- ARGV, KEYS, then the literals; 0 for none), when its places are under 1024;
+-- otherwise, and for a key of the slow path, the fields one by one:
+--   -1 - changed, hold, n, n own holders before, m, m own holders after.
+-- One flat array of numbers: every string and nested table costs Redis a
+-- conversion when it turns the reply into RESP.
+local __rlp_out
+if not __rlp_ok then
+  if __rlp_type(__rlp_r) == "table" and __rlp_r.err then __rlp_out = {"e", __rlp_tostring(__rlp_r.err)}
+  else __rlp_out = {"e", "ERR " .. __rlp_tostring(__rlp_r)} end
+else
+  local t = __rlp_type(__rlp_r)
+  if t == "table" and __rlp_r.ok then __rlp_out = {"s", __rlp_tostring(__rlp_r.ok)}
+  elseif t == "string" then __rlp_out = {"b", __rlp_r}
+  elseif t == "number" then __rlp_out = {"i", __rlp_r}
+  elseif not __rlp_r then __rlp_out = {"n", 0}
+  else
+    local function enc(v)
+      local t = __rlp_type(v)
+      if t == "table" then
+        if v.err then return {"e", __rlp_tostring(v.err)} end
+        if v.ok then return {"s", __rlp_tostring(v.ok)} end
+        local out = {}
+        local i = 1
+        while v[i] ~= nil do
+          out[i] = enc(v[i])
+          i = i + 1
+        end
+        return {"a", out}
+      elseif t == "number" then return {"i", v}
+      elseif t == "string" then return {"b", v}
+      elseif t == "boolean" and v then return {"i", 1} end
+      return {"n", 0}
+    end
+    __rlp_out = enc(__rlp_r)
+  end
+end
+local __rlp_n = 2
 for i = 1, #__rlp_keys do
-  local b, a = __rlp_before[i], __rlp_after[i]
-  local ahold
-  __rlp_out[__rlp_n + 1], __rlp_out[__rlp_n + 2] = b.t, b.pttl
-  __rlp_n = __rlp_mine(b, __rlp_out, __rlp_n + 2)
-  __rlp_out[__rlp_n + 1], __rlp_out[__rlp_n + 2] = a.t, a.pttl
-  __rlp_n, ahold = __rlp_mine(a, __rlp_out, __rlp_n + 2)
-  local changed = 0
-  if not __rlp_same_[i] then changed = 1 end
-  __rlp_out[__rlp_n + 1], __rlp_out[__rlp_n + 2] = changed, ahold
-  __rlp_n = __rlp_n + 2
+  local st = __rlp_st[__rlp_keys[i]]
+  local o, n = __rlp_out, __rlp_n
+  if st.s then
+    local L = __rlp_slowfns
+    if __rlp_same[i] then o[n + 1] = -1 else o[n + 1] = -2 end
+    local ahold
+    n = L.mine(st.s, o, n + 2)
+    n, ahold = L.mine(__rlp_after[i], o, n)
+    o[__rlp_n + 2] = ahold
+  else
+    -- Proved by the fast path: what it held before its first change and
+    -- what it holds now; an own value it only read, before and after.
+    local b, a = st.m, st.m
+    if st.w then b = st.o end
+    local bi, ai, hold, ch = 0, 0, 0, 0
+    if b then bi = __rlp_own(b) or 0 end
+    if a then ai = __rlp_own(a) or 0 end
+    if st.w then ch = 1 end
+    if a and st.ttl then hold = st.ttl end
+    if bi < 1024 and ai < 1024 and hold < 4294967296 then
+      n = n + 1
+      o[n] = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
+    else
+      o[n + 1], o[n + 2] = -1 - ch, hold
+      n = n + 3
+      if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
+      if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
+    end
+  end
+  __rlp_n = n
 end
 return __rlp_out
 `
@@ -358,29 +548,72 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		lits.WriteString(", ")
 	}
 	lits.WriteString("}")
-	// The same literals as one expression comparing v with each.
-	chain := "false"
-	if len(literals) > 0 {
-		quoted := make([]string, len(literals))
-		for i, l := range literals {
-			quoted[i] = "v == " + luaQuote(l)
-		}
-		chain = strings.Join(quoted, " or ")
+	// The literals' places among the own tokens, compared one by one.
+	var chain strings.Builder
+	for i, l := range literals {
+		fmt.Fprintf(&chain, "if v == %s then return __rlp_nargv + %d end\n  ", luaQuote(l), i+1)
 	}
-	// The allow-list as one string constant, " name:pos ...", searched
-	// with a plain string.find: a table would be built anew on every run.
-	var cmds strings.Builder
-	cmds.WriteString(" ")
-	for _, name := range sortedKeys(commands) {
-		cmds.WriteString(name + ":" + strconv.Itoa(commands[name]) + " ")
+	// The allow-list as a chain of comparisons, the common names first,
+	// each in lower and upper case (any other case is lowered, then
+	// compared again).
+	var kinds strings.Builder
+	for i, name := range commandOrder(commands) {
+		if i > 0 {
+			kinds.WriteString("else")
+		}
+		fmt.Fprintf(&kinds, "if c == %s or c == %s then c, kind = %s, %d\n        ",
+			luaQuote(name), luaQuote(strings.ToUpper(name)), luaQuote(name), commandKind(name, commands[name]))
+	}
+	if len(commands) > 0 {
+		kinds.WriteString("end")
 	}
 	head := strings.NewReplacer(
 		"__RLP_LITERALS", lits.String(),
-		"__RLP_LITCHAIN", chain,
-		"__RLP_COMMANDS", luaQuote(cmds.String()),
+		"__RLP_LITCHAIN", chain.String(),
+		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
 	return head.Replace(wrapperHead) + body + head.Replace(wrapperTail)
+}
+
+// readOnly are the allowed commands that change no key. Any other command
+// with a key, one added to the allow-list included, is taken as a write.
+var readOnly = map[string]bool{
+	"get": true, "pttl": true, "ttl": true, "exists": true, "type": true,
+	"hget": true, "hexists": true, "hlen": true,
+	"zscore": true, "zcount": true, "zcard": true, "zrange": true, "zrevrange": true,
+}
+
+// commandKind is a command's kind as the wrapper's kind function returns
+// it, from its key position (0 none, 1 first, 2 every argument).
+func commandKind(name string, pos int) int {
+	switch {
+	case name == "select":
+		return 5
+	case pos == 0:
+		return 0
+	case readOnly[name]:
+		return pos // 1 or 2
+	}
+	return pos + 2 // 3 or 4
+}
+
+// commandOrder is the allow-list with the names lock scripts use most
+// first, then the others in order.
+func commandOrder(commands map[string]int) []string {
+	first := []string{"get", "set", "pexpire", "del", "exists", "hexists", "hincrby", "pttl", "unlink", "expire"}
+	var out []string
+	for _, name := range first {
+		if _, ok := commands[name]; ok {
+			out = append(out, name)
+		}
+	}
+	for _, name := range sortedKeys(commands) {
+		if !slices.Contains(first, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // luaQuote writes s as a Lua string literal that any bytes survive.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -42,13 +43,13 @@ func (v Value) equal(w Value) bool {
 }
 
 // KeyEffect is what one run of a wrapped script did to one key on one
-// node, from the snapshots taken before and after it.
+// node: proved by the wrapper's fast path, or judged from the snapshots
+// taken before and after it.
 type KeyEffect struct {
-	Before, After       string        // the key's type: "none", "string", "hash", "zset", ...
-	BeforeTTL, AfterTTL time.Duration // PTTL; negative as Redis reports it
 	// BeforeOwn and AfterOwn are the holders (string value, hash field,
 	// sorted-set member still valid) that are one of the call's ARGV or
-	// KEYS or the script's constants.
+	// KEYS or the script's constants. A key the run neither wrote nor read has
+	// none reported.
 	BeforeOwn, AfterOwn []string
 	Changed             bool
 	// Hold is how long the own holders have left after the run: the key's
@@ -66,20 +67,20 @@ type nodeEffect struct {
 // effectNode is a Node that can run wrapped scripts. Only real Redis
 // nodes can; the engine treats any other node as failed for them.
 type effectNode interface {
-	runEffect(ctx context.Context, w *script, keys, args []string) (nodeEffect, error)
+	runEffect(ctx context.Context, eff *Effect, keys, args []string) (nodeEffect, error)
 	undoEffect(ctx context.Context, keys, tokens []string) error
 }
 
-func (n *redisNode) runEffect(ctx context.Context, w *script, keys, args []string) (nodeEffect, error) {
+func (n *redisNode) runEffect(ctx context.Context, eff *Effect, keys, args []string) (nodeEffect, error) {
 	anyArgs := make([]any, len(args))
 	for i, a := range args {
 		anyArgs[i] = a
 	}
-	cmd, err := n.p.eval(ctx, w, keys, anyArgs...)
+	cmd, err := n.p.eval(ctx, eff.w, keys, anyArgs...)
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	return decodeEffect(cmd.Val())
+	return decodeEffect(cmd.Val(), slices.Concat(args, keys), eff.literals)
 }
 
 func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error {
@@ -93,88 +94,135 @@ func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error
 
 var errEffectReply = errors.New("malformed wrapper reply")
 
-// decodeEffect reads the wrapper's reply (effectlua.go).
-func decodeEffect(v any) (nodeEffect, error) {
+// decodeEffect reads the wrapper's reply (effectlua.go); args (the
+// call's ARGV, then its KEYS) and literals are the own tokens its
+// holders' places point into.
+func decodeEffect(v any, args, literals []string) (nodeEffect, error) {
 	top, ok := v.([]any)
 	if !ok || len(top) < 2 {
 		return nodeEffect{}, fmt.Errorf("%w: %T", errEffectReply, v)
 	}
-	switch top[0] {
-	case "refused":
+	if top[0] == "refused" {
 		why, _ := top[1].(string)
 		return nodeEffect{refused: why}, nil
-	case "ok":
-	default:
-		return nodeEffect{}, fmt.Errorf("%w: %v", errEffectReply, top[0])
 	}
-	reply, err := decodeValue(top[1], 0)
+	reply, err := decodeValue(top[0], top[1], 0)
 	if err != nil {
 		return nodeEffect{}, err
 	}
 	ne := nodeEffect{reply: reply}
+	own := func(i int64) (string, bool) {
+		switch {
+		case i >= 1 && i <= int64(len(args)):
+			return args[i-1], true
+		case i > int64(len(args)) && i <= int64(len(args)+len(literals)):
+			return literals[i-1-int64(len(args))], true
+		}
+		return "", false
+	}
+	// one is a key's one own holder at place i, or none for 0.
+	one := func(i int64) ([]string, bool) {
+		if i == 0 {
+			return nil, true
+		}
+		t, ok := own(i)
+		return []string{t}, ok
+	}
+	// holders reads n, then n places, from the front of f.
+	holders := func(f []any) ([]string, []any, bool) {
+		if len(f) < 1 {
+			return nil, nil, false
+		}
+		n, _ := f[0].(int64)
+		if n < 0 || int64(len(f)-1) < n {
+			return nil, nil, false
+		}
+		var out []string
+		if n > 0 {
+			out = make([]string, n)
+		}
+		for i := range out {
+			p, _ := f[1+i].(int64)
+			t, ok := own(p)
+			if !ok {
+				return nil, nil, false
+			}
+			out[i] = t
+		}
+		return out, f[1+n:], true
+	}
 	f := top[2:]
+	ne.keys = make([]KeyEffect, 0, len(f))
 	for len(f) > 0 {
 		var k KeyEffect
+		code, isInt := f[0].(int64)
 		var ok bool
-		if k.Before, k.BeforeTTL, k.BeforeOwn, f, ok = decodeSnap(f); !ok {
+		switch {
+		case !isInt:
 			return nodeEffect{}, errEffectReply
-		}
-		if k.After, k.AfterTTL, k.AfterOwn, f, ok = decodeSnap(f); !ok || len(f) < 2 {
+		case code >= 0:
+			// One number: ((hold*1024 + after)*1024 + before)*2 + changed.
+			k.Changed = code&1 != 0
+			if k.BeforeOwn, ok = one(code >> 1 & 1023); !ok {
+				return nodeEffect{}, errEffectReply
+			}
+			if k.AfterOwn, ok = one(code >> 11 & 1023); !ok {
+				return nodeEffect{}, errEffectReply
+			}
+			k.Hold = time.Duration(code>>21) * time.Millisecond
+			f = f[1:]
+		case len(f) < 2:
 			return nodeEffect{}, errEffectReply
+		default:
+			// Field by field: -1 - changed, hold, then the holders.
+			k.Changed = code != -1
+			k.Hold = millis(f[1])
+			if k.BeforeOwn, f, ok = holders(f[2:]); !ok {
+				return nodeEffect{}, errEffectReply
+			}
+			if k.AfterOwn, f, ok = holders(f); !ok {
+				return nodeEffect{}, errEffectReply
+			}
 		}
-		k.Changed = millis(f[0]) != 0
-		k.Hold = millis(f[1])
-		f = f[2:]
 		ne.keys = append(ne.keys, k)
 	}
 	return ne, nil
 }
 
-// decodeSnap reads one snapshot's fields from the front of f: type,
-// PTTL, n, and n own holders. It returns the rest of f.
-func decodeSnap(f []any) (typ string, ttl time.Duration, own []string, rest []any, ok bool) {
-	if len(f) < 3 {
-		return "", 0, nil, nil, false
-	}
-	typ, _ = f[0].(string)
-	ttl = millis(f[1])
-	n, _ := f[2].(int64)
-	if n < 0 || int64(len(f)-3) < n {
-		return "", 0, nil, nil, false
-	}
-	own = strs(f[3 : 3+n])
-	return typ, ttl, own, f[3+n:], true
-}
-
-func decodeValue(v any, depth int) (Value, error) {
-	f, ok := v.([]any)
-	if !ok || len(f) == 0 || depth > 64 {
+// decodeValue reads a reply the wrapper encoded as a tag and a value.
+func decodeValue(tag, v any, depth int) (Value, error) {
+	if depth > 64 {
 		return Value{}, errEffectReply
 	}
-	tag, _ := f[0].(string)
-	switch {
-	case tag == "n":
+	switch tag {
+	case "n":
 		return Value{Kind: ValueNil}, nil
-	case tag == "a":
-		out := Value{Kind: ValueArray, Items: make([]Value, 0, len(f)-1)}
-		for _, it := range f[1:] {
-			iv, err := decodeValue(it, depth+1)
+	case "a":
+		items, ok := v.([]any)
+		if !ok {
+			return Value{}, errEffectReply
+		}
+		out := Value{Kind: ValueArray, Items: make([]Value, 0, len(items))}
+		for _, it := range items {
+			f, ok := it.([]any)
+			if !ok || len(f) != 2 {
+				return Value{}, errEffectReply
+			}
+			iv, err := decodeValue(f[0], f[1], depth+1)
 			if err != nil {
 				return Value{}, err
 			}
 			out.Items = append(out.Items, iv)
 		}
 		return out, nil
-	case len(f) != 2:
-		return Value{}, errEffectReply
-	case tag == "i":
-		n, ok := f[1].(int64)
+	case "i":
+		n, ok := v.(int64)
 		if !ok {
 			return Value{}, errEffectReply
 		}
 		return Value{Kind: ValueInt, Int: n}, nil
 	}
-	s, ok := f[1].(string)
+	s, ok := v.(string)
 	if !ok {
 		return Value{}, errEffectReply
 	}
@@ -192,14 +240,4 @@ func decodeValue(v any, depth int) (Value, error) {
 func millis(v any) time.Duration {
 	n, _ := v.(int64)
 	return time.Duration(n) * time.Millisecond
-}
-
-func strs(in []any) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		if s, ok := s.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }
