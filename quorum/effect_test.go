@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -244,3 +245,189 @@ func TestClassifyEffect(t *testing.T) {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// TestEffectWrapperFastPath runs, on a real redis-server, the writes the
+// wrapper proves without a snapshot (effectlua.go) and the ones next to
+// them that it must not: each row says what every key holds after the
+// run, with which expiry, and what the run is classified as. A refused
+// row's keys are back to what they held, expiry included. Keys k and k2
+// start free unless the row's setup holds them (hold: value -> key,
+// 10s).
+func TestEffectWrapperFastPath(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	e := New(Config{MaxTTL: time.Minute}, n)
+	const gozero = `if redis.call("GET", KEYS[1]) == ARGV[1] then
+    redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+    return "OK"
+else
+    return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+end`
+	type held struct {
+		v   string
+		ttl time.Duration // 0: no expiry
+	}
+	tests := []struct {
+		name    string
+		hold    map[string]held // key -> what it holds before
+		hash    bool            // k is another's hash lock (Redisson's shape)
+		body    string
+		args    []string
+		lits    []string
+		refused string // a substring of the reason, if refused
+		op      EffectOp
+		before  []string // the first key's own holders before, as reported
+		hold1   time.Duration
+		want    map[string]held // key -> what it holds after (missing: no key)
+	}{
+		// Proved: no snapshot, the reply says what happened.
+		{name: "go-zero take of a free key", body: gozero, args: []string{"tok", "20000"},
+			op: EffectHold, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "go-zero re-entry extends", hold: map[string]held{"k": {"tok", 10 * time.Second}}, body: gozero, args: []string{"tok", "20000"},
+			op: EffectHold, before: []string{"tok"}, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "go-zero against another's hold does nothing", hold: map[string]held{"k": {"other", 10 * time.Second}}, body: gozero, args: []string{"tok", "20000"},
+			op: EffectRead, want: map[string]held{"k": {"other", 10 * time.Second}}},
+		{name: "SET PX NX in that order, no GET", body: `return redis.call("set", KEYS[1], ARGV[1], "px", ARGV[2], "nx")`, args: []string{"tok", "20000"},
+			op: EffectHold, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "Spring's obtain: GET free, then SET PX", body: `if not redis.call("GET", KEYS[1]) then redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2]) return true end return false`,
+			args: []string{"tok", "20000"}, op: EffectHold, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "GET own, PEXPIRE", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) end return 0`, args: []string{"tok", "20000"},
+			op: EffectHold, before: []string{"tok"}, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "GET own, EXPIRE in seconds", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("expire", KEYS[1], 20) end return 0`, args: []string{"tok"},
+			op: EffectHold, before: []string{"tok"}, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "GET own, UNLINK", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("unlink", KEYS[1]) end return 0`, args: []string{"tok"},
+			op: EffectRelease, before: []string{"tok"}},
+		{name: "a literal token", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], "__w__", "NX", "PX", 5000)`, lits: []string{"__w__"},
+			op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"__w__", 5 * time.Second}}},
+
+		// Not proved: the slow path judges, and refuses.
+		{name: "GET own, then a value that is none of its arguments", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("set", KEYS[1], ARGV[1] .. "x", "PX", 5000) end`, args: []string{"tok"},
+			refused: "none of its arguments", want: map[string]held{"k": {"tok", 10 * time.Second}}},
+		{name: "GET another's, then SET without NX over it", hold: map[string]held{"k": {"other", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1], "PX", 5000)`, args: []string{"tok"},
+			refused: "another token's hold", want: map[string]held{"k": {"other", 10 * time.Second}}},
+		{name: "GET another's, then DEL", hold: map[string]held{"k": {"other", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) return redis.call("del", KEYS[1])`, args: []string{"tok"},
+			refused: "another token's hold", want: map[string]held{"k": {"other", 10 * time.Second}}},
+		{name: "GET another's, then PEXPIRE", hold: map[string]held{"k": {"other", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) return redis.call("pexpire", KEYS[1], 50000)`, args: []string{"tok"},
+			refused: "expiry of another token's hold", want: map[string]held{"k": {"other", 10 * time.Second}}},
+		{name: "a GET before another's hold was set is no proof: DEL without a GET", hold: map[string]held{"k": {"other", 10 * time.Second}},
+			body: `return redis.call("del", KEYS[1])`, args: []string{"other2"},
+			refused: "another token's hold", want: map[string]held{"k": {"other", 10 * time.Second}}},
+		{name: "SET NX PX over max_ttl", body: `return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 3600000)`, args: []string{"tok"},
+			refused: "over max_ttl"},
+		{name: "SET NX of a value that is none of its arguments", body: `return redis.call("set", KEYS[1], "x" .. ARGV[1], "NX", "PX", 5000)`, args: []string{"tok"},
+			refused: "none of its arguments"},
+		{name: "GET free, SET without expiry", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1])`, args: []string{"tok"},
+			refused: "without an expiry"},
+		{name: "GET free, SET KEEPTTL", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1], "KEEPTTL")`, args: []string{"tok"},
+			refused: "without an expiry"},
+		{name: "GET own, SET KEEPTTL keeps the hold", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1], "KEEPTTL")`, args: []string{"tok"},
+			op: EffectRead, before: []string{"tok"}, want: map[string]held{"k": {"tok", 10 * time.Second}}},
+		{name: "GET own, PEXPIRE over max_ttl", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) return redis.call("pexpire", KEYS[1], 3600000)`, args: []string{"tok"},
+			refused: "over max_ttl", want: map[string]held{"k": {"tok", 10 * time.Second}}},
+		{name: "GET own, PERSIST by SET without PX", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1])`, args: []string{"tok"},
+			refused: "without an expiry", want: map[string]held{"k": {"tok", 10 * time.Second}}},
+		{name: "writes twice: a take, then over max_ttl", body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) return redis.call("pexpire", KEYS[1], 3600000)`,
+			args: []string{"tok"}, refused: "over max_ttl"},
+		{name: "writes twice: a take, then a value none of its arguments", body: `redis.call("get", KEYS[1]) redis.call("set", KEYS[1], ARGV[1], "PX", 5000) return redis.call("set", KEYS[1], "x", "PX", 5000)`,
+			args: []string{"tok"}, refused: "none of its arguments"},
+		{name: "release, then a value none of its arguments: the hold comes back with its expiry", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) redis.call("del", KEYS[1]) return redis.call("set", KEYS[1], "x", "PX", 5000)`, args: []string{"tok"},
+			refused: "none of its arguments", want: map[string]held{"k": {"tok", 10 * time.Second}}},
+		{name: "extend, then a refused command: the old expiry comes back", hold: map[string]held{"k": {"tok", 10 * time.Second}},
+			body: `redis.call("get", KEYS[1]) redis.call("pexpire", KEYS[1], 50000) return redis.call(ARGV[2], KEYS[1])`, args: []string{"tok", "incr"},
+			refused: "INCR is not a lock command", want: map[string]held{"k": {"tok", 10 * time.Second}}},
+		{name: "a take, then a refused command", body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) return redis.call(ARGV[2], KEYS[1])`, args: []string{"tok", "incr"},
+			refused: "INCR is not a lock command"},
+		{name: "a take, then a refused command caught by pcall", body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) redis.pcall(ARGV[2], KEYS[1]) return 1`, args: []string{"tok", "lpush"},
+			refused: "LPUSH is not a lock command"},
+		{name: "a take of k, another's hold of k2 overwritten: both back", hold: map[string]held{"k2": {"other", 10 * time.Second}},
+			body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) return redis.call("set", KEYS[2], ARGV[1], "PX", 5000)`, args: []string{"tok"},
+			refused: "another token's hold", want: map[string]held{"k2": {"other", 10 * time.Second}}},
+		{name: "a take, then DEL of it and another's hold together", hold: map[string]held{"k2": {"other", 10 * time.Second}},
+			body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) return redis.call("del", KEYS[1], KEYS[2])`, args: []string{"tok"},
+			refused: "another token's hold", want: map[string]held{"k2": {"other", 10 * time.Second}}},
+		{name: "a hash is never proved", body: `redis.call("get", KEYS[1]) return redis.call("hset", KEYS[1], "f", ARGV[1])`, args: []string{"tok"},
+			refused: "without an expiry"},
+		{name: "a GET that failed is no proof the key is free", hash: true,
+			body: `redis.pcall("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1], "PX", 5000)`, args: []string{"tok"},
+			refused: "a hash key into a string"},
+		{name: "a key given as a number is not one of KEYS", body: `return redis.call("set", 1e15, ARGV[1], "NX", "PX", 5000)`, args: []string{"tok"},
+			refused: "not one of KEYS"},
+	}
+	keys := []string{"k", "k2"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			flush(t, admin)
+			for k, h := range tt.hold {
+				admin.Set(ctx, k, h.v, h.ttl)
+			}
+			if tt.hash {
+				admin.HSet(ctx, "k", "other", 1)
+				admin.PExpire(ctx, "k", 10*time.Second)
+			}
+			eff := e.Wrap(tt.body, testCommands, tt.lits)
+			runKeys := keys
+			if strings.Contains(tt.body, "1e15") {
+				runKeys = []string{"1e+15"}
+			}
+			ne, err := n.runEffect(ctx, eff, runKeys, tt.args)
+			if err != nil {
+				t.Fatalf("runEffect: %v", err)
+			}
+			if tt.refused != "" {
+				if !strings.Contains(ne.refused, tt.refused) {
+					t.Errorf("refused = %q; want it to say %q", ne.refused, tt.refused)
+				}
+			} else if ne.refused != "" {
+				t.Errorf("refused: %s", ne.refused)
+			} else {
+				op, hold := classifyEffect(ne.keys, 0.01)
+				if op != tt.op {
+					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.keys)
+				}
+				if op == EffectHold && (hold > tt.hold1 || hold < tt.hold1-time.Second) {
+					t.Errorf("hold = %v; want %v", hold, tt.hold1)
+				}
+				if got := ne.keys[0].BeforeOwn; !slices.Equal(got, tt.before) {
+					t.Errorf("own holders before = %q; want %q", got, tt.before)
+				}
+			}
+			if tt.hash {
+				if h := admin.HGetAll(ctx, "k").Val(); len(h) != 1 || h["other"] != "1" {
+					t.Errorf("after: HGETALL k = %v; want the other's field", h)
+				}
+				if pttl := admin.PTTL(ctx, "k").Val(); pttl > 10*time.Second || pttl < 9*time.Second {
+					t.Errorf("after: PTTL k = %v; want 10s", pttl)
+				}
+				return
+			}
+			for _, k := range append([]string{"1000000000000000"}, keys...) {
+				want, ok := tt.want[k]
+				v, err := admin.Get(ctx, k).Result()
+				switch {
+				case !ok && err != redis.Nil:
+					t.Errorf("after: GET %s = %q, %v; want no key", k, v, err)
+				case ok && v != want.v:
+					t.Errorf("after: GET %s = %q, %v; want %q", k, v, err, want.v)
+				case ok:
+					// The expiry is the one the row wants: a rollback puts
+					// back the one from before, not a new one.
+					if pttl := admin.PTTL(ctx, k).Val(); pttl > want.ttl || pttl < want.ttl-time.Second {
+						t.Errorf("after: PTTL %s = %v; want %v", k, pttl, want.ttl)
+					}
+				}
+			}
+		})
+	}
+}
