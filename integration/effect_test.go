@@ -265,6 +265,14 @@ func TestEffectRefusalLeavesNothingOnAnyNode(t *testing.T) {
 		{"a key that is not in KEYS", `redis.call("set", KEYS[1], ARGV[1], "PX", 5000) return redis.call(ARGV[2], ARGV[3], ARGV[1], "PX", 5000)`,
 			[]any{"tok", "set", "elsewhere"}, "not one of KEYS"},
 		{"SELECT 1", `redis.pcall("SELECT", ARGV[1]) return redis.call("set", KEYS[1], ARGV[2], "PX", 5000)`, []any{"1", "tok"}, "SELECT"},
+		// Beside the writes the wrapper proves without a snapshot.
+		{"a GET of a free key, then a write without expiry", `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1])`, []any{"tok"}, "without an expiry"},
+		{"a GET of a free key, then SET KEEPTTL", `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1], "KEEPTTL")`, []any{"tok"}, "without an expiry"},
+		{"SET NX PX over max_ttl", `return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 3600000)`, []any{"tok"}, "over max_ttl"},
+		{"a take, then PEXPIRE over max_ttl", `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) return redis.call("pexpire", KEYS[1], 3600000)`, []any{"tok"}, "over max_ttl"},
+		{"a take, then a value none of its arguments", `redis.call("get", KEYS[1]) redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) return redis.call("set", KEYS[1], ARGV[1] .. "x", "PX", 5000)`,
+			[]any{"tok"}, "none of its arguments"},
+		{"a take, then INCR named by ARGV", `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000) return redis.call(ARGV[2], KEYS[1])`, []any{"tok", "INCR"}, "INCR is not a lock command"},
 	}
 	for _, tt := range tests {
 		err := p.Client.Eval(ctx, tt.body, []string{"k"}, tt.args...).Err()
@@ -295,6 +303,33 @@ func TestEffectRefusalLeavesNothingOnAnyNode(t *testing.T) {
 		if i < 2 && v != "other" || i >= 2 && ok {
 			t.Errorf("node %d after the refused overwrite: %q (exists %v)", i, v, ok)
 		}
+	}
+
+	// A GET that saw another token's hold proves nothing for a write
+	// after it, and one that saw the caller's own hold proves it for an
+	// owner's write only: each is refused, and every node keeps the hold
+	// it had, with its expiry.
+	for _, tt := range []struct {
+		name, holder, body, reason string
+	}{
+		{"another's hold: GET, then DEL", "other", `redis.call("get", KEYS[1]) return redis.call("del", KEYS[1])`, "another token's hold"},
+		{"another's hold: GET, then SET without NX", "other", `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1], "PX", 5000)`, "another token's hold"},
+		{"another's hold: GET, then PEXPIRE", "other", `redis.call("get", KEYS[1]) return redis.call("pexpire", KEYS[1], 50000)`, "expiry of another token's hold"},
+		{"own hold: a release, then a value none of its arguments", "tok",
+			`if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("del", KEYS[1]) return redis.call("set", KEYS[1], "y" .. ARGV[1], "PX", 5000) end return 0`,
+			"none of its arguments"},
+		{"own hold: an extend, then INCR named by ARGV", "tok",
+			`if redis.call("get", KEYS[1]) == ARGV[1] then redis.call("pexpire", KEYS[1], 50000) return redis.call(ARGV[2], KEYS[1]) end return 0`,
+			"INCR is not a lock command"},
+	} {
+		for _, d := range c.direct {
+			d.Set(ctx, "k", tt.holder, 10*time.Second)
+		}
+		err := p.Client.Eval(ctx, tt.body, []string{"k"}, "tok", "INCR").Err()
+		if err == nil || !strings.Contains(err.Error(), "script refused") || !strings.Contains(err.Error(), tt.reason) {
+			t.Errorf("%s: EVAL = %v; want ERR script refused: %s", tt.name, err, tt.reason)
+		}
+		c.wantHeldEverywhere(t, "k", tt.holder, 10*time.Second)
 	}
 }
 
