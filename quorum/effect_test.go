@@ -361,6 +361,7 @@ end`
 		{name: "a GET that failed is no proof the key is free", hash: true,
 			body: `redis.pcall("get", KEYS[1]) return redis.call("set", KEYS[1], ARGV[1], "PX", 5000)`, args: []string{"tok"},
 			refused: "a hash key into a string"},
+		{name: "a nil key is not one of KEYS", body: `return redis.call("get", KEYS[3])`, refused: "not one of KEYS"},
 		{name: "a key given as a number is not one of KEYS", body: `return redis.call("set", 1e15, ARGV[1], "NX", "PX", 5000)`, args: []string{"tok"},
 			refused: "not one of KEYS"},
 	}

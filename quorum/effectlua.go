@@ -345,8 +345,9 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
       local st = __rlp_st[k]
       if st == nil then
         -- Keys are strings: Redis would turn a number into a key of
-        -- other digits than tostring gives.
-        if k == nil then return __RLP_PC(cmd, ...) end
+        -- other digits than tostring gives. No argument at all is
+        -- Redis's error to give.
+        if __rlp_select("#", ...) == 0 then return __RLP_PC(cmd, ...) end
         __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
       elseif kind == 1 then
         local r = __RLP_PC(cmd, ...)
