@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"regexp"
 	"slices"
@@ -323,4 +324,66 @@ func closeScores(a, b string) bool {
 	_, errA := fmt.Sscan(sa, &x)
 	_, errB := fmt.Sscan(sb, &y)
 	return okA && okB && ma == mb && errA == nil && errB == nil && closeMs(x, y)
+}
+
+// TestReprintedPrecedenceIsLua51s checks the printer's parentheses
+// against Redis's own Lua: random expressions over every operator, written
+// with a parenthesis around each operation, are evaluated on a real
+// redis-server as sent and as re-printed (parentheses only where Lua
+// 5.1's priorities need them), each under pcall; every value and error
+// must be the same.
+func TestReprintedPrecedenceIsLua51s(t *testing.T) {
+	r := direct(t, startRedis(t).Addr)
+	rng := rand.New(rand.NewPCG(10, 1))
+	for round := range 8 {
+		var b strings.Builder
+		b.WriteString("local r = {}\n")
+		const n = 150
+		for i := range n {
+			fmt.Fprintf(&b, "r[%d] = tostring(select(2, pcall(function() return %s end)))\n", i+1, randomExpr(rng, 5))
+		}
+		b.WriteString("return r\n")
+		body := b.String()
+		a, err := script.Admit([]byte(body))
+		if err != nil {
+			t.Fatalf("round %d: refused: %v\n%s", round, err, body)
+		}
+		if len(a.Source) >= len(body) {
+			t.Fatalf("round %d: Source is no shorter than the fully parenthesized body", round)
+		}
+		want, err := r.Eval(t.Context(), body, nil).StringSlice()
+		if err != nil {
+			t.Fatalf("round %d: EVAL of the body: %v", round, err)
+		}
+		got, err := r.Eval(t.Context(), a.Source, nil).StringSlice()
+		if err != nil {
+			t.Fatalf("round %d: EVAL of the Source: %v", round, err)
+		}
+		bodyLines, srcLines := strings.Split(body, "\n"), strings.Split(a.Source, "\n")
+		for i := range want {
+			if i >= len(got) || got[i] != want[i] {
+				t.Errorf("round %d, expression %d: %q as sent, %q as re-printed\nsent:        %s\nre-printed:  %s",
+					round, i+1, want[i], got[min(i, len(got)-1)], bodyLines[i+1], srcLines[min(i+1, len(srcLines)-1)])
+			}
+		}
+	}
+}
+
+var (
+	binaryOps = []string{"or", "and", "<", ">", "<=", ">=", "~=", "==", "..", "+", "-", "*", "/", "%", "^"}
+	unaryOps  = []string{"- ", "not ", "#"}
+	leaves    = []string{"0", "1", "2", "3", "7", "0.5", `"2"`, `"ab"`, "true", "false", "nil"}
+)
+
+// randomExpr writes an expression of at most depth levels with every
+// operation in parentheses.
+func randomExpr(rng *rand.Rand, depth int) string {
+	switch k := rng.IntN(10); {
+	case depth == 0 || k < 2:
+		return leaves[rng.IntN(len(leaves))]
+	case k < 4:
+		return "(" + unaryOps[rng.IntN(len(unaryOps))] + randomExpr(rng, depth-1) + ")"
+	default:
+		return "(" + randomExpr(rng, depth-1) + " " + binaryOps[rng.IntN(len(binaryOps))] + " " + randomExpr(rng, depth-1) + ")"
+	}
 }

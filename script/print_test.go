@@ -1,6 +1,7 @@
 package script
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -89,5 +90,35 @@ func wantFixedPoint(t *testing.T, body string, a Admission) {
 		t.Fatalf("Admit(%q).Source = %q, whose Source is %q", body, a.Source, again.Source)
 	case !slices.Equal(again.Literals, a.Literals):
 		t.Fatalf("Admit(%q).Literals = %q; its Source's are %q", body, a.Literals, again.Literals)
+	}
+}
+
+// TestAdmitRandomExpressionsPrintBack: expressions over every operator,
+// written with a parenthesis around each operation, print back (with only
+// the parentheses Lua 5.1's priorities need) to the same tree, and the
+// printed text is a fixed point. Redis's own reading of such expressions
+// is compared in integration (TestReprintedPrecedenceIsLua51s).
+func TestAdmitRandomExpressionsPrintBack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	ops := []string{"or", "and", "<", ">", "<=", ">=", "~=", "==", "..", "+", "-", "*", "/", "%", "^"}
+	leaves := []string{"1", "2.5", `"x"`, "true", "nil", "ARGV[1]", "#KEYS", "tostring(3)", "(tostring(4))"}
+	var gen func(depth int) string
+	gen = func(depth int) string {
+		switch k := rng.IntN(10); {
+		case depth == 0 || k < 2:
+			return leaves[rng.IntN(len(leaves))]
+		case k < 4:
+			return "(" + []string{"- ", "not ", "#"}[rng.IntN(3)] + gen(depth-1) + ")"
+		default:
+			return "(" + gen(depth-1) + " " + ops[rng.IntN(len(ops))] + " " + gen(depth-1) + ")"
+		}
+	}
+	for range 2000 {
+		body := "return " + gen(6)
+		a, err := Admit([]byte(body))
+		if err != nil {
+			t.Fatalf("Admit(%q): %v", body, err)
+		}
+		wantFixedPoint(t, body, a)
 	}
 }
