@@ -25,7 +25,8 @@ type scriptCache struct {
 }
 
 // served is how a script is run: a catalogue operation (the fast path),
-// or the client's own body in the effect-watching wrapper.
+// or the admitted script, as admission printed it back, in the
+// effect-watching wrapper.
 type served struct {
 	sc  script.Script
 	eff *quorum.Effect

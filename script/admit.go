@@ -102,7 +102,9 @@ func Admit(body []byte) (Admission, error) {
 	if err != nil {
 		return Admission{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
 	}
-	a := &admitter{lits: map[string]bool{}}
+	// The wrapper runs the body as a vararg function, as Redis runs a
+	// script's chunk.
+	a := &admitter{lits: map[string]bool{}, fns: []fnState{{vararg: true}}}
 	a.push()
 	a.block(chunk)
 	if a.err != nil {
@@ -123,6 +125,24 @@ type admitter struct {
 	lits   map[string]bool
 	order  []string
 	err    *Refusal
+	// fns is the enclosing functions, innermost last: Lua 5.1 refuses to
+	// compile "..." outside a vararg function and break outside a loop,
+	// which gopher-lua's parser lets through.
+	fns []fnState
+}
+
+type fnState struct {
+	vararg bool
+	loops  int // loops around the current statement
+}
+
+func (a *admitter) fn() *fnState { return &a.fns[len(a.fns)-1] }
+
+// loop walks a loop's body.
+func (a *admitter) loop(body func()) {
+	a.fn().loops++
+	body()
+	a.fn().loops--
 }
 
 func (a *admitter) push() { a.scopes = append(a.scopes, map[string]bool{}) }
@@ -199,10 +219,10 @@ func (a *admitter) stmt(s ast.Stmt) {
 		a.scoped(s.Stmts)
 	case *ast.WhileStmt:
 		a.expr(s.Condition)
-		a.scoped(s.Stmts)
+		a.loop(func() { a.scoped(s.Stmts) })
 	case *ast.RepeatStmt:
 		a.push()
-		a.block(s.Stmts)
+		a.loop(func() { a.block(s.Stmts) })
 		a.expr(s.Condition) // the condition sees the body's locals
 		a.pop()
 	case *ast.IfStmt:
@@ -217,7 +237,7 @@ func (a *admitter) stmt(s ast.Stmt) {
 		}
 		a.push()
 		a.declare(s.Name, false)
-		a.block(s.Stmts)
+		a.loop(func() { a.block(s.Stmts) })
 		a.pop()
 	case *ast.GenericForStmt:
 		a.exprs(s.Exprs)
@@ -226,7 +246,7 @@ func (a *admitter) stmt(s ast.Stmt) {
 		for i, n := range s.Names {
 			a.declare(n, overKeys && i == 1)
 		}
-		a.block(s.Stmts)
+		a.loop(func() { a.block(s.Stmts) })
 		a.pop()
 	case *ast.FuncDefStmt:
 		// function name() ... end assigns a global or a table field.
@@ -243,6 +263,9 @@ func (a *admitter) stmt(s ast.Stmt) {
 	case *ast.ReturnStmt:
 		a.exprs(s.Exprs)
 	case *ast.BreakStmt:
+		if a.fn().loops == 0 {
+			a.refuse(s.Line(), "break outside a loop (Lua 5.1 does not compile it)")
+		}
 	case *ast.LabelStmt, *ast.GotoStmt:
 		a.refuse(s.Line(), "goto and labels are not Lua 5.1")
 	default:
@@ -276,12 +299,14 @@ func (a *admitter) target(e ast.Expr) {
 }
 
 func (a *admitter) function(f *ast.FunctionExpr) {
+	a.fns = append(a.fns, fnState{vararg: f.ParList.HasVargs})
 	a.push()
 	for _, n := range f.ParList.Names {
 		a.declare(n, false)
 	}
 	a.block(f.Stmts)
 	a.pop()
+	a.fns = a.fns[:len(a.fns)-1]
 }
 
 func (a *admitter) exprs(es []ast.Expr) {
@@ -295,7 +320,11 @@ func (a *admitter) expr(e ast.Expr) {
 		return
 	}
 	switch e := e.(type) {
-	case *ast.TrueExpr, *ast.FalseExpr, *ast.NilExpr, *ast.Comma3Expr:
+	case *ast.TrueExpr, *ast.FalseExpr, *ast.NilExpr:
+	case *ast.Comma3Expr:
+		if !a.fn().vararg {
+			a.refuse(e.Line(), "... outside a vararg function (Lua 5.1 does not compile it)")
+		}
 	case *ast.NumberExpr:
 		f, err := luaNumber(e.Value)
 		if err != nil {

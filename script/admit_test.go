@@ -47,6 +47,7 @@ var admitTable = []struct {
 local k = KEYS[1]
 if own(redis.call("get", k)) then return ("x"):upper() end return 0`, nil},
 	{"a local named like a forbidden global", `local os = 1 return os`, nil},
+	{"break in loops, ... in the chunk and in vararg functions", "for i = 1, 2 do break end while true do break end repeat break until true for _, k in ipairs(KEYS) do if k then break end end\nlocal function f(...) return ... end return f(...), select('#', ...)", nil},
 }
 
 var refuseTable = []struct {
@@ -83,6 +84,10 @@ var refuseTable = []struct {
 	{"a call in parentheses as a statement (Lua 5.1 refuses it)", "local a = 1\n(tostring(a))", "not a statement", 2},
 	{"a numeral gopher-lua lexes oddly", "local a = 3e)", `the number "3e)" is malformed`, 1},
 	{"a number out of range", "return 1e400", "out of range", 1},
+	{"break outside a loop", "if ARGV[1] then\n  break\nend\nreturn 1", "break outside a loop", 2},
+	{"break in a function in a loop", "for i = 1, 2 do\n  local f = function() break end\nend", "break outside a loop", 2},
+	{"... outside a vararg function", "local function f()\n  return ...\nend\nreturn f()", "... outside a vararg function", 2},
+	{"... of the enclosing function", "local f = function(...) return function() return ... end end", "... outside a vararg function", 1},
 	{"a hexadecimal number out of range", "return 0x10000000000000000", "out of range", 1},
 }
 
