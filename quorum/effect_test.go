@@ -300,6 +300,8 @@ end`
 		{name: "GET own, UNLINK", hold: map[string]held{"k": {"tok", 10 * time.Second}},
 			body: `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("unlink", KEYS[1]) end return 0`, args: []string{"tok"},
 			op: EffectRelease, before: []string{"tok"}},
+		{name: "a take, then a GET of it", body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) return redis.call("get", KEYS[1])`,
+			args: []string{"tok", "20000"}, op: EffectHold, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
 		{name: "a literal token", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], "__w__", "NX", "PX", 5000)`, lits: []string{"__w__"},
 			op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"__w__", 5 * time.Second}}},
 

@@ -247,70 +247,8 @@ local function __rlp_slow()
     end
     st.m = nil
   end
-  -- orig records what key k holds before the fast path's first change
-  -- to it, a value of the run's own (m), with its expiry for a rollback.
-  function L.orig(st, k)
-    if not st.w then
-      st.o = st.m
-      if st.m then st.oe = __rlp_call("pexpiretime", k) end
-    end
-  end
   __rlp_slowfns = L
   return L
-end
--- write runs a write to key k (st its state, not on the slow path)
--- through pc (redis.call or redis.pcall). A write the fast path proves a
--- lock owner's is run as it is, and its reply tells what it did; any
--- other first puts k on the slow path. The fast path proves, for a string:
---   SET k v NX PX t, v own, 0 < t <= max_ttl: OK means it took a free key;
---   SET k v PX t on a key the run saw free or holding an own value;
---   PEXPIRE k t / EXPIRE k s, DEL k / UNLINK k on a key the run saw
---   holding an own value (or free: then they do nothing).
--- What the run saw is its last GET's reply or the fast path's last write.
--- A t that is not an integer needs no test: Redis refuses it.
-local function __rlp_write(pc, c, st, k, cmd, ...)
-  local m = st.m
-  local n = __rlp_select("#", ...)
-  local t
-  if c == "set" then
-    local _, v, o1, o2, o3 = ...
-    local nx
-    if n == 5 and (o1 == "NX" or o1 == "nx") and (o2 == "PX" or o2 == "px") then nx, t = true, o3
-    elseif n == 5 and (o1 == "PX" or o1 == "px") and (o3 == "NX" or o3 == "nx") then nx, t = true, o2
-    elseif n == 4 and (o1 == "PX" or o1 == "px") then nx, t = false, o2 end
-    if t ~= nil then t = tonumber(t) end
-    if t and t > 0 and t <= __RLP_MAXTTL and __rlp_own(v) and (nx or m == false or (m and __rlp_own(m))) then
-      if not nx then __rlp_slow().orig(st, k) end
-      local r = pc(cmd, ...)
-      if __rlp_type(r) == "table" and r.ok then
-        if not st.w then
-          st.w = true
-          if nx then st.o = false end -- OK to NX: the key was free
-        end
-        st.m, st.ttl = v, t
-      end
-      return r
-    end
-  elseif m ~= nil and (c == "pexpire" or c == "expire" or c == "del" or c == "unlink") then
-    if m == false then return pc(cmd, ...) end -- no key: nothing to do
-    if c == "del" or c == "unlink" then t = 0
-    elseif n == 2 then
-      t = tonumber((__rlp_select(2, ...)))
-      if t and c == "expire" then t = t * 1000 end
-      if not (t and t > 0 and t <= __RLP_MAXTTL) then t = nil end
-    end
-    if t and __rlp_own(m) then
-      __rlp_slow().orig(st, k)
-      local r = pc(cmd, ...)
-      if r == 1 then
-        st.w = true
-        if t == 0 then st.m = false else st.ttl = t end
-      end
-      return r
-    end
-  end
-  __rlp_slow().toslow(k)
-  return pc(cmd, ...)
 end
 local __rlp_real = redis
 local redis = setmetatable({
@@ -340,9 +278,10 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
       end
       if not kind then __rlp_refused = string.upper(c) .. " is not a lock command" end
     end
+    local k, st
     if kind == 1 or kind == 3 then
-      local k = ...
-      local st = __rlp_st[k]
+      k = ...
+      st = __rlp_st[k]
       if st == nil then
         -- Keys are strings: Redis would turn a number into a key of
         -- other digits than tostring gives. No argument at all is
@@ -355,24 +294,83 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
           if r == false or r == nil then st.m = false
           elseif __rlp_type(r) == "string" then st.m = r
           else st.m = nil end
+          st.mi = nil
         end
         return r
-      elseif st.s then
-        return __RLP_PC(cmd, ...)
-      else
-        return __rlp_write(__RLP_PC, c, st, k, cmd, ...)
       end
     elseif kind == 0 then
       return __RLP_PC(cmd, ...)
     elseif kind and __rlp_slow().keysok(c, kind, ...) then
-      if kind == 4 then
-        if __rlp_select("#", ...) == 1 then
-          local st = __rlp_st[(...)]
-          if not st.s then return __rlp_write(__RLP_PC, c, st, (...), cmd, ...) end
-        else
-          for i = 1, __rlp_select("#", ...) do __rlp_slow().toslow((__rlp_select(i, ...))) end
+      if kind ~= 4 then return __RLP_PC(cmd, ...) end
+      if __rlp_select("#", ...) ~= 1 then
+        for i = 1, __rlp_select("#", ...) do __rlp_slow().toslow((__rlp_select(i, ...))) end
+        return __RLP_PC(cmd, ...)
+      end
+      k = ...
+      st = __rlp_st[k]
+    end
+    if st then
+      -- A write to one key k, not yet on the slow path: the fast path
+      -- runs one it proves a lock owner's as it is, and its reply tells
+      -- what it did; any other first puts k on the slow path. It proves,
+      -- for a string:
+      --   SET k v NX PX t, v own, 0 < t <= max_ttl: OK took a free key;
+      --   SET k v PX t on a key the run saw free or holding an own value;
+      --   PEXPIRE k t / EXPIRE k s, DEL k / UNLINK k on a key the run saw
+      --   holding an own value (or free: then they do nothing).
+      -- What the run saw (m) is its last GET's reply or the fast path's
+      -- last write; mi is m's place among the own tokens, once known. A
+      -- t that is not an integer needs no test: Redis refuses it.
+      if st.s then return __RLP_PC(cmd, ...) end
+      local m = st.m
+      local n = __rlp_select("#", ...)
+      local t, mi
+      if c == "set" then
+        local _, v, o1, o2, o3 = ...
+        local nx, vi
+        if n == 5 and (o1 == "NX" or o1 == "nx") and (o2 == "PX" or o2 == "px") then nx, t = true, o3
+        elseif n == 5 and (o1 == "PX" or o1 == "px") and (o3 == "NX" or o3 == "nx") then nx, t = true, o2
+        elseif n == 4 and (o1 == "PX" or o1 == "px") then nx, t = false, o2 end
+        if t ~= nil then t = tonumber(t) end
+        if t and t > 0 and t <= __RLP_MAXTTL then vi = __rlp_own(v) end
+        if vi and not nx and m then mi = st.mi or __rlp_own(m) end
+        if vi and (nx or m == false or mi) then
+          if not nx and not st.w then
+            st.o, st.oi = m, mi
+            if m then st.oe = __rlp_call("pexpiretime", k) end
+          end
+          local r = __RLP_PC(cmd, ...)
+          if __rlp_type(r) == "table" and r.ok then
+            if not st.w then
+              st.w = true
+              if nx then st.o, st.oi = false, nil end -- OK to NX: the key was free
+            end
+            st.m, st.mi, st.ttl = v, vi, t
+          end
+          return r
+        end
+      elseif m ~= nil and (c == "pexpire" or c == "expire" or c == "del" or c == "unlink") then
+        if m == false then return __RLP_PC(cmd, ...) end -- no key: nothing to do
+        if c == "del" or c == "unlink" then t = 0
+        elseif n == 2 then
+          t = tonumber((__rlp_select(2, ...)))
+          if t and c == "expire" then t = t * 1000 end
+          if not (t and t > 0 and t <= __RLP_MAXTTL) then t = nil end
+        end
+        if t then mi = st.mi or __rlp_own(m) end
+        if mi then
+          if not st.w then
+            st.o, st.oi, st.oe = m, mi, __rlp_call("pexpiretime", k)
+          end
+          local r = __RLP_PC(cmd, ...)
+          if r == 1 then
+            st.w, st.mi = true, mi
+            if t == 0 then st.m, st.mi = false, nil else st.ttl = t end
+          end
+          return r
         end
       end
+      __rlp_slow().toslow(k)
       return __RLP_PC(cmd, ...)
     end
     __RLP_REFUSE`
@@ -433,80 +431,111 @@ if __rlp_why then
   end
   return {"refused", __rlp_why}
 end
--- The reply: the body's reply as a tag and a value (an array's value is
--- its items, each a {tag, value}), then per key, in KEYS order, what the
--- run did to it. A key the fast path proved is one number,
+-- The reply says what the body answered (a tag: "s" status, "b" bulk,
+-- "i" integer, "n" nil, "e" error, "a" array; and a value) and, per key
+-- in KEYS order, what the run did to it. A key the fast path proved is
+-- one number,
 --   ((hold * 1024 + after) * 1024 + before) * 2 + changed
 -- (hold: how long its own holder has left after the run, in ms; before,
 -- after: its own holder then, as its place among the own tokens, 1-based:
--- ARGV, KEYS, then the literals; 0 for none), when its places are under 1024;
--- otherwise, and for a key of the slow path, the fields one by one:
+-- ARGV, KEYS, then the literals; 0 for none). When every key is such a
+-- number under 10^14 (exact in Lua's tostring) and the value is no array,
+-- the reply is one string, tag, numbers joined by ",", ":" and the value:
+--   "s21012481:OK"
+-- (a table costs Redis a walk of its fields to turn it into RESP).
+-- Otherwise it is a flat array, {tag, value, key info...}, where an
+-- array's value is its items, each a {tag, value}, and a key the fast
+-- path did not prove is its fields one by one:
 --   -1 - changed, hold, n, n own holders before, m, m own holders after.
--- One flat array of numbers: every string and nested table costs Redis a
--- conversion when it turns the reply into RESP.
-local __rlp_out
+local __rlp_tag, __rlp_val
 if not __rlp_ok then
-  if __rlp_type(__rlp_r) == "table" and __rlp_r.err then __rlp_out = {"e", __rlp_tostring(__rlp_r.err)}
-  else __rlp_out = {"e", "ERR " .. __rlp_tostring(__rlp_r)} end
+  __rlp_tag = "e"
+  if __rlp_type(__rlp_r) == "table" and __rlp_r.err then __rlp_val = __rlp_tostring(__rlp_r.err)
+  else __rlp_val = "ERR " .. __rlp_tostring(__rlp_r) end
 else
   local t = __rlp_type(__rlp_r)
-  if t == "table" and __rlp_r.ok then __rlp_out = {"s", __rlp_tostring(__rlp_r.ok)}
-  elseif t == "string" then __rlp_out = {"b", __rlp_r}
-  elseif t == "number" then __rlp_out = {"i", __rlp_r}
-  elseif not __rlp_r then __rlp_out = {"n", 0}
-  else
-    local function enc(v)
-      local t = __rlp_type(v)
-      if t == "table" then
-        if v.err then return {"e", __rlp_tostring(v.err)} end
-        if v.ok then return {"s", __rlp_tostring(v.ok)} end
-        local out = {}
-        local i = 1
-        while v[i] ~= nil do
-          out[i] = enc(v[i])
-          i = i + 1
-        end
-        return {"a", out}
-      elseif t == "number" then return {"i", v}
-      elseif t == "string" then return {"b", v}
-      elseif t == "boolean" and v then return {"i", 1} end
-      return {"n", 0}
-    end
-    __rlp_out = enc(__rlp_r)
-  end
+  if t == "table" and __rlp_r.ok then __rlp_tag, __rlp_val = "s", __rlp_tostring(__rlp_r.ok)
+  elseif t == "table" and __rlp_r.err then __rlp_tag, __rlp_val = "e", __rlp_tostring(__rlp_r.err)
+  elseif t == "string" then __rlp_tag, __rlp_val = "b", __rlp_r
+  elseif t == "number" then __rlp_tag, __rlp_val = "i", __rlp_r
+  elseif not __rlp_r then __rlp_tag, __rlp_val = "n", ""
+  elseif t == "boolean" then __rlp_tag, __rlp_val = "i", 1
+  else __rlp_tag = "a" end
 end
-local __rlp_n = 2
+-- codes[i] is key i's number, or nil when it needs its fields.
+local __rlp_codes, __rlp_short = {}, __rlp_tag ~= "a"
+  and (__rlp_tag ~= "i" or (__rlp_val % 1 == 0 and __rlp_val > -1e14 and __rlp_val < 1e14))
 for i = 1, #__rlp_keys do
   local st = __rlp_st[__rlp_keys[i]]
-  local o, n = __rlp_out, __rlp_n
   if st.s then
-    local L = __rlp_slowfns
-    if __rlp_same[i] then o[n + 1] = -1 else o[n + 1] = -2 end
-    local ahold
-    n = L.mine(st.s, o, n + 2)
-    n, ahold = L.mine(__rlp_after[i], o, n)
-    o[__rlp_n + 2] = ahold
+    __rlp_short = false
   else
     -- Proved by the fast path: what it held before its first change and
     -- what it holds now; an own value it only read, before and after.
-    local b, a = st.m, st.m
-    if st.w then b = st.o end
     local bi, ai, hold, ch = 0, 0, 0, 0
-    if b then bi = __rlp_own(b) or 0 end
-    if a then ai = __rlp_own(a) or 0 end
-    if st.w then ch = 1 end
-    if a and st.ttl then hold = st.ttl end
+    if st.w then
+      ch, bi = 1, st.oi or 0
+      if st.m then ai, hold = st.mi or __rlp_own(st.m) or 0, st.ttl end
+    elseif st.m then
+      ai = st.mi or __rlp_own(st.m) or 0
+      bi = ai
+    end
     if bi < 1024 and ai < 1024 and hold < 4294967296 then
-      n = n + 1
-      o[n] = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
+      local code = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
+      __rlp_codes[i] = code
+      if code >= 1e14 then __rlp_short = false end
     else
-      o[n + 1], o[n + 2] = -1 - ch, hold
-      n = n + 3
-      if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
-      if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
+      __rlp_codes[i] = {-1 - ch, hold, bi, ai}
+      __rlp_short = false
     end
   end
-  __rlp_n = n
+end
+if __rlp_short then
+  return __rlp_tag .. table.concat(__rlp_codes, ",") .. ":" .. __rlp_val
+end
+local __rlp_out = {__rlp_tag, __rlp_val}
+if __rlp_tag == "a" then
+  local function enc(v)
+    local t = __rlp_type(v)
+    if t == "table" then
+      if v.err then return {"e", __rlp_tostring(v.err)} end
+      if v.ok then return {"s", __rlp_tostring(v.ok)} end
+      local out = {}
+      local i = 1
+      while v[i] ~= nil do
+        out[i] = enc(v[i])
+        i = i + 1
+      end
+      return {"a", out}
+    elseif t == "number" then return {"i", v}
+    elseif t == "string" then return {"b", v}
+    elseif t == "boolean" and v then return {"i", 1} end
+    return {"n", 0}
+  end
+  __rlp_out[2] = enc(__rlp_r)[2]
+elseif __rlp_tag == "n" then
+  __rlp_out[2] = 0
+end
+local o, n = __rlp_out, 2
+for i = 1, #__rlp_keys do
+  local c = __rlp_codes[i]
+  if __rlp_type(c) == "number" then
+    n = n + 1
+    o[n] = c
+  elseif c then
+    local bi, ai = c[3], c[4]
+    o[n + 1], o[n + 2] = c[1], c[2]
+    n = n + 3
+    if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
+    if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
+  else
+    local L, at = __rlp_slowfns, n + 1
+    if __rlp_same[i] then o[at] = -1 else o[at] = -2 end
+    local ahold
+    n = L.mine(__rlp_st[__rlp_keys[i]].s, o, at + 1)
+    n, ahold = L.mine(__rlp_after[i], o, n)
+    o[at + 1] = ahold
+  end
 end
 return __rlp_out
 `

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -80,7 +81,7 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, keys, args []str
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	return decodeEffect(cmd.Val(), slices.Concat(args, keys), eff.literals)
+	return decodeEffect(cmd.Val(), owns{args, keys, eff.literals})
 }
 
 func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error {
@@ -94,10 +95,31 @@ func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error
 
 var errEffectReply = errors.New("malformed wrapper reply")
 
-// decodeEffect reads the wrapper's reply (effectlua.go); args (the
-// call's ARGV, then its KEYS) and literals are the own tokens its
-// holders' places point into.
-func decodeEffect(v any, args, literals []string) (nodeEffect, error) {
+// owns are a call's own tokens, in the order the wrapper numbers them
+// from 1: its ARGV, its KEYS, then the script's literals.
+type owns struct{ args, keys, literals []string }
+
+// at returns the own token at place i as a one-item slice of the call's
+// own (shared, not copied), nil for 0, or false for no such place.
+func (o owns) at(i int64) ([]string, bool) {
+	if i <= 0 {
+		return nil, i == 0
+	}
+	for _, l := range [3][]string{o.args, o.keys, o.literals} {
+		if i <= int64(len(l)) {
+			return l[i-1 : i : i], true
+		}
+		i -= int64(len(l))
+	}
+	return nil, false
+}
+
+// decodeEffect reads the wrapper's reply (effectlua.go); own holders are
+// places among o.
+func decodeEffect(v any, o owns) (nodeEffect, error) {
+	if s, ok := v.(string); ok {
+		return decodeShort(s, o)
+	}
 	top, ok := v.([]any)
 	if !ok || len(top) < 2 {
 		return nodeEffect{}, fmt.Errorf("%w: %T", errEffectReply, v)
@@ -111,23 +133,6 @@ func decodeEffect(v any, args, literals []string) (nodeEffect, error) {
 		return nodeEffect{}, err
 	}
 	ne := nodeEffect{reply: reply}
-	own := func(i int64) (string, bool) {
-		switch {
-		case i >= 1 && i <= int64(len(args)):
-			return args[i-1], true
-		case i > int64(len(args)) && i <= int64(len(args)+len(literals)):
-			return literals[i-1-int64(len(args))], true
-		}
-		return "", false
-	}
-	// one is a key's one own holder at place i, or none for 0.
-	one := func(i int64) ([]string, bool) {
-		if i == 0 {
-			return nil, true
-		}
-		t, ok := own(i)
-		return []string{t}, ok
-	}
 	// holders reads n, then n places, from the front of f.
 	holders := func(f []any) ([]string, []any, bool) {
 		if len(f) < 1 {
@@ -143,11 +148,11 @@ func decodeEffect(v any, args, literals []string) (nodeEffect, error) {
 		}
 		for i := range out {
 			p, _ := f[1+i].(int64)
-			t, ok := own(p)
-			if !ok {
+			t, ok := o.at(p)
+			if !ok || len(t) == 0 {
 				return nil, nil, false
 			}
-			out[i] = t
+			out[i] = t[0]
 		}
 		return out, f[1+n:], true
 	}
@@ -161,15 +166,9 @@ func decodeEffect(v any, args, literals []string) (nodeEffect, error) {
 		case !isInt:
 			return nodeEffect{}, errEffectReply
 		case code >= 0:
-			// One number: ((hold*1024 + after)*1024 + before)*2 + changed.
-			k.Changed = code&1 != 0
-			if k.BeforeOwn, ok = one(code >> 1 & 1023); !ok {
+			if k, ok = keyCode(code, o); !ok {
 				return nodeEffect{}, errEffectReply
 			}
-			if k.AfterOwn, ok = one(code >> 11 & 1023); !ok {
-				return nodeEffect{}, errEffectReply
-			}
-			k.Hold = time.Duration(code>>21) * time.Millisecond
 			f = f[1:]
 		case len(f) < 2:
 			return nodeEffect{}, errEffectReply
@@ -187,6 +186,64 @@ func decodeEffect(v any, args, literals []string) (nodeEffect, error) {
 		ne.keys = append(ne.keys, k)
 	}
 	return ne, nil
+}
+
+// decodeShort reads the wrapper's reply in its one-string form: a tag,
+// the keys' numbers joined by ",", ":" and the value.
+func decodeShort(s string, o owns) (nodeEffect, error) {
+	codes, val, ok := strings.Cut(s, ":")
+	if !ok || codes == "" {
+		return nodeEffect{}, errEffectReply
+	}
+	tag := codes[:1]
+	var reply Value
+	switch tag {
+	case "s":
+		reply = Value{Kind: ValueStatus, Str: val}
+	case "b":
+		reply = Value{Kind: ValueBulk, Str: val}
+	case "e":
+		reply = Value{Kind: ValueError, Str: val}
+	case "n":
+		reply = Value{Kind: ValueNil}
+	case "i":
+		n, err := strconv.ParseInt(val, 10, 64)
+		if err != nil {
+			return nodeEffect{}, errEffectReply
+		}
+		reply = Value{Kind: ValueInt, Int: n}
+	default:
+		return nodeEffect{}, errEffectReply
+	}
+	ne := nodeEffect{reply: reply}
+	codes = codes[1:]
+	if codes == "" {
+		return ne, nil
+	}
+	ne.keys = make([]KeyEffect, 0, strings.Count(codes, ",")+1)
+	for c := range strings.SplitSeq(codes, ",") {
+		code, err := strconv.ParseInt(c, 10, 64)
+		if err != nil || code < 0 {
+			return nodeEffect{}, errEffectReply
+		}
+		k, ok := keyCode(code, o)
+		if !ok {
+			return nodeEffect{}, errEffectReply
+		}
+		ne.keys = append(ne.keys, k)
+	}
+	return ne, nil
+}
+
+// keyCode reads a key the fast path proved, one number:
+// ((hold*1024 + after)*1024 + before)*2 + changed, before and after the
+// own holder's place among o (0: none).
+func keyCode(code int64, o owns) (KeyEffect, bool) {
+	k := KeyEffect{Changed: code&1 != 0, Hold: time.Duration(code>>21) * time.Millisecond}
+	var okB, okA bool
+	k.BeforeOwn, okB = o.at(code >> 1 & 1023)
+	k.AfterOwn, okA = o.at(code >> 11 & 1023)
+	return k, okB && okA
 }
 
 // decodeValue reads a reply the wrapper encoded as a tag and a value.
