@@ -54,6 +54,9 @@ func serveTest(t *testing.T, n int, cfg Config) (*Server, string, []*miniredis.M
 	return s, ln.Addr().String(), minis
 }
 
+// testDeadline is the test servers' node_timeout and command_timeout.
+const testDeadline = 10 * time.Second
+
 // newTestServer returns a server over n in-process miniredis nodes.
 func newTestServer(t *testing.T, n int, cfg Config) (*Server, []*miniredis.Miniredis) {
 	t.Helper()
@@ -63,8 +66,16 @@ func newTestServer(t *testing.T, n int, cfg Config) (*Server, []*miniredis.Minir
 		minis[i] = miniredis.RunT(t)
 		nodes[i] = quorum.NewRedisNode(minis[i].Addr(), quorum.NodeOptions{})
 	}
-	e := quorum.New(quorum.Config{NodeTimeout: 200 * time.Millisecond}, nodes...)
+	// The nodes run in this process, so a busy machine slows them with the
+	// test itself (under -race, miniredis runs each script in a fresh Lua
+	// interpreter): 200ms deadlines failed commands with NOQUORUM. No test
+	// here has a node that never answers (a closed miniredis refuses at
+	// once), so these deadlines only bound a hang.
+	e := quorum.New(quorum.Config{NodeTimeout: testDeadline}, nodes...)
 	t.Cleanup(func() { e.Close() })
+	if cfg.CommandTimeout == 0 {
+		cfg.CommandTimeout = testDeadline
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
