@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -66,16 +67,19 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	// granted, and on those that failed or timed out, since a lost reply
 	// may hide a write. A node that denied wrote nothing, and a key it
 	// holds with this token is an earlier grant to the same token, which
-	// a single Redis would keep too. The caller may have given up
-	// already; the cleanup must still run.
-	denied := make(map[Node]bool, len(results))
+	// a single Redis would keep too. A node the breaker had marked down
+	// was not called and holds nothing, but one it marked down during
+	// this acquire (a third timeout in a row) may hold the write: the
+	// undo goes past the breaker. The caller may have given up already;
+	// the cleanup must still run.
+	skip := make(map[Node]bool, len(results))
 	for i, r := range results {
-		denied[e.nodes[i]] = r.err == nil && !r.v
+		skip[e.nodes[i]] = r.err == nil && !r.v || errors.Is(r.err, ErrNodeDown)
 	}
 	// Not observed: the observer sees each node's part of the acquire
 	// itself, and this cleanup calls no node that denied.
-	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, e.monitored.Load(), nil, func(ctx context.Context, n Node) ([]Found, error) {
-		if denied[n] {
+	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, n Node) ([]Found, error) {
+		if skip[n] {
 			return nil, nil
 		}
 		return n.Release(ctx, l)

@@ -275,6 +275,40 @@ func TestAcquireLostReplyLeavesNoToken(t *testing.T) {
 	}
 }
 
+// The breaker may open during the acquire itself: lost replies are
+// timeouts, and the third in a row marks the node down. The write may
+// still have landed there, so the undo must reach that node too; a node
+// that was down before the acquire was never called and is skipped.
+func TestAcquireUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := []*fakeNode{{addr: "a", lost: true}, {addr: "b", lost: true}, {addr: "c", silent: true}}
+		e := New(Config{NodeTimeout: 50 * ms}, asNodes(fs)...)
+		e.monitored.Store(true)
+		e.put(2, StateDown, "unreachable")
+		for i := range 2 {
+			e.health[i].stalls.Store(stallLimit - 1) // two timeouts in a row already
+		}
+		_, err := e.Acquire(t.Context(), mine, time.Second)
+		checkSentinel(t, "Acquire", err, ErrUnavailable)
+		for i := range 2 {
+			if !e.health[i].down.Load() {
+				t.Fatalf("node %d is not down after its third timeout in a row", i)
+			}
+		}
+		if got := holders(fs, "k", "mine"); len(got) != 0 {
+			t.Errorf("token left on nodes %v after a failed acquire; want none", got)
+		}
+		for _, f := range fs[:2] {
+			if len(f.callsTo("release")) != 1 {
+				t.Errorf("node %s got calls %v; want one release", f.addr, f.ops())
+			}
+		}
+		if ops := fs[2].ops(); len(ops) != 0 {
+			t.Errorf("node c, down before the acquire, got calls %v; want none", ops)
+		}
+	})
+}
+
 func TestAcquireWithValidityUsedUpIsDeniedAndReleased(t *testing.T) {
 	tests := []struct {
 		name        string
