@@ -373,7 +373,12 @@ probe_interval = "100ms"`)
 // and no lock is left on any master.
 func TestBinaryDrainsOnSIGTERM(t *testing.T) {
 	c := startNodes(t, 3)
-	p := startOps(t, c.addrs, `shutdown_grace = "1500ms"`)
+	// The default node_timeout (50ms) is an outage to 32 clients on a
+	// loaded machine: NOQUORUM replies and the breaker opening on every
+	// master. This test is about the drain, so the masters must stay up.
+	p := startOps(t, c.addrs, `shutdown_grace = "1500ms"
+node_timeout = "1s"
+min_ttl = "2s"`)
 	p.waitReady(t, http.StatusOK, 5*time.Second)
 
 	const clients = 32
