@@ -35,23 +35,24 @@ type library struct {
 // proxy over 5 masters, at once, and wants every check from both.
 func sideBySide(t *testing.T, l library) {
 	t.Helper()
-	side := func(t *testing.T, addr string) {
+	side := func(t *testing.T, addr string, checks []string) {
 		host, port, _ := net.SplitHostPort(addr)
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
-		runChecks(t, l.run(ctx, host, port), l.checks)
+		runChecks(t, l.run(ctx, host, port), checks)
+	}
+	proxyChecks := l.checks
+	if l.proxyChecks != nil {
+		proxyChecks = l.proxyChecks
 	}
 	t.Run("one redis-server", func(t *testing.T) {
 		t.Parallel()
-		side(t, startRedis(t, "--timeout", strconv.Itoa(l.idle)).Addr)
+		side(t, startRedis(t, "--timeout", strconv.Itoa(l.idle)).Addr, l.checks)
 	})
 	t.Run("proxy over 5 masters", func(t *testing.T) {
 		t.Parallel()
 		c, p := setup(t, 5, proxy.Config{IdleTimeout: time.Duration(l.idle) * time.Second})
-		if l.proxyChecks != nil {
-			l.checks = l.proxyChecks
-		}
-		side(t, p.Addr)
+		side(t, p.Addr, proxyChecks)
 		for _, k := range l.keys {
 			c.wantFreeEverywhere(t, k)
 		}
