@@ -205,12 +205,17 @@ func TestPythonAsyncioLockSideBySide(t *testing.T) {
 	}
 }
 
+// delRefused is the proxy's answer to DEL (README, "Differences from one
+// Redis": DEL).
+const delRefused = "ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use"
+
 // Lock libraries from npm (pinned in .ci/npm-packages): redis-semaphore
 // 5.8 (Mutex and Semaphore over ioredis), redlock 4.2 (node-redlock v4
-// over ioredis), node-redis-warlock 1.0 (over ioredis) and
-// simple-redis-mutex 3.0 (over node-redis v5). Semaphore's ZREM release
-// and simple-redis-mutex's INCR fencing counter are refused through the
-// proxy (README, "Differences from one Redis": other Redis commands).
+// over ioredis), node-redis-warlock 1.0 (over ioredis), redis-lock 1.0
+// (over node-redis v4) and simple-redis-mutex 3.0 (over node-redis v5).
+// Semaphore's ZREM release and simple-redis-mutex's INCR fencing counter
+// are refused through the proxy (README, "Differences from one Redis":
+// other Redis commands), and so is redis-lock's DEL release.
 func TestNpmLockLibrariesSideBySide(t *testing.T) {
 	for _, lib := range []struct {
 		name, module string
@@ -239,6 +244,14 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 			"lock", "pttl within the ttl", "contended lock gets no unlock", "touch extends", "touch by a non-owner is 0",
 			"unlock", "stale unlock is 0", "optimistic lock wins after the expiry", "released",
 		}, nil},
+		{"redis-lock", "redis-lock", []string{
+			"lock", "pttl within the timeout", "contended lock waits", "done releases",
+			"the waiting lock gets it", "second done releases",
+		}, []string{
+			"lock", "pttl within the timeout", "contended lock waits",
+			"done refused: " + delRefused, "the waiting lock gets it",
+			"second done refused: " + delRefused, "the lock expires",
+		}},
 		{"simple-redis-mutex", "simple-redis-mutex", []string{
 			"tryLock", "contended tryLock is false", "refreshTimeout", "waiting lock woken by the release", "released",
 		}, []string{
@@ -247,8 +260,11 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 	} {
 		t.Run(lib.name, func(t *testing.T) {
 			needNodeModule(t, lib.module)
+			if lib.name == "redis-lock" {
+				needNodeModule(t, "redis4") // node-redis v4, which it requires
+			}
 			sideBySide(t, library{checks: lib.checks, proxyChecks: lib.proxyChecks,
-				keys: []string{"mutex:nl-lock", "semaphore:nl-lock", "nl-lock", "nl-lock:a", "nl-lock:b", "nl-lock:lock", "@simple-redis-mutex:lock-nl-lock"},
+				keys: []string{"mutex:nl-lock", "semaphore:nl-lock", "nl-lock", "nl-lock:a", "nl-lock:b", "nl-lock:lock", "lock.nl-lock", "@simple-redis-mutex:lock-nl-lock"},
 				run: func(ctx context.Context, host, port string) *exec.Cmd {
 					cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "npmlocks.js"), host, port, "nl-lock", lib.name)
 					cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)

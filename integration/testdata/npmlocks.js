@@ -4,7 +4,7 @@
 // what it prints.
 //
 // Usage: node npmlocks.js HOST PORT KEY LIBRARY
-// LIBRARY: redis-semaphore | redlock4 | warlock | simple-redis-mutex
+// LIBRARY: redis-semaphore | redlock4 | warlock | simple-redis-mutex | redis-lock
 // Prints "ok <check>" or "FAIL <check>: <why>" per check; exits 1 if any
 // check failed, 2 if the script itself broke.
 'use strict';
@@ -263,7 +263,50 @@ async function simpleRedisMutex() {
   }
 }
 
+// redis-lock 1.0 over node-redis v4 (installed as redis4): a lock is
+// SET NX PX of the expiry time, retried every 50ms while taken; done()
+// deletes the key with a plain DEL when the holder's own clock says it
+// has not expired. The proxy refuses DEL: through it done() rejects with
+// the refusal, and the lock expires with its TTL.
+async function redisLock() {
+  const { createClient } = require('redis4');
+  const r = createClient({ socket: { host, port } });
+  await r.connect();
+  try {
+    const lock = require('redis-lock')(r);
+    const done = await lock(key, 1500);
+    const lockKey = `lock.${key}`;
+    const v = await r.get(lockKey);
+    check('lock', v !== null && Number(v) > Date.now());
+    const t = await r.pTTL(lockKey);
+    check('pttl within the timeout', t > 0 && t <= 1500, t);
+    // A second lock waits, retrying, until the first is done.
+    let second = null;
+    const waiting = lock(key, 1500).then((d) => { second = d; });
+    await sleep(150);
+    check('contended lock waits', second === null);
+    try {
+      const n = await done();
+      check('done releases', n === 1, n);
+    } catch (e) {
+      check(`done refused: ${e.message}`, true);
+    }
+    await waiting;
+    check('the waiting lock gets it', typeof second === 'function' && (await r.exists(lockKey)) === 1);
+    try {
+      const n = await second();
+      check('second done releases', n === 1 && (await r.exists(lockKey)) === 0, n);
+    } catch (e) {
+      check(`second done refused: ${e.message}`, true);
+      check('the lock expires', await waitFor(async () => (await r.exists(lockKey)) === 0));
+    }
+  } finally {
+    await r.quit().catch(() => {});
+  }
+}
+
 const libraries = {
+  'redis-lock': redisLock,
   'redis-semaphore': redisSemaphore,
   redlock4,
   warlock,
