@@ -21,13 +21,12 @@ import (
 // before it allows, so that Redis's error lines still point at the
 // client's lines.
 
-// printChunk prints chunk. localFuncs says, for each local statement in
-// source order, whether it was written "local function f": gopher-lua's
-// tree is the same for "local f = function", which Lua 5.1 scopes apart.
-func printChunk(chunk []ast.Stmt, localFuncs []bool) (string, error) {
-	p := &printer{line: 1, localFuncs: localFuncs}
+// printChunk prints chunk, with what toks saw of its text that the tree
+// does not keep.
+func printChunk(chunk []ast.Stmt, toks tokens) (string, error) {
+	p := &printer{line: 1, localFuncs: toks.localFuncs, strEnd: toks.strEnd}
 	p.block(chunk)
-	if p.err == nil && p.nextLocal != len(localFuncs) {
+	if p.err == nil && p.nextLocal != len(p.localFuncs) {
 		p.fail("the script's local statements do not match its tree")
 	}
 	if p.err != nil {
@@ -41,6 +40,7 @@ type printer struct {
 	line       int  // the output's current line, from 1
 	space      bool // a space is due before the next token on this line
 	localFuncs []bool
+	strEnd     map[lineString]int
 	nextLocal  int
 	err        error
 }

@@ -10,9 +10,9 @@ import (
 var printTable = []struct {
 	name, body, source string
 }{
-	{"comments and a long-bracket string go; lines stay",
+	{"comments and a long-bracket string go; lines stay (a string that spanned lines is printed on its last, where Lua 5.1 places what uses it)",
 		"local a = 1 --[==[ x\n y ]==] local b = [[\nline\nz]]\nreturn redis.call(\"GET\", KEYS[1]) -- done",
-		"local a = 1\nlocal b = \"line\\010z\"\n\n\nreturn redis.call(\"GET\", KEYS[1])"},
+		"local a = 1\nlocal b =\n\n\"line\\010z\"\nreturn redis.call(\"GET\", KEYS[1])"},
 	{"\\r and \\r\\n line ends count as Lua counts them",
 		"local a = 1\r\nlocal b = 2\rlocal c = 3\n\rreturn a + b + c",
 		"local a = 1\nlocal b = 2\nlocal c = 3\nreturn a + b + c"},
@@ -46,6 +46,9 @@ var printTable = []struct {
 	{"what gopher-lua reads where Lua 5.1 refuses is run as gopher-lua read it",
 		"local a = 5type(1);; return '\\300', [[a [[ b]]",
 		"local a = 5 type(1) return \",\", \"a [[ b\""},
+	{"a unary operation in parentheses over lines prints back as itself",
+		"return # --c\n(not --[==[ ]] ]==]\n0.5), (-\nKEYS[1]) ^ 2",
+		"return #not\n\n0.5, (-\nKEYS[1]) ^ 2"},
 	{"a multi-line call keeps its lines",
 		"redis.call('SET',\n  KEYS[1],\n  ARGV[1],\n  'PX', ARGV[2])",
 		"redis.call(\"SET\",\nKEYS[1],\nARGV[1],\n\"PX\", ARGV[2])"},

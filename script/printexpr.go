@@ -66,7 +66,19 @@ func (p *printer) expr(e ast.Expr) {
 	if p.err != nil {
 		return
 	}
-	p.pad(e.Line())
+	// Only a token that is a node of its own (a name, a constant, "{",
+	// "function", an opening parenthesis) moves to its node's line: the
+	// lines gopher-lua gives operations, calls and indexes are their
+	// operands' or a dropped parenthesis', and moving an operator to
+	// them would not read back as the same lines.
+	if op, x, ok := unary(e); ok {
+		p.w(op)
+		if op == "not" {
+			p.sp()
+		}
+		p.operand(x, unaryPriority-1)
+		return
+	}
 	if op, lhs, rhs, ok := binary(e); ok {
 		pr, known := binaryPriority[op]
 		if !known {
@@ -83,13 +95,16 @@ func (p *printer) expr(e ast.Expr) {
 		p.operand(rhs, pr[1])
 		return
 	}
-	if op, x, ok := unary(e); ok {
-		p.w(op)
-		if op == "not" {
-			p.sp()
+	switch e.(type) {
+	case *ast.AttrGetExpr:
+	case *ast.FuncCallExpr:
+		if e.(*ast.FuncCallExpr).AdjustRet {
+			p.pad(e.Line())
 		}
-		p.operand(x, unaryPriority-1)
-		return
+	case *ast.StringExpr:
+		p.pad(p.stringLine(e.(*ast.StringExpr)))
+	default:
+		p.pad(e.Line())
 	}
 	switch e := e.(type) {
 	case *ast.NilExpr:
@@ -118,7 +133,7 @@ func (p *printer) expr(e ast.Expr) {
 	case *ast.AttrGetExpr:
 		p.prefix(e.Object)
 		if k, ok := e.Key.(*ast.StringExpr); ok && isName(k.Value) {
-			p.pad(k.Line())
+			p.pad(p.stringLine(k))
 			p.w(".")
 			p.w(k.Value)
 			return
@@ -154,7 +169,7 @@ func (p *printer) expr(e ast.Expr) {
 			switch k, ok := f.Key.(*ast.StringExpr); {
 			case f.Key == nil:
 			case ok && isName(k.Value):
-				p.pad(k.Line())
+				p.pad(p.stringLine(k))
 				p.w(k.Value)
 				p.w(" =")
 				p.sp()
@@ -246,4 +261,13 @@ func startsWithParen(s ast.Stmt) bool {
 			return true
 		}
 	}
+}
+
+// stringLine is the line a string constant is printed on: the last line
+// of the client's string where it spanned lines (printed, it spans none).
+func (p *printer) stringLine(e *ast.StringExpr) int {
+	if end, ok := p.strEnd[lineString{e.Line(), e.Value}]; ok {
+		return end
+	}
+	return e.Line()
 }

@@ -14,39 +14,63 @@ import (
 // line numbers aside: a printer bug refuses a script rather than run
 // something admission did not check.
 func reprint(body []byte, chunk []ast.Stmt) (string, *Refusal) {
-	funcs, err := localFunctions(body)
+	toks, err := scanTokens(body)
 	if err != nil {
 		return "", &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
 	}
-	src, err := printChunk(chunk, funcs)
+	src, err := printChunk(chunk, toks)
 	if err != nil {
 		return "", &Refusal{Reason: "the script cannot be served: " + err.Error()}
 	}
 	again, err := parse.Parse(bytes.NewReader([]byte(src)), "script")
-	funcsAgain, lerr := localFunctions([]byte(src))
-	if err != nil || lerr != nil || !sameTree(reflect.ValueOf(chunk), reflect.ValueOf(again)) || !slices.Equal(funcs, funcsAgain) {
+	toksAgain, lerr := scanTokens([]byte(src))
+	if err != nil || lerr != nil || !sameTree(reflect.ValueOf(chunk), reflect.ValueOf(again)) || !slices.Equal(toks.localFuncs, toksAgain.localFuncs) {
 		return "", &Refusal{Reason: "the script cannot be served: it does not print back as it parsed"}
 	}
 	return src, nil
 }
 
-// localFunctions scans body's tokens and reports, for each "local" in
-// order, whether "function" follows it.
-func localFunctions(body []byte) ([]bool, error) {
+// tokens is what the printer needs from the text that the tree does not
+// keep.
+type tokens struct {
+	// localFuncs says, for each "local" in order, whether "function"
+	// follows it: gopher-lua's tree is the same for "local f = function",
+	// which Lua 5.1 scopes apart.
+	localFuncs []bool
+	// strEnd is the last line of each string that spans lines, by its
+	// first line and value: Lua 5.1 gives an operation on it the line
+	// where it ends, the tree the line where it starts.
+	strEnd map[lineString]int
+}
+
+type lineString struct {
+	line  int
+	value string
+}
+
+// scanTokens scans body's tokens with gopher-lua's scanner.
+func scanTokens(body []byte) (tokens, error) {
 	sc := parse.NewScanner(bytes.NewReader(body), "script")
 	lx := &parse.Lexer{}
-	var out []bool
+	var out tokens
 	prevLocal := false
 	for {
 		tok, err := sc.Scan(lx)
 		if err != nil {
-			return nil, err
+			return tokens{}, err
 		}
 		if tok.Type == parse.EOF {
 			return out, nil
 		}
+		if tok.Type == parse.TString && sc.Pos.Line > tok.Pos.Line {
+			if out.strEnd == nil {
+				out.strEnd = map[lineString]int{}
+			}
+			k := lineString{tok.Pos.Line, tok.Str}
+			out.strEnd[k] = max(out.strEnd[k], sc.Pos.Line)
+		}
 		if prevLocal {
-			out = append(out, tok.Type == parse.TFunction)
+			out.localFuncs = append(out.localFuncs, tok.Type == parse.TFunction)
 		}
 		prevLocal = tok.Type == parse.TLocal
 		lx.PrevTokenType = tok.Type
