@@ -271,6 +271,7 @@ end`
 		name    string
 		hold    map[string]held // key -> what it holds before
 		hash    bool            // k is another's hash lock (Redisson's shape)
+		hashK2  bool            // k2 is the caller's hash lock after the run
 		body    string
 		args    []string
 		lits    []string
@@ -302,6 +303,11 @@ end`
 			op: EffectRelease, before: []string{"tok"}},
 		{name: "a take, then a GET of it", body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) return redis.call("get", KEYS[1])`,
 			args: []string{"tok", "20000"}, op: EffectHold, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "a proved key beside a judged one: the reply's field form", body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) return 1`,
+			args: []string{"tok", "20000"}, op: EffectHold, hold1: 20 * time.Second, hashK2: true, want: map[string]held{"k": {"tok", 20 * time.Second}}},
+		{name: "a token past the 1023rd own token: the reply's field form", body: `return redis.call("set", KEYS[1], ARGV[1100], "NX", "PX", 5000)`,
+			args: append(make([]string, 1099), "tok"), op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"tok", 5 * time.Second}}},
 		{name: "a literal token", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], "__w__", "NX", "PX", 5000)`, lits: []string{"__w__"},
 			op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"__w__", 5 * time.Second}}},
 
@@ -405,6 +411,11 @@ end`
 				if got := ne.keys[0].BeforeOwn; !slices.Equal(got, tt.before) {
 					t.Errorf("own holders before = %q; want %q", got, tt.before)
 				}
+				// A key left held by one of the caller's tokens reports
+				// that token as its own holder after.
+				if w, ok := tt.want["k"]; ok && w.v != "other" && !slices.Equal(ne.keys[0].AfterOwn, []string{w.v}) {
+					t.Errorf("own holders after = %q; want %q", ne.keys[0].AfterOwn, w.v)
+				}
 			}
 			if tt.hash {
 				if h := admin.HGetAll(ctx, "k").Val(); len(h) != 1 || h["other"] != "1" {
@@ -415,8 +426,19 @@ end`
 				}
 				return
 			}
+			if tt.hashK2 {
+				if h := admin.HGetAll(ctx, "k2").Val(); len(h) != 1 || h["tok"] != "1" {
+					t.Errorf("after: HGETALL k2 = %v; want the caller's field", h)
+				}
+				if op, _ := classifyEffect(ne.keys, 0.01); op != EffectHold || len(ne.keys) != 2 || !slices.Equal(ne.keys[1].AfterOwn, []string{"tok"}) {
+					t.Errorf("keys = %+v; want k2 held by tok too", ne.keys)
+				}
+			}
 			for _, k := range append([]string{"1000000000000000"}, keys...) {
 				want, ok := tt.want[k]
+				if k == "k2" && tt.hashK2 {
+					continue
+				}
 				v, err := admin.Get(ctx, k).Result()
 				switch {
 				case !ok && err != redis.Nil:

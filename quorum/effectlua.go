@@ -56,21 +56,21 @@ const wrapperHeadSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_sel
 --      PEXPIRETIME) and, while m is a value, ttl is its PTTL;
 --   s  the snapshot taken before the key's first write the fast path
 --      could not prove (the slow path): it is judged after the run.
-local __rlp_keys, __rlp_st = {}, {}
+-- ARGV and KEYS as the call gave them (argv): the body can change ARGV
+-- (through a local alias, or table.insert), and the own tokens are the
+-- call's. A token shown among KEYS proves ownership as one in ARGV does
+-- (node-redis-warlock's touch passes it as KEYS[3]).
+local __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {unpack(ARGV)}
+local __rlp_nargv = #__rlp_argv
 for i = 1, #KEYS do
   local k = KEYS[i]
+  __rlp_argv[__rlp_nargv + i] = k
   if not __rlp_st[k] then
     __rlp_keys[#__rlp_keys + 1] = k
-    __rlp_st[k] = {}
+    -- The fields named here get their room now, not by a rehash each.
+    __rlp_st[k] = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, s = nil}
   end
 end
--- ARGV and KEYS as the call gave them: the body can change ARGV (through
--- a local alias, or table.insert), and the own tokens are the call's. A
--- token shown among KEYS proves ownership as one in ARGV does
--- (node-redis-warlock's touch passes it as KEYS[3]).
-local __rlp_argv = {unpack(ARGV)}
-local __rlp_nargv = #__rlp_argv
-for i = 1, #KEYS do __rlp_argv[__rlp_nargv + i] = KEYS[i] end
 __rlp_nargv = #__rlp_argv
 -- own returns v's place among the own tokens (ARGV, KEYS, then the
 -- literals), or nil: a string key asks a few times, so no set is built.
@@ -375,6 +375,8 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
     end
     __RLP_REFUSE`
 
+var wrapperTail = strings.ReplaceAll(wrapperTailSrc, "__RLP_FASTKEY", wrapperFastKey)
+
 var wrapperHead = strings.NewReplacer(
 	"__RLP_GUARD_CALL", strings.NewReplacer(
 		"__RLP_PC", "__rlp_call",
@@ -386,7 +388,21 @@ var wrapperHead = strings.NewReplacer(
 	).Replace(wrapperGuard),
 ).Replace(wrapperHeadSrc)
 
-const wrapperTail = `
+// wrapperFastKey is what the fast path proved of one key (st): changed
+// (ch), how long its own holder has left (hold) and that holder's place
+// among the own tokens before (bi) and after (ai), 0 for none: what it
+// held before its first change and holds now, or an own value it only
+// read, before and after.
+const wrapperFastKey = `local bi, ai, hold, ch = 0, 0, 0, 0
+  if st.w then
+    ch, bi = 1, st.oi or 0
+    if st.m then ai, hold = st.mi or __rlp_own(st.m) or 0, st.ttl end
+  elseif st.m then
+    ai = st.mi or __rlp_own(st.m) or 0
+    bi = ai
+  end`
+
+const wrapperTailSrc = `
 end
 local __rlp_ok, __rlp_r = pcall(__rlp_body)
 local __rlp_why = __rlp_refused
@@ -462,36 +478,26 @@ else
   elseif t == "boolean" then __rlp_tag, __rlp_val = "i", 1
   else __rlp_tag = "a" end
 end
--- codes[i] is key i's number, or nil when it needs its fields.
-local __rlp_codes, __rlp_short = {}, __rlp_tag ~= "a"
+-- Each key the fast path proved is one number, the one-string form if
+-- every key is.
+local __rlp_cs, __rlp_short = "", __rlp_tag ~= "a"
   and (__rlp_tag ~= "i" or (__rlp_val % 1 == 0 and __rlp_val > -1e14 and __rlp_val < 1e14))
 for i = 1, #__rlp_keys do
   local st = __rlp_st[__rlp_keys[i]]
   if st.s then
     __rlp_short = false
-  else
-    -- Proved by the fast path: what it held before its first change and
-    -- what it holds now; an own value it only read, before and after.
-    local bi, ai, hold, ch = 0, 0, 0, 0
-    if st.w then
-      ch, bi = 1, st.oi or 0
-      if st.m then ai, hold = st.mi or __rlp_own(st.m) or 0, st.ttl end
-    elseif st.m then
-      ai = st.mi or __rlp_own(st.m) or 0
-      bi = ai
-    end
-    if bi < 1024 and ai < 1024 and hold < 4294967296 then
-      local code = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
-      __rlp_codes[i] = code
-      if code >= 1e14 then __rlp_short = false end
-    else
-      __rlp_codes[i] = {-1 - ch, hold, bi, ai}
-      __rlp_short = false
-    end
+    break
   end
+  __RLP_FASTKEY
+  local code = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
+  if bi >= 1024 or ai >= 1024 or code >= 1e14 then
+    __rlp_short = false
+    break
+  end
+  if i == 1 then __rlp_cs = code else __rlp_cs = __rlp_cs .. "," .. code end
 end
 if __rlp_short then
-  return __rlp_tag .. table.concat(__rlp_codes, ",") .. ":" .. __rlp_val
+  return __rlp_tag .. __rlp_cs .. ":" .. __rlp_val
 end
 local __rlp_out = {__rlp_tag, __rlp_val}
 if __rlp_tag == "a" then
@@ -518,21 +524,24 @@ elseif __rlp_tag == "n" then
 end
 local o, n = __rlp_out, 2
 for i = 1, #__rlp_keys do
-  local c = __rlp_codes[i]
-  if __rlp_type(c) == "number" then
-    n = n + 1
-    o[n] = c
-  elseif c then
-    local bi, ai = c[3], c[4]
-    o[n + 1], o[n + 2] = c[1], c[2]
-    n = n + 3
-    if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
-    if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
+  local st = __rlp_st[__rlp_keys[i]]
+  if not st.s then
+    __RLP_FASTKEY
+    local code = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
+    if bi < 1024 and ai < 1024 and code < 2 ^ 53 then
+      n = n + 1
+      o[n] = code
+    else
+      o[n + 1], o[n + 2] = -1 - ch, hold
+      n = n + 3
+      if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
+      if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
+    end
   else
     local L, at = __rlp_slowfns, n + 1
     if __rlp_same[i] then o[at] = -1 else o[at] = -2 end
     local ahold
-    n = L.mine(__rlp_st[__rlp_keys[i]].s, o, at + 1)
+    n = L.mine(st.s, o, at + 1)
     n, ahold = L.mine(__rlp_after[i], o, n)
     o[at + 1] = ahold
   end
