@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -454,5 +455,54 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 				}
 			}
 		})
+	}
+}
+
+// TestDecodeShort reads the wrapper's one-string reply: a tag, the keys'
+// numbers and the value; anything else is a malformed reply.
+func TestDecodeShort(t *testing.T) {
+	o := owns{args: []string{"tok", "10500"}, keys: []string{"k"}, literals: []string{"lit"}}
+	// hold 10500ms, after 1 (tok), before 0, changed.
+	take := int64(10500)<<21 | 1<<11 | 1
+	tests := []struct {
+		in    string
+		reply Value
+		keys  []KeyEffect
+		bad   bool
+	}{
+		{in: "s" + strconv.FormatInt(take, 10) + ":OK", reply: Value{Kind: ValueStatus, Str: "OK"},
+			keys: []KeyEffect{{AfterOwn: []string{"tok"}, Changed: true, Hold: 10500 * time.Millisecond}}},
+		{in: "b0," + strconv.FormatInt(4<<11|4<<1, 10) + ":a:b", reply: Value{Kind: ValueBulk, Str: "a:b"},
+			keys: []KeyEffect{{}, {BeforeOwn: []string{"lit"}, AfterOwn: []string{"lit"}}}},
+		{in: "n:", reply: Value{Kind: ValueNil}},
+		{in: "i:-12", reply: Value{Kind: ValueInt, Int: -12}},
+		{in: "e:ERR x", reply: Value{Kind: ValueError, Str: "ERR x"}},
+		{in: "s5", bad: true},
+		{in: ":OK", bad: true},
+		{in: "x:OK", bad: true},
+		{in: "s1,:OK", bad: true},
+		{in: "s-1:OK", bad: true},
+		{in: "s10:OK", bad: true}, // before place 5: no such own token
+		{in: "s1234567890123456789:OK", bad: true},
+		{in: "i:1x", bad: true},
+	}
+	for _, tt := range tests {
+		ne, err := decodeEffect(tt.in, o)
+		if tt.bad {
+			if err == nil {
+				t.Errorf("decodeEffect(%q) = %+v; want an error", tt.in, ne)
+			}
+			continue
+		}
+		if err != nil || !ne.reply.equal(tt.reply) || len(ne.keys) != len(tt.keys) {
+			t.Errorf("decodeEffect(%q) = %+v, %v; want %+v, %+v", tt.in, ne, err, tt.reply, tt.keys)
+			continue
+		}
+		for i, k := range ne.keys {
+			w := tt.keys[i]
+			if k.Changed != w.Changed || k.Hold != w.Hold || !slices.Equal(k.BeforeOwn, w.BeforeOwn) || !slices.Equal(k.AfterOwn, w.AfterOwn) {
+				t.Errorf("decodeEffect(%q) key %d = %+v; want %+v", tt.in, i, k, w)
+			}
+		}
 	}
 }

@@ -220,17 +220,27 @@ func decodeShort(s string, o owns) (nodeEffect, error) {
 	if codes == "" {
 		return ne, nil
 	}
+	// The numbers by hand: strconv and strings.SplitSeq cost the node's
+	// goroutine a stack growth on every reply.
 	ne.keys = make([]KeyEffect, 0, strings.Count(codes, ",")+1)
-	for c := range strings.SplitSeq(codes, ",") {
-		code, err := strconv.ParseInt(c, 10, 64)
-		if err != nil || code < 0 {
-			return nodeEffect{}, errEffectReply
+	var code int64
+	digits := 0
+	for i := 0; i <= len(codes); i++ {
+		if i < len(codes) && codes[i] != ',' {
+			c := codes[i]
+			if c < '0' || c > '9' || digits >= 18 {
+				return nodeEffect{}, errEffectReply
+			}
+			code = code*10 + int64(c-'0')
+			digits++
+			continue
 		}
 		k, ok := keyCode(code, o)
-		if !ok {
+		if digits == 0 || !ok {
 			return nodeEffect{}, errEffectReply
 		}
 		ne.keys = append(ne.keys, k)
+		code, digits = 0, 0
 	}
 	return ne, nil
 }
