@@ -3,7 +3,6 @@ package quorum
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 )
 
@@ -101,7 +100,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 			anyRelease = anyRelease || ops[i] == EffectRelease
 		}
 	}
-	res := EffectResult{Keys: uniqueKeys(keys), Tokens: heldTokens(results, ops, slices.Concat(args, keys), eff.literals)}
+	res := EffectResult{Keys: uniqueKeys(keys), Tokens: heldTokens(results, ops, args, keys, eff.literals)}
 	// undo removes the holds wherever they may have landed: on the nodes
 	// that took them and on those that failed.
 	undo := func() {
@@ -287,9 +286,9 @@ func classifyEffect(keys []KeyEffect, driftFactor float64) (op EffectOp, hold ti
 }
 
 // heldTokens are the own holders the holding nodes reported; when none
-// did, every value of args (the call's ARGV and KEYS) and constant, since
+// did, every value of the call's ARGV and KEYS and every constant, since
 // a node that failed may hold any of them.
-func heldTokens(results []result[nodeEffect], ops []EffectOp, args, literals []string) []string {
+func heldTokens(results []result[nodeEffect], ops []EffectOp, args, keys, literals []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i, r := range results {
@@ -308,10 +307,12 @@ func heldTokens(results []result[nodeEffect], ops []EffectOp, args, literals []s
 	if len(out) > 0 {
 		return out
 	}
-	for _, t := range append(append([]string(nil), args...), literals...) {
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
+	for _, l := range [3][]string{args, keys, literals} {
+		for _, t := range l {
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
 		}
 	}
 	return out
