@@ -341,11 +341,8 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
           end
           local r = __RLP_PC(cmd, ...)
           if __rlp_type(r) == "table" and r.ok then
-            if not st.w then
-              st.w = true
-              if nx then st.o, st.oi = false, nil end -- OK to NX: the key was free
-            end
-            st.m, st.mi, st.ttl = v, vi, t
+            -- OK to NX: the key was free (st.o is nil: none).
+            st.w, st.m, st.mi, st.ttl = true, v, vi, t
           end
           return r
         end
