@@ -62,7 +62,8 @@ func TestEffectScriptRunsAsAdmissionReadIt(t *testing.T) {
 
 // TestScriptsRedisCannotCompileAreRefused: what gopher-lua parses but
 // Redis's Lua 5.1 does not compile (break outside a loop, "..." outside
-// a vararg function, a call in parentheses as a statement) is refused by
+// a vararg function, a call in parentheses as a statement, a call's "("
+// on a line of its own) is refused by
 // admission, with its line, instead of failing on every master and
 // looking like masters that cannot be reached (NOQUORUM).
 func TestScriptsRedisCannotCompileAreRefused(t *testing.T) {
@@ -74,6 +75,8 @@ func TestScriptsRedisCannotCompileAreRefused(t *testing.T) {
 		{"if ARGV[1] then\n  break\nend\nreturn redis.call('get', KEYS[1])", "ERR unsupported script: break outside a loop (Lua 5.1 does not compile it) (line 2)"},
 		{"local function f()\n  return ...\nend\nreturn f()", "ERR unsupported script: ... outside a vararg function (Lua 5.1 does not compile it) (line 2)"},
 		{"local v = redis.call('get', KEYS[1]) if v then end\n(tostring(v))\nreturn v", "ERR unsupported script: a call in parentheses is not a statement in Lua 5.1 (line 2)"},
+		// gopher-lua reads a call of v; Redis refuses the script.
+		{"local v = redis.call('get', KEYS[1])\n(tostring)(v)\nreturn v", `ERR unsupported script: ambiguous syntax (function call x new statement): Lua 5.1 refuses a call's "(" on a line of its own; end the statement before with ";" (line 2)`},
 	} {
 		if err := plain.Eval(ctx, tt.body, []string{"k"}, "x").Err(); err == nil || !strings.Contains(err.Error(), "Error compiling script") {
 			t.Errorf("%q on a plain redis-server: %v; want a compile error", tt.body, err)

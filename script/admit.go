@@ -102,6 +102,10 @@ func Admit(body []byte) (Admission, error) {
 	if err != nil {
 		return Admission{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
 	}
+	toks, refusal := scan(body)
+	if refusal != nil {
+		return Admission{}, refusal
+	}
 	// The wrapper runs the body as a vararg function, as Redis runs a
 	// script's chunk.
 	a := &admitter{lits: map[string]bool{}, fns: []fnState{{vararg: true}}}
@@ -110,7 +114,7 @@ func Admit(body []byte) (Admission, error) {
 	if a.err != nil {
 		return Admission{}, a.err
 	}
-	src, refusal := reprint(body, chunk)
+	src, refusal := reprint(chunk, toks)
 	if refusal != nil {
 		return Admission{}, refusal
 	}

@@ -9,15 +9,11 @@ import (
 	"github.com/yuin/gopher-lua/parse"
 )
 
-// reprint prints the admitted chunk parsed from body (print.go), and
-// checks that gopher-lua reads the printed text back as the same tree,
-// line numbers aside: a printer bug refuses a script rather than run
-// something admission did not check.
-func reprint(body []byte, chunk []ast.Stmt) (string, *Refusal) {
-	toks, err := scanTokens(body)
-	if err != nil {
-		return "", &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
-	}
+// reprint prints the admitted chunk (print.go), with toks from its text,
+// and checks that gopher-lua reads the printed text back as the same
+// tree, line numbers aside: a printer bug refuses a script rather than
+// run something admission did not check.
+func reprint(chunk []ast.Stmt, toks tokens) (string, *Refusal) {
 	src, err := printChunk(chunk, toks)
 	if err != nil {
 		return "", &Refusal{Reason: "the script cannot be served: " + err.Error()}
@@ -28,6 +24,19 @@ func reprint(body []byte, chunk []ast.Stmt) (string, *Refusal) {
 		return "", &Refusal{Reason: "the script cannot be served: it does not print back as it parsed"}
 	}
 	return src, nil
+}
+
+// scan reads what the printer needs from body's tokens, and refuses a
+// call's "(" on a line of its own, which Lua 5.1 does not compile.
+func scan(body []byte) (tokens, *Refusal) {
+	toks, err := scanTokens(body)
+	if err != nil {
+		return tokens{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
+	}
+	if toks.ambiguous > 0 {
+		return tokens{}, &Refusal{Line: toks.ambiguous, Reason: "ambiguous syntax (function call x new statement): Lua 5.1 refuses a call's \"(\" on a line of its own; end the statement before with \";\""}
+	}
+	return toks, nil
 }
 
 // tokens is what the printer needs from the text that the tree does not
@@ -41,6 +50,11 @@ type tokens struct {
 	// first line and value: Lua 5.1 gives an operation on it the line
 	// where it ends, the tree the line where it starts.
 	strEnd map[lineString]int
+	// ambiguous is the line of the first "(" that opens a call's
+	// arguments on a line after the callee's, or 0: Lua 5.1 refuses it
+	// ("ambiguous syntax (function call x new statement)") where
+	// gopher-lua mostly reads a call.
+	ambiguous int
 }
 
 type lineString struct {
@@ -54,6 +68,11 @@ func scanTokens(body []byte) (tokens, error) {
 	lx := &parse.Lexer{}
 	var out tokens
 	prevLocal := false
+	// What the "(" check must tell apart from a callee's end: a name of
+	// "local a, b" (no "=" after it), the name of "function a.b" and the
+	// ")" of a parameter list.
+	prevType, prevEnd := 0, 0
+	localNames, funcHead, inParams, prevParamsEnd := false, false, false, false
 	for {
 		tok, err := sc.Scan(lx)
 		if err != nil {
@@ -72,6 +91,27 @@ func scanTokens(body []byte) (tokens, error) {
 		if prevLocal {
 			out.localFuncs = append(out.localFuncs, tok.Type == parse.TFunction)
 		}
+		paramsEnd := false
+		switch tok.Type {
+		case '(':
+			callee := prevType == parse.TIdent && !localNames || prevType == ')' && !prevParamsEnd || prevType == ']'
+			if !funcHead && callee && tok.Pos.Line > prevEnd && out.ambiguous == 0 {
+				out.ambiguous = tok.Pos.Line
+			}
+			inParams, funcHead = funcHead, false
+		case ')':
+			paramsEnd, inParams = inParams, false
+		case parse.TFunction:
+			funcHead = true
+		}
+		switch {
+		case tok.Type == parse.TIdent && (prevType == parse.TLocal || prevType == ',' && localNames):
+			localNames = true
+		case tok.Type == ',' && localNames && prevType == parse.TIdent:
+		default:
+			localNames = false
+		}
+		prevType, prevEnd, prevParamsEnd = tok.Type, sc.Pos.Line, paramsEnd
 		prevLocal = tok.Type == parse.TLocal
 		lx.PrevTokenType = tok.Type
 	}
