@@ -305,6 +305,21 @@ func TestEffectRefusalLeavesNothingOnAnyNode(t *testing.T) {
 		}
 	}
 
+	// A key argument that is a number: Lua's tostring gives "1e+15", one
+	// of KEYS, but Redis writes the key "1000000000000000". Refused, and
+	// no node has either key.
+	err = p.Client.Eval(ctx, `return redis.call(ARGV[1], 1e15, ARGV[2])`, []string{"1e+15"}, "set", "tok").Err()
+	if err == nil || !strings.Contains(err.Error(), "not one of KEYS") {
+		t.Errorf("SET of a number key: EVAL = %v; want ERR script refused: ... not one of KEYS", err)
+	}
+	for i, d := range c.direct {
+		for _, k := range []string{"1e+15", "1000000000000000"} {
+			if n := d.Exists(ctx, k).Val(); n != 0 {
+				t.Errorf("number key: node %d keeps %s", i, k)
+			}
+		}
+	}
+
 	// A GET that saw another token's hold proves nothing for a write
 	// after it, and one that saw the caller's own hold proves it for an
 	// owner's write only: each is refused, and every node keeps the hold
