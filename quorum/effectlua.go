@@ -30,30 +30,38 @@ import (
 //
 // A run that did what a lock owner may not do is rolled back, every key to
 // what it held before the run, in the same run. The wrapper returns
+// {"refused", reason}, or the body's reply (a tag: "s" status, "b" bulk,
+// "i" int, "n" nil, "e" error, "a" array; and a value) beside what the
+// run did to each distinct key, in KEYS order: one string
 //
-//	{"refused", reason}
+//	tag numbers ":" value
+//
+// when every key was proved (each key one number, joined by ","), or
+// else a flat array
+//
 //	{tag, value, key info, ...}
 //
-// where tag and value are the body's reply ("s" status, "b" bulk, "i" int,
-// "n" nil, "e" error, "a" array: value is its items, each {tag, value}),
-// and each key info (one per distinct key, in KEYS order, flat) is
+// where an array's value is its items, each {tag, value}, a proved key
+// is its number and any other key is
 //
-//	changed, own hold's pttl after, n, n own holders before, m, m own holders after
+//	-1 - changed, own hold's pttl after, n, n own holders before, m, m own holders after
 //
-// A holder is a string's value, a hash's field or a sorted set's member
-// (whose score is its expiry in ms, as Symfony writes it); it is own when
-// it is one of ARGV or KEYS or of the script's own constants, and is sent
-// as its place among them. The body's locals cannot reach the wrapper's: script
+// (wrapperTailSrc says how a number packs the same). A holder is a
+// string's value, a hash's field or a sorted set's member (whose score is
+// its expiry in ms, as Symfony writes it); it is own when it is one of
+// ARGV or KEYS or of the script's own constants, and is sent as its place
+// among them. The body's locals cannot reach the wrapper's: script
 // admission refuses every name that is not the body's own local or an
 // allowed global.
 const wrapperHeadSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = redis.call, redis.pcall, tostring, select, type
 -- st[k] is what the run knows of key k, one of KEYS (st[k] == nil: not
 -- one of them). Its fields:
 --   m  what the key holds now, as far as the run proved it: nil unknown,
---      false no key, or a string's value;
+--      false no key, or a string's value (mi: its place among the own
+--      tokens, once known);
 --   w  true once the fast path changed the key; then o is what it held
---      before (false: no key; a string: that value, with oe its
---      PEXPIRETIME) and, while m is a value, ttl is its PTTL;
+--      before (nil or false: no key; a string: that own value, oi its
+--      place, oe its PEXPIRETIME) and, while m is a value, ttl is its PTTL;
 --   s  the snapshot taken before the key's first write the fast path
 --      could not prove (the slow path): it is judged after the run.
 -- ARGV and KEYS as the call gave them (argv): the body can change ARGV
