@@ -49,6 +49,7 @@ if own(redis.call("get", k)) then return ("x"):upper() end return 0`, nil},
 	{"a local named like a forbidden global", `local os = 1 return os`, nil},
 	{"a ( on a line of its own after a statement that cannot be called, a parameter list, a function name, a local without =",
 		"local a, b\n(tostring)(1)\nlocal f = function(x)\n(tostring)(x) end\nlocal function g\n(y) return y end\nlocal c = 'x'\n(tostring)(2)\nfor i = 1, 2 do end\n(tostring)(3) tostring(4);\n(tostring)(5)", nil},
+	{"numerals beside names, with a space or an operator between", "local a = 5 local b = a..1 .. 2 return 5 and b or 1e5+0x1F-.5", nil},
 	{"break in loops, ... in the chunk and in vararg functions", "for i = 1, 2 do break end while true do break end repeat break until true for _, k in ipairs(KEYS) do if k then break end end\nlocal function f(...) return ... end return f(...), select('#', ...)", nil},
 }
 
@@ -86,6 +87,8 @@ var refuseTable = []struct {
 	{"a call in parentheses as a statement (Lua 5.1 refuses it)", "local a = 1\n(tostring(a))", "not a statement", 2},
 	{"a numeral gopher-lua lexes oddly", "local a = 3e)", `the number "3e)" is malformed`, 1},
 	{"a number out of range", "return 1e400", "out of range", 1},
+	{"a numeral run into a name (gopher-lua reads two tokens)", "local a = 1\nlocal b = 5type(a) return b", "malformed number", 2},
+	{"a numeral run into a keyword", "return 5and 1", "malformed number", 1},
 	{"a call's ( on a line of its own after a name", "local v = tostring\n(ARGV[1]):upper()", "ambiguous syntax", 2},
 	{"a call's ( on a line of its own after a call", "local v = tostring(1)\n(ARGV[1]):upper()", "ambiguous syntax", 2},
 	{"a call's ( on a line of its own after an index", "local v = ARGV[1]\n\n(tostring)(1)", "ambiguous syntax", 3},

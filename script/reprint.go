@@ -33,6 +33,9 @@ func scan(body []byte) (tokens, *Refusal) {
 	if err != nil {
 		return tokens{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
 	}
+	if toks.numberJoined > 0 {
+		return tokens{}, &Refusal{Line: toks.numberJoined, Reason: "a malformed number: Lua 5.1 reads a numeral and a name, numeral or \".\" right after it as one"}
+	}
 	if toks.ambiguous > 0 {
 		return tokens{}, &Refusal{Line: toks.ambiguous, Reason: "ambiguous syntax (function call x new statement): Lua 5.1 refuses a call's \"(\" on a line of its own; end the statement before with \";\""}
 	}
@@ -55,6 +58,10 @@ type tokens struct {
 	// ("ambiguous syntax (function call x new statement)") where
 	// gopher-lua mostly reads a call.
 	ambiguous int
+	// numberJoined is the line of the first numeral with a name, a
+	// numeral or a "." right after it, or 0: Lua 5.1 reads them as one
+	// malformed numeral ("5type"), gopher-lua as two tokens.
+	numberJoined int
 }
 
 type lineString struct {
@@ -71,7 +78,7 @@ func scanTokens(body []byte) (tokens, error) {
 	// What the "(" check must tell apart from a callee's end: a name of
 	// "local a, b" (no "=" after it), the name of "function a.b" and the
 	// ")" of a parameter list.
-	prevType, prevEnd := 0, 0
+	prevType, prevEnd, prevEndCol := 0, 0, 0
 	localNames, funcHead, inParams, prevParamsEnd := false, false, false, false
 	for {
 		tok, err := sc.Scan(lx)
@@ -90,6 +97,10 @@ func scanTokens(body []byte) (tokens, error) {
 		}
 		if prevLocal {
 			out.localFuncs = append(out.localFuncs, tok.Type == parse.TFunction)
+		}
+		if c := tok.Str; prevType == parse.TNumber && tok.Pos.Line == prevEnd && tok.Pos.Column == prevEndCol+1 &&
+			c != "" && (isWordByte(c[0]) || c[0] == '.') && out.numberJoined == 0 {
+			out.numberJoined = tok.Pos.Line
 		}
 		paramsEnd := false
 		switch tok.Type {
@@ -111,7 +122,7 @@ func scanTokens(body []byte) (tokens, error) {
 		default:
 			localNames = false
 		}
-		prevType, prevEnd, prevParamsEnd = tok.Type, sc.Pos.Line, paramsEnd
+		prevType, prevEnd, prevEndCol, prevParamsEnd = tok.Type, sc.Pos.Line, sc.Pos.Column, paramsEnd
 		prevLocal = tok.Type == parse.TLocal
 		lx.PrevTokenType = tok.Type
 	}
