@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -54,6 +55,9 @@ type EffectResult struct {
 	Took bool
 	// Keys and Tokens are what UndoEffect needs to remove a granted hold.
 	Keys, Tokens []string
+	// landed says, per node, where a hold may be: the nodes that took
+	// it, and those called that failed (a lost reply may hide a write).
+	landed []bool
 }
 
 // ErrRefused means a node refused a wrapped script: it did something a
@@ -100,21 +104,12 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 			anyRelease = anyRelease || ops[i] == EffectRelease
 		}
 	}
-	res := EffectResult{Keys: uniqueKeys(keys), Tokens: heldTokens(results, ops, args, keys, eff.literals)}
-	// undo removes the holds wherever they may have landed: on the nodes
-	// that took them and on those that failed.
-	undo := func() {
-		which := make(map[Node]bool, len(results))
-		for i, r := range results {
-			which[e.nodes[i]] = r.err != nil || ops[i] == EffectHold
-		}
-		fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, n Node) (struct{}, error) {
-			if en, ok := n.(effectNode); ok && which[n] {
-				return struct{}{}, en.undoEffect(ctx, res.Keys, res.Tokens)
-			}
-			return struct{}{}, nil
-		})
+	res := EffectResult{Keys: uniqueKeys(keys), Tokens: heldTokens(results, ops, args, keys, eff.literals),
+		landed: make([]bool, len(results))}
+	for i, r := range results {
+		res.landed[i] = ops[i] == EffectHold || r.err != nil && !errors.Is(r.err, ErrNodeDown)
 	}
+	undo := func() { e.UndoEffect(ctx, res) }
 	fails := failures(results)
 	switch {
 	case refused != "":
@@ -252,11 +247,16 @@ func (e *Engine) effectRead(results []result[nodeEffect], fails error) (EffectRe
 	return EffectResult{Op: EffectRead, Granted: true, Reply: results[best].v.reply}, nil
 }
 
-// UndoEffect removes a granted hold from every node: the proxy calls it
-// when the validity ran out before the reply.
+// UndoEffect removes a hold from every node where it may have landed:
+// RunEffect calls it when a hold did not count, and the proxy when the
+// validity ran out before the reply. As Acquire's undo, it goes past the
+// breaker: a node marked down during the run (its third timeout in a
+// row) may hold the write. Only nodes down before the run, never called,
+// are skipped.
 func (e *Engine) UndoEffect(ctx context.Context, res EffectResult) {
-	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, n Node) (struct{}, error) {
-		if en, ok := n.(effectNode); ok {
+	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, n Node) (struct{}, error) {
+		i := slices.Index(e.nodes, n)
+		if en, ok := n.(effectNode); ok && (res.landed == nil || res.landed[i]) {
 			return struct{}{}, en.undoEffect(ctx, res.Keys, res.Tokens)
 		}
 		return struct{}{}, nil

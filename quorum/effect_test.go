@@ -1,6 +1,8 @@
 package quorum
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -506,6 +508,44 @@ func TestDecodeShort(t *testing.T) {
 			if k.Changed != w.Changed || k.Hold != w.Hold || !slices.Equal(k.BeforeOwn, w.BeforeOwn) || !slices.Equal(k.AfterOwn, w.AfterOwn) {
 				t.Errorf("decodeEffect(%q) key %d = %+v; want %+v", tt.in, i, k, w)
 			}
+		}
+	}
+}
+
+// lostReplyNode runs wrapped scripts on a real node but loses the reply:
+// the write lands, and the caller sees its deadline pass.
+type lostReplyNode struct{ *redisNode }
+
+func (n lostReplyNode) runEffect(ctx context.Context, eff *Effect, keys, args []string) (nodeEffect, error) {
+	n.redisNode.runEffect(context.WithoutCancel(ctx), eff, keys, args)
+	<-ctx.Done()
+	return nodeEffect{}, ctx.Err()
+}
+
+// A take served by effect that fails for lost replies is undone on every
+// node it may have landed on, also those the breaker marked down during
+// the run (their third timeout in a row), as Acquire's undo is.
+func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
+	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	nodes := []Node{lostReplyNode{ps[0].node(t)}, lostReplyNode{ps[1].node(t)}, ps[2].node(t)}
+	e := New(Config{MaxTTL: time.Minute, NodeTimeout: 200 * time.Millisecond}, nodes...)
+	e.monitored.Store(true)
+	for i := range 2 {
+		e.health[i].stalls.Store(stallLimit - 1) // two timeouts in a row already
+	}
+	eff := e.Wrap(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, testCommands, nil)
+	_, err := e.RunEffect(t.Context(), eff, []string{"k"}, []string{"tok", "30000"})
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
+	}
+	for i := range 2 {
+		if !e.health[i].down.Load() {
+			t.Fatalf("node %d is not down after its third timeout in a row", i)
+		}
+	}
+	for i, p := range ps {
+		if v, err := p.admin(t).Get(t.Context(), "k").Result(); err != redis.Nil {
+			t.Errorf("node %d holds k = %q (%v) after the failed take; want nothing", i, v, err)
 		}
 	}
 }
