@@ -14,13 +14,13 @@ import (
 // goZeroLockWrittenHard is go-zero's acquire written with what Redis's Lua
 // lexer and gopher-lua could read apart: comments (one long, holding
 // "]]"), long-bracket strings, decimal escapes, \r\n and \r line ends, and
-// an escape "\300" that gopher-lua reads as "," (300 mod 256) while Redis's
-// Lua 5.1 refuses the whole script ("escape sequence too large").
+// an empty statement ";;" that gopher-lua skips while Redis's Lua 5.1
+// refuses the whole script ("unexpected symbol near ';'").
 const goZeroLockWrittenHard = "-- go-zero's acquire, written the hard way\r\n" +
 	"--[==[ a long comment with ]] inside ]==]\r\n" +
 	"local px = [[PX]] -- a long-bracket string\r\n" +
 	"local ok = \"\\079\\075\" -- \"OK\" by decimal escapes\r\n" +
-	"local note = \"\\300\"\r" +
+	"local note = 1;;\r" +
 	"if redis.call(\"GET\", KEYS[1]) == ARGV[1] then\r" +
 	"  redis.call('SET', KEYS[1], ARGV[1], px, ARGV[2])\r" +
 	"  return ok\r" +
@@ -37,8 +37,8 @@ func TestEffectScriptRunsAsAdmissionReadIt(t *testing.T) {
 	c, p := setup(t, 3, proxy.Config{})
 	ctx := t.Context()
 	err := direct(t, c.addrs[0]).Eval(ctx, goZeroLockWrittenHard, []string{"plain"}, "tok", "2000").Err()
-	if err == nil || !strings.Contains(err.Error(), "escape sequence too large") {
-		t.Fatalf("EVAL on a plain redis-server: %v; want Lua 5.1's refusal of \\300", err)
+	if err == nil || !strings.Contains(err.Error(), "unexpected symbol near ';'") {
+		t.Fatalf("EVAL on a plain redis-server: %v; want Lua 5.1's refusal of ;;", err)
 	}
 	cl := newClient(t, p.Addr, nil)
 	key := "hard:lock"
@@ -63,7 +63,7 @@ func TestEffectScriptRunsAsAdmissionReadIt(t *testing.T) {
 // TestScriptsRedisCannotCompileAreRefused: what gopher-lua parses but
 // Redis's Lua 5.1 does not compile (break outside a loop, "..." outside
 // a vararg function, a call in parentheses as a statement, a call's "("
-// on a line of its own) is refused by
+// on a line of its own, a decimal escape over 255) is refused by
 // admission, with its line, instead of failing on every master and
 // looking like masters that cannot be reached (NOQUORUM).
 func TestScriptsRedisCannotCompileAreRefused(t *testing.T) {
@@ -76,6 +76,7 @@ func TestScriptsRedisCannotCompileAreRefused(t *testing.T) {
 		{"local function f()\n  return ...\nend\nreturn f()", "ERR unsupported script: ... outside a vararg function (Lua 5.1 does not compile it) (line 2)"},
 		{"local v = redis.call('get', KEYS[1]) if v then end\n(tostring(v))\nreturn v", "ERR unsupported script: a call in parentheses is not a statement in Lua 5.1 (line 2)"},
 		// gopher-lua reads a call of v; Redis refuses the script.
+		{"local v = redis.call('get', KEYS[1])\nreturn v .. '\\300'", `ERR unsupported script: escape sequence too large: Lua 5.1 takes \0 to \255 (line 2)`},
 		{"local v = redis.call('get', KEYS[1])\n(tostring)(v)\nreturn v", `ERR unsupported script: ambiguous syntax (function call x new statement): Lua 5.1 refuses a call's "(" on a line of its own; end the statement before with ";" (line 2)`},
 	} {
 		if err := plain.Eval(ctx, tt.body, []string{"k"}, "x").Err(); err == nil || !strings.Contains(err.Error(), "Error compiling script") {

@@ -50,6 +50,7 @@ if own(redis.call("get", k)) then return ("x"):upper() end return 0`, nil},
 	{"a ( on a line of its own after a statement that cannot be called, a parameter list, a function name, a local without =",
 		"local a, b\n(tostring)(1)\nlocal f = function(x)\n(tostring)(x) end\nlocal function g\n(y) return y end\nlocal c = 'x'\n(tostring)(2)\nfor i = 1, 2 do end\n(tostring)(3) tostring(4);\n(tostring)(5)", nil},
 	{"numerals beside names, with a space or an operator between", "local a = 5 local b = a..1 .. 2 return 5 and b or 1e5+0x1F-.5", nil},
+	{"escapes up to 255, and \\300 where it is no escape", "return '\\255\\0', \"\\\\300\", [[\\300]] -- \\300", nil},
 	{"break in loops, ... in the chunk and in vararg functions", "for i = 1, 2 do break end while true do break end repeat break until true for _, k in ipairs(KEYS) do if k then break end end\nlocal function f(...) return ... end return f(...), select('#', ...)", nil},
 }
 
@@ -87,6 +88,8 @@ var refuseTable = []struct {
 	{"a call in parentheses as a statement (Lua 5.1 refuses it)", "local a = 1\n(tostring(a))", "not a statement", 2},
 	{"a numeral gopher-lua lexes oddly", "local a = 3e)", `the number "3e)" is malformed`, 1},
 	{"a number out of range", "return 1e400", "out of range", 1},
+	{"a decimal escape over 255 (gopher-lua reads 300 mod 256)", "local a = 1\r\nreturn 'x', \"ab\\300\"", "escape sequence too large", 2},
+	{"a decimal escape over 255 after lines of a long string", "local a = [[\n\r\n]] return '\\256'", "escape sequence too large", 3},
 	{"a numeral run into a name (gopher-lua reads two tokens)", "local a = 1\nlocal b = 5type(a) return b", "malformed number", 2},
 	{"a numeral run into a keyword", "return 5and 1", "malformed number", 1},
 	{"a call's ( on a line of its own after a name", "local v = tostring\n(ARGV[1]):upper()", "ambiguous syntax", 2},

@@ -33,6 +33,9 @@ func scan(body []byte) (tokens, *Refusal) {
 	if err != nil {
 		return tokens{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
 	}
+	if toks.bigEscape > 0 {
+		return tokens{}, &Refusal{Line: toks.bigEscape, Reason: "escape sequence too large: Lua 5.1 takes \\0 to \\255"}
+	}
 	if toks.numberJoined > 0 {
 		return tokens{}, &Refusal{Line: toks.numberJoined, Reason: "a malformed number: Lua 5.1 reads a numeral and a name, numeral or \".\" right after it as one"}
 	}
@@ -62,6 +65,9 @@ type tokens struct {
 	// numeral or a "." right after it, or 0: Lua 5.1 reads them as one
 	// malformed numeral ("5type"), gopher-lua as two tokens.
 	numberJoined int
+	// bigEscape is the line of the first quoted string with a decimal
+	// escape over 255, or 0 (escape.go).
+	bigEscape int
 }
 
 type lineString struct {
@@ -74,6 +80,7 @@ func scanTokens(body []byte) (tokens, error) {
 	sc := parse.NewScanner(bytes.NewReader(body), "script")
 	lx := &parse.Lexer{}
 	var out tokens
+	starts := lineStarts(body)
 	prevLocal := false
 	// What the "(" check must tell apart from a callee's end: a name of
 	// "local a, b" (no "=" after it), the name of "function a.b" and the
@@ -94,6 +101,11 @@ func scanTokens(body []byte) (tokens, error) {
 			}
 			k := lineString{tok.Pos.Line, tok.Str}
 			out.strEnd[k] = max(out.strEnd[k], sc.Pos.Line)
+		}
+		if tok.Type == parse.TString && out.bigEscape == 0 {
+			if raw := tokenBytes(body, starts, tok.Pos, sc.Pos); len(raw) > 0 && (raw[0] == '"' || raw[0] == '\'') && escapeTooLarge(raw) {
+				out.bigEscape = tok.Pos.Line
+			}
 		}
 		if prevLocal {
 			out.localFuncs = append(out.localFuncs, tok.Type == parse.TFunction)
