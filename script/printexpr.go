@@ -95,14 +95,14 @@ func (p *printer) expr(e ast.Expr) {
 		p.operand(rhs, pr[1])
 		return
 	}
-	switch e.(type) {
+	switch x := e.(type) {
 	case *ast.AttrGetExpr:
 	case *ast.FuncCallExpr:
-		if e.(*ast.FuncCallExpr).AdjustRet {
-			p.pad(e.Line())
+		if x.AdjustRet {
+			p.pad(x.Line())
 		}
 	case *ast.StringExpr:
-		p.pad(p.stringLine(e.(*ast.StringExpr)))
+		p.pad(p.stringLine(x))
 	default:
 		p.pad(e.Line())
 	}
