@@ -126,11 +126,31 @@ func TestQuitWhileSubscribedRepliesAndCloses(t *testing.T) {
 	}
 }
 
+// waitHubSettled waits until the hub's connection to each of n nodes is up
+// with every goroutine it keeps: the pinger, started last, runs for each.
+// A snapshot of goroutines taken before then counts the rest as a leak.
+func waitHubSettled(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 1<<20)
+	for {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		got := strings.Count(stacks, "pubsub.(*node).ping(")
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d hub node connections up within 10s", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestClosedSubscriberLeavesNothing checks that a subscribed client that
 // goes away leaves no goroutine behind and no subscription on the nodes.
 func TestClosedSubscriberLeavesNothing(t *testing.T) {
 	addr, minis := startServer(t, 3, Config{})
-	time.Sleep(100 * time.Millisecond) // the hub's node connections settle first
+	waitHubSettled(t, len(minis))
 	before := leakcheck.Take()
 	for range 20 {
 		rc := dial(t, addr)
@@ -185,7 +205,7 @@ func TestSubscribedClientIsNotIdle(t *testing.T) {
 func TestIdleSubscribersCostOneGoroutineEach(t *testing.T) {
 	addr, minis := startServer(t, 3, Config{})
 	const clients = 100
-	time.Sleep(100 * time.Millisecond) // the hub's node connections settle first
+	waitHubSettled(t, len(minis))
 	before := runtime.NumGoroutine()
 	var m0 runtime.MemStats
 	runtime.GC()
@@ -203,8 +223,12 @@ func TestIdleSubscribersCostOneGoroutineEach(t *testing.T) {
 	for _, rc := range conns {
 		rc.read(t) // each got the message, once all are written
 	}
-	time.Sleep(100 * time.Millisecond) // the writers end once their queue is empty
+	// The writers end once their queue is empty: wait for that, up to 10s.
 	got := runtime.NumGoroutine() - before
+	for deadline := time.Now().Add(10 * time.Second); got > clients+clients/10 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		got = runtime.NumGoroutine() - before
+	}
 	var m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
