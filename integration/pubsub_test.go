@@ -68,18 +68,7 @@ func TestPubSubRepliesAsOneRedis(t *testing.T) {
 			d.Do(t.Context(), cmd, ch, msg)
 		}
 	})
-	for i := range max(len(got), len(want)) {
-		var g, w string
-		if i < len(got) {
-			g = got[i]
-		}
-		if i < len(want) {
-			w = want[i]
-		}
-		if g != w {
-			t.Errorf("step %d through the proxy: %s\n            one redis-server: %s", i, g, w)
-		}
-	}
+	wantSameSteps(t, "", got, want)
 }
 
 // TestWaiterWakesThroughAnyProxy subscribes a waiter through proxy A,

@@ -196,3 +196,22 @@ func wantNoCommands(t testing.TB, mons []*monitor, what string) {
 		}
 	}
 }
+
+// wantSameSteps fails t for each step of a session through the proxy
+// (got) that differs from the same step against one redis-server (want);
+// what names the run.
+func wantSameSteps(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			t.Errorf("%sstep %d through the proxy: %s\n            one redis-server: %s", what, i, g, w)
+		}
+	}
+}

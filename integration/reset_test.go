@@ -118,18 +118,7 @@ func TestResetAsOneRedis(t *testing.T) {
 				}
 			})
 			t.Logf("one redis-server:\n%s", strings.Join(want, "\n"))
-			for i := range max(len(got), len(want)) {
-				var g, w string
-				if i < len(got) {
-					g = got[i]
-				}
-				if i < len(want) {
-					w = want[i]
-				}
-				if g != w {
-					t.Errorf("step %d through the proxy: %s\n            one redis-server: %s", i, g, w)
-				}
-			}
+			wantSameSteps(t, "", got, want)
 		})
 	}
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -70,18 +71,7 @@ func TestStackExchangeLockAsOneRedis(t *testing.T) {
 			c.kill(i)
 		}
 		got := stackExchangeSession(t, p.Addr)
-		for i := range max(len(got), len(want)) {
-			var g, w string
-			if i < len(got) {
-				g = got[i]
-			}
-			if i < len(want) {
-				w = want[i]
-			}
-			if g != w {
-				t.Errorf("%d of 5 masters down: step %d through the proxy = %s; one redis-server = %s", down, i, g, w)
-			}
-		}
+		wantSameSteps(t, fmt.Sprintf("%d of 5 masters down: ", down), got, want)
 		if t.Failed() {
 			return
 		}
