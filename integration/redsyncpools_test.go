@@ -84,9 +84,8 @@ func redsyncStory(t *testing.T, pool redsyncredis.Pool) []string {
 
 	m := rs.NewMutex("rsp-lock", redsync.WithExpiry(5*time.Second), redsync.WithTries(1))
 	say("Lock", kind(m.LockContext(ctx)))
-	ok, err := m.ValidContext(ctx)
-	say("Valid", fmt.Sprint(ok, " ", kind(err)))
-	ok, err = m.ExtendContext(ctx)
+	say("Until within the expiry", m.Until().After(time.Now()) && time.Until(m.Until()) <= 5*time.Second)
+	ok, err := m.ExtendContext(ctx)
 	say("Extend", fmt.Sprint(ok, " ", kind(err)))
 	m2 := rs.NewMutex("rsp-lock", redsync.WithExpiry(5*time.Second), redsync.WithTries(1))
 	say("contended TryLock", kind(m2.TryLockContext(ctx)))
