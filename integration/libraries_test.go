@@ -309,3 +309,31 @@ func TestLaravelCacheLockSideBySide(t *testing.T) {
 		})
 	}
 }
+
+// The family scripts that the proxy tests run (TestRedisPyLock,
+// TestSymfonyRedisStoreThroughProxy) print the same checks against one
+// redis-server: what they expect of the proxy is what one Redis does.
+// sesame.js and noderesp3.mjs are not run here: each also checks
+// something only the proxy does (db 1 refused; EVALSHA of a catalogue
+// digest never loaded, README "Differences from one Redis").
+func TestFamilyScriptsAgainstOneRedis(t *testing.T) {
+	t.Run("redis-py Lock", func(t *testing.T) {
+		t.Parallel()
+		py := needTool(t, systemPython)
+		host, port, _ := net.SplitHostPort(startRedis(t).Addr)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		runChecks(t, exec.CommandContext(ctx, py, filepath.Join("testdata", "pylock.py"), host, port, "py-lock"), pyLockChecks)
+	})
+	for _, kind := range []string{"phpredis", "predis"} {
+		t.Run("Symfony Lock, "+kind, func(t *testing.T) {
+			t.Parallel()
+			php := needTool(t, "php")
+			needFile(t, "/usr/share/php/Symfony/Component/Lock/Store/RedisStore.php", "php-symfony-lock")
+			host, port, _ := net.SplitHostPort(startRedis(t).Addr)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			runChecks(t, exec.CommandContext(ctx, php, filepath.Join("testdata", "symfony.php"), host, port, "symfony-lock", kind), symfonyChecks)
+		})
+	}
+}
