@@ -212,7 +212,8 @@ const delRefused = "ERR DEL is refused: release a lock with its token through th
 // Lock libraries from npm (pinned in .ci/npm-packages): redis-semaphore
 // 5.8 (Mutex and Semaphore over ioredis), redlock 4.2 (node-redlock v4
 // over ioredis), node-redis-warlock 1.0 (over ioredis), redis-lock 1.0
-// (over node-redis v4) and simple-redis-mutex 3.0 (over node-redis v5).
+// (over node-redis v4) and simple-redis-mutex 3.0 (over node-redis v5);
+// and ioredis's reconnect after the server closed an idle connection.
 // Semaphore's ZREM release and simple-redis-mutex's INCR fencing counter
 // are refused through the proxy (README, "Differences from one Redis":
 // other Redis commands), and so is redis-lock's DEL release.
@@ -221,6 +222,7 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 		name, module string
 		checks       []string
 		proxyChecks  []string
+		idle         int
 	}{
 		{"redis-semaphore", "redis-semaphore", []string{
 			"acquire", "key holds the identifier", "pttl within lockTimeout",
@@ -234,16 +236,20 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 			"release by a non-holder leaves the key", "release", "blocking acquire wins after the release",
 			"lost lock reported by the refresh", "the new holder keeps the key",
 			"semaphore grants 2 of limit 2", "semaphore release refused: ERR unknown command 'zrem'", "semaphore key expires",
-		}},
+		}, 0},
 		{"redlock4", "redlock", []string{
 			"lock", "pttl within the ttl", "contended lock fails with LockError", "extend", "unlock",
 			"extend after unlock fails with LockError", "stale unlock fails with LockError",
 			"retrying lock wins after the unlock", "multi-resource lock", "multi-resource unlock",
-		}, nil},
+		}, nil, 0},
 		{"warlock", "node-redis-warlock", []string{
 			"lock", "pttl within the ttl", "contended lock gets no unlock", "touch extends", "touch by a non-owner is 0",
 			"unlock", "stale unlock is 0", "optimistic lock wins after the expiry", "released",
-		}, nil},
+		}, nil, 0},
+		{"ioredis-reconnect", "ioredis", []string{
+			"acquire", "client setname from connectionName", "server closes the idle connection",
+			"reconnected", "command after the reconnect", "name set again on reconnect", "release",
+		}, nil, 1},
 		{"redis-lock", "redis-lock", []string{
 			"lock", "pttl within the timeout", "contended lock waits", "done releases",
 			"the waiting lock gets it", "second done releases",
@@ -251,19 +257,19 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 			"lock", "pttl within the timeout", "contended lock waits",
 			"done refused: " + delRefused, "the waiting lock gets it",
 			"second done refused: " + delRefused, "the lock expires",
-		}},
+		}, 0},
 		{"simple-redis-mutex", "simple-redis-mutex", []string{
 			"tryLock", "contended tryLock is false", "refreshTimeout", "waiting lock woken by the release", "released",
 		}, []string{
 			"tryLock refused: ERR 'incr' is not supported: redlock-proxy serves lock commands only", "the lock taken expires",
-		}},
+		}, 0},
 	} {
 		t.Run(lib.name, func(t *testing.T) {
 			needNodeModule(t, lib.module)
 			if lib.name == "redis-lock" {
 				needNodeModule(t, "redis4") // node-redis v4, which it requires
 			}
-			sideBySide(t, library{checks: lib.checks, proxyChecks: lib.proxyChecks,
+			sideBySide(t, library{checks: lib.checks, proxyChecks: lib.proxyChecks, idle: lib.idle,
 				keys: []string{"mutex:nl-lock", "semaphore:nl-lock", "nl-lock", "nl-lock:a", "nl-lock:b", "nl-lock:lock", "lock.nl-lock", "@simple-redis-mutex:lock-nl-lock"},
 				run: func(ctx context.Context, host, port string) *exec.Cmd {
 					cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "npmlocks.js"), host, port, "nl-lock", lib.name)

@@ -4,7 +4,8 @@
 // what it prints.
 //
 // Usage: node npmlocks.js HOST PORT KEY LIBRARY
-// LIBRARY: redis-semaphore | redlock4 | warlock | simple-redis-mutex | redis-lock
+// LIBRARY: redis-semaphore | redlock4 | warlock | simple-redis-mutex | redis-lock |
+// ioredis-reconnect
 // Prints "ok <check>" or "FAIL <check>: <why>" per check; exits 1 if any
 // check failed, 2 if the script itself broke.
 'use strict';
@@ -305,7 +306,31 @@ async function redisLock() {
   }
 }
 
+// ioredis's own reconnect, which every ioredis-based lock above relies
+// on: the server closes the idle connection (IDLE_SECONDS), ioredis dials
+// again, names the connection again, and the lock code goes on.
+async function ioredisReconnect() {
+  const Redis = require('ioredis');
+  const r = new Redis({ host, port, connectionName: 'io-locker', retryStrategy: () => 50 });
+  try {
+    const RELEASE = 'if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end';
+    check('acquire', (await r.set(key, 'tok', 'PX', 5000, 'NX')) === 'OK');
+    check('client setname from connectionName', (await r.client('GETNAME')) === 'io-locker');
+    const id = await r.client('ID');
+    let closed = false;
+    r.once('close', () => { closed = true; });
+    check('server closes the idle connection', await waitFor(() => closed));
+    check('reconnected', await waitFor(() => r.status === 'ready'));
+    check('command after the reconnect', (await r.get(key)) === 'tok' && (await r.client('ID')) !== id);
+    check('name set again on reconnect', (await r.client('GETNAME')) === 'io-locker');
+    check('release', (await r.eval(RELEASE, 1, key, 'tok')) === 1);
+  } finally {
+    r.disconnect();
+  }
+}
+
 const libraries = {
+  'ioredis-reconnect': ioredisReconnect,
   'redis-lock': redisLock,
   'redis-semaphore': redisSemaphore,
   redlock4,
