@@ -10,8 +10,12 @@ import (
 // a subscriber up to N times, once from each node. collapser turns those
 // copies back into one delivery per publish, while distinct publishes of
 // the same payload (two releases in a row) still each count: it counts,
-// per message, how many copies each node sent, and delivers the k-th
-// message when the first node's count reaches k. A node that missed a
+// per message, how many copies each node sent, and the k-th message is
+// due once need nodes sent their k-th copy. The caller sets need to a
+// quorum (or to every node up, if fewer are), so that a waiter woken by a
+// release finds it done on a quorum of nodes, as one Redis publishes only
+// once it deleted; a message that fewer nodes sent is delivered by flush
+// when the caller stops waiting for more copies. A node that missed a
 // publish (down, or not yet subscribed) only lags behind the others.
 //
 // Counts are forgotten after between window/2 and window without a copy.
@@ -40,9 +44,11 @@ func newCollapser(nodes int, window time.Duration, max int) *collapser {
 		cur: make(map[digest]*copies), prev: make(map[digest]*copies)}
 }
 
-// note records one copy of m from node i at now, and reports whether it
-// is a publish not yet delivered.
-func (c *collapser) note(now time.Time, i int, m Message) bool {
+// note records one copy of m from node i at now. due is how many
+// publishes of m this copy made due (need nodes sent them); wait is k
+// when this is the first copy of a k-th publish not yet due, for the
+// caller to flush later, and 0 otherwise.
+func (c *collapser) note(now time.Time, i int, m Message, need int) (due int, wait uint32) {
 	switch age := now.Sub(c.rotated); {
 	case age >= c.window:
 		c.prev, c.cur, c.rotated = make(map[digest]*copies), make(map[digest]*copies), now
@@ -60,11 +66,48 @@ func (c *collapser) note(now time.Time, i int, m Message) bool {
 		c.cur[d] = e
 	}
 	e.seen[i]++
-	if e.seen[i] <= e.delivered {
-		return false // another node's copy of a publish already delivered
+	k := e.seen[i]
+	if k <= e.delivered {
+		return 0, 0 // another node's copy of a publish already delivered
 	}
-	e.delivered = e.seen[i]
-	return true
+	for e.sentBy(e.delivered+1) >= need {
+		e.delivered++
+		due++
+	}
+	if k > e.delivered && e.sentBy(k) == 1 {
+		wait = k
+	}
+	return due, wait
+}
+
+// flush makes every publish of m up to the k-th due that is not yet, and
+// returns how many.
+func (c *collapser) flush(m Message, k uint32) int {
+	d := digestOf(m)
+	e := c.cur[d]
+	if e == nil {
+		e = c.prev[d]
+	}
+	switch {
+	case e == nil:
+		return 1 // forgotten meanwhile: once, a duplicate at worst
+	case e.delivered >= k:
+		return 0
+	}
+	n := int(k - e.delivered)
+	e.delivered = k
+	return n
+}
+
+// sentBy is how many nodes sent at least k copies.
+func (e *copies) sentBy(k uint32) int {
+	n := 0
+	for _, s := range e.seen {
+		if s >= k {
+			n++
+		}
+	}
+	return n
 }
 
 func digestOf(m Message) digest {

@@ -34,8 +34,48 @@ func TestCollapserDeliversOncePerPublish(t *testing.T) {
 			c := newCollapser(3, 10*time.Second, maxCounted)
 			start := time.Now()
 			for i, x := range tt.copies {
-				if got := c.note(start.Add(x.at), x.node, x.m); got != tt.want[i] {
-					t.Errorf("copy %d (node %d, %q at %v) delivered = %v; want %v", i, x.node, x.m.Payload, x.at, got, tt.want[i])
+				if due, _ := c.note(start.Add(x.at), x.node, x.m, 1); (due == 1) != tt.want[i] || due > 1 {
+					t.Errorf("copy %d (node %d, %q at %v) made %d due; want delivered = %v", i, x.node, x.m.Payload, x.at, due, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// With need 2 of 3 nodes, a publish is due at its second copy; the first
+// copy of one not yet due asks to be flushed later, and a flush delivers
+// what is still undelivered up to it.
+func TestCollapserWaitsForNeedCopies(t *testing.T) {
+	a := Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: "0"}
+	type step struct {
+		node  int    // a copy from node, or -1 for flush(k)
+		k     uint32 // flush's k
+		due   int
+		wait  uint32
+		flush int
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"due at the second copy", []step{{0, 0, 0, 1, 0}, {1, 0, 1, 0, 0}, {2, 0, 0, 0, 0}, {-1, 1, 0, 0, 0}}},
+		{"one copy only: the flush delivers it", []step{{0, 0, 0, 1, 0}, {-1, 1, 0, 0, 1}, {1, 0, 0, 0, 0}, {2, 0, 0, 0, 0}}},
+		{"two publishes, one node ahead", []step{{0, 0, 0, 1, 0}, {0, 0, 0, 2, 0}, {1, 0, 1, 0, 0}, {1, 0, 1, 0, 0}, {-1, 2, 0, 0, 0}}},
+		{"a flush delivers every publish up to its own", []step{{0, 0, 0, 1, 0}, {0, 0, 0, 2, 0}, {-1, 2, 0, 0, 2}, {1, 0, 0, 0, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCollapser(3, 10*time.Second, maxCounted)
+			now := time.Now()
+			for i, s := range tt.steps {
+				if s.node < 0 {
+					if n := c.flush(a, s.k); n != s.flush {
+						t.Errorf("step %d: flush(%d) = %d; want %d", i, s.k, n, s.flush)
+					}
+					continue
+				}
+				if due, wait := c.note(now, s.node, a, 2); due != s.due || wait != s.wait {
+					t.Errorf("step %d: note(node %d) = %d, %d; want %d, %d", i, s.node, due, wait, s.due, s.wait)
 				}
 			}
 		})
@@ -46,7 +86,7 @@ func TestCollapserStaysBounded(t *testing.T) {
 	c := newCollapser(3, time.Hour, 100)
 	now := time.Now()
 	for i := range 1000 {
-		c.note(now, 0, Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: string(rune(i))})
+		c.note(now, 0, Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: string(rune(i))}, 1)
 	}
 	if n := len(c.cur) + len(c.prev); n > 200 {
 		t.Errorf("%d messages counted with max 100; want at most 200", n)

@@ -61,6 +61,10 @@ type Config struct {
 	// Window is how long the copies of one publish are counted. If zero,
 	// 5s is used.
 	Window time.Duration
+	// Settle is how long a publish that fewer than a quorum of the nodes
+	// up sent waits for more copies before it is delivered anyway. If
+	// zero, 50ms is used.
+	Settle time.Duration
 	// Log receives the hub's logs. If nil, logs are discarded.
 	Log *slog.Logger
 }
@@ -80,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Window == 0 {
 		c.Window = 5 * time.Second
+	}
+	if c.Settle == 0 {
+		c.Settle = 50 * time.Millisecond
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -105,6 +112,7 @@ type Hub struct {
 	topics  map[Topic]map[Sink]struct{}
 	counted *collapser
 	changed chan struct{} // closed and replaced when a node confirms or comes up
+	closed  bool          // set by Close: a Settle timer that fires later delivers nothing
 }
 
 // New starts a hub over cfg.Nodes: one goroutine per node dials it and
@@ -132,6 +140,7 @@ func New(cfg Config) *Hub {
 func (h *Hub) Close() error {
 	h.cancel()
 	h.mu.Lock()
+	h.closed = true
 	for _, n := range h.nodes {
 		n.dropLocked()
 	}
@@ -273,21 +282,69 @@ func (h *Hub) broadcastLocked() {
 	h.changed = make(chan struct{})
 }
 
-// deliver hands node i's copy of m to m's sinks, unless another node's
-// copy of the same publish was delivered already.
+// deliver counts node i's copy of m, and hands m to its sinks once per
+// publish that a quorum of the nodes up has now sent. The first copy of a
+// publish fewer nodes sent starts a Settle timer that delivers it anyway.
 func (h *Hub) deliver(i int, m Message) {
 	h.mu.Lock()
 	sinks := h.topics[m.Topic]
-	if len(sinks) == 0 || !h.counted.note(time.Now(), i, m) {
+	if len(sinks) == 0 {
 		h.mu.Unlock()
 		return
 	}
-	to := make([]Sink, 0, len(sinks))
-	for s := range sinks {
+	due, wait := h.counted.note(time.Now(), i, m, h.needLocked())
+	if wait > 0 {
+		// The timer's goroutine ends with settle, which returns at once
+		// after Close; nothing waits for it.
+		time.AfterFunc(h.cfg.Settle, func() { h.settle(m, wait) })
+	}
+	to := h.sinksLocked(m.Topic, due)
+	h.mu.Unlock()
+	hand(to, m, due)
+}
+
+// settle delivers the publishes of m up to the k-th that are not yet.
+func (h *Hub) settle(m Message, k uint32) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	due := h.counted.flush(m, k)
+	to := h.sinksLocked(m.Topic, due)
+	h.mu.Unlock()
+	hand(to, m, due)
+}
+
+// needLocked is how many nodes must send a publish before it is due: a
+// quorum, or every node up when fewer are up.
+func (h *Hub) needLocked() int {
+	up := 0
+	for _, n := range h.nodes {
+		if n.up {
+			up++
+		}
+	}
+	return max(1, min(h.quorum, up))
+}
+
+// sinksLocked returns topic's sinks, or none when nothing is due.
+func (h *Hub) sinksLocked(topic Topic, due int) []Sink {
+	if due == 0 {
+		return nil
+	}
+	to := make([]Sink, 0, len(h.topics[topic]))
+	for s := range h.topics[topic] {
 		to = append(to, s)
 	}
-	h.mu.Unlock()
-	for _, s := range to {
-		s.Deliver(m)
+	return to
+}
+
+// hand gives m to every sink in to, n times.
+func hand(to []Sink, m Message, n int) {
+	for range n {
+		for _, s := range to {
+			s.Deliver(m)
+		}
 	}
 }

@@ -144,6 +144,31 @@ func TestHubDeliversEachPublishOnce(t *testing.T) {
 	}
 }
 
+// A release runs on every node and each publishes once it deleted: the
+// message waits for a quorum of copies, so that a waiter it wakes finds
+// the release done on a quorum (one Redis publishes after deleting).
+func TestHubWaitsForAQuorumOfCopies(t *testing.T) {
+	addrs := startNodes(t, 3)
+	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, PingInterval: 200 * time.Millisecond,
+		Grace: time.Minute, Settle: time.Minute})
+	t.Cleanup(func() { h.Close() })
+	s := newSink()
+	subscribe(t, h, s, Topic{Channel, "ch"})
+	publishOn(t, addrs[:1], "ch", "0")
+	// A marker that nodes 0 and 1 send is due once node 0's copy came,
+	// and node 0 sent its copy of "0" before: when the marker is
+	// delivered, "0" was counted, one copy of 3, and must wait (Settle is
+	// a minute).
+	publishOn(t, addrs[:2], "ch", "marker")
+	if got := s.wantCount(t, 1); got[0].Payload != "marker" {
+		t.Fatalf("delivered %q first; want only the marker before a quorum sent \"0\"", got[0].Payload)
+	}
+	publishOn(t, addrs[1:2], "ch", "0")
+	if got := s.wantCount(t, 2); got[1].Payload != "0" {
+		t.Errorf("second message = %q; want \"0\" once 2 of 3 nodes sent it", got[1].Payload)
+	}
+}
+
 func TestHubPatternAndChannelDeliverApart(t *testing.T) {
 	addrs := startNodes(t, 3)
 	h := newHub(t, addrs)
