@@ -107,13 +107,18 @@ func (r *run) checkNoOK(from, to time.Duration, nilToo bool, why string) {
 func (r *run) wantState(k, i int, state string, from time.Duration) {
 	r.t.Helper()
 	name := fmt.Sprintf("proxy%d-%s", k, state)
+	var seen []string // what the proxy did report of the master, to say why
 	for _, o := range r.fc.h.snapshot() {
-		if o.Op == opFault && o.Result == name && o.Nodes[0] == i && o.Start >= from {
+		if o.Op != opFault || o.Nodes[0] != i || !strings.HasPrefix(o.Result, fmt.Sprintf("proxy%d-", k)) {
+			continue
+		}
+		if o.Result == name && o.Start >= from {
 			r.t.Logf("proxy %d reported master %d %s for %v", k, i, state, min(o.End, r.fc.h.now())-o.Start)
 			return
 		}
+		seen = append(seen, fmt.Sprintf("%s [%v, %v)", o.Result, o.Start, o.End))
 	}
-	r.t.Errorf("proxy %d never reported master %d %s after %v", k, i, state, from)
+	r.t.Errorf("proxy %d never reported master %d %s after %v; it reported %v", k, i, state, from, seen)
 }
 
 // Contention alone: nothing is ever held twice.
