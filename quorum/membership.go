@@ -273,7 +273,13 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	fix := map[string]string{}
 	for _, h := range e.health {
 		h.mu.Lock()
-		e.lostLocked(h, rec[lostPrefix+h.addr], h.clock.last)
+		mark := rec[lostPrefix+h.addr]
+		e.lostLocked(h, mark, h.clock.last)
+		if h.lost != "" && now.Before(h.until) && !strings.HasPrefix(mark, h.runID+" ") {
+			// The mark is missing here (a write lost under load, or the
+			// node flushed again): refilled while the quarantine runs.
+			fix[lostPrefix+h.addr] = h.lost
+		}
 		v, ok := rec[h.addr]
 		until := h.start.Add(e.quarantine())
 		switch {

@@ -532,3 +532,28 @@ func TestClockJumpSeenByOneProxyQuarantinesALaterOne(t *testing.T) {
 		wantState(t, e2, 0, StateUp, "")
 	})
 }
+
+// The mark of a quarantine is refilled on a record that lacks it (its
+// first write lost), so a proxy that reads only that record still
+// quarantines the node.
+func TestLostMarkIsRefilled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := threeFakes()
+		e1 := started(t, monitorConfig(t), fs)
+		time.Sleep(150 * time.Millisecond)
+		fs[1].mu.Lock()
+		fs[1].keys, fs[1].members = nil, nil // FLUSHALL
+		fs[1].mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		st := wantState(t, e1, 1, StateQuarantined, "data lost")
+		// The mark's write to c was lost.
+		fs[2].mu.Lock()
+		delete(fs[2].members, "lost:b")
+		fs[2].mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		if got, want := fs[2].record()["lost:b"], lostMark("run-b", st.Until, QuarantineDataLost); got != want {
+			t.Errorf("c's record has lost:b = %q; want it refilled as %q", got, want)
+		}
+		wantState(t, e1, 1, StateQuarantined, "data lost")
+	})
+}
