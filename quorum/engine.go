@@ -115,6 +115,7 @@ type Engine struct {
 	quorum int
 	health []*health
 
+	born      time.Time          // for the breaker's monotonic stamps
 	monitored atomic.Bool        // Start ran: the breaker and the checks apply
 	stop      context.CancelFunc // ends the monitor; set by Start
 	wg        sync.WaitGroup     // the monitor's goroutines, waited for by Close
@@ -133,7 +134,7 @@ func New(cfg Config, nodes ...Node) *Engine {
 	}
 	// A copy: the caller's slice may change, and the engine's must not.
 	nodes = slices.Clone(nodes)
-	e := &Engine{cfg: cfg, nodes: nodes, quorum: brokenQuorum(Quorum(len(nodes)))}
+	e := &Engine{cfg: cfg, nodes: nodes, quorum: brokenQuorum(Quorum(len(nodes))), born: time.Now()}
 	for _, n := range nodes {
 		h := newHealth(n.Addr())
 		h.node, h.obs = len(e.health), cfg.Observer

@@ -36,16 +36,13 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 	nctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	call := func(i int, n Node) {
-		var start time.Time
-		if obs != nil {
-			start = time.Now()
-		}
+		start := time.Now()
 		v, err := op(nctx, n)
 		if obs != nil {
 			obs.NodeDone(i, n.Addr(), time.Since(start), err)
 		}
 		if monitored {
-			e.noteResult(ctx, i, err)
+			e.noteResult(ctx, i, start, err)
 		}
 		if err != nil {
 			err = &NodeError{Node: i, Addr: n.Addr(), Err: err}

@@ -65,13 +65,17 @@ type NodeStatus struct {
 // request path reads; the rest is the monitor's, under mu.
 type health struct {
 	addr   string
-	node   int           // index in the configured node list
-	obs    Observer      // nil for none
-	down   atomic.Bool   // fanOut does not call the node
-	counts atomic.Bool   // the node's grants count towards a quorum
-	stalls atomic.Int32  // consecutive timeouts on the request path
-	downs  atomic.Uint64 // times marked down
-	wake   chan struct{}
+	node   int          // index in the configured node list
+	obs    Observer     // nil for none
+	down   atomic.Bool  // fanOut does not call the node
+	counts atomic.Bool  // the node's grants count towards a quorum
+	stalls atomic.Int32 // consecutive timeouts on the request path
+	// stalled is when (since the engine was made) the last timeout
+	// counted in stalls was seen: a timeout of a call sent before then
+	// is the same stall, seen by a call that ran beside it.
+	stalled atomic.Int64
+	downs   atomic.Uint64 // times marked down
+	wake    chan struct{}
 
 	mu     sync.Mutex
 	state  NodeState
@@ -162,9 +166,12 @@ const stallLimit = 3
 
 // noteResult is the circuit breaker: it looks at one call's error on the
 // request path and marks the node down on a connection failure, or on
-// stallLimit timeouts in a row. ctx is the operation's context, before
-// the node's own deadline.
-func (e *Engine) noteResult(ctx context.Context, i int, err error) {
+// stallLimit timeouts in a row. In a row means one after another: calls
+// sent at the same time that time out together are one stall, counted
+// once, so a single hiccup under many clients does not open the breaker.
+// ctx is the operation's context, before the node's own deadline; sent
+// is when the call was sent.
+func (e *Engine) noteResult(ctx context.Context, i int, sent time.Time, err error) {
 	h := e.health[i]
 	var re redis.Error
 	switch {
@@ -174,6 +181,10 @@ func (e *Engine) noteResult(ctx context.Context, i int, err error) {
 	case ctx.Err() != nil:
 		// The caller gave up; that says nothing about the node.
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		last := h.stalled.Load()
+		if int64(sent.Sub(e.born)) < last || !h.stalled.CompareAndSwap(last, int64(time.Since(e.born))) {
+			return // the stall already counted, or counted by a call beside it
+		}
 		if h.stalls.Add(1) >= stallLimit {
 			e.markDown(i, err)
 		}

@@ -3,6 +3,7 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -173,4 +174,27 @@ func TestBreakerOpens(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Timeouts in a row are one after another: many calls that time out
+// together, in one stall, count once.
+func TestBreakerCountsAStallOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Config{NodeTimeout: 50 * time.Millisecond}, &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c", silent: true})
+		e.monitored.Store(true)
+		var wg sync.WaitGroup
+		for n := range 32 {
+			wg.Go(func() { e.Acquire(t.Context(), Lock{Keys: []string{fmt.Sprint("k", n)}, Token: "t"}, time.Second) })
+		}
+		wg.Wait()
+		if e.health[2].down.Load() {
+			t.Fatalf("32 acquires timing out together marked the node down; want one stall counted")
+		}
+		for n := 2; n <= stallLimit; n++ {
+			e.Acquire(t.Context(), Lock{Keys: []string{fmt.Sprint("s", n)}, Token: "t"}, time.Second)
+			if down := e.health[2].down.Load(); down != (n == stallLimit) {
+				t.Fatalf("after stall %d, down = %v; want %v", n, down, n == stallLimit)
+			}
+		}
+	})
 }
