@@ -39,6 +39,9 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
 		args[i] = string(a)
 	}
 	res, err := s.e.RunEffect(r.ctx, eff, keys, args)
+	if res.Op == quorum.EffectHold && split(err) && s.pauseForRetry(r) {
+		res, err = s.e.RunEffect(r.ctx, eff, keys, args) // see split
+	}
 	var refused *quorum.RefusedError
 	switch {
 	case errors.As(err, &refused):

@@ -180,12 +180,44 @@ func unlockLatches(keys [][]byte) bool {
 // reply: a grant whose validity ran out is released and denied.
 func (s *Server) acquire(r *request, l quorum.Lock, ttl time.Duration) error {
 	lease, err := s.e.Acquire(r.ctx, l, ttl)
+	if split(err) && s.pauseForRetry(r) {
+		lease, err = s.e.Acquire(r.ctx, l, ttl)
+	}
 	s.warnFailures(lease.Failures)
 	if err == nil && !lease.Valid(time.Now()) {
 		s.e.Release(context.WithoutCancel(r.ctx), l)
 		err = errLate
 	}
 	return err
+}
+
+// split reports an acquire that failed undecided with the nodes that
+// answered split: some granted, some denied, and the nodes that failed
+// could have made either side a quorum. Most often that is a holder's
+// key expiring a few milliseconds apart on the nodes (its copies landed
+// that far apart), where one Redis answers from after the expiry. Its
+// grants were undone; another try, a moment later, usually decides it.
+func split(err error) bool {
+	var oe *quorum.OutcomeError
+	return errors.As(err, &oe) && oe.Unavailable && oe.Outcome.Granted > 0 && oe.Outcome.Denied > 0
+}
+
+// pauseForRetry waits the node timeout, the longest a holder's copies
+// can land apart, and reports whether r's deadline leaves time for the
+// wait and one more try.
+func (s *Server) pauseForRetry(r *request) bool {
+	d := s.e.NodeTimeout()
+	if dl, ok := r.ctx.Deadline(); ok && time.Until(dl) < 3*d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
 }
 
 // extended checks an extend's lease once more just before the reply.

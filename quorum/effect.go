@@ -78,7 +78,9 @@ var errNoEffect = errors.New("node cannot run wrapped scripts")
 // counts when a quorum released, and a script that changed no lock is
 // answered with the reply a quorum of nodes agrees on. The error matches
 // ErrUnavailable when too few nodes answered, ErrRefused when a node
-// refused the script, and ErrDenied when a hold ran out of validity.
+// refused the script, and ErrDenied when a hold ran out of validity. With
+// an error, the result's Op is EffectHold when the run tried a hold (then
+// undone everywhere), else zero.
 func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string) (EffectResult, error) {
 	start := time.Now()
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (nodeEffect, error) {
@@ -167,7 +169,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 			res.Reply = results[denied].v.reply
 			return res, nil
 		}
-		return EffectResult{}, err
+		return EffectResult{Op: EffectHold}, err // a hold tried, and undone
 	}
 	res, err := e.effectRead(results, fails)
 	e.observe(OpRead, start, err)

@@ -150,6 +150,10 @@ func (e *Engine) MinTTL() time.Duration { return e.cfg.MinTTL }
 // quarantine is shorter.
 func (e *Engine) MaxTTL() time.Duration { return e.cfg.MaxTTL }
 
+// NodeTimeout returns how long one node's answer is waited for: also the
+// longest two nodes' copies of one grant can land apart.
+func (e *Engine) NodeTimeout() time.Duration { return e.cfg.NodeTimeout }
+
 // Nodes returns how many nodes the engine runs over.
 func (e *Engine) Nodes() int { return len(e.nodes) }
 
