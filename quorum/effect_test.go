@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -546,6 +547,31 @@ func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
 	for i, p := range ps {
 		if v, err := p.admin(t).Get(t.Context(), "k").Result(); err != redis.Nil {
 			t.Errorf("node %d holds k = %q (%v) after the failed take; want nothing", i, v, err)
+		}
+	}
+}
+
+// A wrapped script Redis's Lua refuses to compile (a Lua 5.1 limit that
+// admission does not check) is bad input: refused with Redis's reason,
+// not answered as if every node had failed.
+func TestEffectThatDoesNotCompileIsRefused(t *testing.T) {
+	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), ps[1].node(t), ps[2].node(t))
+	var b strings.Builder
+	for i := range 201 {
+		fmt.Fprintf(&b, "local v%d = %d\n", i, i)
+	}
+	b.WriteString(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
+	eff := e.Wrap(b.String(), testCommands, nil)
+	_, err := e.RunEffect(t.Context(), eff, []string{"k"}, []string{"tok", "5000"})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "Error compiling script") {
+		t.Fatalf("RunEffect = %v; want a refusal with Redis's compile error", err)
+	}
+	t.Logf("refused: %s", refused.Reason)
+	for i, p := range ps {
+		if n, _ := p.admin(t).Exists(t.Context(), "k").Result(); n != 0 {
+			t.Errorf("node %d holds k; want nothing", i)
 		}
 	}
 }

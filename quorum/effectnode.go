@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Value is a script's reply as a node gave it, with its RESP type kept:
@@ -78,6 +80,11 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, keys, args []str
 		anyArgs[i] = a
 	}
 	cmd, err := n.p.eval(ctx, eff.w, keys, anyArgs...)
+	if msg, ok := compileError(err); ok {
+		// The script is bad input, not a node failing: refused, as one
+		// Redis refuses to compile it.
+		return nodeEffect{refused: "it does not compile as Redis's Lua: " + msg}, nil
+	}
 	if err != nil {
 		return nodeEffect{}, err
 	}
@@ -307,4 +314,15 @@ func decodeValue(tag, v any, depth int) (Value, error) {
 func millis(v any) time.Duration {
 	n, _ := v.(int64)
 	return time.Duration(n) * time.Millisecond
+}
+
+// compileError returns the text of a node's refusal to compile a wrapped
+// script (a limit of Lua 5.1 that admission does not check, such as more
+// than 200 locals), without its "ERR ".
+func compileError(err error) (string, bool) {
+	var re redis.Error
+	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "ERR Error compiling script") {
+		return "", false
+	}
+	return strings.TrimPrefix(re.Error(), "ERR "), true
 }
