@@ -13,6 +13,7 @@ import (
 type Effect struct {
 	w        *script
 	literals []string
+	head     int // the wrapper's lines before the body's first
 }
 
 // Wrap wraps a client's script body. commands is the allow-list: command
@@ -24,7 +25,8 @@ type Effect struct {
 // read by it as admission read it; other text could break out of the
 // wrapper or reach its locals.
 func (e *Engine) Wrap(body string, commands map[string]int, literals []string) *Effect {
-	return &Effect{w: newScript(wrapBody(body, commands, literals, e.cfg.MaxTTL)), literals: literals}
+	text, head := wrapBody(body, commands, literals, e.cfg.MaxTTL)
+	return &Effect{w: newScript(text), literals: literals, head: head}
 }
 
 // EffectOp is what a wrapped script did, as the quorum decided it.

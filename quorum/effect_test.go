@@ -575,3 +575,26 @@ func TestEffectThatDoesNotCompileIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// An error from inside a wrapped script names the client's line, as one
+// Redis's does, and a failed redis.call keeps its own code.
+func TestEffectErrorsNameTheClientsLines(t *testing.T) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	e := New(Config{MaxTTL: time.Minute}, n)
+	tests := []struct{ body, want string }{
+		{"local t = nil\nreturn t.x", "ERR user_script:2: attempt to index local 't' (a nil value)"},
+		{"redis.call(\"GET\", KEYS[1])\nlocal a = 1\nreturn redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", \"x\")", "ERR value is not an integer or out of range"},
+	}
+	for _, tt := range tests {
+		// One Redis's text starts with the same, then names the script.
+		one, err := admin.Eval(t.Context(), tt.body, []string{"k"}, "v").Result()
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Fatalf("one Redis: %q = %v, %v; want an error starting %q", tt.body, one, err, tt.want)
+		}
+		ne, err := n.runEffect(t.Context(), e.Wrap(tt.body, testCommands, nil), []string{"k"}, []string{"v"})
+		if err != nil || ne.reply.Kind != ValueError || ne.reply.Str != tt.want {
+			t.Errorf("wrapped %q = %+v, %v; want the error %q", tt.body, ne.reply, err, tt.want)
+		}
+	}
+}

@@ -472,7 +472,12 @@ local __rlp_tag, __rlp_val
 if not __rlp_ok then
   __rlp_tag = "e"
   if __rlp_type(__rlp_r) == "table" and __rlp_r.err then __rlp_val = __rlp_tostring(__rlp_r.err)
-  else __rlp_val = "ERR " .. __rlp_tostring(__rlp_r) end
+  else
+    -- A failed redis.call reaches pcall as its reply's text, which has
+    -- its code ("ERR ...", "WRONGTYPE ..."); a Lua error gets Redis's ERR.
+    __rlp_val = __rlp_tostring(__rlp_r)
+    if not string.find(__rlp_val, "^%u%u+ ") then __rlp_val = "ERR " .. __rlp_val end
+  end
 else
   local t = __rlp_type(__rlp_r)
   if t == "table" and __rlp_r.ok then __rlp_tag, __rlp_val = "s", __rlp_tostring(__rlp_r.ok)
@@ -584,7 +589,7 @@ return n
 
 // wrapBody builds the wrapper around body for the given allow-list,
 // literals and max_ttl.
-func wrapBody(body string, commands map[string]int, literals []string, maxTTL time.Duration) string {
+func wrapBody(body string, commands map[string]int, literals []string, maxTTL time.Duration) (string, int) {
 	var lits strings.Builder
 	lits.WriteString("{")
 	for _, l := range literals {
@@ -617,7 +622,8 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
-	return head.Replace(wrapperHead) + body + head.Replace(wrapperTail)
+	h := head.Replace(wrapperHead)
+	return h + body + head.Replace(wrapperTail), strings.Count(h, "\n")
 }
 
 // readOnly are the allowed commands that change no key. Any other command

@@ -83,12 +83,44 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, keys, args []str
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.
-		return nodeEffect{refused: "it does not compile as Redis's Lua: " + msg}, nil
+		return nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff.head)}, nil
 	}
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	return decodeEffect(cmd.Val(), owns{args, keys, eff.literals})
+	ne, err := decodeEffect(cmd.Val(), owns{args, keys, eff.literals})
+	if ne.reply.Kind == ValueError {
+		ne.reply.Str = bodyLines(ne.reply.Str, eff.head)
+	}
+	return ne, err
+}
+
+// bodyLines moves the "user_script:N" line numbers in a Redis error about
+// a wrapped script back by head, the wrapper's lines before the body, so
+// that they name the client's lines as one Redis would.
+func bodyLines(msg string, head int) string {
+	const tag = "user_script:"
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, tag)
+		if i < 0 {
+			break
+		}
+		j := i + len(tag)
+		k := j
+		for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
+			k++
+		}
+		b.WriteString(msg[:j])
+		if n, err := strconv.Atoi(msg[j:k]); err == nil && n > head {
+			b.WriteString(strconv.Itoa(n - head))
+		} else {
+			b.WriteString(msg[j:k])
+		}
+		msg = msg[k:]
+	}
+	b.WriteString(msg)
+	return b.String()
 }
 
 func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error {
