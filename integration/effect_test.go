@@ -61,58 +61,52 @@ func (l *goZeroRedisLock) release(ctx context.Context) (bool, error) {
 // re-entrant acquire script (whose refresh branch returns a bulk "OK") is
 // served by effect, its release by the catalogue.
 func TestGoZeroRedisLockThroughProxy(t *testing.T) {
-	for _, down := range []int{0, 2} {
-		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
-			c, p := setup(t, 5, proxy.Config{})
-			for i := range down {
-				c.kill(i)
+	withTwoDown(t, "", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+		ctx := t.Context()
+		cl := newClient(t, p.Addr, nil)
+		key := "gozero:lock"
+		a := &goZeroRedisLock{c: cl, key: key, id: "aB3dE5gH7jK9mN1p", seconds: 2}
+		b := &goZeroRedisLock{c: cl, key: key, id: "zY8xW6vU4tS2rQ0o", seconds: 2}
+		if ok, err := a.acquire(ctx); !ok || err != nil {
+			t.Fatalf("acquire = %v, %v; want true", ok, err)
+		}
+		c.wantHeldEverywhere(t, key, a.id, 2500*time.Millisecond)
+		if ok, err := b.acquire(ctx); ok || err != nil {
+			t.Fatalf("contended acquire = %v, %v; want false, nil", ok, err)
+		}
+		// Re-entry refreshes: the bulk "OK" branch.
+		time.Sleep(300 * time.Millisecond)
+		if v, err := goZeroLockScript.Run(ctx, cl, []string{key}, a.id, "2500").Result(); v != "OK" || err != nil {
+			t.Fatalf("re-entrant acquire = %#v, %v; want the bulk OK", v, err)
+		}
+		if ms, err := cl.PTTL(ctx, key).Result(); err != nil || ms <= 2*time.Second || ms > 2500*time.Millisecond {
+			t.Fatalf("PTTL after refresh = %v, %v; want over 2s", ms, err)
+		}
+		if v, err := cl.Get(ctx, key).Result(); v != a.id || err != nil {
+			t.Fatalf("GET = %q, %v; want the owner's id", v, err)
+		}
+		c.wantHeldEverywhere(t, key, a.id, 2500*time.Millisecond)
+		if ok, err := b.release(ctx); ok || err != nil {
+			t.Fatalf("stale release by another = %v, %v; want false, nil", ok, err)
+		}
+		c.wantHeldEverywhere(t, key, a.id, 2500*time.Millisecond)
+		if ok, err := a.release(ctx); !ok || err != nil {
+			t.Fatalf("release = %v, %v; want true", ok, err)
+		}
+		c.wantFreeEverywhere(t, key)
+		if ok, err := a.release(ctx); ok || err != nil {
+			t.Fatalf("second release = %v, %v; want false, nil", ok, err)
+		}
+		if ok, err := b.acquire(ctx); !ok || err != nil {
+			t.Fatalf("acquire after release = %v, %v; want true", ok, err)
+		}
+		if down > 0 {
+			c.kill(down)
+			if ok, err := a.acquire(ctx); ok || err == nil || !strings.Contains(err.Error(), "NOQUORUM") {
+				t.Fatalf("acquire with 3 of 5 down = %v, %v; want a NOQUORUM error", ok, err)
 			}
-			ctx := t.Context()
-			cl := newClient(t, p.Addr, nil)
-			key := "gozero:lock"
-			a := &goZeroRedisLock{c: cl, key: key, id: "aB3dE5gH7jK9mN1p", seconds: 2}
-			b := &goZeroRedisLock{c: cl, key: key, id: "zY8xW6vU4tS2rQ0o", seconds: 2}
-			if ok, err := a.acquire(ctx); !ok || err != nil {
-				t.Fatalf("acquire = %v, %v; want true", ok, err)
-			}
-			c.wantHeldEverywhere(t, key, a.id, 2500*time.Millisecond)
-			if ok, err := b.acquire(ctx); ok || err != nil {
-				t.Fatalf("contended acquire = %v, %v; want false, nil", ok, err)
-			}
-			// Re-entry refreshes: the bulk "OK" branch.
-			time.Sleep(300 * time.Millisecond)
-			if v, err := goZeroLockScript.Run(ctx, cl, []string{key}, a.id, "2500").Result(); v != "OK" || err != nil {
-				t.Fatalf("re-entrant acquire = %#v, %v; want the bulk OK", v, err)
-			}
-			if ms, err := cl.PTTL(ctx, key).Result(); err != nil || ms <= 2*time.Second || ms > 2500*time.Millisecond {
-				t.Fatalf("PTTL after refresh = %v, %v; want over 2s", ms, err)
-			}
-			if v, err := cl.Get(ctx, key).Result(); v != a.id || err != nil {
-				t.Fatalf("GET = %q, %v; want the owner's id", v, err)
-			}
-			c.wantHeldEverywhere(t, key, a.id, 2500*time.Millisecond)
-			if ok, err := b.release(ctx); ok || err != nil {
-				t.Fatalf("stale release by another = %v, %v; want false, nil", ok, err)
-			}
-			c.wantHeldEverywhere(t, key, a.id, 2500*time.Millisecond)
-			if ok, err := a.release(ctx); !ok || err != nil {
-				t.Fatalf("release = %v, %v; want true", ok, err)
-			}
-			c.wantFreeEverywhere(t, key)
-			if ok, err := a.release(ctx); ok || err != nil {
-				t.Fatalf("second release = %v, %v; want false, nil", ok, err)
-			}
-			if ok, err := b.acquire(ctx); !ok || err != nil {
-				t.Fatalf("acquire after release = %v, %v; want true", ok, err)
-			}
-			if down > 0 {
-				c.kill(down)
-				if ok, err := a.acquire(ctx); ok || err == nil || !strings.Contains(err.Error(), "NOQUORUM") {
-					t.Fatalf("acquire with 3 of 5 down = %v, %v; want a NOQUORUM error", ok, err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // Redisson's RLock scripts, byte for byte as RedissonLock.java and
@@ -156,95 +150,89 @@ const (
 // leaves an unlock latch.
 func TestRedissonLockScriptsThroughProxy(t *testing.T) {
 	lock, unlock, renew := redis.NewScript(redissonLock), redis.NewScript(redissonUnlock), redis.NewScript(redissonRenew)
-	for _, down := range []int{0, 2} {
-		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
-			c, p := setup(t, 5, proxy.Config{})
-			for i := range down {
-				c.kill(i)
-			}
-			ctx := t.Context()
-			cl := newClient(t, p.Addr, nil)
-			name, channel := "redisson:lock", "redisson_lock__channel:{redisson:lock}"
-			owner, other := "9f1c2d3e-aaaa-bbbb-cccc-000000000001:1", "9f1c2d3e-aaaa-bbbb-cccc-000000000002:7"
-			sub := direct(t, c.addrs[c.live()[0]]).Subscribe(ctx, channel)
-			defer sub.Close()
-			if _, err := sub.Receive(ctx); err != nil {
-				t.Fatal(err)
-			}
+	withTwoDown(t, "", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+		ctx := t.Context()
+		cl := newClient(t, p.Addr, nil)
+		name, channel := "redisson:lock", "redisson_lock__channel:{redisson:lock}"
+		owner, other := "9f1c2d3e-aaaa-bbbb-cccc-000000000001:1", "9f1c2d3e-aaaa-bbbb-cccc-000000000002:7"
+		sub := direct(t, c.addrs[c.live()[0]]).Subscribe(ctx, channel)
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
 
-			// tryLockInnerAsync: nil means acquired, twice (re-entry).
-			for i := range 2 {
-				if err := lock.Run(ctx, cl, []string{name}, 30000, owner).Err(); !errors.Is(err, redis.Nil) {
-					t.Fatalf("lock #%d: %v; want nil (acquired)", i+1, err)
-				}
+		// tryLockInnerAsync: nil means acquired, twice (re-entry).
+		for i := range 2 {
+			if err := lock.Run(ctx, cl, []string{name}, 30000, owner).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("lock #%d: %v; want nil (acquired)", i+1, err)
 			}
-			for _, i := range c.live() {
-				n, err := c.direct[i].HGet(ctx, name, owner).Result()
-				pttl := c.direct[i].PTTL(ctx, name).Val()
-				if err != nil || n != "2" || pttl <= 0 || pttl > 30*time.Second {
-					t.Errorf("node %d: HGET = %q, %v, PTTL %v; want 2 holds for up to 30s", i, n, err, pttl)
-				}
+		}
+		for _, i := range c.live() {
+			n, err := c.direct[i].HGet(ctx, name, owner).Result()
+			pttl := c.direct[i].PTTL(ctx, name).Val()
+			if err != nil || n != "2" || pttl <= 0 || pttl > 30*time.Second {
+				t.Errorf("node %d: HGET = %q, %v, PTTL %v; want 2 holds for up to 30s", i, n, err, pttl)
 			}
-			// The hash lock through the proxy's own reads: PTTL and
-			// EXISTS as Redis answers them, GET a WRONGTYPE error.
-			if ms, err := cl.PTTL(ctx, name).Result(); err != nil || ms <= 0 || ms > 30*time.Second {
-				t.Errorf("PTTL of the hash lock = %v, %v; want up to 30s", ms, err)
+		}
+		// The hash lock through the proxy's own reads: PTTL and
+		// EXISTS as Redis answers them, GET a WRONGTYPE error.
+		if ms, err := cl.PTTL(ctx, name).Result(); err != nil || ms <= 0 || ms > 30*time.Second {
+			t.Errorf("PTTL of the hash lock = %v, %v; want up to 30s", ms, err)
+		}
+		if n, err := cl.Exists(ctx, name).Result(); n != 1 || err != nil {
+			t.Errorf("EXISTS of the hash lock = %d, %v; want 1", n, err)
+		}
+		if err := cl.Get(ctx, name).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			t.Errorf("GET of the hash lock: %v; want WRONGTYPE", err)
+		}
+		// Contended: the holder's PTTL as an integer.
+		if ms, err := lock.Run(ctx, cl, []string{name}, 30000, other).Int64(); err != nil || ms <= 0 || ms > 30000 {
+			t.Fatalf("contended lock = %d, %v; want the PTTL", ms, err)
+		}
+		// Renewal: 1 for the holder, 0 for another.
+		if v, err := renew.Run(ctx, cl, []string{name}, 30000, owner).Int64(); v != 1 || err != nil {
+			t.Fatalf("renew = %d, %v; want 1", v, err)
+		}
+		if v, err := renew.Run(ctx, cl, []string{name}, 30000, other).Int64(); v != 0 || err != nil {
+			t.Fatalf("renew by another = %d, %v; want 0", v, err)
+		}
+		// Unlock by another: nil (IllegalMonitorStateException).
+		keys := func(req string) []string {
+			return []string{name, channel, "redisson_unlock_latch:{redisson:lock}:" + req}
+		}
+		if err := unlock.Run(ctx, cl, keys("r0"), 0, 30000, other, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("unlock by another: %v; want nil", err)
+		}
+		// First unlock: count 2 -> 1, still held: 0.
+		if v, err := unlock.Run(ctx, cl, keys("r1"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 0 || err != nil {
+			t.Fatalf("unlock 1 of 2 = %d, %v; want 0", v, err)
+		}
+		// Second: released and published: 1.
+		if v, err := unlock.Run(ctx, cl, keys("r2"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+			t.Fatalf("unlock 2 of 2 = %d, %v; want 1", v, err)
+		}
+		for _, i := range c.live() {
+			if n := c.direct[i].Exists(ctx, name).Val(); n != 0 {
+				t.Errorf("node %d still has %s after unlock", i, name)
 			}
-			if n, err := cl.Exists(ctx, name).Result(); n != 1 || err != nil {
-				t.Errorf("EXISTS of the hash lock = %d, %v; want 1", n, err)
-			}
-			if err := cl.Get(ctx, name).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
-				t.Errorf("GET of the hash lock: %v; want WRONGTYPE", err)
-			}
-			// Contended: the holder's PTTL as an integer.
-			if ms, err := lock.Run(ctx, cl, []string{name}, 30000, other).Int64(); err != nil || ms <= 0 || ms > 30000 {
-				t.Fatalf("contended lock = %d, %v; want the PTTL", ms, err)
-			}
-			// Renewal: 1 for the holder, 0 for another.
-			if v, err := renew.Run(ctx, cl, []string{name}, 30000, owner).Int64(); v != 1 || err != nil {
-				t.Fatalf("renew = %d, %v; want 1", v, err)
-			}
-			if v, err := renew.Run(ctx, cl, []string{name}, 30000, other).Int64(); v != 0 || err != nil {
-				t.Fatalf("renew by another = %d, %v; want 0", v, err)
-			}
-			// Unlock by another: nil (IllegalMonitorStateException).
-			keys := func(req string) []string {
-				return []string{name, channel, "redisson_unlock_latch:{redisson:lock}:" + req}
-			}
-			if err := unlock.Run(ctx, cl, keys("r0"), 0, 30000, other, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
-				t.Fatalf("unlock by another: %v; want nil", err)
-			}
-			// First unlock: count 2 -> 1, still held: 0.
-			if v, err := unlock.Run(ctx, cl, keys("r1"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 0 || err != nil {
-				t.Fatalf("unlock 1 of 2 = %d, %v; want 0", v, err)
-			}
-			// Second: released and published: 1.
-			if v, err := unlock.Run(ctx, cl, keys("r2"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
-				t.Fatalf("unlock 2 of 2 = %d, %v; want 1", v, err)
-			}
-			for _, i := range c.live() {
-				if n := c.direct[i].Exists(ctx, name).Val(); n != 0 {
-					t.Errorf("node %d still has %s after unlock", i, name)
-				}
-			}
-			msg, err := sub.ReceiveMessage(ctx)
-			if err != nil || msg.Payload != "0" {
-				t.Fatalf("unlock message = %v, %v; want 0 on %s", msg, err, channel)
-			}
-			// The same request again is answered from its latch: 1.
-			if v, err := unlock.Run(ctx, cl, keys("r2"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
-				t.Fatalf("repeated unlock = %d, %v; want 1 from the latch", v, err)
-			}
-			// A stale unlock (new request, lock gone): nil.
-			if err := unlock.Run(ctx, cl, keys("r3"), 0, 30000, owner, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
-				t.Fatalf("stale unlock: %v; want nil", err)
-			}
-			// Now free for another.
-			if err := lock.Run(ctx, cl, []string{name}, 30000, other).Err(); !errors.Is(err, redis.Nil) {
-				t.Fatalf("lock by another after unlock: %v; want nil (acquired)", err)
-			}
-		})
-	}
+		}
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil || msg.Payload != "0" {
+			t.Fatalf("unlock message = %v, %v; want 0 on %s", msg, err, channel)
+		}
+		// The same request again is answered from its latch: 1.
+		if v, err := unlock.Run(ctx, cl, keys("r2"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+			t.Fatalf("repeated unlock = %d, %v; want 1 from the latch", v, err)
+		}
+		// A stale unlock (new request, lock gone): nil.
+		if err := unlock.Run(ctx, cl, keys("r3"), 0, 30000, owner, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("stale unlock: %v; want nil", err)
+		}
+		// Now free for another.
+		if err := lock.Run(ctx, cl, []string{name}, 30000, other).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("lock by another after unlock: %v; want nil (acquired)", err)
+		}
+	})
 }
 
 // TestEffectRefusalLeavesNothingOnAnyNode sends scripts that admission
@@ -403,67 +391,61 @@ const (
 func TestSpringRedisLockRegistryScriptsThroughProxy(t *testing.T) {
 	obtain, renew := redis.NewScript(springObtain), redis.NewScript(springRenew)
 	spin, pubsub := redis.NewScript(springSpinUnlock), redis.NewScript(springPubSubUnlock)
-	for _, down := range []int{0, 2} {
-		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
-			c, p := setup(t, 5, proxy.Config{})
-			for i := range down {
-				c.kill(i)
+	withTwoDown(t, "", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+		ctx := t.Context()
+		cl := newClient(t, p.Addr, nil)
+		key, a, b := "registry:job", "6f1d3c1e-0000-4000-8000-00000000000a", "6f1d3c1e-0000-4000-8000-00000000000b"
+		isTrue := func(what string, v any, err error) {
+			t.Helper()
+			if n, ok := v.(int64); !ok || n != 1 || err != nil {
+				t.Fatalf("%s = %#v, %v; want 1 (true)", what, v, err)
 			}
-			ctx := t.Context()
-			cl := newClient(t, p.Addr, nil)
-			key, a, b := "registry:job", "6f1d3c1e-0000-4000-8000-00000000000a", "6f1d3c1e-0000-4000-8000-00000000000b"
-			isTrue := func(what string, v any, err error) {
-				t.Helper()
-				if n, ok := v.(int64); !ok || n != 1 || err != nil {
-					t.Fatalf("%s = %#v, %v; want 1 (true)", what, v, err)
-				}
+		}
+		isFalse := func(what string, v any, err error) {
+			t.Helper()
+			if !errors.Is(err, redis.Nil) {
+				t.Fatalf("%s = %#v, %v; want nil (false)", what, v, err)
 			}
-			isFalse := func(what string, v any, err error) {
-				t.Helper()
-				if !errors.Is(err, redis.Nil) {
-					t.Fatalf("%s = %#v, %v; want nil (false)", what, v, err)
-				}
-			}
-			v, err := obtain.Run(ctx, cl, []string{key}, a, "5000").Result()
-			isTrue("obtain", v, err)
-			c.wantHeldEverywhere(t, key, a, 5*time.Second)
-			v, err = obtain.Run(ctx, cl, []string{key}, b, "5000").Result()
-			isFalse("contended obtain", v, err)
-			v, err = obtain.Run(ctx, cl, []string{key}, a, "8000").Result()
-			isTrue("re-entrant obtain", v, err)
-			if ms := cl.PTTL(ctx, key).Val(); ms <= 5*time.Second || ms > 8*time.Second {
-				t.Fatalf("PTTL after re-entrant obtain = %v; want over 5s", ms)
-			}
-			v, err = renew.Run(ctx, cl, []string{key}, a, "9000").Result()
-			isTrue("renew", v, err)
-			v, err = renew.Run(ctx, cl, []string{key}, b, "9000").Result()
-			isFalse("renew by another", v, err)
-			v, err = spin.Run(ctx, cl, []string{key}, b).Result()
-			isFalse("unlock by another", v, err)
-			c.wantHeldEverywhere(t, key, a, 9*time.Second)
-			v, err = spin.Run(ctx, cl, []string{key}, a).Result()
-			isTrue("unlock", v, err)
-			c.wantFreeEverywhere(t, key)
-			v, err = spin.Run(ctx, cl, []string{key}, a).Result()
-			isFalse("stale unlock", v, err)
+		}
+		v, err := obtain.Run(ctx, cl, []string{key}, a, "5000").Result()
+		isTrue("obtain", v, err)
+		c.wantHeldEverywhere(t, key, a, 5*time.Second)
+		v, err = obtain.Run(ctx, cl, []string{key}, b, "5000").Result()
+		isFalse("contended obtain", v, err)
+		v, err = obtain.Run(ctx, cl, []string{key}, a, "8000").Result()
+		isTrue("re-entrant obtain", v, err)
+		if ms := cl.PTTL(ctx, key).Val(); ms <= 5*time.Second || ms > 8*time.Second {
+			t.Fatalf("PTTL after re-entrant obtain = %v; want over 5s", ms)
+		}
+		v, err = renew.Run(ctx, cl, []string{key}, a, "9000").Result()
+		isTrue("renew", v, err)
+		v, err = renew.Run(ctx, cl, []string{key}, b, "9000").Result()
+		isFalse("renew by another", v, err)
+		v, err = spin.Run(ctx, cl, []string{key}, b).Result()
+		isFalse("unlock by another", v, err)
+		c.wantHeldEverywhere(t, key, a, 9*time.Second)
+		v, err = spin.Run(ctx, cl, []string{key}, a).Result()
+		isTrue("unlock", v, err)
+		c.wantFreeEverywhere(t, key)
+		v, err = spin.Run(ctx, cl, []string{key}, a).Result()
+		isFalse("stale unlock", v, err)
 
-			// The pub/sub lock publishes the key on its channel.
-			channel := "registry-channel:" + key
-			sub := direct(t, c.addrs[c.live()[0]]).Subscribe(ctx, channel)
-			defer sub.Close()
-			if _, err := sub.Receive(ctx); err != nil {
-				t.Fatal(err)
-			}
-			v, err = obtain.Run(ctx, cl, []string{key}, b, "5000").Result()
-			isTrue("obtain by the other", v, err)
-			v, err = pubsub.Run(ctx, cl, []string{key}, b, channel).Result()
-			isTrue("pub/sub unlock", v, err)
-			if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != key {
-				t.Fatalf("unlock message = %v, %v; want %s", msg, err, key)
-			}
-			c.wantFreeEverywhere(t, key)
-		})
-	}
+		// The pub/sub lock publishes the key on its channel.
+		channel := "registry-channel:" + key
+		sub := direct(t, c.addrs[c.live()[0]]).Subscribe(ctx, channel)
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		v, err = obtain.Run(ctx, cl, []string{key}, b, "5000").Result()
+		isTrue("obtain by the other", v, err)
+		v, err = pubsub.Run(ctx, cl, []string{key}, b, channel).Result()
+		isTrue("pub/sub unlock", v, err)
+		if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != key {
+			t.Fatalf("unlock message = %v, %v; want %s", msg, err, key)
+		}
+		c.wantFreeEverywhere(t, key)
+	})
 }
 
 // TestShedLockSafeUpdateThroughProxy replays ShedLock's Redis provider
@@ -471,44 +453,38 @@ func TestSpringRedisLockRegistryScriptsThroughProxy(t *testing.T) {
 // or keep the lock until lockAtLeastUntil, its compare-and-delete.
 func TestShedLockSafeUpdateThroughProxy(t *testing.T) {
 	update, del := redis.NewScript(shedlockUpdate), redis.NewScript(shedlockDelete)
-	for _, down := range []int{0, 2} {
-		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
-			c, p := setup(t, 5, proxy.Config{})
-			for i := range down {
-				c.kill(i)
-			}
-			ctx := t.Context()
-			cl := newClient(t, p.Addr, nil)
-			key := "job-lock:default:report"
-			mine, theirs := "ADDED:2026-11-23T19:00:00Z@host-a:1b4e28ba", "ADDED:2026-11-23T19:00:01Z@host-b:6fa459ea"
-			if ok, err := cl.SetNX(ctx, key, mine, 5*time.Second).Result(); !ok || err != nil {
-				t.Fatalf("lock = %v, %v; want OK", ok, err)
-			}
-			if ok, err := cl.SetNX(ctx, key, theirs, 5*time.Second).Result(); ok || err != nil {
-				t.Fatalf("contended lock = %v, %v; want nil", ok, err)
-			}
-			if n, err := update.Run(ctx, cl, []string{key}, mine, "8000").Int(); n != 1 || err != nil {
-				t.Fatalf("extend = %d, %v; want 1", n, err)
-			}
-			if ms := cl.PTTL(ctx, key).Val(); ms <= 5*time.Second || ms > 8*time.Second {
-				t.Fatalf("PTTL after extend = %v; want over 5s", ms)
-			}
-			if n, err := update.Run(ctx, cl, []string{key}, theirs, "8000").Int(); n != 0 || err != nil {
-				t.Fatalf("extend by another = %d, %v; want 0", n, err)
-			}
-			if n, err := del.Run(ctx, cl, []string{key}, theirs).Int(); n != 0 || err != nil {
-				t.Fatalf("unlock by another = %d, %v; want 0", n, err)
-			}
-			c.wantHeldEverywhere(t, key, mine, 8*time.Second)
-			if n, err := del.Run(ctx, cl, []string{key}, mine).Int(); n != 1 || err != nil {
-				t.Fatalf("unlock = %d, %v; want 1", n, err)
-			}
-			c.wantFreeEverywhere(t, key)
-			if n, err := del.Run(ctx, cl, []string{key}, mine).Int(); n != 0 || err != nil {
-				t.Fatalf("stale unlock = %d, %v; want 0", n, err)
-			}
-		})
-	}
+	withTwoDown(t, "", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+		ctx := t.Context()
+		cl := newClient(t, p.Addr, nil)
+		key := "job-lock:default:report"
+		mine, theirs := "ADDED:2026-11-23T19:00:00Z@host-a:1b4e28ba", "ADDED:2026-11-23T19:00:01Z@host-b:6fa459ea"
+		if ok, err := cl.SetNX(ctx, key, mine, 5*time.Second).Result(); !ok || err != nil {
+			t.Fatalf("lock = %v, %v; want OK", ok, err)
+		}
+		if ok, err := cl.SetNX(ctx, key, theirs, 5*time.Second).Result(); ok || err != nil {
+			t.Fatalf("contended lock = %v, %v; want nil", ok, err)
+		}
+		if n, err := update.Run(ctx, cl, []string{key}, mine, "8000").Int(); n != 1 || err != nil {
+			t.Fatalf("extend = %d, %v; want 1", n, err)
+		}
+		if ms := cl.PTTL(ctx, key).Val(); ms <= 5*time.Second || ms > 8*time.Second {
+			t.Fatalf("PTTL after extend = %v; want over 5s", ms)
+		}
+		if n, err := update.Run(ctx, cl, []string{key}, theirs, "8000").Int(); n != 0 || err != nil {
+			t.Fatalf("extend by another = %d, %v; want 0", n, err)
+		}
+		if n, err := del.Run(ctx, cl, []string{key}, theirs).Int(); n != 0 || err != nil {
+			t.Fatalf("unlock by another = %d, %v; want 0", n, err)
+		}
+		c.wantHeldEverywhere(t, key, mine, 8*time.Second)
+		if n, err := del.Run(ctx, cl, []string{key}, mine).Int(); n != 1 || err != nil {
+			t.Fatalf("unlock = %d, %v; want 1", n, err)
+		}
+		c.wantFreeEverywhere(t, key)
+		if n, err := del.Run(ctx, cl, []string{key}, mine).Int(); n != 0 || err != nil {
+			t.Fatalf("stale unlock = %d, %v; want 0", n, err)
+		}
+	})
 }
 
 // TestEffectPartialAcquireIsUndone: another token holds the key on 3 of

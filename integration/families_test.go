@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
 // Lock libraries in other languages, served by effect (issue 10), each
@@ -58,30 +56,24 @@ func runChecks(t *testing.T, cmd *exec.Cmd, checks []string) {
 // @sesamecare-oss/redlock (node-redlock v5 behind SELECT) over ioredis.
 func TestSesamecareRedlockThroughProxy(t *testing.T) {
 	needNodeModule(t, "@sesamecare-oss/redlock")
-	for _, down := range []int{0, 2} {
-		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
-			c, p := setup(t, 5, proxy.Config{})
-			for i := range down {
-				c.kill(i)
-			}
-			host, port, _ := net.SplitHostPort(p.Addr)
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "sesame.js"), host, port, "sesame-lock")
-			cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)
-			runChecks(t, cmd, []string{
-				"acquire", "owner holds the key", "pttl within the duration",
-				"contended acquire fails with ExecutionError", "holder unchanged",
-				"extend", "pttl after extend", "release", "stale release fails with ExecutionError",
-				"multi-key acquire", "overlapping multi-key acquire fails", "multi-key release",
-				"db 1 is refused", "waiting acquire wakes after the release",
-				"using holds the lock", "using released the lock",
-			})
-			for _, k := range []string{"sesame-lock", "sesame-lock:a", "sesame-lock:b", "sesame-lock:c", "sesame-lock:wait", "sesame-lock:using"} {
-				c.wantFreeEverywhere(t, k)
-			}
+	withTwoDown(t, "", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+		host, port, _ := net.SplitHostPort(p.Addr)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "sesame.js"), host, port, "sesame-lock")
+		cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)
+		runChecks(t, cmd, []string{
+			"acquire", "owner holds the key", "pttl within the duration",
+			"contended acquire fails with ExecutionError", "holder unchanged",
+			"extend", "pttl after extend", "release", "stale release fails with ExecutionError",
+			"multi-key acquire", "overlapping multi-key acquire fails", "multi-key release",
+			"db 1 is refused", "waiting acquire wakes after the release",
+			"using holds the lock", "using released the lock",
 		})
-	}
+		for _, k := range []string{"sesame-lock", "sesame-lock:a", "sesame-lock:b", "sesame-lock:c", "sesame-lock:wait", "sesame-lock:using"} {
+			c.wantFreeEverywhere(t, k)
+		}
+	})
 }
 
 // Symfony Lock 5.4's RedisStore: sorted-set scripts that read TIME, and
@@ -95,19 +87,13 @@ func TestSymfonyRedisStoreThroughProxy(t *testing.T) {
 		t.Skipf("php-symfony-lock not installed")
 	}
 	for _, kind := range []string{"phpredis", "predis"} {
-		for _, down := range []int{0, 2} {
-			t.Run(kind+map[int]string{0: ", all up", 2: ", 2 of 5 down"}[down], func(t *testing.T) {
-				c, p := setup(t, 5, proxy.Config{})
-				for i := range down {
-					c.kill(i)
-				}
-				host, port, _ := net.SplitHostPort(p.Addr)
-				ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-				defer cancel()
-				runChecks(t, exec.CommandContext(ctx, php, filepath.Join("testdata", "symfony.php"), host, port, "symfony-lock", kind), symfonyChecks)
-				c.wantFreeEverywhere(t, "symfony-lock")
-			})
-		}
+		withTwoDown(t, kind+", ", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+			host, port, _ := net.SplitHostPort(p.Addr)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			runChecks(t, exec.CommandContext(ctx, php, filepath.Join("testdata", "symfony.php"), host, port, "symfony-lock", kind), symfonyChecks)
+			c.wantFreeEverywhere(t, "symfony-lock")
+		})
 	}
 }
 

@@ -321,6 +321,21 @@ func serveProxyOn(t testing.TB, cfg proxy.Config, e *quorum.Engine, ln net.Liste
 	return &proxyProc{Addr: ln.Addr().String(), Server: srv}
 }
 
+// withTwoDown runs f over a proxy on 5 fresh masters twice, as subtests
+// named after prefix: with every master up, and with masters 0 and 1
+// killed first. down is how many were killed.
+func withTwoDown(t *testing.T, prefix string, f func(t *testing.T, c *cluster, p *proxyProc, down int)) {
+	for _, down := range []int{0, 2} {
+		t.Run(prefix+map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{})
+			for i := range down {
+				c.kill(i)
+			}
+			f(t, c, p, down)
+		})
+	}
+}
+
 // setup starts n nodes and a proxy over them, with nodeTimeout and, unless
 // cfg sets one, commandTimeout.
 func setup(t testing.TB, n int, cfg proxy.Config) (*cluster, *proxyProc) {
