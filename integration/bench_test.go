@@ -73,35 +73,32 @@ func BenchmarkLockCycle(b *testing.B) {
 			}
 		})
 	}
-	b.Run("7-metrics-ab", func(b *testing.B) {
-		last := map[*testing.B][2]cycleResult{}
-		b.Run("c=64", func(b *testing.B) {
-			off, on := runAB(b, 64, newRedisCycler(b, proxy5, 64), newRedisCycler(b, proxy5m, 64), masters)
-			last[b] = [2]cycleResult{off, on}
-		})
-		for _, r := range last {
-			if r[0].perSec > 0 && r[1].perSec > 0 {
-				recordCycles("7-metrics-off", 64, r[0])
-				recordCycles("7-metrics-on", 64, r[1])
+	// runABRow is one A/B row at 64 clients: off and on in alternating
+	// rounds, recorded under offName and onName.
+	runABRow := func(name, offName, onName string, off, on func(b *testing.B) cycler) {
+		b.Run(name, func(b *testing.B) {
+			last := map[*testing.B][2]cycleResult{}
+			b.Run("c=64", func(b *testing.B) {
+				x, y := runAB(b, 64, off(b), on(b), masters)
+				last[b] = [2]cycleResult{x, y}
+			})
+			for _, r := range last {
+				if r[0].perSec > 0 && r[1].perSec > 0 {
+					recordCycles(offName, 64, r[0])
+					recordCycles(onName, 64, r[1])
+				}
 			}
-		}
-	})
+		})
+	}
+	runABRow("7-metrics-ab", "7-metrics-off", "7-metrics-on",
+		func(b *testing.B) cycler { return newRedisCycler(b, proxy5, 64) },
+		func(b *testing.B) cycler { return newRedisCycler(b, proxy5m, 64) })
 	// A lock served by its effect (go-zero's acquire through the wrapper;
 	// its release is the catalogue's) against the catalogue's SET NX,
 	// both over 5 masters, in alternating rounds.
-	b.Run("8-effect-ab", func(b *testing.B) {
-		last := map[*testing.B][2]cycleResult{}
-		b.Run("c=64", func(b *testing.B) {
-			cat, eff := runAB(b, 64, newRedisCycler(b, proxy5, 64), newGoZeroCycler(b, proxy5, 64), masters)
-			last[b] = [2]cycleResult{cat, eff}
-		})
-		for _, r := range last {
-			if r[0].perSec > 0 && r[1].perSec > 0 {
-				recordCycles("8-catalogue", 64, r[0])
-				recordCycles("8-effect", 64, r[1])
-			}
-		}
-	})
+	runABRow("8-effect-ab", "8-catalogue", "8-effect",
+		func(b *testing.B) cycler { return newRedisCycler(b, proxy5, 64) },
+		func(b *testing.B) cycler { return newGoZeroCycler(b, proxy5, 64) })
 	printLockCycleTable(os.Stdout)
 }
 

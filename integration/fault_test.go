@@ -132,32 +132,18 @@ func TestFaultNoFaults(t *testing.T) {
 // locking resumes.
 func TestFaultKillTwoThenThird(t *testing.T) {
 	r := startRun(t, 1, proxyOpts{})
-	down := r.pick(3)
-	time.Sleep(1500 * time.Millisecond)
-	r.fc.kill(down[0])
-	r.fc.kill(down[1])
-	time.Sleep(2 * time.Second)
-	r.fc.kill(down[2])
-	time.Sleep(100 * time.Millisecond)
-	from := r.fc.h.now()
-	time.Sleep(3 * time.Second)
-	to := r.fc.h.now()
-	for _, i := range down {
-		r.fc.restart(i)
-	}
-	healed := r.fc.h.now()
-	r.checkNoOK(from, to, false, "three of five masters down")
-	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
+	down, to := killTwoThenThird(r)
 	for _, i := range down {
 		r.wantState(0, i, "quarantined", to)
 	}
 }
 
-// The same through a script served by its effect: the workload locks
-// with go-zero's acquire script and releases with its release script.
-func TestFaultEffectScriptKillTwoThenThird(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{effect: true})
-	down := r.pick(3)
+// killTwoThenThird plays the scenario of TestFaultKillTwoThenThird on r
+// and checks it: no OK while three are down, no violation. It returns the
+// masters killed and when the three were still down.
+func killTwoThenThird(r *run) (down []int, to time.Duration) {
+	r.t.Helper()
+	down = r.pick(3)
 	time.Sleep(1500 * time.Millisecond)
 	r.fc.kill(down[0])
 	r.fc.kill(down[1])
@@ -166,13 +152,20 @@ func TestFaultEffectScriptKillTwoThenThird(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	from := r.fc.h.now()
 	time.Sleep(3 * time.Second)
-	to := r.fc.h.now()
+	to = r.fc.h.now()
 	for _, i := range down {
 		r.fc.restart(i)
 	}
 	healed := r.fc.h.now()
 	r.checkNoOK(from, to, false, "three of five masters down")
-	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
+	reportViolations(r.t, r.fc.h, r.seed, r.finish(healed))
+	return down, to
+}
+
+// The same through a script served by its effect: the workload locks
+// with go-zero's acquire script and releases with its release script.
+func TestFaultEffectScriptKillTwoThenThird(t *testing.T) {
+	killTwoThenThird(startRun(t, 1, proxyOpts{effect: true}))
 }
 
 // The Redlock page's counterexample: a lock held on exactly three of five
