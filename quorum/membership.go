@@ -120,6 +120,9 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 // the jump), quarantines the node until the same end.
 const lostPrefix = "lost:"
 
+// reasonDataLost is the reason shown for a node whose data was lost.
+const reasonDataLost = "data lost (membership record gone)"
+
 // lostMark is the field's value for process runID, quarantined until
 // end on its own clock, for kind.
 func lostMark(runID string, end time.Time, kind QuarantineReason) string {
@@ -167,14 +170,12 @@ func (e *Engine) lostLocked(h *health, mark string, at clockReading) {
 	if !time.Now().Before(until) {
 		return
 	}
-	reason := "data lost (membership record gone)"
+	k, reason := QuarantineDataLost, reasonDataLost
 	if QuarantineReason(kind) == QuarantineClock {
-		reason = "clock jumped (seen by another proxy)"
-	} else {
-		kind = string(QuarantineDataLost)
+		k, reason = QuarantineClock, "clock jumped (seen by another proxy)"
 	}
 	if h.state == StateUp || h.state == StateQuarantined {
-		e.quarantineLocked(h, until, QuarantineReason(kind), reason)
+		e.quarantineLocked(h, until, k, reason)
 		return
 	}
 	if until.After(h.until) {
@@ -266,7 +267,7 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	case len(rec) > 0:
 		hi.recorded = hi.runID
 	case hi.recorded == hi.runID && hi.runID == hi.verified && hi.state == StateUp:
-		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, "data lost (membership record gone)")
+		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, reasonDataLost)
 		e.markLocked(hi, QuarantineDataLost)
 	}
 	hi.mu.Unlock()
