@@ -26,11 +26,11 @@ import (
 // (INFO, TIME, the membership hash, EVALSHA and EVAL of its scripts, DEL
 // for allow_force_del; PING and the subscribe commands of the pub/sub
 // hub), those its own scripts call, and for the client scripts served by
-// their effect, those the wrapper calls (snapshot and roll back) and
-// script.Commands. AUTH and HELLO need no rule. With trust_fsync_always,
-// add +config|get.
+// their effect, FUNCTION LOAD and FCALL of their wrappers, those the
+// wrapper calls (snapshot and roll back) and script.Commands. AUTH and
+// HELLO need no rule. With trust_fsync_always, add +config|get.
 var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +ssubscribe +unsubscribe +punsubscribe +sunsubscribe" +
-	" +type +pexpiretime +pexpireat +dump +restore +hkeys +hdel +zrange +zrem +zadd" +
+	" +fcall +function|load +type +pexpiretime +pexpireat +dump +restore +hkeys +hdel +zrange +zrem +zadd" +
 	" +setnx +expire +expireat +ttl +unlink +hget +hincrby +hexists +hlen +zscore +zcount +zcard +zremrangebyscore +zrevrange +publish +spublish +select")
 
 // startACLMaster starts a master whose default user is off and whose only
@@ -41,8 +41,12 @@ func startACLMaster(t *testing.T) *redisProc {
 }
 
 func aclArgs() []string {
+	return aclArgsWith(proxyACL)
+}
+
+func aclArgsWith(rules []string) []string {
 	args := []string{"--user", "default", "off", "--user", "admin", "on", ">admin-pw", "~*", "&*", "+@all", "--user", "redlock", "on", ">node-secret"}
-	return append(args, proxyACL...)
+	return append(args, rules...)
 }
 
 func adminClient(t *testing.T, addr string) *redis.Client {
@@ -172,6 +176,23 @@ func TestLeastPrivilegeNodeACL(t *testing.T) {
 	if err := c.SetNX(ctx, "acl:after", "tok", 2*time.Second).Err(); err != nil {
 		t.Errorf("SET NX after the restart: %v", err)
 	}
+	// The restarted master lost the wrapper's library: the proxy loads it
+	// again, as its user (the first call after the restart may meet the
+	// connection to the process that is gone).
+	loaded := false
+	for i := range 5 {
+		key := fmt.Sprintf("acl:gozero:after:%d", i)
+		if v, err := goZeroLockScript.Run(ctx, c, []string{key}, "tok", "2000").Result(); err != nil || v != "OK" {
+			t.Errorf("go-zero acquire after the restart = %v, %v; want OK", v, err)
+		}
+		if n, err := adminClient(t, masters[0].Addr).Do(ctx, "FUNCTION", "LIST").Slice(); err == nil && len(n) == 1 {
+			loaded = true
+			break
+		}
+	}
+	if !loaded {
+		t.Errorf("the restarted master has no wrapper library after 5 scripts served by effect")
+	}
 
 	for i, m := range masters {
 		log, err := adminClient(t, m.Addr).Do(ctx, "ACL", "LOG").Slice()
@@ -180,6 +201,57 @@ func TestLeastPrivilegeNodeACL(t *testing.T) {
 		}
 		if err := newClient(t, m.Addr, nil).Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
 			t.Errorf("master %d PING as default = %v; want NOAUTH (default user off)", i, err)
+		}
+	}
+}
+
+// TestNodeACLWithoutFunctions: masters whose ACL predates functions (no
+// FCALL, no FUNCTION LOAD) still serve scripts by their effect, as
+// scripts, and each master logs the proxy's one try (then it stops).
+func TestNodeACLWithoutFunctions(t *testing.T) {
+	var rules []string
+	for _, r := range proxyACL {
+		if r != "+fcall" && r != "+function|load" {
+			rules = append(rules, r)
+		}
+	}
+	var masters []*redisProc
+	for range 3 {
+		masters = append(masters, redistest.Start(t, aclArgsWith(rules)...))
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.toml")
+	text := fmt.Sprintf("nodes = [%q, %q, %q]\nnode_username = \"redlock\"\nnode_password = \"node-secret\"\n",
+		masters[0].Addr, masters[1].Addr, masters[2].Addr)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, startBinary(t, "-config", cfg).Addr, nil)
+	ctx := t.Context()
+	for i := range 5 {
+		key := fmt.Sprintf("acl:nofn:%d", i)
+		if v, err := goZeroLockScript.Run(ctx, c, []string{key}, "tok", "2000").Result(); err != nil || v != "OK" {
+			t.Fatalf("go-zero acquire = %v, %v; want OK", v, err)
+		}
+		if v, err := goZeroLockScript.Run(ctx, c, []string{key}, "other", "2000").Result(); err != redis.Nil {
+			t.Errorf("contended go-zero acquire = %v, %v; want nil", v, err)
+		}
+		if n, err := goZeroReleaseScript.Run(ctx, c, []string{key}, "tok").Int(); err != nil || n != 1 {
+			t.Errorf("go-zero release = %d, %v; want 1", n, err)
+		}
+	}
+	for i, m := range masters {
+		admin := adminClient(t, m.Addr)
+		if n, err := admin.Do(ctx, "FUNCTION", "LIST").Slice(); err != nil || len(n) != 0 {
+			t.Errorf("master %d FUNCTION LIST = %v, %v; want none", i, n, err)
+		}
+		log, err := admin.Do(ctx, "ACL", "LOG").Slice()
+		if err != nil || len(log) != 1 {
+			t.Fatalf("master %d ACL LOG = %v, %v; want the one denied FCALL", i, log, err)
+		}
+		e := fmt.Sprint(log[0])
+		if !strings.Contains(e, "object fcall") || !strings.Contains(e, "count 1 ") {
+			t.Errorf("master %d ACL LOG entry = %s; want one denied FCALL", i, e)
 		}
 	}
 }

@@ -13,7 +13,9 @@ import (
 type Effect struct {
 	w        *script
 	literals []string
-	head     int // the wrapper's lines before the body's first
+	// The wrapper's lines before the body's first, as a script and as a
+	// library.
+	head, libHead int
 }
 
 // Wrap wraps a client's script body. commands is the allow-list: command
@@ -25,8 +27,10 @@ type Effect struct {
 // read by it as admission read it; other text could break out of the
 // wrapper or reach its locals.
 func (e *Engine) Wrap(body string, commands map[string]int, literals []string) *Effect {
-	text, head := wrapBody(body, commands, literals, e.cfg.MaxTTL)
-	return &Effect{w: newScript(text), literals: literals, head: head}
+	w := wrapBody(body, commands, literals, e.cfg.MaxTTL)
+	s := newScript(w.eval)
+	s.fn, s.lib = w.fn, w.lib
+	return &Effect{w: s, literals: literals, head: w.evalHead, libHead: w.libHead}
 }
 
 // EffectOp is what a wrapped script did, as the quorum decided it.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +22,52 @@ var testCommands = map[string]int{
 	"zrange": 1, "zrevrange": 1, "time": 0, "publish": 0, "spublish": 0, "select": 0,
 }
 
+// wrapperForm is how a test's node runs wrapped scripts: as a library
+// (FUNCTION LOAD, FCALL) or as scripts (EVALSHA), as a node whose ACL has
+// no functions does.
+type wrapperForm bool
+
+const (
+	asLibrary wrapperForm = false
+	asScript  wrapperForm = true
+)
+
+// set makes n run wrapped scripts in this form, and checks at the end of
+// the test that it did: the library form leaves the node a library.
+func (f wrapperForm) set(t *testing.T, admin *redis.Client, n *redisNode) {
+	n.p.noFunctions.Store(bool(f))
+	t.Cleanup(func() {
+		libs, err := admin.Do(context.Background(), "FUNCTION", "LIST").Slice()
+		if err != nil || (len(libs) > 0) == bool(f) {
+			t.Errorf("as %v: FUNCTION LIST = %d libraries, %v", f, len(libs), err)
+		}
+	})
+}
+
+func (f wrapperForm) String() string {
+	if f == asScript {
+		return "script"
+	}
+	return "library"
+}
+
+// inBothForms runs test with wrapped scripts run as libraries, then as
+// scripts.
+func inBothForms(t *testing.T, test func(*testing.T, wrapperForm)) {
+	for _, f := range []wrapperForm{asLibrary, asScript} {
+		t.Run(f.String(), func(t *testing.T) { test(t, f) })
+	}
+}
+
 // TestEffectWrapperBranches runs the wrapper on a real redis-server, one
 // row per branch: what the node holds after, the reply, and what the
 // run is classified as.
-func TestEffectWrapperBranches(t *testing.T) {
+func TestEffectWrapperBranches(t *testing.T) { inBothForms(t, testEffectWrapperBranches) }
+
+func testEffectWrapperBranches(t *testing.T, form wrapperForm) {
 	p := startRedis(t)
 	admin, n := p.admin(t), p.node(t)
+	form.set(t, admin, n)
 	e := New(Config{MaxTTL: time.Minute}, n)
 	type setup func()
 	none := func() {}
@@ -257,9 +296,12 @@ func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score,
 // row's keys are back to what they held, expiry included. Keys k and k2
 // start free unless the row's setup holds them (hold: value -> key,
 // 10s).
-func TestEffectWrapperFastPath(t *testing.T) {
+func TestEffectWrapperFastPath(t *testing.T) { inBothForms(t, testEffectWrapperFastPath) }
+
+func testEffectWrapperFastPath(t *testing.T, form wrapperForm) {
 	p := startRedis(t)
 	admin, n := p.admin(t), p.node(t)
+	form.set(t, admin, n)
 	e := New(Config{MaxTTL: time.Minute}, n)
 	const gozero = `if redis.call("GET", KEYS[1]) == ARGV[1] then
     redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
@@ -310,7 +352,7 @@ end`
 		{name: "a proved key beside a judged one: the reply's field form", body: `redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) return 1`,
 			args: []string{"tok", "20000"}, op: EffectHold, hold1: 20 * time.Second, hashK2: true, want: map[string]held{"k": {"tok", 20 * time.Second}}},
-		{name: "a token past the 1023rd own token: the reply's field form", body: `return redis.call("set", KEYS[1], ARGV[1100], "NX", "PX", 5000)`,
+		{name: "a token past the 1023rd own token, then a large run's tables dropped", body: `return redis.call("set", KEYS[1], ARGV[1100], "NX", "PX", 5000)`,
 			args: append(make([]string, 1099), "tok"), op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"tok", 5 * time.Second}}},
 		{name: "a literal token", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], "__w__", "NX", "PX", 5000)`, lits: []string{"__w__"},
 			op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"__w__", 5 * time.Second}}},
@@ -468,17 +510,16 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 // numbers and the value; anything else is a malformed reply.
 func TestDecodeShort(t *testing.T) {
 	o := owns{args: []string{"tok", "10500"}, keys: []string{"k"}, literals: []string{"lit"}}
-	// hold 10500ms, after 1 (tok), before 0, changed.
-	take := int64(10500)<<21 | 1<<11 | 1
 	tests := []struct {
 		in    string
 		reply Value
 		keys  []KeyEffect
 		bad   bool
 	}{
-		{in: "s" + strconv.FormatInt(take, 10) + ":OK", reply: Value{Kind: ValueStatus, Str: "OK"},
+		// changed, before none, after 1 (tok), hold 10500 ms.
+		{in: "s1.0.1.10500:OK", reply: Value{Kind: ValueStatus, Str: "OK"},
 			keys: []KeyEffect{{AfterOwn: []string{"tok"}, Changed: true, Hold: 10500 * time.Millisecond}}},
-		{in: "b0," + strconv.FormatInt(4<<11|4<<1, 10) + ":a:b", reply: Value{Kind: ValueBulk, Str: "a:b"},
+		{in: "b0.0.0.0,0.4.4.0:a:b", reply: Value{Kind: ValueBulk, Str: "a:b"},
 			keys: []KeyEffect{{}, {BeforeOwn: []string{"lit"}, AfterOwn: []string{"lit"}}}},
 		{in: "n:", reply: Value{Kind: ValueNil}},
 		{in: "i:-12", reply: Value{Kind: ValueInt, Int: -12}},
@@ -486,10 +527,14 @@ func TestDecodeShort(t *testing.T) {
 		{in: "s5", bad: true},
 		{in: ":OK", bad: true},
 		{in: "x:OK", bad: true},
-		{in: "s1,:OK", bad: true},
-		{in: "s-1:OK", bad: true},
-		{in: "s10:OK", bad: true}, // before place 5: no such own token
-		{in: "s1234567890123456789:OK", bad: true},
+		{in: "s1.0.1.5,:OK", bad: true},
+		{in: "s1.0.1:OK", bad: true},
+		{in: "s1.0.1.5.5:OK", bad: true},
+		{in: "s1..1.5:OK", bad: true},
+		{in: "s2.0.1.5:OK", bad: true},
+		{in: "s-1.0.1.5:OK", bad: true},
+		{in: "s1.5.1.5:OK", bad: true}, // before place 5: no such own token
+		{in: "s1.0.1.1234567890123456789:OK", bad: true},
 		{in: "i:1x", bad: true},
 	}
 	for _, tt := range tests {
@@ -555,8 +600,18 @@ func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
 // admission does not check) is bad input: refused with Redis's reason,
 // not answered as if every node had failed.
 func TestEffectThatDoesNotCompileIsRefused(t *testing.T) {
+	inBothForms(t, testEffectThatDoesNotCompileIsRefused)
+}
+
+func testEffectThatDoesNotCompileIsRefused(t *testing.T, form wrapperForm) {
 	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
-	e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), ps[1].node(t), ps[2].node(t))
+	var nodes []Node
+	for _, p := range ps {
+		n := p.node(t)
+		n.p.noFunctions.Store(bool(form)) // a library that does not load runs as a script
+		nodes = append(nodes, n)
+	}
+	e := New(Config{MaxTTL: time.Minute}, nodes...)
 	var b strings.Builder
 	for i := range 201 {
 		fmt.Fprintf(&b, "local v%d = %d\n", i, i)
@@ -579,8 +634,13 @@ func TestEffectThatDoesNotCompileIsRefused(t *testing.T) {
 // An error from inside a wrapped script names the client's line, as one
 // Redis's does, and a failed redis.call keeps its own code.
 func TestEffectErrorsNameTheClientsLines(t *testing.T) {
+	inBothForms(t, testEffectErrorsNameTheClientsLines)
+}
+
+func testEffectErrorsNameTheClientsLines(t *testing.T, form wrapperForm) {
 	p := startRedis(t)
 	admin, n := p.admin(t), p.node(t)
+	form.set(t, admin, n)
 	e := New(Config{MaxTTL: time.Minute}, n)
 	tests := []struct{ body, want string }{
 		{"local t = nil\nreturn t.x", "ERR user_script:2: attempt to index local 't' (a nil value)"},

@@ -1,6 +1,8 @@
 package quorum
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -53,7 +55,9 @@ import (
 // among them. The body's locals cannot reach the wrapper's: script
 // admission refuses every name that is not the body's own local or an
 // allowed global.
-const wrapperHeadSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = redis.call, redis.pcall, tostring, select, type
+// wrapperStateSrc declares what a run knows. Its values are set by
+// wrapperInitSrc at the start of each run.
+const wrapperStateSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type
 -- st[k] is what the run knows of key k, one of KEYS (st[k] == nil: not
 -- one of them). Its fields:
 --   m  what the key holds now, as far as the run proved it: nil unknown,
@@ -61,26 +65,56 @@ const wrapperHeadSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_sel
 --      tokens, once known);
 --   w  true once the fast path changed the key; then o is what it held
 --      before (nil or false: no key; a string: that own value, oi its
---      place, oe its PEXPIRETIME) and, while m is a value, ttl is its PTTL;
+--      place, oe its PEXPIRETIME) and, while m is a value, ttl is its PTTL
+--      (ttls: as the write gave it, for the reply);
 --   s  the snapshot taken before the key's first write the fast path
 --      could not prove (the slow path): it is judged after the run.
 -- ARGV and KEYS as the call gave them (argv): the body can change ARGV
 -- (through a local alias, or table.insert), and the own tokens are the
 -- call's. A token shown among KEYS proves ownership as one in ARGV does
 -- (node-redis-warlock's touch passes it as KEYS[3]).
-local __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {unpack(ARGV)}
-local __rlp_nargv = #__rlp_argv
+-- A library keeps these tables from run to run (a run starts by clearing
+-- what the last one left), and pool's states, one per distinct key.
+local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns = {}, {}, {}, {}, 0
+-- digits are the small numbers as text.
+local __rlp_digits = {[0] = "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}
+`
+
+// wrapperInitSrc starts a run (__RLP_REDIS: the real redis table).
+const wrapperInitSrc = `if not __rlp_call then
+  __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type
+end
+__rlp_refused, __rlp_slowfns = false, nil
+if __rlp_nargv > 64 then
+  -- A large run's tables are not kept.
+  __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {}
+else
+  for i = #__rlp_keys, 1, -1 do __rlp_st[__rlp_keys[i]], __rlp_keys[i] = nil, nil end
+end
+local __rlp_n, __rlp_last = #ARGV, __rlp_nargv
+for i = 1, __rlp_n do __rlp_argv[i] = ARGV[i] end
 for i = 1, #KEYS do
   local k = KEYS[i]
-  __rlp_argv[__rlp_nargv + i] = k
+  __rlp_argv[__rlp_n + i] = k
   if not __rlp_st[k] then
-    __rlp_keys[#__rlp_keys + 1] = k
-    -- The fields named here get their room now, not by a rehash each.
-    __rlp_st[k] = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, s = nil}
+    local j = #__rlp_keys + 1
+    local st = __rlp_pool[j]
+    if st then
+      st.m, st.mi, st.w, st.o, st.oi, st.oe, st.ttl, st.ttls, st.s = nil, nil, nil, nil, nil, nil, nil, nil, nil
+    else
+      -- The fields named here get their room now, not by a rehash each.
+      st = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
+      if j <= 8 then __rlp_pool[j] = st end
+    end
+    __rlp_keys[j], __rlp_st[k] = k, st
   end
 end
-__rlp_nargv = #__rlp_argv
--- own returns v's place among the own tokens (ARGV, KEYS, then the
+__rlp_nargv = __rlp_n + #KEYS
+for i = __rlp_nargv + 1, __rlp_last do __rlp_argv[i] = nil end
+`
+
+// wrapperFnsSrc are the wrapper's functions.
+const wrapperFnsSrc = `-- own returns v's place among the own tokens (ARGV, KEYS, then the
 -- literals), or nil: a string key asks a few times, so no set is built.
 local function __rlp_own(v)
   for i = 1, __rlp_nargv do
@@ -89,10 +123,8 @@ local function __rlp_own(v)
   __RLP_LITCHAIN
   return nil
 end
-local __rlp_refused = false
 -- The slow path's functions, made on its first use: a closure built on
 -- every run costs, and a run the fast path proves needs none of them.
-local __rlp_slowfns
 local function __rlp_slow()
   if __rlp_slowfns then return __rlp_slowfns end
   local L, nowv, ownv = {}, nil, nil
@@ -258,16 +290,16 @@ local function __rlp_slow()
   __rlp_slowfns = L
   return L
 end
-local __rlp_real = redis
-local redis = setmetatable({
-  call = function(cmd, ...)
+`
+
+// wrapperRedisSrc is the guarded redis table's own members: call and
+// pcall; any other member is the real table's.
+const wrapperRedisSrc = `  call = function(cmd, ...)
 __RLP_GUARD_CALL
   end,
   pcall = function(cmd, ...)
 __RLP_GUARD_PCALL
   end,
-}, {__index = __rlp_real})
-local function __rlp_body(...)
 `
 
 // wrapperGuard is the body of the guarded redis.call and redis.pcall
@@ -332,13 +364,14 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
       if st.s then return __RLP_PC(cmd, ...) end
       local m = st.m
       local n = __rlp_select("#", ...)
-      local t, mi
+      local t, ts, mi
       if c == "set" then
         local _, v, o1, o2, o3 = ...
         local nx, vi
         if n == 5 and (o1 == "NX" or o1 == "nx") and (o2 == "PX" or o2 == "px") then nx, t = true, o3
         elseif n == 5 and (o1 == "PX" or o1 == "px") and (o3 == "NX" or o3 == "nx") then nx, t = true, o2
         elseif n == 4 and (o1 == "PX" or o1 == "px") then nx, t = false, o2 end
+        ts = t
         if t ~= nil then t = tonumber(t) end
         if t and t > 0 and t <= __RLP_MAXTTL then vi = __rlp_own(v) end
         if vi and not nx and m then mi = st.mi or __rlp_own(m) end
@@ -350,7 +383,7 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
           local r = __RLP_PC(cmd, ...)
           if __rlp_type(r) == "table" and r.ok then
             -- OK to NX: the key was free (st.o is nil: none).
-            st.w, st.m, st.mi, st.ttl = true, v, vi, t
+            st.w, st.m, st.mi, st.ttl, st.ttls = true, v, vi, t, ts
           end
           return r
         end
@@ -358,8 +391,9 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
         if m == false then return __RLP_PC(cmd, ...) end -- no key: nothing to do
         if c == "del" or c == "unlink" then t = 0
         elseif n == 2 then
-          t = tonumber((__rlp_select(2, ...)))
-          if t and c == "expire" then t = t * 1000 end
+          ts = __rlp_select(2, ...)
+          t = tonumber(ts)
+          if t and c == "expire" then t, ts = t * 1000, nil end
           if not (t and t > 0 and t <= __RLP_MAXTTL) then t = nil end
         end
         if t then mi = st.mi or __rlp_own(m) end
@@ -370,7 +404,7 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
           local r = __RLP_PC(cmd, ...)
           if r == 1 then
             st.w, st.mi = true, mi
-            if t == 0 then st.m, st.mi = false, nil else st.ttl = t end
+            if t == 0 then st.m, st.mi = false, nil else st.ttl, st.ttls = t, ts end
           end
           return r
         end
@@ -382,7 +416,7 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
 
 var wrapperTail = strings.ReplaceAll(wrapperTailSrc, "__RLP_FASTKEY", wrapperFastKey)
 
-var wrapperHead = strings.NewReplacer(
+var wrapperRedis = strings.NewReplacer(
 	"__RLP_GUARD_CALL", strings.NewReplacer(
 		"__RLP_PC", "__rlp_call",
 		"__RLP_REFUSE", `error({err = "ERR script refused: " .. __rlp_refused})`,
@@ -391,25 +425,47 @@ var wrapperHead = strings.NewReplacer(
 		"__RLP_PC", "__rlp_pcall",
 		"__RLP_REFUSE", `do return {err = "ERR script refused: " .. __rlp_refused} end`,
 	).Replace(wrapperGuard),
-).Replace(wrapperHeadSrc)
+).Replace(wrapperRedisSrc)
+
+// The two forms of a wrapped script, around the same parts. As a script
+// (EVAL) every run builds the wrapper's functions anew. As a library
+// (FUNCTION LOAD once, then FCALL) they are built once, when a node loads
+// it, and a run only sets the state they share.
+var (
+	evalHead = wrapperStateSrc + strings.ReplaceAll(wrapperInitSrc, "__RLP_REDIS", "redis") +
+		wrapperFnsSrc + "local __rlp_real = redis\nlocal redis = setmetatable({\n" + wrapperRedis +
+		"}, {__index = __rlp_real})\nlocal function __rlp_body(...)\n"
+	evalTail = "\nend\n" + wrapperTail
+
+	// A library reads the real redis table when it runs (__rlp_G): the
+	// one it is loaded with has no call. Functions have no
+	// redis.replicate_commands, a no-op for scripts since Redis 7.0.
+	libHead = "#!lua name=__RLP_NAME\nlocal __rlp_reg = redis.register_function\n" +
+		"local function __rlp_G() return redis end\nlocal KEYS, ARGV\n" +
+		wrapperStateSrc + wrapperFnsSrc + "local redis = {\n" + wrapperRedis +
+		"  replicate_commands = function() return true end,\n}\nlocal function __rlp_body(...)\n"
+	libTail = "\nend\n__rlp_reg(\"__RLP_NAME\", function(__rlp_k, __rlp_a)\n" +
+		"KEYS, ARGV = __rlp_k, __rlp_a\n" +
+		"if not __rlp_call then setmetatable(redis, {__index = __rlp_G()}) end\n" +
+		strings.ReplaceAll(wrapperInitSrc, "__RLP_REDIS", "__rlp_G()") + wrapperTail + "end)\n"
+)
 
 // wrapperFastKey is what the fast path proved of one key (st): changed
 // (ch), how long its own holder has left (hold) and that holder's place
 // among the own tokens before (bi) and after (ai), 0 for none: what it
 // held before its first change and holds now, or an own value it only
 // read, before and after.
-const wrapperFastKey = `local bi, ai, hold, ch = 0, 0, 0, 0
+const wrapperFastKey = `local bi, ai, hold, holds, ch = 0, 0, 0, nil, 0
   if st.w then
     ch, bi = 1, st.oi or 0
-    if st.m then ai, hold = st.mi or __rlp_own(st.m) or 0, st.ttl end
+    if st.m then ai, hold, holds = st.mi or __rlp_own(st.m) or 0, st.ttl, st.ttls end
   elseif st.m then
     ai = st.mi or __rlp_own(st.m) or 0
     bi = ai
   end`
 
-const wrapperTailSrc = `
-end
-local __rlp_ok, __rlp_r = pcall(__rlp_body)
+// wrapperTailSrc runs the body and answers.
+const wrapperTailSrc = `local __rlp_ok, __rlp_r = pcall(__rlp_body)
 local __rlp_why = __rlp_refused
 -- The slow path's keys: each is snapshot after the run and judged
 -- against its snapshot from before.
@@ -454,19 +510,21 @@ if __rlp_why then
 end
 -- The reply says what the body answered (a tag: "s" status, "b" bulk,
 -- "i" integer, "n" nil, "e" error, "a" array; and a value) and, per key
--- in KEYS order, what the run did to it. A key the fast path proved is
--- one number,
---   ((hold * 1024 + after) * 1024 + before) * 2 + changed
--- (hold: how long its own holder has left after the run, in ms; before,
--- after: its own holder then, as its place among the own tokens, 1-based:
--- ARGV, KEYS, then the literals; 0 for none). When every key is such a
--- number under 10^14 (exact in Lua's tostring) and the value is no array,
--- the reply is one string, tag, numbers joined by ",", ":" and the value:
---   "s21012481:OK"
--- (a table costs Redis a walk of its fields to turn it into RESP).
+-- in KEYS order, what the run did to it: changed (0 or 1), before and
+-- after (its own holder then, as its place among the own tokens, 1-based:
+-- ARGV, KEYS, then the literals; 0 for none) and hold (how long its own
+-- holder has left after the run, in ms). When the fast path proved every
+-- key and the value is no array, the reply is one string: the tag, each
+-- key's four numbers joined by "." and the keys by ",", ":" and the value:
+--   "s1.0.1.10500:OK"
+-- (a table costs Redis a walk of its fields to turn it into RESP; a
+-- number turned into text costs a printf, so small ones are looked up in
+-- digits and a hold is the write's own argument where it can be).
 -- Otherwise it is a flat array, {tag, value, key info...}, where an
--- array's value is its items, each a {tag, value}, and a key the fast
--- path did not prove is its fields one by one:
+-- array's value is its items, each a {tag, value}; a key the fast path
+-- proved is one number,
+--   ((hold * 1024 + after) * 1024 + before) * 2 + changed
+-- and any other key is its fields one by one:
 --   -1 - changed, hold, n, n own holders before, m, m own holders after.
 local __rlp_tag, __rlp_val
 if not __rlp_ok then
@@ -488,8 +546,7 @@ else
   elseif t == "boolean" then __rlp_tag, __rlp_val = "i", 1
   else __rlp_tag = "a" end
 end
--- Each key the fast path proved is one number, the one-string form if
--- every key is.
+-- The one-string form, if every key is proved.
 local __rlp_cs, __rlp_short = "", __rlp_tag ~= "a"
   and (__rlp_tag ~= "i" or (__rlp_val % 1 == 0 and __rlp_val > -1e14 and __rlp_val < 1e14))
 for i = 1, #__rlp_keys do
@@ -499,15 +556,16 @@ for i = 1, #__rlp_keys do
     break
   end
   __RLP_FASTKEY
-  local code = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
-  if bi >= 1024 or ai >= 1024 or code >= 1e14 then
-    __rlp_short = false
+  if hold >= 1e14 then
+    __rlp_short = false -- past what tostring writes exactly
     break
   end
-  if i == 1 then __rlp_cs = code else __rlp_cs = __rlp_cs .. "," .. code end
+  local D = __rlp_digits
+  local key = D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold)
+  if i == 1 then __rlp_cs = key else __rlp_cs = __rlp_cs .. "," .. key end
 end
 if __rlp_short then
-  return __rlp_tag .. __rlp_cs .. ":" .. __rlp_val
+  return __rlp_tag .. __rlp_cs .. ":" .. (__rlp_digits[__rlp_val] or __rlp_val)
 end
 local __rlp_out = {__rlp_tag, __rlp_val}
 if __rlp_tag == "a" then
@@ -587,9 +645,17 @@ end
 return n
 `)
 
+// wrapped is a body in the wrapper, in both forms: a script and a
+// library whose one function is fn. Each head counts the lines before
+// the body's first.
+type wrapped struct {
+	eval, lib, fn     string
+	evalHead, libHead int
+}
+
 // wrapBody builds the wrapper around body for the given allow-list,
 // literals and max_ttl.
-func wrapBody(body string, commands map[string]int, literals []string, maxTTL time.Duration) (string, int) {
+func wrapBody(body string, commands map[string]int, literals []string, maxTTL time.Duration) wrapped {
 	var lits strings.Builder
 	lits.WriteString("{")
 	for _, l := range literals {
@@ -622,8 +688,17 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
-	h := head.Replace(wrapperHead)
-	return h + body + head.Replace(wrapperTail), strings.Count(h, "\n")
+	eh, lh := head.Replace(evalHead), head.Replace(libHead)
+	w := wrapped{
+		eval: eh + body + head.Replace(evalTail), lib: lh + body + head.Replace(libTail),
+		evalHead: strings.Count(eh, "\n"), libHead: strings.Count(lh, "\n"),
+	}
+	// The library is named by what it holds: proxies that wrap the same
+	// body alike share it, and any other library keeps its own name.
+	sum := sha1.Sum([]byte(w.lib))
+	w.fn = "rlp_" + hex.EncodeToString(sum[:])
+	w.lib = strings.ReplaceAll(w.lib, "__RLP_NAME", w.fn)
+	return w
 }
 
 // readOnly are the allowed commands that change no key. Any other command

@@ -83,35 +83,47 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, keys, args []str
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.
-		return nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff.head)}, nil
+		return nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff)}, nil
 	}
 	if err != nil {
 		return nodeEffect{}, err
 	}
 	ne, err := decodeEffect(cmd.Val(), owns{args, keys, eff.literals})
 	if ne.reply.Kind == ValueError {
-		ne.reply.Str = bodyLines(ne.reply.Str, eff.head)
+		ne.reply.Str = bodyLines(ne.reply.Str, eff)
 	}
 	return ne, err
 }
 
-// bodyLines moves the "user_script:N" line numbers in a Redis error about
-// a wrapped script back by head, the wrapper's lines before the body, so
-// that they name the client's lines as one Redis would.
-func bodyLines(msg string, head int) string {
-	const tag = "user_script:"
+// bodyLines moves the line numbers in a Redis error about a wrapped
+// script back by the wrapper's lines before the body, so that they name
+// the client's lines as one Redis would: "user_script:N" by eff.head, and
+// "user_function:N" (the library form) by eff.libHead, named as a script.
+func bodyLines(msg string, eff *Effect) string {
 	var b strings.Builder
 	for {
-		i := strings.Index(msg, tag)
+		i := strings.Index(msg, "user_")
 		if i < 0 {
 			break
+		}
+		tag, head := "", 0
+		switch {
+		case strings.HasPrefix(msg[i:], "user_script:"):
+			tag, head = "user_script:", eff.head
+		case strings.HasPrefix(msg[i:], "user_function:"):
+			tag, head = "user_function:", eff.libHead
+		default:
+			b.WriteString(msg[:i+len("user_")])
+			msg = msg[i+len("user_"):]
+			continue
 		}
 		j := i + len(tag)
 		k := j
 		for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
 			k++
 		}
-		b.WriteString(msg[:j])
+		b.WriteString(msg[:i])
+		b.WriteString("user_script:")
 		if n, err := strconv.Atoi(msg[j:k]); err == nil && n > head {
 			b.WriteString(strconv.Itoa(n - head))
 		} else {
@@ -260,31 +272,45 @@ func decodeShort(s string, o owns) (nodeEffect, error) {
 		return ne, nil
 	}
 	// The numbers by hand: strconv and strings.SplitSeq cost the node's
-	// goroutine a stack growth on every reply.
+	// goroutine a stack growth on every reply. Each key is four numbers,
+	// changed.before.after.hold.
 	ne.keys = make([]KeyEffect, 0, strings.Count(codes, ",")+1)
-	var code int64
-	digits := 0
+	var f [4]int64
+	field, digits := 0, 0
 	for i := 0; i <= len(codes); i++ {
-		if i < len(codes) && codes[i] != ',' {
-			c := codes[i]
-			if c < '0' || c > '9' || digits >= 18 {
+		if i < len(codes) && codes[i] >= '0' && codes[i] <= '9' {
+			if digits >= 18 {
 				return nodeEffect{}, errEffectReply
 			}
-			code = code*10 + int64(c-'0')
+			f[field] = f[field]*10 + int64(codes[i]-'0')
 			digits++
 			continue
 		}
-		k, ok := keyCode(code, o)
-		if digits == 0 || !ok {
+		if digits == 0 {
+			return nodeEffect{}, errEffectReply
+		}
+		digits = 0
+		if i < len(codes) && codes[i] == '.' && field < 3 {
+			field++
+			continue
+		}
+		if field != 3 || i < len(codes) && codes[i] != ',' || f[0] > 1 {
+			return nodeEffect{}, errEffectReply
+		}
+		k := KeyEffect{Changed: f[0] == 1, Hold: time.Duration(f[3]) * time.Millisecond}
+		var okB, okA bool
+		k.BeforeOwn, okB = o.at(f[1])
+		k.AfterOwn, okA = o.at(f[2])
+		if !okB || !okA {
 			return nodeEffect{}, errEffectReply
 		}
 		ne.keys = append(ne.keys, k)
-		code, digits = 0, 0
+		f, field = [4]int64{}, 0
 	}
 	return ne, nil
 }
 
-// keyCode reads a key the fast path proved, one number:
+// keyCode reads a key the fast path proved, in the array form one number:
 // ((hold*1024 + after)*1024 + before)*2 + changed, before and after the
 // own holder's place among o (0: none).
 func keyCode(code int64, o owns) (KeyEffect, bool) {

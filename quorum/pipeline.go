@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,10 @@ type pipeline struct {
 	quit    chan struct{} // closed by close
 	running sync.WaitGroup
 	once    sync.Once
+	// noFunctions is set once the node refused FUNCTION LOAD or FCALL
+	// (an ACL without them, a server without functions): scripts with a
+	// library then run as scripts.
+	noFunctions atomic.Bool
 }
 
 // op is one queued command and its caller's context. cmd holds the reply
@@ -111,11 +116,16 @@ func (p *pipeline) do(ctx context.Context, args ...any) (*redis.Cmd, error) {
 	return p.run(ctx, redis.NewCmd(ctx, args...), nil)
 }
 
-// eval runs s by its SHA-1 (EVALSHA), and by its body (EVAL) if the node
-// does not have it.
+// eval runs s: by its function (FCALL) when it has a library and the
+// node has functions, else by its SHA-1 (EVALSHA); and loads what the
+// node does not have (retry).
 func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...any) (*redis.Cmd, error) {
 	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", s.sha, len(keys))
+	if s.fn != "" && !s.noLib.Load() && !p.noFunctions.Load() {
+		cmdArgs = append(cmdArgs, "fcall", s.fn, len(keys))
+	} else {
+		cmdArgs = append(cmdArgs, "evalsha", s.sha, len(keys))
+	}
 	for _, k := range keys {
 		cmdArgs = append(cmdArgs, k)
 	}
@@ -164,8 +174,8 @@ func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.C
 	}
 }
 
-// direct sends cmd on its own, under ctx, and as EVAL if the node lacks
-// the script.
+// direct sends cmd on its own, under ctx, and again (retry) if the node
+// lacks the script or library.
 func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
 	p.connection().Process(ctx, cmd)
 	if s != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
@@ -174,7 +184,71 @@ func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis
 		cmd = redis.NewCmd(ctx, args...)
 		p.connection().Process(ctx, cmd)
 	}
+	if needsLibrary(cmd) {
+		cmd = p.retry(ctx, cmd, s)
+	}
 	p.check(cmd.Err())
+	return cmd
+}
+
+// needsLibrary reports whether an FCALL failed because the node lacks
+// the library or refuses functions.
+func needsLibrary(cmd *redis.Cmd) bool {
+	if cmd.Args()[0] != "fcall" {
+		return false
+	}
+	err := cmd.Err()
+	return isReplyError(err, "ERR Function not found") || refusesFunctions(err)
+}
+
+// refusesFunctions reports whether err is a node's refusal of a function
+// command: its ACL, or a server without them.
+func refusesFunctions(err error) bool {
+	return redis.HasErrorPrefix(err, "NOPERM") || isReplyError(err, "ERR unknown command") ||
+		isReplyError(err, "ERR unknown subcommand")
+}
+
+// isReplyError reports whether err is a reply from the node that starts
+// with prefix.
+func isReplyError(err error, prefix string) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), prefix)
+}
+
+// retry runs a failed FCALL of s again: after loading its library, or,
+// if the node will not load it, as a script (EVALSHA, then EVAL). The
+// slot must be held.
+func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
+	args := cmd.Args()
+	if !refusesFunctions(cmd.Err()) {
+		load := redis.NewCmd(ctx, "function", "load", s.lib)
+		p.connection().Process(ctx, load)
+		err := load.Err()
+		switch {
+		case err == nil || isReplyError(err, "ERR Library '"+s.fn+"' already exists"):
+			cmd = redis.NewCmd(ctx, args...)
+			p.connection().Process(ctx, cmd)
+			return cmd
+		case refusesFunctions(err):
+			p.noFunctions.Store(true)
+		case isReplyError(err, "ERR"):
+			// The library does not load where the script may still run
+			// (or fail to compile with Redis's own words): run it so.
+			s.noLib.Store(true)
+		default:
+			return load // the node failed, not the library
+		}
+	} else {
+		p.noFunctions.Store(true)
+	}
+	args[0], args[1] = "evalsha", s.sha
+	cmd = redis.NewCmd(ctx, args...)
+	p.connection().Process(ctx, cmd)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		args[0], args[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, args...)
+		p.connection().Process(ctx, cmd)
+	}
 	return cmd
 }
 
@@ -269,6 +343,14 @@ func (p *pipeline) exec(batch []*op) {
 		pipe.Exec(ctx)
 		p.checkAll(pipe.Cmds())
 	}
+	// A library the node lacks: loaded once, then each call again, one by
+	// one (a node has a library missing only after a restart or a flush).
+	for _, o := range batch {
+		if o.s != nil && needsLibrary(o.cmd) && o.ctx.Err() == nil {
+			o.cmd = p.retry(o.ctx, o.cmd, o.s)
+			p.check(o.cmd.Err())
+		}
+	}
 }
 
 // checkAll is check over the commands a pipeline sent.
@@ -278,9 +360,14 @@ func (p *pipeline) checkAll(cmds []redis.Cmder) {
 	}
 }
 
-// script is a Lua script run on nodes, with its SHA-1.
+// script is a Lua script run on nodes, with its SHA-1; and, for one with
+// a library form, the library and its one function's name.
 type script struct {
 	src, sha string
+	lib, fn  string
+	// noLib is set once a node failed to load the library: it runs as a
+	// script everywhere.
+	noLib atomic.Bool
 }
 
 func newScript(src string) *script {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,6 +235,102 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	waitQueued(t, p, 19)
 	proc.Thaw()
 	wg.Wait()
+}
+
+// libScript is a script with a library form whose function returns its
+// first argument and its form's name.
+func libScript() *script {
+	s := newScript(`return {ARGV[1], "script"}`)
+	s.fn = "rlp_test_lib"
+	s.lib = "#!lua name=rlp_test_lib\nredis.register_function('rlp_test_lib', function(k, a) return {a[1], 'library'} end)"
+	return s
+}
+
+// A library the node lacks (never loaded, or flushed) is loaded and its
+// function called, both when sent alone and in a batch; one loaded
+// meanwhile by another caller (LOAD: already exists) is called.
+func TestPipelineLoadsLibraryTheNodeLacks(t *testing.T) {
+	proc := startRedis(t)
+	admin := proc.admin(t)
+	p, _ := testPipeline(t, proc.Addr)
+	s := libScript()
+	check := func(cmd *redis.Cmd, err error, want string) {
+		t.Helper()
+		if v, _ := cmd.Slice(); err != nil || len(v) != 2 || v[0] != want || v[1] != "library" {
+			t.Errorf("library call = %v, %v; want [%s library]", cmd, err, want)
+		}
+	}
+	cmd, err := p.eval(t.Context(), s, nil, "alone")
+	check(cmd, err, "alone")
+	if err := admin.Do(t.Context(), "FUNCTION", "FLUSH").Err(); err != nil {
+		t.Fatalf("FUNCTION FLUSH: %v", err)
+	}
+	proc.Freeze(t)
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 10*time.Second)
+	for i := range 20 {
+		wg.Go(func() {
+			want := fmt.Sprint("batched-", i)
+			cmd, err := p.eval(t.Context(), s, nil, want)
+			check(cmd, err, want)
+		})
+	}
+	waitQueued(t, p, 19)
+	proc.Thaw()
+	wg.Wait()
+
+	// The function was missing when called, the library is there when
+	// loaded.
+	<-p.slot
+	lost := redis.NewCmd(t.Context(), "fcall", s.fn, 0, "raced")
+	lost.SetErr(replyError("ERR Function not found"))
+	cmd = p.retry(t.Context(), lost, s)
+	p.slot <- struct{}{}
+	check(cmd, cmd.Err(), "raced")
+	if p.noFunctions.Load() || s.noLib.Load() {
+		t.Errorf("noFunctions = %v, noLib = %v; want both false", p.noFunctions.Load(), s.noLib.Load())
+	}
+}
+
+// A node without functions (miniredis-like: FCALL unknown) or whose ACL
+// refuses them runs the script instead, and is not asked again.
+func TestPipelineRunsScriptWhereFunctionsAreRefused(t *testing.T) {
+	proc := startRedis(t)
+	admin := proc.admin(t)
+	if err := admin.Do(t.Context(), "ACL", "SETUSER", "default", "-fcall").Err(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	p, _ := testPipeline(t, proc.Addr)
+	s := libScript()
+	for i := range 3 {
+		cmd, err := p.eval(t.Context(), s, nil, "x")
+		if v, _ := cmd.Slice(); err != nil || len(v) != 2 || v[1] != "script" {
+			t.Fatalf("call %d = %v, %v; want it run as a script", i, cmd, err)
+		}
+	}
+	if !p.noFunctions.Load() {
+		t.Errorf("noFunctions = false after a refused FCALL")
+	}
+	log, err := admin.Do(t.Context(), "ACL", "LOG").Slice()
+	if err != nil || len(log) != 1 || !strings.Contains(fmt.Sprint(log[0]), "count 1 ") {
+		t.Errorf("ACL LOG = %v, %v; want one refused FCALL", log, err)
+	}
+}
+
+// A library that does not load (here: it does not compile) leaves its
+// script to run as a script on every node.
+func TestPipelineRunsScriptWhoseLibraryDoesNotLoad(t *testing.T) {
+	proc := startRedis(t)
+	p, _ := testPipeline(t, proc.Addr)
+	s := libScript()
+	s.lib = "#!lua name=rlp_test_lib\nthis is not Lua"
+	cmd, err := p.eval(t.Context(), s, nil, "x")
+	if v, _ := cmd.Slice(); err != nil || len(v) != 2 || v[1] != "script" {
+		t.Fatalf("call = %v, %v; want it run as a script", cmd, err)
+	}
+	if !s.noLib.Load() || p.noFunctions.Load() {
+		t.Errorf("noLib = %v, noFunctions = %v; want true, false", s.noLib.Load(), p.noFunctions.Load())
+	}
 }
 
 // close stops the sender, fails the callers still queued, and leaves no
