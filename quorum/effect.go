@@ -89,12 +89,13 @@ var errNoEffect = errors.New("node cannot run wrapped scripts")
 // undone everywhere), else zero.
 func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string) (EffectResult, error) {
 	start := time.Now()
+	call := newEffectCall(keys, args, len(e.nodes))
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (nodeEffect, error) {
 		en, ok := n.(effectNode)
 		if !ok {
 			return nodeEffect{}, errNoEffect
 		}
-		return en.runEffect(ctx, eff, keys, args)
+		return en.runEffect(ctx, eff, call, call.outFor(slices.Index(e.nodes, n)))
 	})
 	elapsed := time.Since(start)
 	ops := make([]EffectOp, len(results))
@@ -326,15 +327,22 @@ func heldTokens(results []result[nodeEffect], ops []EffectOp, args, keys, litera
 	return out
 }
 
-// uniqueKeys is keys without repeats, in order, as the wrapper reports them.
+// uniqueKeys is keys without repeats, in order, as the wrapper reports
+// them: keys itself when it has none.
 func uniqueKeys(keys []string) []string {
 	seen := make(map[string]bool, len(keys))
-	out := make([]string, 0, len(keys))
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
+	var out []string
+	for i, k := range keys {
+		switch {
+		case !seen[k] && out != nil:
 			out = append(out, k)
+		case seen[k] && out == nil:
+			out = append(make([]string, 0, len(keys)), keys[:i]...)
 		}
+		seen[k] = true
+	}
+	if out == nil {
+		return keys
 	}
 	return out
 }

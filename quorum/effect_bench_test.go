@@ -52,11 +52,11 @@ end`
 	}
 	variants := []variant{
 		{"library", "fcall", func(key string) error {
-			_, err := lib.runEffect(ctx, eff, []string{key}, []string{"tok", "10500"})
+			_, err := lib.runEffect(ctx, eff, newEffectCall([]string{key}, []string{"tok", "10500"}, 1), nil)
 			return err
 		}},
 		{"script", "evalsha", func(key string) error {
-			_, err := scr.runEffect(ctx, eff, []string{key}, []string{"tok", "10500"})
+			_, err := scr.runEffect(ctx, eff, newEffectCall([]string{key}, []string{"tok", "10500"}, 1), nil)
 			return err
 		}},
 		{"bare", "fcall", func(key string) error {

@@ -184,7 +184,7 @@ if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl
 			if keys == nil {
 				keys = []string{"k"}
 			}
-			ne, err := n.runEffect(t.Context(), eff, keys, tt.args)
+			ne, err := n.runEffect(t.Context(), eff, newEffectCall(keys, tt.args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
@@ -439,7 +439,7 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 			if strings.Contains(tt.body, "1e15") {
 				runKeys = []string{"1e+15"}
 			}
-			ne, err := n.runEffect(ctx, eff, runKeys, tt.args)
+			ne, err := n.runEffect(ctx, eff, newEffectCall(runKeys, tt.args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
@@ -538,22 +538,50 @@ func TestDecodeShort(t *testing.T) {
 		{in: "i:1x", bad: true},
 	}
 	for _, tt := range tests {
-		ne, err := decodeEffect(tt.in, o)
-		if tt.bad {
-			if err == nil {
-				t.Errorf("decodeEffect(%q) = %+v; want an error", tt.in, ne)
+		// Into a new slice, and into node 1's room in a call's (room for
+		// one key: the two-key row goes past it) beside a neighbour's.
+		call := newEffectCall([]string{"k"}, nil, 3)
+		neighbour := KeyEffect{Hold: 7}
+		call.out[2] = neighbour
+		for _, out := range [][]KeyEffect{nil, call.outFor(1)} {
+			ne, err := decodeEffect(tt.in, o, out)
+			if call.out[2].Hold != neighbour.Hold {
+				t.Fatalf("decodeEffect(%q) wrote over the next node's room", tt.in)
 			}
-			continue
-		}
-		if err != nil || !ne.reply.equal(tt.reply) || len(ne.keys) != len(tt.keys) {
-			t.Errorf("decodeEffect(%q) = %+v, %v; want %+v, %+v", tt.in, ne, err, tt.reply, tt.keys)
-			continue
-		}
-		for i, k := range ne.keys {
-			w := tt.keys[i]
-			if k.Changed != w.Changed || k.Hold != w.Hold || !slices.Equal(k.BeforeOwn, w.BeforeOwn) || !slices.Equal(k.AfterOwn, w.AfterOwn) {
-				t.Errorf("decodeEffect(%q) key %d = %+v; want %+v", tt.in, i, k, w)
+			if tt.bad {
+				if err == nil {
+					t.Errorf("decodeEffect(%q) = %+v; want an error", tt.in, ne)
+				}
+				continue
 			}
+			if err != nil || !ne.reply.equal(tt.reply) || len(ne.keys) != len(tt.keys) {
+				t.Errorf("decodeEffect(%q) = %+v, %v; want %+v, %+v", tt.in, ne, err, tt.reply, tt.keys)
+				continue
+			}
+			for i, k := range ne.keys {
+				w := tt.keys[i]
+				if k.Changed != w.Changed || k.Hold != w.Hold || !slices.Equal(k.BeforeOwn, w.BeforeOwn) || !slices.Equal(k.AfterOwn, w.AfterOwn) {
+					t.Errorf("decodeEffect(%q) key %d = %+v; want %+v", tt.in, i, k, w)
+				}
+			}
+		}
+	}
+}
+
+// uniqueKeys drops repeats and keeps the order; with none, it is keys.
+func TestUniqueKeys(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{[]string{}, []string{}},
+		{[]string{"a"}, []string{"a"}},
+		{[]string{"a", "b"}, []string{"a", "b"}},
+		{[]string{"a", "a"}, []string{"a"}},
+		{[]string{"a", "b", "a", "c", "b", "d"}, []string{"a", "b", "c", "d"}},
+	}
+	for _, tt := range tests {
+		in := slices.Clone(tt.in)
+		got := uniqueKeys(in)
+		if !slices.Equal(got, tt.want) || !slices.Equal(in, tt.in) {
+			t.Errorf("uniqueKeys(%q) = %q (input now %q); want %q", tt.in, got, in, tt.want)
 		}
 	}
 }
@@ -562,8 +590,8 @@ func TestDecodeShort(t *testing.T) {
 // the write lands, and the caller sees its deadline pass.
 type lostReplyNode struct{ *redisNode }
 
-func (n lostReplyNode) runEffect(ctx context.Context, eff *Effect, keys, args []string) (nodeEffect, error) {
-	n.redisNode.runEffect(context.WithoutCancel(ctx), eff, keys, args)
+func (n lostReplyNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
+	n.redisNode.runEffect(context.WithoutCancel(ctx), eff, c, out)
 	<-ctx.Done()
 	return nodeEffect{}, ctx.Err()
 }
@@ -652,7 +680,7 @@ func testEffectErrorsNameTheClientsLines(t *testing.T, form wrapperForm) {
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Fatalf("one Redis: %q = %v, %v; want an error starting %q", tt.body, one, err, tt.want)
 		}
-		ne, err := n.runEffect(t.Context(), e.Wrap(tt.body, testCommands, nil), []string{"k"}, []string{"v"})
+		ne, err := n.runEffect(t.Context(), e.Wrap(tt.body, testCommands, nil), newEffectCall([]string{"k"}, []string{"v"}, 1), nil)
 		if err != nil || ne.reply.Kind != ValueError || ne.reply.Str != tt.want {
 			t.Errorf("wrapped %q = %+v, %v; want the error %q", tt.body, ne.reply, err, tt.want)
 		}

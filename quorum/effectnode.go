@@ -70,16 +70,41 @@ type nodeEffect struct {
 // effectNode is a Node that can run wrapped scripts. Only real Redis
 // nodes can; the engine treats any other node as failed for them.
 type effectNode interface {
-	runEffect(ctx context.Context, eff *Effect, keys, args []string) (nodeEffect, error)
+	runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error)
 	undoEffect(ctx context.Context, keys, tokens []string) error
 }
 
-func (n *redisNode) runEffect(ctx context.Context, eff *Effect, keys, args []string) (nodeEffect, error) {
-	anyArgs := make([]any, len(args))
+// effectCall is one run's keys and arguments, made once for every node:
+// argv is args as the command's arguments, and out has room for each
+// node's key effects (node i's from i*len(keys)).
+type effectCall struct {
+	keys, args []string
+	argv       []any
+	out        []KeyEffect
+}
+
+func newEffectCall(keys, args []string, nodes int) effectCall {
+	c := effectCall{keys: keys, args: args, argv: make([]any, len(args)),
+		out: make([]KeyEffect, nodes*len(keys))}
 	for i, a := range args {
-		anyArgs[i] = a
+		c.argv[i] = a
 	}
-	cmd, err := n.p.eval(ctx, eff.w, keys, anyArgs...)
+	return c
+}
+
+// outFor is node i's room for its key effects: empty, and capped so that
+// appending past it never reaches another node's.
+func (c effectCall) outFor(i int) []KeyEffect {
+	n := len(c.keys)
+	if i < 0 || (i+1)*n > len(c.out) {
+		return nil
+	}
+	return c.out[i*n : i*n : (i+1)*n]
+}
+
+func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
+	keys, args := c.keys, c.args
+	cmd, err := n.p.eval(ctx, eff.w, keys, c.argv...)
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.
@@ -88,7 +113,7 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, keys, args []str
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	ne, err := decodeEffect(cmd.Val(), owns{args, keys, eff.literals})
+	ne, err := decodeEffect(cmd.Val(), owns{args, keys, eff.literals}, out)
 	if ne.reply.Kind == ValueError {
 		ne.reply.Str = bodyLines(ne.reply.Str, eff)
 	}
@@ -166,10 +191,10 @@ func (o owns) at(i int64) ([]string, bool) {
 }
 
 // decodeEffect reads the wrapper's reply (effectlua.go); own holders are
-// places among o.
-func decodeEffect(v any, o owns) (nodeEffect, error) {
+// places among o. The key effects are appended to out (nil: a new slice).
+func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
 	if s, ok := v.(string); ok {
-		return decodeShort(s, o)
+		return decodeShort(s, o, out)
 	}
 	top, ok := v.([]any)
 	if !ok || len(top) < 2 {
@@ -208,7 +233,7 @@ func decodeEffect(v any, o owns) (nodeEffect, error) {
 		return out, f[1+n:], true
 	}
 	f := top[2:]
-	ne.keys = make([]KeyEffect, 0, len(f))
+	ne.keys = out
 	for len(f) > 0 {
 		var k KeyEffect
 		code, isInt := f[0].(int64)
@@ -241,7 +266,7 @@ func decodeEffect(v any, o owns) (nodeEffect, error) {
 
 // decodeShort reads the wrapper's reply in its one-string form: a tag,
 // the keys' numbers joined by ",", ":" and the value.
-func decodeShort(s string, o owns) (nodeEffect, error) {
+func decodeShort(s string, o owns, out []KeyEffect) (nodeEffect, error) {
 	codes, val, ok := strings.Cut(s, ":")
 	if !ok || codes == "" {
 		return nodeEffect{}, errEffectReply
@@ -274,7 +299,7 @@ func decodeShort(s string, o owns) (nodeEffect, error) {
 	// The numbers by hand: strconv and strings.SplitSeq cost the node's
 	// goroutine a stack growth on every reply. Each key is four numbers,
 	// changed.before.after.hold.
-	ne.keys = make([]KeyEffect, 0, strings.Count(codes, ",")+1)
+	ne.keys = out
 	var f [4]int64
 	field, digits := 0, 0
 	for i := 0; i <= len(codes); i++ {
@@ -378,6 +403,9 @@ func millis(v any) time.Duration {
 // script (a limit of Lua 5.1 that admission does not check, such as more
 // than 200 locals), without its "ERR ".
 func compileError(err error) (string, bool) {
+	if err == nil {
+		return "", false // before re, which errors.As puts on the heap
+	}
 	var re redis.Error
 	if !errors.As(err, &re) || !strings.HasPrefix(re.Error(), "ERR Error compiling script") {
 		return "", false

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -73,6 +74,9 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 
 // failures returns the failed results' errors, joined; nil if none failed.
 func failures[T any](results []result[T]) error {
+	if !slices.ContainsFunc(results, func(r result[T]) bool { return r.err != nil }) {
+		return nil // no list of errors to make
+	}
 	errs := make([]error, 0, len(results))
 	for _, r := range results {
 		errs = append(errs, r.err)
