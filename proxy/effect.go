@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -30,24 +31,15 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
 	if rep, bad := reservedKey(rest[:nk]); bad {
 		return rep
 	}
-	keys := make([]string, nk)
-	for i, k := range rest[:nk] {
-		keys[i] = string(k)
-	}
-	args := make([]string, len(rest)-nk)
-	for i, a := range rest[nk:] {
-		args[i] = string(a)
-	}
+	all := argStrings(rest)
+	keys, args := all[:nk:nk], all[nk:]
 	res, err := s.e.RunEffect(r.ctx, eff, keys, args)
 	if res.Op == quorum.EffectHold && split(err) && s.pauseForRetry(r) {
 		res, err = s.e.RunEffect(r.ctx, eff, keys, args) // see split
 	}
-	var refused *quorum.RefusedError
 	switch {
-	case errors.As(err, &refused):
-		return resp.Error("ERR script refused: " + refused.Reason + "; nothing of it was kept")
 	case err != nil:
-		return s.fail(err)
+		return s.effectError(err)
 	case res.Op == quorum.EffectHold && res.Granted && !res.Lease.Valid(time.Now()):
 		s.e.UndoEffect(r.ctx, res)
 		return s.fail(errLate)
@@ -59,6 +51,36 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
 	}
 	s.warnFailures(res.Lease.Failures)
 	return valueReply(res.Reply)
+}
+
+// effectError is the reply to a run that failed: the node's reason for a
+// refusal, else as any engine error.
+func (s *Server) effectError(err error) resp.Reply {
+	var refused *quorum.RefusedError
+	if errors.As(err, &refused) {
+		return resp.Error("ERR script refused: " + refused.Reason + "; nothing of it was kept")
+	}
+	return s.fail(err)
+}
+
+// argStrings copies args as strings, all in one allocation: they live as
+// long as the command.
+func argStrings(args [][]byte) []string {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, a := range args {
+		b.Write(a)
+	}
+	joined := b.String()
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i], joined = joined[:len(a)], joined[len(a):]
+	}
+	return out
 }
 
 // valueReply writes a node's reply back with its own RESP type.

@@ -198,6 +198,9 @@ func (s *Server) acquire(r *request, l quorum.Lock, ttl time.Duration) error {
 // that far apart), where one Redis answers from after the expiry. Its
 // grants were undone; another try, a moment later, usually decides it.
 func split(err error) bool {
+	if err == nil {
+		return false // before oe, which errors.As puts on the heap
+	}
 	var oe *quorum.OutcomeError
 	return errors.As(err, &oe) && oe.Unavailable && oe.Outcome.Granted > 0 && oe.Outcome.Denied > 0
 }
