@@ -324,8 +324,8 @@ func (p *pipeline) exec(batch []*op) {
 	if bounded {
 		ctx = deadlineContext(latest)
 	}
-	pipe.Exec(ctx) // each command holds its own reply or error
-	p.checkAll(pipe.Cmds())
+	cmds, _ := pipe.Exec(ctx) // each command holds its own reply or error
+	p.checkAll(cmds)
 	var again []*op
 	for _, o := range batch {
 		if o.s != nil && redis.HasErrorPrefix(o.cmd.Err(), "NOSCRIPT") && o.ctx.Err() == nil {
@@ -340,8 +340,8 @@ func (p *pipeline) exec(batch []*op) {
 		for _, o := range again {
 			pipe.Process(o.ctx, o.cmd)
 		}
-		pipe.Exec(ctx)
-		p.checkAll(pipe.Cmds())
+		cmds, _ = pipe.Exec(ctx)
+		p.checkAll(cmds)
 	}
 	// A library the node lacks: loaded once, then each call again, one by
 	// one (a node has a library missing only after a restart or a flush).
@@ -353,7 +353,8 @@ func (p *pipeline) exec(batch []*op) {
 	}
 }
 
-// checkAll is check over the commands a pipeline sent.
+// checkAll is check over the commands a pipeline sent, as its Exec
+// returns them (after Exec, the pipeline's Cmds is empty).
 func (p *pipeline) checkAll(cmds []redis.Cmder) {
 	for _, c := range cmds {
 		p.check(c.Err())

@@ -179,6 +179,43 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 	}
 }
 
+// A batch that times out does not leave its connection in use: go-redis
+// refuses a connection after a timeout, so every operation sent on it
+// afterwards would fail at once, unsent.
+func TestPipelineBatchTimeoutDropsConnection(t *testing.T) {
+	proc := startRedis(t)
+	admin := proc.admin(t)
+	p, _ := testPipeline(t, proc.Addr)
+	if _, err := p.do(t.Context(), "ping"); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	proc.Freeze(t)
+	var wg sync.WaitGroup
+	occupy(t, &wg, p, 100*time.Millisecond)
+	// Queued behind the PING, the SET goes out in a batch once the PING
+	// times out, and times out in turn.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := p.do(ctx, "set", "batched", "x"); err == nil {
+		t.Errorf("SET batched on a frozen node = nil; want a timeout")
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(p.slot) == 0 { // the sender ends the batch at its deadline
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch still in flight after 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	proc.Thaw()
+	if _, err := p.do(t.Context(), "set", "after", "x"); err != nil {
+		t.Errorf("SET after a batch timed out = %v; want OK", err)
+	}
+	if n, err := admin.Exists(t.Context(), "after").Result(); err != nil || n != 1 {
+		t.Errorf("EXISTS after = %d, %v; want 1", n, err)
+	}
+}
+
 // A frozen node costs each caller its own deadline, whatever the
 // deadlines of the operations batched with it.
 func TestPipelineEachCallerWaitsOnlyForItsOwnDeadline(t *testing.T) {
