@@ -35,6 +35,10 @@ type run struct {
 	px   []*proxySub
 	w    *workload
 	po   proxyOpts
+	// watchers are the proxies' INFO watchers; stopWatching ends their
+	// polling loops and waits for them.
+	watchers     []*infoWatcher
+	stopWatching func()
 }
 
 // startRun starts the masters, the given number of proxies (with po) and
@@ -46,23 +50,38 @@ func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 	r := &run{t: t, seed: seedFor(t), po: po}
 	r.rng = rand.New(rand.NewPCG(r.seed, 0))
 	r.fc = startFaultCluster(t, faultMasters)
-	ctx, cancel := context.WithCancel(context.Background())
-	var watchers sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		watchers.Wait()
-	})
 	var addrs []string
-	for k := range proxies {
+	for range proxies {
 		ps := startProxySub(t, r.fc.addrs(), po)
 		ps.h = r.fc.h
 		r.fc.waitAllUp(ps, 10*time.Second)
 		r.px = append(r.px, ps)
 		addrs = append(addrs, ps.Addr)
-		watchers.Go(func() { r.fc.watch(ctx, k, ps) })
 	}
+	r.watch()
 	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), po.effect, addrs...)
 	return r
+}
+
+// watch starts an INFO watcher on each proxy, after a first poll that
+// reads every master's state and downs counter to compare with.
+func (r *run) watch() {
+	r.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var watching sync.WaitGroup
+	r.stopWatching = sync.OnceFunc(func() {
+		cancel()
+		watching.Wait()
+	})
+	r.t.Cleanup(r.stopWatching)
+	for k, ps := range r.px {
+		w := r.fc.newWatcher(k, ps)
+		if _, err := w.poll(ctx); err != nil {
+			r.t.Fatalf("proxy %d: INFO: %v", k, err)
+		}
+		r.watchers = append(r.watchers, w)
+		watching.Go(func() { w.run(ctx) })
+	}
 }
 
 // pick returns k distinct masters chosen by the seed.
@@ -78,7 +97,30 @@ func (r *run) finish(healed time.Duration, extra ...string) []string {
 	r.w.runFor(r.t, healed+liveBound-r.fc.h.now(), loadLimit)
 	r.w.stop()
 	probe(r.t, r.fc.h, r.px[0].Addr, append(extra, r.w.keys...), r.po.ttl, r.po.drift(r.po.ttl), liveBound)
+	r.lastPoll()
 	return r.w.check(r.t, healed, liveBound)
+}
+
+// lastPoll stops the INFO watchers and polls each proxy once more, now
+// that no call is made through it, so that a down spell in the last poll
+// interval is in the history before the checkers read it: a master the
+// breaker took down just before a release, which then did not call it,
+// still holds the key, as Redlock allows.
+func (r *run) lastPoll() {
+	r.t.Helper()
+	r.stopWatching()
+	for _, w := range r.watchers {
+		since := w.sent
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		spells, err := w.poll(ctx)
+		cancel()
+		switch {
+		case err != nil:
+			r.t.Errorf("proxy %d: the last INFO poll failed, so down spells after %v are unknown: %v", w.k, since, err)
+		case spells > 0:
+			r.t.Logf("proxy %d: the last INFO poll saw %d down spells since %v", w.k, spells, since)
+		}
+	}
 }
 
 // checkNoOK fails the test if an acquisition made within [from, to) got
@@ -333,4 +375,39 @@ func TestFaultTwoProxies(t *testing.T) {
 	reportViolations(t, r.fc.h, r.seed, r.finish(healed))
 	r.wantState(0, m[1], "quarantined", restarted)
 	r.wantState(1, m[1], "quarantined", restarted)
+}
+
+// A down spell that begins after the watchers' last loop poll is in the
+// history the checkers read: finish polls every proxy once more.
+func TestFaultLastPollRecordsLateDownSpell(t *testing.T) {
+	skipLong(t)
+	r := &run{t: t, fc: startFaultCluster(t, 3)}
+	ps := startProxySub(t, r.fc.addrs(), proxyOpts{})
+	r.fc.waitAllUp(ps, 10*time.Second)
+	r.px = []*proxySub{ps}
+	r.watch()
+	r.stopWatching()
+	// Killed behind the harness's back: only the proxy can report it.
+	r.fc.masters[0].proc.Kill()
+	rdb := proxyClient(t, ps.Addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := rdb.Info(t.Context()).Result()
+		_, node0, _ := strings.Cut(info, "\r\nnode0:")
+		node0, _, _ = strings.Cut(node0, "\r\n")
+		if err == nil && node0 != "" && !strings.Contains(node0, ",downs=0,") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy did not mark the killed master down within 10s: %v\n%s", err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.lastPoll()
+	for _, o := range r.fc.h.snapshot() {
+		if o.Op == opFault && o.Nodes[0] == 0 && o.Result == "proxy0-down-spell" {
+			return
+		}
+	}
+	t.Errorf("history after the last poll: %+v; want a proxy0-down-spell on master 0", r.fc.h.snapshot())
 }

@@ -403,65 +403,95 @@ func buildBrokenBinary(t testing.TB) string {
 	return brokenPath
 }
 
-// watch polls the INFO of proxy k until ctx ends and records, as a fault
-// on a master, every time the proxy does not count that master as up
-// (down, quarantined, unverified, refused): to the proxy the master is
-// then unreachable, as if faulted, and checker (d) must leave it out.
-// A down spell shorter than the poll interval shows only in the node's
-// downs counter: it is recorded as a fault over the whole interval.
-func (fc *faultCluster) watch(ctx context.Context, k int, ps *proxySub) {
-	rdb := newClient(fc.t, ps.Addr, func(o *redis.Options) {
-		o.PoolSize = 1
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
-	})
-	state := make([]string, len(fc.masters))
-	downs := make([]string, len(fc.masters))
-	polled := fc.h.now()
+// infoWatcher polls the INFO of one proxy and records, as a fault on a
+// master, every time the proxy does not count that master as up (down,
+// quarantined, unverified, refused): to the proxy the master is then
+// unreachable, as if faulted, and checker (d) must leave it out. A down
+// spell shorter than the poll interval shows only in the master's downs
+// counter: it is recorded as a fault over the whole interval, from the
+// sending of the poll before.
+type infoWatcher struct {
+	fc    *faultCluster
+	k     int
+	rdb   *redis.Client
+	state []string      // each master's state at the last poll
+	downs []string      // each master's downs counter at the last poll
+	sent  time.Duration // when the last poll that read INFO was sent
+}
+
+func (fc *faultCluster) newWatcher(k int, ps *proxySub) *infoWatcher {
+	return &infoWatcher{
+		fc: fc, k: k,
+		rdb: newClient(fc.t, ps.Addr, func(o *redis.Options) {
+			o.PoolSize = 1
+			o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+		}),
+		state: make([]string, len(fc.masters)),
+		downs: make([]string, len(fc.masters)),
+		sent:  fc.h.now(),
+	}
+}
+
+// run polls every 20ms until ctx ends.
+func (w *infoWatcher) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		info, err := rdb.Info(ctx).Result()
-		if err == nil {
-			now := fc.h.now()
-			for _, line := range strings.Split(info, "\r\n") {
-				var i int
-				name, fields, ok := strings.Cut(line, ":")
-				if !ok || !strings.HasPrefix(name, "node") {
-					continue
-				}
-				if _, err := fmt.Sscanf(name, "node%d", &i); err != nil || i >= len(fc.masters) {
-					continue
-				}
-				st, n := "", ""
-				for _, f := range strings.Split(fields, ",") {
-					if v, ok := strings.CutPrefix(f, "state="); ok {
-						st = v
-					}
-					if v, ok := strings.CutPrefix(f, "downs="); ok {
-						n = v
-					}
-				}
-				if downs[i] != "" && n != downs[i] {
-					fc.h.faultSpan(i, fmt.Sprintf("proxy%d-down-spell", k), polled, now)
-				}
-				downs[i] = n
-				if st == state[i] {
-					continue
-				}
-				m := fc.masters[i]
-				if state[i] != "" && state[i] != "up" {
-					m.end(fc.h, fmt.Sprintf("proxy%d-%s", k, state[i]))
-				}
-				if st != "up" {
-					m.begin(fc.h, fmt.Sprintf("proxy%d-%s", k, st))
-				}
-				state[i] = st
-			}
-			polled = now
-		}
+		w.poll(ctx)
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// poll reads INFO once and records what changed since the last poll. It
+// returns the number of down spells it recorded.
+func (w *infoWatcher) poll(ctx context.Context) (spells int, err error) {
+	fc, k := w.fc, w.k
+	sent := fc.h.now()
+	info, err := w.rdb.Info(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	now := fc.h.now()
+	for _, line := range strings.Split(info, "\r\n") {
+		var i int
+		name, fields, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(name, "node") {
+			continue
+		}
+		if _, err := fmt.Sscanf(name, "node%d", &i); err != nil || i >= len(fc.masters) {
+			continue
+		}
+		st, n := "", ""
+		for _, f := range strings.Split(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "state="); ok {
+				st = v
+			}
+			if v, ok := strings.CutPrefix(f, "downs="); ok {
+				n = v
+			}
+		}
+		if w.downs[i] != "" && n != w.downs[i] {
+			// The last poll's reply was written after it was sent, so
+			// the spell began after that.
+			fc.h.faultSpan(i, fmt.Sprintf("proxy%d-down-spell", k), w.sent, now)
+			spells++
+		}
+		w.downs[i] = n
+		if st == w.state[i] {
+			continue
+		}
+		m := fc.masters[i]
+		if w.state[i] != "" && w.state[i] != "up" {
+			m.end(fc.h, fmt.Sprintf("proxy%d-%s", k, w.state[i]))
+		}
+		if st != "up" {
+			m.begin(fc.h, fmt.Sprintf("proxy%d-%s", k, st))
+		}
+		w.state[i] = st
+	}
+	w.sent = sent
+	return spells, nil
 }
 
 // waitAllUp waits until proxy ps reports every master up in INFO.
