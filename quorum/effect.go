@@ -144,7 +144,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		res.Op = EffectHold
 		o, granted, denied := e.effectOutcome(results, ops, EffectHold, true)
 		err := verdict(o, e.quorum, fails)
-		var set []time.Duration
+		set := holds[:0] // filtered in place: holds is not read again
 		for i, r := range results {
 			if r.err == nil && ops[i] == EffectHold && e.counts(i) {
 				set = append(set, holds[i])

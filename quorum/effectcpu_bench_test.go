@@ -3,6 +3,7 @@ package quorum
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -59,30 +60,82 @@ func benchTakes(b *testing.B, take func(key string) error) {
 	b.ReportMetric(float64(selfCPU()-start)/float64(b.N), "go-cpu-ns/op")
 }
 
-// BenchmarkRunEffectTake is a new lock served by effect (go-zero's
-// acquire) over five nodes; BenchmarkAcquireTake is the same take as the
-// catalogue's SET NX. Compare them in one run:
-//
-//	go test ./quorum -run '^$' -bench 'Take$' -count 5
-func BenchmarkRunEffectTake(b *testing.B) {
-	e := benchEngine(b)
+// effectTake and acquireTake take a new lock on key over e's nodes: by
+// effect (go-zero's acquire), and as the catalogue's SET NX.
+func effectTake(b *testing.B, e *Engine) func(key string) error {
 	eff := e.Wrap(goZeroLock, testCommands, nil)
 	args := []string{"tok", "10500"}
-	benchTakes(b, func(key string) error {
+	return func(key string) error {
 		res, err := e.RunEffect(b.Context(), eff, []string{key}, args)
 		if err == nil && (!res.Granted || res.Reply.Str != "OK") {
 			err = fmt.Errorf("RunEffect = %+v; want granted OK", res)
 		}
 		return err
-	})
+	}
+}
+
+func acquireTake(b *testing.B, e *Engine) func(key string) error {
+	return func(key string) error {
+		_, err := e.Acquire(b.Context(), Lock{Keys: []string{key}, Token: "tok"}, 10500*time.Millisecond)
+		return err
+	}
+}
+
+// BenchmarkRunEffectTake is a new lock served by effect over five nodes;
+// BenchmarkAcquireTake is the same take as the catalogue's SET NX. Their
+// allocs/op are exact; for CPU, BenchmarkTakeAB alternates the two:
+//
+//	go test ./quorum -run '^$' -bench 'Take' -count 3
+func BenchmarkRunEffectTake(b *testing.B) {
+	benchTakes(b, effectTake(b, benchEngine(b)))
 }
 
 func BenchmarkAcquireTake(b *testing.B) {
+	benchTakes(b, acquireTake(b, benchEngine(b)))
+}
+
+// BenchmarkTakeAB runs both takes on one engine from 64 goroutines, in
+// alternating rounds (the order flipped every round) so that the
+// machine's load drifts over both alike, and reports this process's CPU
+// per call for each and the effect's over the catalogue's.
+func BenchmarkTakeAB(b *testing.B) {
 	e := benchEngine(b)
-	benchTakes(b, func(key string) error {
-		_, err := e.Acquire(b.Context(), Lock{Keys: []string{key}, Token: "tok"}, 10500*time.Millisecond)
-		return err
-	})
+	takes := [2]func(key string) error{acquireTake(b, e), effectTake(b, e)}
+	var seq atomic.Int64
+	key := func() string { return "bench:" + strconv.FormatInt(seq.Add(1), 10) }
+	for _, take := range takes {
+		if err := take(key()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const rounds, workers = 10, 64
+	per := max(b.N/(2*rounds), workers)
+	var cpu [2]time.Duration
+	b.ResetTimer()
+	for r := range rounds {
+		for k := range 2 {
+			v := (r + k) % 2
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			start := selfCPU()
+			for range workers {
+				wg.Go(func() {
+					for next.Add(1) <= int64(per) {
+						if err := takes[v](key()); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			cpu[v] += selfCPU() - start
+		}
+	}
+	calls := float64(rounds * per)
+	b.ReportMetric(float64(cpu[0])/calls, "catalogue-go-cpu-ns/op")
+	b.ReportMetric(float64(cpu[1])/calls, "effect-go-cpu-ns/op")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "effect/catalogue")
 }
 
 func selfCPU() time.Duration {
