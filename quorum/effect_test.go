@@ -22,6 +22,15 @@ var testCommands = map[string]int{
 	"zrange": 1, "zrevrange": 1, "time": 0, "publish": 0, "spublish": 0, "select": 0,
 }
 
+// goZeroLock is go-zero's RedisLock acquire (a take, or a re-entrant
+// refresh that answers bulk "OK"), as admission prints it back.
+const goZeroLock = `if redis.call("GET", KEYS[1]) == ARGV[1] then
+    redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+    return "OK"
+else
+    return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+end`
+
 // wrapperForm is how a test's node runs wrapped scripts: as a library
 // (FUNCTION LOAD, FCALL) or as scripts (EVALSHA), as a node whose ACL has
 // no functions does.
@@ -303,12 +312,6 @@ func testEffectWrapperFastPath(t *testing.T, form wrapperForm) {
 	admin, n := p.admin(t), p.node(t)
 	form.set(t, admin, n)
 	e := New(Config{MaxTTL: time.Minute}, n)
-	const gozero = `if redis.call("GET", KEYS[1]) == ARGV[1] then
-    redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-    return "OK"
-else
-    return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-end`
 	type held struct {
 		v   string
 		ttl time.Duration // 0: no expiry
@@ -328,11 +331,11 @@ end`
 		want    map[string]held // key -> what it holds after (missing: no key)
 	}{
 		// Proved: no snapshot, the reply says what happened.
-		{name: "go-zero take of a free key", body: gozero, args: []string{"tok", "20000"},
+		{name: "go-zero take of a free key", body: goZeroLock, args: []string{"tok", "20000"},
 			op: EffectHold, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
-		{name: "go-zero re-entry extends", hold: map[string]held{"k": {"tok", 10 * time.Second}}, body: gozero, args: []string{"tok", "20000"},
+		{name: "go-zero re-entry extends", hold: map[string]held{"k": {"tok", 10 * time.Second}}, body: goZeroLock, args: []string{"tok", "20000"},
 			op: EffectHold, before: []string{"tok"}, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},
-		{name: "go-zero against another's hold does nothing", hold: map[string]held{"k": {"other", 10 * time.Second}}, body: gozero, args: []string{"tok", "20000"},
+		{name: "go-zero against another's hold does nothing", hold: map[string]held{"k": {"other", 10 * time.Second}}, body: goZeroLock, args: []string{"tok", "20000"},
 			op: EffectRead, want: map[string]held{"k": {"other", 10 * time.Second}}},
 		{name: "SET PX NX in that order, no GET", body: `return redis.call("set", KEYS[1], ARGV[1], "px", ARGV[2], "nx")`, args: []string{"tok", "20000"},
 			op: EffectHold, hold1: 20 * time.Second, want: map[string]held{"k": {"tok", 20 * time.Second}}},

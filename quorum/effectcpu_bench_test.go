@@ -29,15 +29,6 @@ func benchEngine(b *testing.B) *Engine {
 	return New(Config{MaxTTL: time.Minute, NodeTimeout: time.Second}, nodes...)
 }
 
-// goZeroLock is go-zero's RedisLock acquire (a take, or a re-entrant
-// refresh that answers bulk "OK"), as admission prints it back.
-const goZeroLock = `if redis.call("GET", KEYS[1]) == ARGV[1] then
-    redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-    return "OK"
-else
-    return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-end`
-
 // benchTakes runs take from 64 goroutines, each call on a key of its own,
 // and reports this process's CPU time per call.
 func benchTakes(b *testing.B, take func(key string) error) {
