@@ -28,9 +28,7 @@ type Effect struct {
 // wrapper or reach its locals.
 func (e *Engine) Wrap(body string, commands map[string]int, literals []string) *Effect {
 	w := wrapBody(body, commands, literals, e.cfg.MaxTTL)
-	s := newScript(w.eval)
-	s.fn, s.lib = w.fn, w.lib
-	return &Effect{w: s, literals: literals, head: w.evalHead, libHead: w.libHead}
+	return &Effect{w: newScript(w.eval).withLibrary(w.fn, w.lib), literals: literals, head: w.evalHead, libHead: w.libHead}
 }
 
 // EffectOp is what a wrapped script did, as the quorum decided it.

@@ -75,19 +75,22 @@ type effectNode interface {
 }
 
 // effectCall is one run's keys and arguments, made once for every node:
-// argv is args as the command's arguments, and out has room for each
-// node's key effects (node i's from i*len(keys)).
+// keysArgs are keys and args as the command's arguments, and out has
+// room for each node's key effects (node i's from i*len(keys)).
 type effectCall struct {
 	keys, args []string
-	argv       []any
+	keysArgs   []any // keys, then args, as command arguments
 	out        []KeyEffect
 }
 
 func newEffectCall(keys, args []string, nodes int) effectCall {
-	c := effectCall{keys: keys, args: args, argv: make([]any, len(args)),
+	c := effectCall{keys: keys, args: args, keysArgs: make([]any, 0, len(keys)+len(args)),
 		out: make([]KeyEffect, nodes*len(keys))}
-	for i, a := range args {
-		c.argv[i] = a
+	for _, k := range keys {
+		c.keysArgs = append(c.keysArgs, k)
+	}
+	for _, a := range args {
+		c.keysArgs = append(c.keysArgs, a)
 	}
 	return c
 }
@@ -104,7 +107,7 @@ func (c effectCall) outFor(i int) []KeyEffect {
 
 func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
 	keys, args := c.keys, c.args
-	cmd, err := n.p.eval(ctx, eff.w, keys, c.argv...)
+	cmd, err := n.p.evalKeyed(ctx, eff.w, len(keys), c.keysArgs)
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.

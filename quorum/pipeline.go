@@ -104,8 +104,11 @@ func (p *pipeline) connection() *redis.Conn {
 // reply or nil): a timeout or I/O failure may leave replies unread on it.
 // The slot must be held.
 func (p *pipeline) check(err error) {
+	if err == nil {
+		return // no errors.As target to allocate
+	}
 	var reply redis.Error
-	if err != nil && !errors.As(err, &reply) && p.conn != nil {
+	if !errors.As(err, &reply) && p.conn != nil {
 		p.conn.Close()
 		p.conn = nil
 	}
@@ -120,18 +123,28 @@ func (p *pipeline) do(ctx context.Context, args ...any) (*redis.Cmd, error) {
 // node has functions, else by its SHA-1 (EVALSHA); and loads what the
 // node does not have (retry).
 func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...any) (*redis.Cmd, error) {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	if s.fn != "" && !s.noLib.Load() && !p.noFunctions.Load() {
-		cmdArgs = append(cmdArgs, "fcall", s.fn, len(keys))
-	} else {
-		cmdArgs = append(cmdArgs, "evalsha", s.sha, len(keys))
-	}
+	keysArgs := make([]any, 0, len(keys)+len(args))
 	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
+		keysArgs = append(keysArgs, k)
 	}
-	cmdArgs = append(cmdArgs, args...)
-	return p.run(ctx, redis.NewCmd(ctx, cmdArgs...), s)
+	return p.evalKeyed(ctx, s, len(keys), append(keysArgs, args...))
 }
+
+// evalKeyed is eval of keysArgs, the first nkeys of them keys: callers
+// that run one script on every node build it once.
+func (p *pipeline) evalKeyed(ctx context.Context, s *script, nkeys int, keysArgs []any) (*redis.Cmd, error) {
+	cmdArgs := make([]any, 3, 3+len(keysArgs))
+	if s.fn != "" && !s.noLib.Load() && !p.noFunctions.Load() {
+		cmdArgs[0], cmdArgs[1] = fcallArg, s.fnArg
+	} else {
+		cmdArgs[0], cmdArgs[1] = evalshaArg, s.shaArg
+	}
+	cmdArgs[2] = nkeys
+	return p.run(ctx, redis.NewCmd(ctx, append(cmdArgs, keysArgs...)...), s)
+}
+
+// The command names as go-redis takes them, made once.
+var fcallArg, evalshaArg any = "fcall", "evalsha"
 
 func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.Cmd, error) {
 	select {
@@ -178,7 +191,7 @@ func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.C
 // lacks the script or library.
 func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
 	p.connection().Process(ctx, cmd)
-	if s != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	if s != nil && cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		args := cmd.Args()
 		args[0], args[1] = "eval", s.src
 		cmd = redis.NewCmd(ctx, args...)
@@ -194,10 +207,10 @@ func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis
 // needsLibrary reports whether an FCALL failed because the node lacks
 // the library or refuses functions.
 func needsLibrary(cmd *redis.Cmd) bool {
-	if cmd.Args()[0] != "fcall" {
+	err := cmd.Err()
+	if err == nil || cmd.Args()[0] != "fcall" {
 		return false
 	}
-	err := cmd.Err()
 	return isReplyError(err, "ERR Function not found") || refusesFunctions(err)
 }
 
@@ -328,7 +341,7 @@ func (p *pipeline) exec(batch []*op) {
 	p.checkAll(cmds)
 	var again []*op
 	for _, o := range batch {
-		if o.s != nil && redis.HasErrorPrefix(o.cmd.Err(), "NOSCRIPT") && o.ctx.Err() == nil {
+		if o.s != nil && o.cmd.Err() != nil && redis.HasErrorPrefix(o.cmd.Err(), "NOSCRIPT") && o.ctx.Err() == nil {
 			args := o.cmd.Args()
 			args[0], args[1] = "eval", o.s.src
 			o.cmd = redis.NewCmd(o.ctx, args...)
@@ -366,6 +379,8 @@ func (p *pipeline) checkAll(cmds []redis.Cmder) {
 type script struct {
 	src, sha string
 	lib, fn  string
+	// shaArg and fnArg are sha and fn as command arguments, made once.
+	shaArg, fnArg any
 	// noLib is set once a node failed to load the library: it runs as a
 	// script everywhere.
 	noLib atomic.Bool
@@ -373,7 +388,15 @@ type script struct {
 
 func newScript(src string) *script {
 	h := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(h[:])}
+	s := &script{src: src, sha: hex.EncodeToString(h[:])}
+	s.shaArg = s.sha
+	return s
+}
+
+// withLibrary gives s a library form: lib, whose one function is fn.
+func (s *script) withLibrary(fn, lib string) *script {
+	s.fn, s.lib, s.fnArg = fn, lib, fn
+	return s
 }
 
 // deadlineContext is a context that is never cancelled and only carries a
