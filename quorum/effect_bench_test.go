@@ -34,12 +34,7 @@ func BenchmarkEffectWrapper(b *testing.B) {
 	scr := NewRedisNode(p.Addr, NodeOptions{}).(*redisNode)
 	defer scr.Close()
 	scr.p.noFunctions.Store(true)
-	const body = `if redis.call("GET", KEYS[1]) == ARGV[1] then
-    redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-    return "OK"
-else
-    return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-end`
+	const body = goZeroLock
 	eff := New(Config{MaxTTL: time.Minute}, lib).Wrap(body, testCommands, []string{"GET", "1", "SET", "PX", "2", "OK", "NX"})
 	bare := "#!lua name=rlp_bench_bare\nlocal KEYS, ARGV\nlocal function body()\n" + body +
 		"\nend\nredis.register_function('rlp_bench_bare', function(k, a) KEYS, ARGV = k, a return body() end)"
