@@ -643,23 +643,62 @@ func testEffectThatDoesNotCompileIsRefused(t *testing.T, form wrapperForm) {
 		nodes = append(nodes, n)
 	}
 	e := New(Config{MaxTTL: time.Minute}, nodes...)
-	var b strings.Builder
+	admin := ps[0].admin(t)
+	var locals, upvalues strings.Builder
 	for i := range 201 {
-		fmt.Fprintf(&b, "local v%d = %d\n", i, i)
+		fmt.Fprintf(&locals, "local v%d = %d\n", i, i)
 	}
-	b.WriteString(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
-	eff := e.Wrap(b.String(), testCommands, nil)
-	_, err := e.RunEffect(t.Context(), eff, []string{"k"}, []string{"tok", "5000"})
-	var refused *RefusedError
-	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "Error compiling script") {
-		t.Fatalf("RunEffect = %v; want a refusal with Redis's compile error", err)
+	// A function in the body with more than 60 upvalues, on its line 62.
+	for i := range 61 {
+		fmt.Fprintf(&upvalues, "local u%d = %d\n", i, i)
 	}
-	t.Logf("refused: %s", refused.Reason)
-	for i, p := range ps {
-		if n, _ := p.admin(t).Exists(t.Context(), "k").Result(); n != 0 {
-			t.Errorf("node %d holds k; want nothing", i)
+	upvalues.WriteString("local function f()\n  return u0")
+	for i := 1; i < 61; i++ {
+		fmt.Fprintf(&upvalues, " + u%d", i)
+	}
+	upvalues.WriteString("\nend\n")
+	take := `return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`
+	for _, body := range []string{locals.String() + take, upvalues.String() + take} {
+		// The refusal gives one Redis's own words.
+		err := admin.Eval(t.Context(), body, []string{"k"}, "tok", "5000").Err()
+		one, ok := strings.CutPrefix(fmt.Sprint(err), "ERR ")
+		if !ok || !strings.HasPrefix(one, "Error compiling script") {
+			t.Fatalf("one Redis: %v; want a compile error", err)
+		}
+		_, err = e.RunEffect(t.Context(), e.Wrap(body, testCommands, nil), []string{"k"}, []string{"tok", "5000"})
+		var refused *RefusedError
+		if !errors.As(err, &refused) || refused.Reason != "it does not compile as Redis's Lua: "+one {
+			t.Errorf("RunEffect = %v; want the refusal %q", err, "it does not compile as Redis's Lua: "+one)
+		}
+		for i, p := range ps {
+			if n, _ := p.admin(t).Exists(t.Context(), "k").Result(); n != 0 {
+				t.Errorf("node %d holds k; want nothing", i)
+			}
 		}
 	}
+}
+
+// A body of 200 locals, Redis's limit, is served: the wrapper's function
+// has no local of its own beside the body's.
+func TestEffectBodyOfTwoHundredLocals(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		p := startRedis(t)
+		admin, n := p.admin(t), p.node(t)
+		form.set(t, admin, n)
+		e := New(Config{MaxTTL: time.Minute}, n)
+		var b strings.Builder
+		for i := range 200 {
+			fmt.Fprintf(&b, "local v%d = %d\n", i, i)
+		}
+		b.WriteString(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`)
+		if err := admin.Eval(t.Context(), b.String(), []string{"one"}, "tok", "5000").Err(); err != nil {
+			t.Fatalf("one Redis: %v", err)
+		}
+		ne, err := n.runEffect(t.Context(), e.Wrap(b.String(), testCommands, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+		if err != nil || ne.refused != "" || ne.reply.Kind != ValueStatus || ne.reply.Str != "OK" {
+			t.Errorf("wrapped = %+v, %v; want OK", ne, err)
+		}
+	})
 }
 
 // An error from inside a wrapped script names the client's line, as one

@@ -689,6 +689,14 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
 	eh, lh := head.Replace(evalHead), head.Replace(libHead)
+	if !strings.Contains(body, "...") {
+		// A body that never reads "..." runs in a function without it:
+		// Lua 5.1 gives a vararg function that does not read it a local
+		// "arg" table, built on every call and counted against the 200
+		// locals of the body, which Redis's main chunk does not have.
+		eh = strings.Replace(eh, "local function __rlp_body(...)", "local function __rlp_body()", 1)
+		lh = strings.Replace(lh, "local function __rlp_body(...)", "local function __rlp_body()", 1)
+	}
 	w := wrapped{
 		eval: eh + body + head.Replace(evalTail), lib: lh + body + head.Replace(libTail),
 		evalHead: strings.Count(eh, "\n"), libHead: strings.Count(lh, "\n"),

@@ -160,7 +160,31 @@ func bodyLines(msg string, eff *Effect) string {
 		msg = msg[k:]
 	}
 	b.WriteString(msg)
-	return b.String()
+	return compileLines(b.String(), eff.head)
+}
+
+// compileLines names, in a compile error about a wrapped script, the
+// function the wrapper runs the body in as Redis names a script's chunk
+// ("main function"), and a function inside the body by the body's line.
+func compileLines(msg string, head int) string {
+	const tag = "function at line "
+	i := strings.Index(msg, tag)
+	if i < 0 {
+		return msg
+	}
+	j := i + len(tag)
+	k := j
+	for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
+		k++
+	}
+	n, err := strconv.Atoi(msg[j:k])
+	switch {
+	case err != nil || n < head:
+		return msg
+	case n == head:
+		return msg[:i] + "main function" + msg[k:]
+	}
+	return msg[:j] + strconv.Itoa(n-head) + msg[k:]
 }
 
 func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error {
