@@ -69,7 +69,7 @@ type health struct {
 	obs    Observer     // nil for none
 	down   atomic.Bool  // fanOut does not call the node
 	counts atomic.Bool  // the node's grants count towards a quorum
-	stalls atomic.Int32 // consecutive timeouts on the request path
+	stalls atomic.Int32 // consecutive timeouts (requests' and probes')
 	// stalled is when (since the engine was made) the last timeout
 	// counted in stalls was seen: a timeout of a call sent before then
 	// is the same stall, seen by a call that ran beside it.
@@ -181,16 +181,25 @@ func (e *Engine) noteResult(ctx context.Context, i int, sent time.Time, err erro
 	case ctx.Err() != nil:
 		// The caller gave up; that says nothing about the node.
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
-		last := h.stalled.Load()
-		if int64(sent.Sub(e.born)) < last || !h.stalled.CompareAndSwap(last, int64(time.Since(e.born))) {
-			return // the stall already counted, or counted by a call beside it
-		}
-		if h.stalls.Add(1) >= stallLimit {
+		if e.stall(i, sent) {
 			e.markDown(i, err)
 		}
 	default:
 		e.markDown(i, err)
 	}
+}
+
+// stall counts a timeout of a call to node i sent at sent, and reports
+// whether it makes stallLimit in a row. A call sent before the last
+// counted timeout was seen timed out in that same stall (a request's
+// or a probe's): it is not counted again.
+func (e *Engine) stall(i int, sent time.Time) bool {
+	h := e.health[i]
+	last := h.stalled.Load()
+	if int64(sent.Sub(e.born)) < last || !h.stalled.CompareAndSwap(last, int64(time.Since(e.born))) {
+		return false // the stall already counted, or counted by a call beside it
+	}
+	return h.stalls.Add(1) >= stallLimit
 }
 
 // downReason is the reason INFO shows for a node marked down by err.

@@ -176,6 +176,34 @@ func TestBreakerOpens(t *testing.T) {
 	}
 }
 
+// A probe that times out in the same stall as requests is that stall,
+// counted once: one hiccup of the proxy (a pause, a starved CPU) does not
+// count twice towards the breaker, once for the requests and once for
+// the monitor.
+func TestBreakerCountsAProbeInAStallOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := New(Config{NodeTimeout: 50 * time.Millisecond, ProbeInterval: 50 * time.Millisecond},
+			&fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c", silent: true})
+		e.monitored.Store(true)
+		e.health[2].stalls.Store(stallLimit - 2) // one stall before
+		var wg sync.WaitGroup
+		for n := range 8 {
+			wg.Go(func() { e.Acquire(t.Context(), Lock{Keys: []string{fmt.Sprint("k", n)}, Token: "t"}, time.Second) })
+		}
+		wg.Go(func() { e.check(t.Context(), 2) })
+		wg.Wait()
+		if e.health[2].down.Load() || e.health[2].stalls.Load() != stallLimit-1 {
+			t.Fatalf("down = %v, stalls = %d after one stall seen by requests and a probe; want up, %d",
+				e.health[2].down.Load(), e.health[2].stalls.Load(), stallLimit-1)
+		}
+		// The next probe, sent after that stall, is the next stall.
+		e.check(t.Context(), 2)
+		if !e.health[2].down.Load() {
+			t.Errorf("a probe timing out after the stall did not count; want the node down at %d stalls", stallLimit)
+		}
+	})
+}
+
 // Timeouts in a row are one after another: many calls that time out
 // together, in one stall, count once.
 func TestBreakerCountsAStallOnce(t *testing.T) {

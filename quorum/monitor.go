@@ -90,10 +90,11 @@ func (e *Engine) check(ctx context.Context, i int) {
 	h.mu.Unlock()
 	pctx, cancel := context.WithTimeout(ctx, e.probeTimeout())
 	defer cancel()
+	sent := time.Now()
 	p, err := n.Probe(pctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			e.probeFailed(i, err)
+			e.probeFailed(i, sent, err)
 		}
 		return
 	}
@@ -109,16 +110,16 @@ func (e *Engine) check(ctx context.Context, i int) {
 	e.publishMark(pctx, i)
 }
 
-// probeFailed is the breaker for the monitor's own probes.
-func (e *Engine) probeFailed(i int, err error) {
+// probeFailed is the breaker for the monitor's own probes, sent at sent:
+// a probe that times out in a stall the request path already counted is
+// not counted again.
+func (e *Engine) probeFailed(i int, sent time.Time, err error) {
 	h := e.health[i]
 	h.mu.Lock()
 	h.lastErr = err.Error()
 	h.mu.Unlock()
-	if isTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
-		if h.stalls.Add(1) < stallLimit {
-			return
-		}
+	if (isTimeout(err) || errors.Is(err, context.DeadlineExceeded)) && !e.stall(i, sent) {
+		return
 	}
 	e.markDown(i, err)
 }
