@@ -59,8 +59,9 @@ type EffectResult struct {
 	Took bool
 	// Keys and Tokens are what UndoEffect needs to remove a granted hold.
 	Keys, Tokens []string
-	// landed says, per node, where a hold may be: the nodes that took
-	// it, and those called that failed (a lost reply may hide a write).
+	// landed says, per node, where a hold may have taken a key new: the
+	// nodes that took one no own holder held, and, for a new lock, those
+	// called that failed (a lost reply may hide a write).
 	landed []bool
 }
 
@@ -113,8 +114,18 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	}
 	res := EffectResult{Keys: uniqueKeys(keys), Tokens: heldTokens(results, ops, args, keys, eff.literals),
 		landed: make([]bool, len(results))}
+	// An undo removes what a hold took new: a node that held an own
+	// holder before (a re-entry, an extend) keeps it, as a failed extend
+	// of the catalogue is kept; a node that failed is undone only when no
+	// node that answered held the token before.
+	took := tookNew(results, ops)
 	for i, r := range results {
-		res.landed[i] = ops[i] == EffectHold || r.err != nil && !errors.Is(r.err, ErrNodeDown)
+		switch {
+		case r.err == nil:
+			res.landed[i] = ops[i] == EffectHold && !heldBefore(r.v.keys)
+		case !errors.Is(r.err, ErrNodeDown):
+			res.landed[i] = took
+		}
 	}
 	undo := func() { e.UndoEffect(ctx, res) }
 	fails := failures(results)
@@ -156,7 +167,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		// A granted hold that some node held before is an extend (or a
 		// re-entry); a denied one is counted as the acquire it most
 		// likely was.
-		op, took := OpAcquire, err == nil && tookNew(results, ops)
+		op := OpAcquire
 		if err == nil && !took {
 			op = OpExtend
 		}
@@ -185,16 +196,22 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 // the hold is a new lock rather than an extend or a re-entry.
 func tookNew(results []result[nodeEffect], ops []EffectOp) bool {
 	for i, r := range results {
-		if r.err != nil || ops[i] != EffectHold {
-			continue
-		}
-		for _, k := range r.v.keys {
-			if len(k.BeforeOwn) > 0 {
-				return false
-			}
+		if r.err == nil && ops[i] == EffectHold && heldBefore(r.v.keys) {
+			return false
 		}
 	}
 	return true
+}
+
+// heldBefore reports whether an own holder held any of the keys before
+// the run.
+func heldBefore(keys []KeyEffect) bool {
+	for _, k := range keys {
+		if len(k.BeforeOwn) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // effectOutcome counts the nodes that did op, and returns the first of

@@ -627,6 +627,62 @@ func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
 	}
 }
 
+// failedEffectNode fails every wrapped script at once, unsent, as a
+// node whose connection is gone.
+type failedEffectNode struct{ *redisNode }
+
+func (n failedEffectNode) runEffect(context.Context, *Effect, effectCall, []KeyEffect) (nodeEffect, error) {
+	return nodeEffect{}, errors.New("connection reset by peer")
+}
+
+// A hold that fails its quorum is undone only where it took a key new:
+// a re-entry or an extend of a hold the token already had is left (as a
+// failed extend of the catalogue is), on the nodes that did it and on
+// those that failed. Undoing it would delete the earlier hold the client
+// still relies on, within its validity.
+func TestEffectFailedReentryKeepsTheEarlierHold(t *testing.T) {
+	const redissonLike = `if redis.call("exists", KEYS[1]) == 0 or redis.call("hexists", KEYS[1], ARGV[2]) == 1 then
+  redis.call("hincrby", KEYS[1], ARGV[2], 1)
+  redis.call("pexpire", KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call("pttl", KEYS[1])`
+	tests := []struct {
+		name, body string
+		args       []string
+		hold       func(*redis.Client)
+		check      func(*redis.Client) bool
+	}{
+		{"Redisson's re-entry (1 to 2)", redissonLike, []string{"30000", "owner"},
+			func(c *redis.Client) {
+				c.HSet(context.Background(), "k", "owner", 1)
+				c.PExpire(context.Background(), "k", 30*time.Second)
+			},
+			func(c *redis.Client) bool { return c.HGet(context.Background(), "k", "owner").Val() != "" }},
+		{"go-zero's refresh", goZeroLock, []string{"tok", "20000"},
+			func(c *redis.Client) { c.Set(context.Background(), "k", "tok", 30*time.Second) },
+			func(c *redis.Client) bool { return c.Get(context.Background(), "k").Val() == "tok" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+			for _, p := range ps {
+				tt.hold(p.admin(t))
+			}
+			e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), failedEffectNode{ps[1].node(t)}, failedEffectNode{ps[2].node(t)})
+			eff := e.Wrap(tt.body, testCommands, nil)
+			if _, err := e.RunEffect(t.Context(), eff, []string{"k"}, tt.args); !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
+			}
+			for i, p := range ps {
+				if !tt.check(p.admin(t)) {
+					t.Errorf("node %d lost the earlier hold after a failed re-entry", i)
+				}
+			}
+		})
+	}
+}
+
 // A wrapped script Redis's Lua refuses to compile (a Lua 5.1 limit that
 // admission does not check) is bad input: refused with Redis's reason,
 // not answered as if every node had failed.
