@@ -33,12 +33,16 @@ func Take() Snapshot {
 
 // Check waits up to grace for every goroutine not in before to end. It
 // returns an error holding the stacks of those still running then.
-func Check(before Snapshot, grace time.Duration) error {
+//
+// A goroutine blocked in a function of one of the ignored packages (its
+// top frame's name starts with one of them) is not counted: a third-party
+// package's own goroutines, which its API gives no way to end.
+func Check(before Snapshot, grace time.Duration, ignored ...string) error {
 	deadline := time.Now().Add(grace)
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		var leaked []string
 		for id, stack := range goroutines() {
-			if !before[id] && !benign(stack) {
+			if !before[id] && !benign(stack) && !blockedIn(stack, ignored) {
 				leaked = append(leaked, stack)
 			}
 		}
@@ -54,15 +58,15 @@ func Check(before Snapshot, grace time.Duration) error {
 	}
 }
 
-// Main runs the tests and then, if they passed, Check with Grace. It
-// returns the exit code for os.Exit.
-func Main(m *testing.M) int {
+// Main runs the tests and then, if they passed, Check with Grace and
+// ignored. It returns the exit code for os.Exit.
+func Main(m *testing.M, ignored ...string) int {
 	before := Take()
 	code := m.Run()
 	if code != 0 {
 		return code
 	}
-	if err := Check(before, Grace); err != nil {
+	if err := Check(before, Grace, ignored...); err != nil {
 		fmt.Fprintf(os.Stderr, "leakcheck: %v\n", err)
 		return 1
 	}
@@ -80,6 +84,21 @@ func benign(stack string) bool {
 		"runtime.ensureSigM",
 	} {
 		if strings.Contains(stack, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// blockedIn reports whether the goroutine's top frame is a function of
+// one of the packages (import path and a dot: "example.com/pkg.").
+func blockedIn(stack string, packages []string) bool {
+	// The first line is "goroutine 12 [chan send]:", the second the top
+	// frame's function.
+	_, rest, _ := strings.Cut(stack, "\n")
+	top, _, _ := strings.Cut(rest, "\n")
+	for _, p := range packages {
+		if strings.HasPrefix(top, p) {
 			return true
 		}
 	}

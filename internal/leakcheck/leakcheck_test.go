@@ -33,4 +33,25 @@ func TestCheckWaitsForGoroutineWindingDown(t *testing.T) {
 	}
 }
 
+// A goroutine blocked in an ignored package is not reported; one blocked
+// elsewhere still is, even if an ignored package is on its stack.
+func TestCheckIgnoresGoroutinesBlockedInIgnoredPackages(t *testing.T) {
+	before := Take()
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // waited for below, through done
+		defer close(done)
+		blockedForLeakcheckTest(stop)
+	}()
+	pkg := "github.com/redlock-proxy/redlock-proxy/internal/leakcheck."
+	if err := Check(before, 50*time.Millisecond, pkg); err != nil {
+		t.Errorf("Check ignoring %s = %v; want nil", pkg, err)
+	}
+	if err := Check(before, 50*time.Millisecond, "github.com/Shopify/toxiproxy/v2/toxics."); err == nil {
+		t.Errorf("Check ignoring another package = nil; want the blocked goroutine")
+	}
+	close(stop)
+	<-done
+}
+
 func blockedForLeakcheckTest(stop chan struct{}) { <-stop }
