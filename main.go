@@ -168,6 +168,7 @@ func run(args []string) error {
 		m = metrics.New(addrs, buildVersion())
 		qc.Observer, pc.Observer = m, m
 	}
+	opts.Log = log
 	nodeList := make([]quorum.Node, len(addrs))
 	for i, a := range addrs {
 		nodeList[i] = quorum.NewRedisNode(a, opts)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -33,7 +34,9 @@ var errClosed = errors.New("node closed")
 // caller waits only until its own deadline: an operation whose deadline
 // passed before it was sent is not sent, and a late reply is dropped.
 type pipeline struct {
-	c *redis.Client
+	c    *redis.Client
+	log  *slog.Logger // for what the node refuses of the proxy's setup
+	addr string
 	// conn is the one connection operations go out on, so that they skip
 	// the pool (and its health check, a system call per command). Only
 	// the slot's holder touches it; nil until first used, and again after
@@ -65,9 +68,12 @@ type op struct {
 	done chan struct{}
 }
 
-func newPipeline(c *redis.Client) *pipeline {
+func newPipeline(c *redis.Client, log *slog.Logger) *pipeline {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	p := &pipeline{
-		c: c, queue: make(chan *op, queueLen),
+		c: c, log: log, addr: c.Options().Addr, queue: make(chan *op, queueLen),
 		slot: make(chan struct{}, 1), quit: make(chan struct{}),
 	}
 	p.slot <- struct{}{}
@@ -228,6 +234,14 @@ func isReplyError(err error, prefix string) bool {
 	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), prefix)
 }
 
+// refusedFunctions turns functions off for the node, saying so once.
+func (p *pipeline) refusedFunctions(err error) {
+	if !p.noFunctions.Swap(true) {
+		p.log.Warn("node refuses functions: scripts served by effect run there as scripts, which costs it more (its ACL needs +fcall +function|load)",
+			"node", p.addr, "err", err)
+	}
+}
+
 // retry runs a failed FCALL of s again: after loading its library, or,
 // if the node will not load it, as a script (EVALSHA, then EVAL). The
 // slot must be held.
@@ -243,16 +257,19 @@ func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.
 			p.connection().Process(ctx, cmd)
 			return cmd
 		case refusesFunctions(err):
-			p.noFunctions.Store(true)
+			p.refusedFunctions(err)
 		case isReplyError(err, "ERR"):
 			// The library does not load where the script may still run
 			// (or fail to compile with Redis's own words): run it so.
-			s.noLib.Store(true)
+			if !s.noLib.Swap(true) {
+				p.log.Warn("a wrapped script's library does not load; it runs as a script on every node",
+					"node", p.addr, "library", s.fn, "err", err)
+			}
 		default:
 			return load // the node failed, not the library
 		}
 	} else {
-		p.noFunctions.Store(true)
+		p.refusedFunctions(cmd.Err())
 	}
 	args[0], args[1] = "evalsha", s.sha
 	cmd = redis.NewCmd(ctx, args...)

@@ -1,9 +1,11 @@
 package quorum
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"runtime"
 	"strings"
@@ -46,7 +48,7 @@ func testPipeline(t *testing.T, addr string) (*pipeline, *atomic.Int64) {
 			return countingConn{Conn: conn, writes: writes}, nil
 		},
 	})
-	p := newPipeline(c)
+	p := newPipeline(c, nil)
 	t.Cleanup(func() {
 		p.close()
 		c.Close()
@@ -336,6 +338,8 @@ func TestPipelineRunsScriptWhereFunctionsAreRefused(t *testing.T) {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
 	p, _ := testPipeline(t, proc.Addr)
+	var logs bytes.Buffer
+	p.log = slog.New(slog.NewTextHandler(&logs, nil))
 	s := libScript()
 	for i := range 3 {
 		cmd, err := p.eval(t.Context(), s, nil, "x")
@@ -345,6 +349,9 @@ func TestPipelineRunsScriptWhereFunctionsAreRefused(t *testing.T) {
 	}
 	if !p.noFunctions.Load() {
 		t.Errorf("noFunctions = false after a refused FCALL")
+	}
+	if n := strings.Count(logs.String(), "node refuses functions"); n != 1 {
+		t.Errorf("logged %d times that the node refuses functions; want once:\n%s", n, logs.String())
 	}
 	log, err := admin.Do(t.Context(), "ACL", "LOG").Slice()
 	if err != nil || len(log) != 1 || !strings.Contains(fmt.Sprint(log[0]), "count 1 ") {
@@ -357,11 +364,18 @@ func TestPipelineRunsScriptWhereFunctionsAreRefused(t *testing.T) {
 func TestPipelineRunsScriptWhoseLibraryDoesNotLoad(t *testing.T) {
 	proc := startRedis(t)
 	p, _ := testPipeline(t, proc.Addr)
+	var logs bytes.Buffer
+	p.log = slog.New(slog.NewTextHandler(&logs, nil))
 	s := libScript()
 	s.lib = "#!lua name=rlp_test_lib\nthis is not Lua"
-	cmd, err := p.eval(t.Context(), s, nil, "x")
-	if v, _ := cmd.Slice(); err != nil || len(v) != 2 || v[1] != "script" {
-		t.Fatalf("call = %v, %v; want it run as a script", cmd, err)
+	for range 2 {
+		cmd, err := p.eval(t.Context(), s, nil, "x")
+		if v, _ := cmd.Slice(); err != nil || len(v) != 2 || v[1] != "script" {
+			t.Fatalf("call = %v, %v; want it run as a script", cmd, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "library does not load"); n != 1 {
+		t.Errorf("logged %d times that the library does not load; want once:\n%s", n, logs.String())
 	}
 	if !s.noLib.Load() || p.noFunctions.Load() {
 		t.Errorf("noLib = %v, noFunctions = %v; want true, false", s.noLib.Load(), p.noFunctions.Load())
@@ -375,7 +389,7 @@ func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	c := redis.NewClient(&redis.Options{Addr: proc.Addr, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true, DisableIdentity: true,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
-	p := newPipeline(c)
+	p := newPipeline(c, nil)
 	for range 10 {
 		if _, err := p.do(t.Context(), "ping"); err != nil {
 			t.Fatalf("PING: %v", err)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,9 @@ type NodeOptions struct {
 	// ServerName is empty, the node's host as written in addr is
 	// verified. Nil means plain TCP.
 	TLS *tls.Config
+	// Log gets what the node refuses of the proxy's setup (functions);
+	// nil logs nothing.
+	Log *slog.Logger
 }
 
 // redisNode is a Node backed by one go-redis client.
@@ -76,7 +80,7 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		// command, so a restart is seen before a grant from it can count.
 		OnConnect: n.connected,
 	})
-	n.p = newPipeline(n.c)
+	n.p = newPipeline(n.c, opts.Log)
 	return n
 }
 
