@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +78,10 @@ type health struct {
 	stalled atomic.Int64
 	downs   atomic.Uint64 // times marked down
 	wake    chan struct{}
+	// troubles counts the calls a node failed with a trouble reply since
+	// troubleLogged (since the engine was made; 0: never) logged one.
+	troubles      atomic.Int64
+	troubleLogged atomic.Int64
 
 	mu     sync.Mutex
 	state  NodeState
@@ -175,9 +181,12 @@ func (e *Engine) noteResult(ctx context.Context, i int, sent time.Time, err erro
 	h := e.health[i]
 	var re redis.Error
 	switch {
-	case err == nil, errors.As(err, &re):
+	case err == nil:
+		h.stalls.Store(0)
+	case errors.As(err, &re):
 		// An answer, even an error reply, shows the node is there.
 		h.stalls.Store(0)
+		e.noteTrouble(h, re)
 	case ctx.Err() != nil:
 		// The caller gave up; that says nothing about the node.
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
@@ -187,6 +196,36 @@ func (e *Engine) noteResult(ctx context.Context, i int, sent time.Time, err erro
 	default:
 		e.markDown(i, err)
 	}
+}
+
+// troubleReplies begin the error replies in which a node says it cannot
+// serve the proxy's calls (memory, permissions, a replica, loading, a
+// script that runs too long, ...), while the breaker sees it answer.
+var troubleReplies = []string{"OOM", "NOPERM", "READONLY", "LOADING", "BUSY", "MASTERDOWN",
+	"MISCONF", "NOREPLICAS", "CLUSTERDOWN", "MOVED", "ASK", "TRYAGAIN", "NOAUTH", "WRONGPASS"}
+
+// troubleLogEvery is how often, at most, a node's trouble replies are
+// logged.
+const troubleLogEvery = 10 * time.Second
+
+// noteTrouble logs a node's trouble reply, at most once per
+// troubleLogEvery, with how many calls failed so since the last log:
+// each such call does not count towards a quorum, and nothing else says
+// so where the metrics are off.
+func (e *Engine) noteTrouble(h *health, re redis.Error) {
+	msg := re.Error()
+	code, _, _ := strings.Cut(msg, " ")
+	if !slices.Contains(troubleReplies, code) {
+		return // a reply to the call itself (WRONGTYPE, ...)
+	}
+	n := h.troubles.Add(1)
+	now := int64(time.Since(e.born)) + 1 // 0 is never
+	last := h.troubleLogged.Load()
+	if last != 0 && now-last < int64(troubleLogEvery) || !h.troubleLogged.CompareAndSwap(last, now) {
+		return
+	}
+	h.troubles.Add(-n)
+	e.cfg.Log.Warn("node answers calls with an error; they do not count", "node", h.addr, "err", msg, "calls", n)
 }
 
 // stall counts a timeout of a call to node i sent at sent, and reports

@@ -1,8 +1,11 @@
 package quorum
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -200,6 +203,36 @@ func TestBreakerCountsAProbeInAStallOnce(t *testing.T) {
 		e.check(t.Context(), 2)
 		if !e.health[2].down.Load() {
 			t.Errorf("a probe timing out after the stall did not count; want the node down at %d stalls", stallLimit)
+		}
+	})
+}
+
+// A node that answers calls with an error that says it cannot serve them
+// (OOM, NOPERM, ...) is logged, once per troubleLogEvery with the count;
+// an error about the call itself (WRONGTYPE) is not.
+func TestTroubleRepliesAreLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		oom := &fakeNode{addr: "c", err: replyError("OOM command not allowed when used memory > 'maxmemory'.")}
+		wrong := &fakeNode{addr: "d", err: replyError("WRONGTYPE Operation against a key holding the wrong kind of value")}
+		e := New(Config{NodeTimeout: 50 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))},
+			&fakeNode{addr: "a"}, &fakeNode{addr: "b"}, oom, wrong, &fakeNode{addr: "e"})
+		e.monitored.Store(true)
+		acquire := func(n int) {
+			for i := range n {
+				e.Acquire(t.Context(), Lock{Keys: []string{fmt.Sprint("k", i)}, Token: "t"}, time.Second)
+			}
+		}
+		acquire(5)
+		time.Sleep(troubleLogEvery)
+		acquire(1)
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], "node=c") || !strings.Contains(lines[0], "calls=1") ||
+			!strings.Contains(lines[1], "calls=5") || !strings.Contains(lines[1], "OOM command not allowed") {
+			t.Errorf("logs:\n%s\nwant node c's OOM twice: 1 call, then the 5 since", logs.String())
+		}
+		if strings.Contains(logs.String(), "node=d") || e.health[2].down.Load() {
+			t.Errorf("WRONGTYPE logged, or the OOM node marked down:\n%s", logs.String())
 		}
 	})
 }
