@@ -784,3 +784,48 @@ func testEffectErrorsNameTheClientsLines(t *testing.T, form wrapperForm) {
 		}
 	}
 }
+
+// A master over maxmemory runs a release or an extend as one Redis runs
+// the script: only a write that adds memory is refused (FCALL of a
+// function without flags is refused whole, so that call runs as a script).
+func TestEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T) {
+	inBothForms(t, testEffectOverMaxmemoryReleasesAsOneRedis)
+}
+
+func testEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T, form wrapperForm) {
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	form.set(t, admin, n)
+	e := New(Config{MaxTTL: time.Minute}, n)
+	run := func(body string, args ...string) (nodeEffect, error) {
+		return n.runEffect(t.Context(), e.Wrap(body, testCommands, nil), newEffectCall([]string{"k"}, args, 1), nil)
+	}
+	// The extend's library is loaded before memory runs out (FCALL is
+	// refused), the release's is not (FUNCTION LOAD is refused).
+	extend := `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) end return 0`
+	if _, err := run(extend, "tok", "30000"); err != nil {
+		t.Fatalf("runEffect: %v", err)
+	}
+	setKey(t, admin, "k", "tok", time.Minute)
+	if err := admin.ConfigSet(t.Context(), "maxmemory", "1").Err(); err != nil {
+		t.Fatalf("CONFIG SET maxmemory: %v", err)
+	}
+	t.Cleanup(func() { admin.ConfigSet(context.Background(), "maxmemory", "0") })
+
+	ne, err := run(extend, "tok", "30000")
+	if err != nil || ne.reply.Kind != ValueInt || ne.reply.Int != 1 {
+		t.Errorf("extend over maxmemory = %+v, %v; want 1, as one Redis", ne.reply, err)
+	}
+	ne, err = run(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`, "tok")
+	if err != nil || ne.reply.Kind != ValueInt || ne.reply.Int != 1 {
+		t.Errorf("release over maxmemory = %+v, %v; want 1, as one Redis", ne.reply, err)
+	}
+	if v, _ := keyState(t, admin, "k"); v != "" {
+		t.Errorf("after the release: k = %q; want it gone", v)
+	}
+	// A take is refused by Redis's own OOM error, from inside the script.
+	ne, err = run(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, "tok", "5000")
+	if err != nil || ne.reply.Kind != ValueError || !strings.HasPrefix(ne.reply.Str, "OOM ") {
+		t.Errorf("take over maxmemory = %+v, %v; want the OOM error reply", ne.reply, err)
+	}
+}

@@ -211,13 +211,21 @@ func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis
 }
 
 // needsLibrary reports whether an FCALL failed because the node lacks
-// the library or refuses functions.
+// the library, refuses functions or is over maxmemory.
 func needsLibrary(cmd *redis.Cmd) bool {
 	err := cmd.Err()
 	if err == nil || cmd.Args()[0] != "fcall" {
 		return false
 	}
-	return isReplyError(err, "ERR Function not found") || refusesFunctions(err)
+	return isReplyError(err, "ERR Function not found") || refusesFunctions(err) || overMaxmemory(err)
+}
+
+// overMaxmemory reports whether err is a node's OOM refusal. Over
+// maxmemory a node refuses a whole FCALL (or FUNCTION LOAD) of a function
+// without flags, where a script runs and only its writes that add memory
+// fail: a release or an extend still works as a script, as on one Redis.
+func overMaxmemory(err error) bool {
+	return redis.HasErrorPrefix(err, "OOM")
 }
 
 // refusesFunctions reports whether err is a node's refusal of a function
@@ -243,11 +251,16 @@ func (p *pipeline) refusedFunctions(err error) {
 }
 
 // retry runs a failed FCALL of s again: after loading its library, or,
-// if the node will not load it, as a script (EVALSHA, then EVAL). The
-// slot must be held.
+// if the node will not load it or is over maxmemory, as a script
+// (EVALSHA, then EVAL). The slot must be held.
 func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
 	args := cmd.Args()
-	if !refusesFunctions(cmd.Err()) {
+	switch {
+	case overMaxmemory(cmd.Err()):
+		// This call runs as a script; the next tries its function again.
+	case refusesFunctions(cmd.Err()):
+		p.refusedFunctions(cmd.Err())
+	default:
 		load := redis.NewCmd(ctx, "function", "load", s.lib)
 		p.connection().Process(ctx, load)
 		err := load.Err()
@@ -258,6 +271,7 @@ func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.
 			return cmd
 		case refusesFunctions(err):
 			p.refusedFunctions(err)
+		case overMaxmemory(err):
 		case isReplyError(err, "ERR"):
 			// The library does not load where the script may still run
 			// (or fail to compile with Redis's own words): run it so.
@@ -268,8 +282,6 @@ func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.
 		default:
 			return load // the node failed, not the library
 		}
-	} else {
-		p.refusedFunctions(cmd.Err())
 	}
 	args[0], args[1] = "evalsha", s.sha
 	cmd = redis.NewCmd(ctx, args...)
