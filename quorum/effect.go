@@ -60,8 +60,9 @@ type EffectResult struct {
 	// Keys and Tokens are what UndoEffect needs to remove a granted hold.
 	Keys, Tokens []string
 	// landed says, per node, where a hold may have taken a key new: the
-	// nodes that took one no own holder held, and, for a new lock, those
-	// called that failed (a lost reply may hide a write).
+	// nodes that took one no own holder held, and those called that
+	// failed (a lost reply may hide a write) when no quorum can have held
+	// the token before.
 	landed []bool
 }
 
@@ -116,15 +117,24 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		landed: make([]bool, len(results))}
 	// An undo removes what a hold took new: a node that held an own
 	// holder before (a re-entry, an extend) keeps it, as a failed extend
-	// of the catalogue is kept; a node that failed is undone only when no
-	// node that answered held the token before.
-	took := tookNew(results, ops)
+	// of the catalogue is kept. A node that failed may hold the client's
+	// earlier hold, its reply and what it held unknown: it is undone only
+	// when so many counted nodes took the key new that no quorum can have
+	// held the token before (quorums intersect). Otherwise what it holds
+	// lasts until its TTL.
+	took, takenNew := tookNew(results, ops), 0
+	for i, r := range results {
+		if r.err == nil && ops[i] == EffectHold && !heldBefore(r.v.keys) && e.counts(i) {
+			takenNew++
+		}
+	}
+	undoFailed := took && takenNew >= len(results)-e.quorum+1
 	for i, r := range results {
 		switch {
 		case r.err == nil:
 			res.landed[i] = ops[i] == EffectHold && !heldBefore(r.v.keys)
 		case !errors.Is(r.err, ErrNodeDown):
-			res.landed[i] = took
+			res.landed[i] = undoFailed
 		}
 	}
 	undo := func() { e.UndoEffect(ctx, res) }

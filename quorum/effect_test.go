@@ -599,30 +599,56 @@ func (n lostReplyNode) runEffect(ctx context.Context, eff *Effect, c effectCall,
 	return nodeEffect{}, ctx.Err()
 }
 
-// A take served by effect that fails for lost replies is undone on every
-// node it may have landed on, also those the breaker marked down during
-// the run (their third timeout in a row), as Acquire's undo is.
+// A take served by effect that is undone (here: as the proxy undoes a
+// grant whose validity ran out before the reply) is undone on every node
+// it may have landed on, also those the breaker marked down during the
+// run (their third timeout in a row), as Acquire's undo is: enough nodes
+// took the key new that no quorum can have held the token before.
 func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
-	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
-	nodes := []Node{lostReplyNode{ps[0].node(t)}, lostReplyNode{ps[1].node(t)}, ps[2].node(t)}
+	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t), startRedis(t), startRedis(t)}
+	nodes := []Node{lostReplyNode{ps[0].node(t)}, lostReplyNode{ps[1].node(t)}, ps[2].node(t), ps[3].node(t), ps[4].node(t)}
 	e := New(Config{MaxTTL: time.Minute, NodeTimeout: 200 * time.Millisecond}, nodes...)
 	e.monitored.Store(true)
 	for i := range 2 {
 		e.health[i].stalls.Store(stallLimit - 1) // two timeouts in a row already
 	}
 	eff := e.Wrap(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, testCommands, nil)
-	_, err := e.RunEffect(t.Context(), eff, []string{"k"}, []string{"tok", "30000"})
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
+	res, err := e.RunEffect(t.Context(), eff, []string{"k"}, []string{"tok", "30000"})
+	if err != nil || !res.Granted || !res.Took {
+		t.Fatalf("RunEffect = %+v, %v; want a new lock granted by 3 of 5", res, err)
 	}
 	for i := range 2 {
 		if !e.health[i].down.Load() {
 			t.Fatalf("node %d is not down after its third timeout in a row", i)
 		}
 	}
+	e.UndoEffect(t.Context(), res)
 	for i, p := range ps {
 		if v, err := p.admin(t).Get(t.Context(), "k").Result(); err != redis.Nil {
-			t.Errorf("node %d holds k = %q (%v) after the failed take; want nothing", i, v, err)
+			t.Errorf("node %d holds k = %q (%v) after the undo; want nothing", i, v, err)
+		}
+	}
+}
+
+// A refresh whose own earlier hold sits on the nodes that failed, while
+// the one node that answered had lost it and took the key new, looks like
+// a new lock whose replies were lost. The failed nodes may hold the
+// client's earlier hold, within its validity: they are not undone (too
+// few nodes took the key new to rule that out); the node that took it new
+// is.
+func TestEffectFailedRefreshKeepsTheHoldOnFailedNodes(t *testing.T) {
+	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	for _, p := range ps[1:] {
+		p.admin(t).Set(t.Context(), "k", "tok", 30*time.Second)
+	}
+	e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), failedEffectNode{ps[1].node(t)}, failedEffectNode{ps[2].node(t)})
+	if _, err := e.RunEffect(t.Context(), e.Wrap(goZeroLock, testCommands, nil), []string{"k"}, []string{"tok", "20000"}); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
+	}
+	for i, p := range ps {
+		v, _ := p.admin(t).Get(t.Context(), "k").Result()
+		if want := map[bool]string{true: "", false: "tok"}[i == 0]; v != want {
+			t.Errorf("node %d: k = %q; want %q", i, v, want)
 		}
 	}
 }
