@@ -60,6 +60,16 @@ func (f wrapperForm) String() string {
 	return "library"
 }
 
+// formEngine starts a redis-server and an engine over it alone that runs
+// wrapped scripts in form.
+func formEngine(t *testing.T, form wrapperForm) (*redis.Client, *redisNode, *Engine) {
+	t.Helper()
+	p := startRedis(t)
+	admin, n := p.admin(t), p.node(t)
+	form.set(t, admin, n)
+	return admin, n, New(Config{MaxTTL: time.Minute}, n)
+}
+
 // inBothForms runs test with wrapped scripts run as libraries, then as
 // scripts.
 func inBothForms(t *testing.T, test func(*testing.T, wrapperForm)) {
@@ -74,10 +84,7 @@ func inBothForms(t *testing.T, test func(*testing.T, wrapperForm)) {
 func TestEffectWrapperBranches(t *testing.T) { inBothForms(t, testEffectWrapperBranches) }
 
 func testEffectWrapperBranches(t *testing.T, form wrapperForm) {
-	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
-	form.set(t, admin, n)
-	e := New(Config{MaxTTL: time.Minute}, n)
+	admin, n, e := formEngine(t, form)
 	type setup func()
 	none := func() {}
 	held := func(v string) setup {
@@ -308,10 +315,7 @@ func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score,
 func TestEffectWrapperFastPath(t *testing.T) { inBothForms(t, testEffectWrapperFastPath) }
 
 func testEffectWrapperFastPath(t *testing.T, form wrapperForm) {
-	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
-	form.set(t, admin, n)
-	e := New(Config{MaxTTL: time.Minute}, n)
+	admin, n, e := formEngine(t, form)
 	type held struct {
 		v   string
 		ttl time.Duration // 0: no expiry
@@ -764,10 +768,7 @@ func testEffectThatDoesNotCompileIsRefused(t *testing.T, form wrapperForm) {
 // has no local of its own beside the body's.
 func TestEffectBodyOfTwoHundredLocals(t *testing.T) {
 	inBothForms(t, func(t *testing.T, form wrapperForm) {
-		p := startRedis(t)
-		admin, n := p.admin(t), p.node(t)
-		form.set(t, admin, n)
-		e := New(Config{MaxTTL: time.Minute}, n)
+		admin, n, e := formEngine(t, form)
 		var b strings.Builder
 		for i := range 200 {
 			fmt.Fprintf(&b, "local v%d = %d\n", i, i)
@@ -790,10 +791,7 @@ func TestEffectErrorsNameTheClientsLines(t *testing.T) {
 }
 
 func testEffectErrorsNameTheClientsLines(t *testing.T, form wrapperForm) {
-	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
-	form.set(t, admin, n)
-	e := New(Config{MaxTTL: time.Minute}, n)
+	admin, n, e := formEngine(t, form)
 	tests := []struct{ body, want string }{
 		{"local t = nil\nreturn t.x", "ERR user_script:2: attempt to index local 't' (a nil value)"},
 		{"redis.call(\"GET\", KEYS[1])\nlocal a = 1\nreturn redis.call(\"SET\", KEYS[1], ARGV[1], \"PX\", \"x\")", "ERR value is not an integer or out of range"},
@@ -819,10 +817,7 @@ func TestEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T) {
 }
 
 func testEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T, form wrapperForm) {
-	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
-	form.set(t, admin, n)
-	e := New(Config{MaxTTL: time.Minute}, n)
+	admin, n, e := formEngine(t, form)
 	run := func(body string, args ...string) (nodeEffect, error) {
 		return n.runEffect(t.Context(), e.Wrap(body, testCommands, nil), newEffectCall([]string{"k"}, args, 1), nil)
 	}
