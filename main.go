@@ -168,7 +168,8 @@ func run(args []string) error {
 		m = metrics.New(addrs, buildVersion())
 		qc.Observer, pc.Observer = m, m
 	}
-	opts.Log = log
+	// The demo nodes (miniredis) have no functions: no need to ask.
+	opts.Log, opts.NoFunctions = log, len(fc.Nodes) == 0
 	nodeList := make([]quorum.Node, len(addrs))
 	for i, a := range addrs {
 		nodeList[i] = quorum.NewRedisNode(a, opts)

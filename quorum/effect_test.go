@@ -657,6 +657,24 @@ func TestEffectFailedRefreshKeepsTheHoldOnFailedNodes(t *testing.T) {
 	}
 }
 
+// A node made with NoFunctions (the embedded demo nodes) runs wrapped
+// scripts as scripts from the first call: no FCALL is sent to it.
+func TestNodeWithoutFunctionsIsNotAsked(t *testing.T) {
+	p := startRedis(t)
+	admin := p.admin(t)
+	n := NewRedisNode(p.Addr, NodeOptions{NoFunctions: true}).(*redisNode)
+	t.Cleanup(func() { n.Close() })
+	e := New(Config{MaxTTL: time.Minute}, n)
+	ne, err := n.runEffect(t.Context(), e.Wrap(goZeroLock, testCommands, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+	if err != nil || ne.reply.Str != "OK" {
+		t.Fatalf("runEffect = %+v, %v; want OK", ne, err)
+	}
+	stats := admin.Info(t.Context(), "commandstats").Val()
+	if strings.Contains(stats, "cmdstat_fcall") || !strings.Contains(stats, "cmdstat_eval") {
+		t.Errorf("commandstats:\n%s\nwant EVALSHA/EVAL and no FCALL", stats)
+	}
+}
+
 // failedEffectNode fails every wrapped script at once, unsent, as a
 // node whose connection is gone.
 type failedEffectNode struct{ *redisNode }

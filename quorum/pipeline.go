@@ -244,10 +244,15 @@ func isReplyError(err error, prefix string) bool {
 
 // refusedFunctions turns functions off for the node, saying so once.
 func (p *pipeline) refusedFunctions(err error) {
-	if !p.noFunctions.Swap(true) {
-		p.log.Warn("node refuses functions: scripts served by effect run there as scripts, which costs it more (its ACL needs +fcall +function|load)",
-			"node", p.addr, "err", err)
+	if p.noFunctions.Swap(true) {
+		return
 	}
+	fix := "the server has no functions (Redis 7 has)"
+	if redis.HasErrorPrefix(err, "NOPERM") {
+		fix = "its ACL needs +fcall +function|load"
+	}
+	p.log.Warn("node refuses functions: scripts served by effect run there as scripts, which costs it more",
+		"node", p.addr, "fix", fix, "err", err)
 }
 
 // retry runs a failed FCALL of s again: after loading its library, or,

@@ -30,6 +30,9 @@ type NodeOptions struct {
 	// Log gets what the node refuses of the proxy's setup (functions);
 	// nil logs nothing.
 	Log *slog.Logger
+	// NoFunctions runs wrapped scripts as scripts from the start, on a
+	// node known to have no functions (the embedded demo nodes).
+	NoFunctions bool
 }
 
 // redisNode is a Node backed by one go-redis client.
@@ -81,6 +84,7 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		OnConnect: n.connected,
 	})
 	n.p = newPipeline(n.c, opts.Log)
+	n.p.noFunctions.Store(opts.NoFunctions)
 	return n
 }
 
