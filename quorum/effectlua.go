@@ -80,9 +80,11 @@ local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, 
 local __rlp_digits = {[0] = "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}
 `
 
-// wrapperInitSrc starts a run (__RLP_REDIS: the real redis table).
+// wrapperInitSrc starts a run (__RLP_REDIS: the real redis table;
+// __RLP_FIRSTRUN: what the form does on its first run only).
 const wrapperInitSrc = `if not __rlp_call then
   __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type
+  __RLP_FIRSTRUN
 end
 __rlp_refused, __rlp_slowfns = false, nil
 if __rlp_nargv > 64 then
@@ -432,9 +434,9 @@ var wrapperRedis = strings.NewReplacer(
 // (FUNCTION LOAD once, then FCALL) they are built once, when a node loads
 // it, and a run only sets the state they share.
 var (
-	evalHead = wrapperStateSrc + strings.ReplaceAll(wrapperInitSrc, "__RLP_REDIS", "redis") +
+	evalHead = wrapperStateSrc + strings.NewReplacer("__RLP_REDIS", "redis", "__RLP_FIRSTRUN", "").Replace(wrapperInitSrc) +
 		wrapperFnsSrc + "local __rlp_real = redis\nlocal redis = setmetatable({\n" + wrapperRedis +
-		"}, {__index = __rlp_real})\nlocal function __rlp_body(...)\n"
+		"}, {__index = __rlp_real})\nlocal function __rlp_body(__RLP_BODYPARAMS)\n"
 	evalTail = "\nend\n" + wrapperTail
 
 	// A library reads the real redis table when it runs (__rlp_G): the
@@ -443,11 +445,11 @@ var (
 	libHead = "#!lua name=__RLP_NAME\nlocal __rlp_reg = redis.register_function\n" +
 		"local function __rlp_G() return redis end\nlocal KEYS, ARGV\n" +
 		wrapperStateSrc + wrapperFnsSrc + "local redis = {\n" + wrapperRedis +
-		"  replicate_commands = function() return true end,\n}\nlocal function __rlp_body(...)\n"
+		"  replicate_commands = function() return true end,\n}\nlocal function __rlp_body(__RLP_BODYPARAMS)\n"
 	libTail = "\nend\n__rlp_reg(\"__RLP_NAME\", function(__rlp_k, __rlp_a)\n" +
 		"KEYS, ARGV = __rlp_k, __rlp_a\n" +
-		"if not __rlp_call then setmetatable(redis, {__index = __rlp_G()}) end\n" +
-		strings.ReplaceAll(wrapperInitSrc, "__RLP_REDIS", "__rlp_G()") + wrapperTail + "end)\n"
+		strings.NewReplacer("__RLP_REDIS", "__rlp_G()", "__RLP_FIRSTRUN", "setmetatable(redis, {__index = __rlp_G()})").Replace(wrapperInitSrc) +
+		wrapperTail + "end)\n"
 )
 
 // wrapperFastKey is what the fast path proved of one key (st): changed
@@ -682,21 +684,22 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 	if len(commands) > 0 {
 		kinds.WriteString("end")
 	}
+	// A body that never reads "..." runs in a function without it: Lua
+	// 5.1 gives a vararg function that does not read it a local "arg"
+	// table, built on every call and counted against the 200 locals of
+	// the body, which Redis's main chunk does not have.
+	params := "..."
+	if !strings.Contains(body, "...") {
+		params = ""
+	}
 	head := strings.NewReplacer(
+		"__RLP_BODYPARAMS", params,
 		"__RLP_LITERALS", lits.String(),
 		"__RLP_LITCHAIN", chain.String(),
 		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
 	eh, lh := head.Replace(evalHead), head.Replace(libHead)
-	if !strings.Contains(body, "...") {
-		// A body that never reads "..." runs in a function without it:
-		// Lua 5.1 gives a vararg function that does not read it a local
-		// "arg" table, built on every call and counted against the 200
-		// locals of the body, which Redis's main chunk does not have.
-		eh = strings.Replace(eh, "local function __rlp_body(...)", "local function __rlp_body()", 1)
-		lh = strings.Replace(lh, "local function __rlp_body(...)", "local function __rlp_body()", 1)
-	}
 	w := wrapped{
 		eval: eh + body + head.Replace(evalTail), lib: lh + body + head.Replace(libTail),
 		evalHead: strings.Count(eh, "\n"), libHead: strings.Count(lh, "\n"),
