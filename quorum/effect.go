@@ -122,9 +122,15 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	// when so many counted nodes took the key new that no quorum can have
 	// held the token before (quorums intersect). Otherwise what it holds
 	// lasts until its TTL.
-	took, takenNew := tookNew(results, ops), 0
+	// took: no node that holds after the run held before, so the hold
+	// is a new lock rather than an extend or a re-entry.
+	took, takenNew := true, 0
 	for i, r := range results {
-		if r.err == nil && ops[i] == EffectHold && !heldBefore(r.v.keys) && e.counts(i) {
+		switch {
+		case r.err != nil || ops[i] != EffectHold:
+		case heldBefore(r.v.keys):
+			took = false
+		case e.counts(i):
 			takenNew++
 		}
 	}
@@ -200,17 +206,6 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	res, err := e.effectRead(results, fails)
 	e.observe(OpRead, start, err)
 	return res, err
-}
-
-// tookNew reports whether no node that holds after the run held before:
-// the hold is a new lock rather than an extend or a re-entry.
-func tookNew(results []result[nodeEffect], ops []EffectOp) bool {
-	for i, r := range results {
-		if r.err == nil && ops[i] == EffectHold && heldBefore(r.v.keys) {
-			return false
-		}
-	}
-	return true
 }
 
 // heldBefore reports whether an own holder held any of the keys before
