@@ -197,10 +197,8 @@ func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.C
 // lacks the script or library.
 func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
 	p.connection().Process(ctx, cmd)
-	if s != nil && cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		args := cmd.Args()
-		args[0], args[1] = "eval", s.src
-		cmd = redis.NewCmd(ctx, args...)
+	if needsBody(cmd, s) {
+		cmd = withBody(ctx, cmd, s)
 		p.connection().Process(ctx, cmd)
 	}
 	if needsLibrary(cmd) {
@@ -208,6 +206,19 @@ func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis
 	}
 	p.check(cmd.Err())
 	return cmd
+}
+
+// needsBody reports whether cmd, an EVALSHA of s, failed because the
+// node lacks the script.
+func needsBody(cmd *redis.Cmd, s *script) bool {
+	return s != nil && cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
+}
+
+// withBody is cmd as EVAL of s's body, unsent.
+func withBody(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
+	args := cmd.Args()
+	args[0], args[1] = "eval", s.src
+	return redis.NewCmd(ctx, args...)
 }
 
 // needsLibrary reports whether an FCALL failed because the node lacks
@@ -291,9 +302,8 @@ func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.
 	args[0], args[1] = "evalsha", s.sha
 	cmd = redis.NewCmd(ctx, args...)
 	p.connection().Process(ctx, cmd)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		args[0], args[1] = "eval", s.src
-		cmd = redis.NewCmd(ctx, args...)
+	if needsBody(cmd, s) {
+		cmd = withBody(ctx, cmd, s)
 		p.connection().Process(ctx, cmd)
 	}
 	return cmd
@@ -375,10 +385,8 @@ func (p *pipeline) exec(batch []*op) {
 	p.checkAll(cmds)
 	var again []*op
 	for _, o := range batch {
-		if o.s != nil && o.cmd.Err() != nil && redis.HasErrorPrefix(o.cmd.Err(), "NOSCRIPT") && o.ctx.Err() == nil {
-			args := o.cmd.Args()
-			args[0], args[1] = "eval", o.s.src
-			o.cmd = redis.NewCmd(o.ctx, args...)
+		if needsBody(o.cmd, o.s) && o.ctx.Err() == nil {
+			o.cmd = withBody(o.ctx, o.cmd, o.s)
 			again = append(again, o)
 		}
 	}
