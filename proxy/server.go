@@ -16,10 +16,14 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
+
+// warnEvery is how often one kind of repeated warning is logged.
+const warnEvery = time.Second
 
 // Server serves the lock commands of Redis clients over a quorum engine.
 // Its engine does not change after New, and its config only through
@@ -42,7 +46,7 @@ type Server struct {
 	nextID   atomic.Int64 // CLIENT ID of the last connection
 	// refusedLog and acceptLog write their repeated warnings once a
 	// second with a count, so that a flood of clients cannot flood the log.
-	refusedLog, acceptLog *rateLog
+	refusedLog, acceptLog *ratelog.Log
 	// running counts Serve and every open connection's redcon goroutine,
 	// so that Close can wait for them all.
 	running sync.WaitGroup
@@ -77,7 +81,7 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, started: time.Now(),
-		refusedLog: newRateLog("client refused", warnEvery), acceptLog: newRateLog("accept failed", warnEvery)}
+		refusedLog: ratelog.New("client refused", warnEvery), acceptLog: ratelog.New("accept failed", warnEvery)}
 	cfg = cfg.WithDefaults()
 	s.cfg.Store(&cfg)
 	s.scripts = newScriptCache(func(body string, literals []string) *quorum.Effect {
@@ -135,7 +139,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		needAuth: func() bool { return s.users.Load().Start() == nil },
 		maxInput: cfg.MaxInputTotal,
 		onAcceptError: func(err error, wait time.Duration) {
-			s.acceptLog.warn(s.conf().Log, "err", err, "retry_in", wait)
+			s.acceptLog.Warn(s.conf().Log, "err", err, "retry_in", wait)
 		},
 	}
 	if s.obs != nil {
@@ -180,8 +184,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		s.refusedLog.stop()
-		s.acceptLog.stop()
+		s.refusedLog.Stop()
+		s.acceptLog.Stop()
 		return nil
 	case <-ctx.Done():
 		s.Close()
@@ -218,8 +222,8 @@ func (s *Server) Close() error {
 	}
 	err := s.rc.Close()
 	s.running.Wait()
-	s.refusedLog.stop()
-	s.acceptLog.stop()
+	s.refusedLog.Stop()
+	s.acceptLog.Stop()
 	return err
 }
 
@@ -229,7 +233,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		s.clients.Add(-1)
 		// Written straight to the socket: redcon closes it unflushed.
 		conn.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
-		s.refusedLog.warn(cfg.Log, "addr", conn.RemoteAddr(), "reason", "max_clients")
+		s.refusedLog.Warn(cfg.Log, "addr", conn.RemoteAddr(), "reason", "max_clients")
 		if s.obs != nil {
 			s.obs.ClientRejected()
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 	"github.com/redlock-proxy/redlock-proxy/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -411,7 +412,7 @@ func TestMaxClients(t *testing.T) {
 // A loop of clients refused at max_clients writes one warning a second
 // with a count, not one per client (7,500 lines/s from one loop before).
 func TestMaxClientsRefusalsLogOncePerSecond(t *testing.T) {
-	out := &lineLog{}
+	out := &ratelog.Lines{}
 	addr, _ := startServer(t, 1, Config{MaxClients: 1, Log: slog.New(slog.NewTextHandler(out, nil))})
 	rc := dial(t, addr)
 	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
@@ -429,7 +430,7 @@ func TestMaxClientsRefusalsLogOncePerSecond(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	deadline := time.Now().Add(3 * time.Second) // the last count is written when its second ends
-	for counted(t, refusedLines(out)) < refusals && time.Now().Before(deadline) {
+	for countLines(t, refusedLines(out)) < refusals && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	lines := refusedLines(out)
@@ -437,15 +438,15 @@ func TestMaxClientsRefusalsLogOncePerSecond(t *testing.T) {
 	if max := int(elapsed/warnEvery) + 2; len(lines) > max {
 		t.Errorf("%d refusals in %v wrote %d lines; want at most %d (one a second)", refusals, elapsed, len(lines), max)
 	}
-	if got := counted(t, lines); got != refusals {
+	if got := countLines(t, lines); got != refusals {
 		t.Errorf("the lines count %d refusals; want %d", got, refusals)
 	}
 }
 
 // refusedLines are the "client refused" lines in out.
-func refusedLines(out *lineLog) []string {
+func refusedLines(out *ratelog.Lines) []string {
 	var lines []string
-	for _, l := range out.lines() {
+	for _, l := range out.Lines() {
 		if strings.Contains(l, `msg="client refused"`) {
 			lines = append(lines, l)
 		}
@@ -477,4 +478,14 @@ func TestHandlerPanicClosesOnlyThatClient(t *testing.T) {
 	if got := dial(t, addr).do(t, "PING"); got != "+PONG\r\n" {
 		t.Errorf("new client's PING after the panic = %q; want +PONG", got)
 	}
+}
+
+// countLines is ratelog.Count, failing the test on a malformed line.
+func countLines(t *testing.T, lines []string) int {
+	t.Helper()
+	n, err := ratelog.Count(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

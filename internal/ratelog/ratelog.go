@@ -1,4 +1,9 @@
-package proxy
+// Package ratelog writes a warning that may repeat thousands of times a
+// second at most once per interval, with a count of the ones between:
+// the proxy's refused clients and failed accepts, a master's error
+// replies. It is its own package because both the listener (proxy) and
+// the engine (quorum) log so.
+package ratelog
 
 import (
 	"log/slog"
@@ -6,16 +11,13 @@ import (
 	"time"
 )
 
-// warnEvery is how often one kind of repeated warning is logged.
-const warnEvery = time.Second
-
-// rateLog writes a warning that may repeat thousands of times a second
+// Log writes a warning that may repeat thousands of times a second
 // (a refused client, a failed accept) at most once per interval. The
 // first one is written at once; the ones within the interval after it
 // are counted, and one line for them all, with the last one's attributes
 // and their count ("suppressed"), is written when the interval ends. A
 // flood thus writes one line per interval, and no count is lost.
-type rateLog struct {
+type Log struct {
 	msg      string
 	interval time.Duration
 
@@ -28,13 +30,14 @@ type rateLog struct {
 	stopped    bool
 }
 
-func newRateLog(msg string, interval time.Duration) *rateLog {
-	return &rateLog{msg: msg, interval: interval}
+// New returns a Log of msg, one line per interval at most.
+func New(msg string, interval time.Duration) *Log {
+	return &Log{msg: msg, interval: interval}
 }
 
-// warn logs msg with args to log now, or counts it if a line was written
+// Warn logs msg with args to log now, or counts it if a line was written
 // less than an interval ago.
-func (r *rateLog) warn(log *slog.Logger, args ...any) {
+func (r *Log) Warn(log *slog.Logger, args ...any) {
 	r.mu.Lock()
 	now := time.Now()
 	r.log = log
@@ -55,9 +58,9 @@ func (r *rateLog) warn(log *slog.Logger, args ...any) {
 }
 
 // flush writes the count of the warnings suppressed since the last line.
-// It writes under r.mu, so that once stop's own flush returns, a line the
+// It writes under r.mu, so that once Stop's own flush returns, a line the
 // timer's flush began is written too.
-func (r *rateLog) flush() {
+func (r *Log) flush() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, args := r.suppressed, r.args
@@ -68,9 +71,9 @@ func (r *rateLog) flush() {
 	}
 }
 
-// stop writes the pending count, if any, and logs every later warning
-// at once: the server is closing.
-func (r *rateLog) stop() {
+// Stop writes the pending count, if any, and logs every later warning
+// at once: its writer is closing.
+func (r *Log) Stop() {
 	r.mu.Lock()
 	r.stopped = true
 	t := r.timer
