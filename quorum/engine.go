@@ -173,6 +173,9 @@ func (e *Engine) Close() error {
 		e.stop()
 	}
 	e.wg.Wait()
+	for _, h := range e.health {
+		h.trouble.Stop() // writes a count still pending
+	}
 	var errs []error
 	for _, n := range e.nodes {
 		errs = append(errs, n.Close())

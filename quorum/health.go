@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 )
 
 // ErrNodeDown is a down node's failure: the engine did not call it. The
@@ -78,10 +80,7 @@ type health struct {
 	stalled atomic.Int64
 	downs   atomic.Uint64 // times marked down
 	wake    chan struct{}
-	// troubles counts the calls a node failed with a trouble reply since
-	// troubleLogged (since the engine was made; 0: never) logged one.
-	troubles      atomic.Int64
-	troubleLogged atomic.Int64
+	trouble *ratelog.Log // the node's trouble replies
 
 	mu     sync.Mutex
 	state  NodeState
@@ -119,7 +118,8 @@ type health struct {
 }
 
 func newHealth(addr string) *health {
-	h := &health{addr: addr, wake: make(chan struct{}, 1)}
+	h := &health{addr: addr, wake: make(chan struct{}, 1),
+		trouble: ratelog.New("node answers calls with an error; they do not count", troubleLogEvery)}
 	h.counts.Store(true) // without Start, every node counts
 	return h
 }
@@ -209,23 +209,15 @@ var troubleReplies = []string{"OOM", "NOPERM", "READONLY", "LOADING", "BUSY", "M
 const troubleLogEvery = 10 * time.Second
 
 // noteTrouble logs a node's trouble reply, at most once per
-// troubleLogEvery, with how many calls failed so since the last log:
-// each such call does not count towards a quorum, and nothing else says
-// so where the metrics are off.
+// troubleLogEvery with a count of the ones between: each such call does
+// not count towards a quorum, and nothing else says so where the metrics
+// are off.
 func (e *Engine) noteTrouble(h *health, re redis.Error) {
 	msg := re.Error()
 	code, _, _ := strings.Cut(msg, " ")
-	if !slices.Contains(troubleReplies, code) {
-		return // a reply to the call itself (WRONGTYPE, ...)
+	if slices.Contains(troubleReplies, code) { // not a reply to the call itself (WRONGTYPE, ...)
+		h.trouble.Warn(e.cfg.Log, "node", h.addr, "err", msg)
 	}
-	n := h.troubles.Add(1)
-	now := int64(time.Since(e.born)) + 1 // 0 is never
-	last := h.troubleLogged.Load()
-	if last != 0 && now-last < int64(troubleLogEvery) || !h.troubleLogged.CompareAndSwap(last, now) {
-		return
-	}
-	h.troubles.Add(-n)
-	e.cfg.Log.Warn("node answers calls with an error; they do not count", "node", h.addr, "err", msg, "calls", n)
 }
 
 // stall counts a timeout of a call to node i sent at sent, and reports
