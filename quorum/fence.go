@@ -1,0 +1,366 @@
+package quorum
+
+// Fencing tokens and quorum counters.
+//
+// A fencing token is a number a lock's holder passes with every write to
+// the protected resource, which keeps the highest one it has seen and
+// refuses lower ones: a holder that paused past its validity then writes
+// with a token lower than its successor's, and is refused. The engine
+// gives each hold of a key a token strictly greater than every token it
+// gave an earlier hold of that key, through any proxy, under the lock's
+// own failure model (a minority of nodes lost, frozen, cut off or
+// restarted empty; bounded clock drift). It keeps no state of its own:
+//
+//   - Every node keeps one hash, CountersKey, with one counter per name:
+//     FENCE uses one counter for every key (fenceField), so its cost on a
+//     node is O(1); each name a client INCRs through fence_keys is a
+//     counter of its own (counterPrefix + name), kept for good, as on one
+//     Redis. The hash also says whether the node's counters can be
+//     trusted ("seeded") or were lost ("pending", below).
+//   - A FENCE also writes a hold record, holdPrefix + key = "T token",
+//     with the lock key's remaining TTL, so that it expires with the
+//     hold on that node. A repeated FENCE of the same hold returns the
+//     recorded T.
+//
+// FENCE key token runs two rounds. The read asks every node whether key
+// holds token (and its TTL), for the hold record and for the counter.
+// The hold must be granted by a quorum, as an extend is; the counter's
+// maximum is taken over the nodes that answered seeded, at least a
+// quorum. T is the highest recorded T of this hold if a node has one,
+// else that maximum plus one. The write-back raises the counter to T
+// (and writes the record) on every seeded node; with a quorum of them
+// done, T is returned if the hold's validity, counted from before the
+// read, still runs. Why T is higher than every earlier hold's token:
+// that hold's FENCE finished its write-back within its validity, so
+// before this hold was granted (Redlock's exclusion), and so before this
+// read; any quorum of seeded nodes this read reaches meets the quorum
+// that write-back reached (below for nodes lost since).
+//
+// A node that restarts empty (or is flushed) has no hash: its counters
+// are gone, and they never expire, so the lock quarantine alone does not
+// cover them. Such a node never counts: a read sees it missing and marks
+// it "pending" with its own clock's time; writes skip it. It is seeded
+// again only when (1) it is up (restart and clock quarantines over) and
+// (2) its own clock shows at least max_ttl plus drift since the mark.
+// Then the engine reads the counters of every node, takes each
+// counter's maximum over at least a quorum of seeded nodes, and writes
+// it to the node if it is still pending with the same mark. The wait
+// matters: an operation may have counted the node's answer from before
+// it lost its data and still be running; every operation gives up once
+// its validity (at most max_ttl) has run out, so after the wait every
+// such operation has finished or given up, and the maximum read covers
+// it. Without the wait, a reseeded node can carry a counter below a
+// returned token and complete a quorum that misses it (the model's
+// negative control, fencemodel_test.go, shows the run).
+//
+// A new deployment has no hash anywhere: when every node answers and no
+// seeded node has a counter yet, the pending nodes are seeded at zero at
+// once. If a majority of nodes lost their counters before they were
+// seeded again, no quorum of seeded nodes answers and counters stop
+// (NOQUORUM) rather than go back; an operator must then decide.
+//
+// A counter INCR (fence_keys) is the same two rounds without a hold:
+// every reply is strictly greater than every reply an earlier INCR gave.
+// Its write is exclusive: a node takes T only if its counter is below
+// T, so two INCRs at once never both get a quorum for one T; the loser
+// gets ErrContended and may try again. A counter read returns the
+// maximum over a quorum of seeded nodes, so at least the last value an
+// INCR returned.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+const (
+	// CountersKey is the hash on every node that holds the counters.
+	CountersKey = "redlock-proxy:fence"
+	// holdPrefix + a lock key is that key's hold record on a node.
+	holdPrefix = CountersKey + ":"
+	// fenceField is the counter every FENCE uses.
+	fenceField = "c"
+	// counterPrefix + a name is a client's counter (fence_keys).
+	counterPrefix = "k:"
+)
+
+// ErrContended means another INCR of the same counter took the value at
+// the same time: nothing was returned, and a new try reads again.
+var ErrContended = errors.New("quorum: counter contended")
+
+// Reserved reports whether key is one of the proxies' own keys, which
+// no client command may name: the membership record, the counters and
+// the hold records.
+func Reserved(key string) bool {
+	return key == MembersKey || strings.HasPrefix(key, CountersKey)
+}
+
+// CounterState is what a node knows of its counters.
+type CounterState int8
+
+const (
+	// CounterMissing: no hash; the node is new, or lost its data.
+	CounterMissing CounterState = iota
+	// CounterPending: marked lost, waiting to be seeded again.
+	CounterPending
+	// CounterSeeded: the counters can be trusted.
+	CounterSeeded
+)
+
+// CounterEntry is one node's answer to a counter read.
+type CounterEntry struct {
+	State CounterState
+	// Value is the counter, when seeded; when pending, the time of the
+	// mark on the node's clock, in Unix milliseconds.
+	Value int64
+	// Virgin is a seeded hash no counter was ever written to.
+	Virgin bool
+	// Now is the node's clock, in Unix milliseconds.
+	Now int64
+	// For a FENCE: whether the lock key holds the token, its remaining
+	// TTL, and the T the hold record has for this token (0 if none).
+	Held bool
+	TTL  time.Duration
+	Hold int64
+}
+
+// CounterWrite is one node's answer to a counter write.
+type CounterWrite int8
+
+const (
+	CounterWritten   CounterWrite = 1  // the counter is now at least the value
+	CounterUnseeded  CounterWrite = 0  // the node's counters are not seeded: nothing written
+	CounterContended CounterWrite = -1 // exclusive, and the counter was there already
+)
+
+// Fencer is a Node that keeps counters (fencenode.go for Redis). Each
+// method is one atomic step on the node.
+type Fencer interface {
+	// ReadCounter reads field of CountersKey and, if key is not empty,
+	// whether key holds token, its TTL and its hold record.
+	ReadCounter(ctx context.Context, key, token, field string) (CounterEntry, error)
+	// WriteCounter raises field to v on a seeded node (exclusive: only if
+	// it is below v) and, if key holds token, writes its hold record.
+	WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error)
+	// MarkCounters marks a node without a hash pending, and returns its
+	// state either way (Value: the mark).
+	MarkCounters(ctx context.Context) (CounterEntry, error)
+	// Counters returns every counter of a seeded node; nil if it is not
+	// seeded.
+	Counters(ctx context.Context) (map[string]int64, error)
+	// SeedCounters seeds a node still pending with mark, with fields, and
+	// reports whether it did.
+	SeedCounters(ctx context.Context, mark int64, fields map[string]int64) (bool, error)
+}
+
+// Fencing is a fencing token for a hold, as the engine grants it.
+type Fencing struct {
+	Token int64
+	// Expires is when the hold's validity, as the read saw it, ends.
+	Expires time.Time
+}
+
+// Fence returns the fencing token of the hold of key by token: the same
+// for every call during one hold, strictly greater than every token of an
+// earlier hold of key. An error matches ErrDenied when token does not
+// hold key on a quorum (or its validity ran out), ErrUnavailable when too
+// few nodes answered.
+func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
+	start := time.Now()
+	reads := e.readCounters(ctx, key, token, fenceField)
+	o := Outcome{Total: len(e.nodes)}
+	var ttls []time.Duration
+	for i, r := range reads {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v.Held && !e.counts(i):
+			o.Quarantined++
+		case r.v.Held:
+			o.Granted++
+			ttls = append(ttls, r.v.TTL)
+		default:
+			o.Denied++
+		}
+	}
+	if err := verdict(o, e.quorum, failures(reads)); err != nil {
+		return Fencing{}, err
+	}
+	ttl, _ := quorumTTL(ttls, e.quorum)
+	if ttl < 0 || ttl > e.cfg.MaxTTL {
+		ttl = e.cfg.MaxTTL // every operation ends within max_ttl (reseeding waits for it)
+	}
+	f := Fencing{Expires: start.Add(ttl - e.Drift(ttl))}
+	vals, holds := counterAnswers(reads)
+	t, ok := nextToken(vals, holds, 1, e.quorum)
+	if !ok {
+		return Fencing{}, counterUnavailable(reads, len(vals))
+	}
+	if err := e.writeCounter(ctx, key, token, fenceField, t, false); err != nil {
+		return Fencing{}, err
+	}
+	if !time.Now().Before(f.Expires) && !brokenNoValidity() {
+		return Fencing{}, &OutcomeError{Outcome: o, Expired: true}
+	}
+	f.Token = t
+	return f, nil
+}
+
+// Incr raises the counter name by at least by (> 0) and returns its new
+// value: strictly greater than every value an earlier Incr of name
+// returned. The error matches ErrContended when another Incr took the
+// value at the same time, ErrUnavailable when too few nodes answered.
+func (e *Engine) Incr(ctx context.Context, name string, by int64) (int64, error) {
+	if by <= 0 {
+		return 0, fmt.Errorf("quorum: increment %d is not positive", by)
+	}
+	start := time.Now()
+	reads := e.readCounters(ctx, "", "", counterPrefix+name)
+	vals, _ := counterAnswers(reads)
+	t, ok := nextToken(vals, nil, by, e.quorum)
+	switch {
+	case !ok && len(vals) >= e.quorum:
+		return 0, errors.New("quorum: increment or value is out of range")
+	case !ok:
+		return 0, counterUnavailable(reads, len(vals))
+	}
+	if err := e.writeCounter(ctx, "", "", counterPrefix+name, t, true); err != nil {
+		return 0, err
+	}
+	if time.Since(start) >= e.cfg.MaxTTL {
+		// Reseeding waits out max_ttl for operations that may have
+		// counted a lost node: this one is too late to return.
+		return 0, &OutcomeError{Outcome: Outcome{Total: len(e.nodes)}, Unavailable: true}
+	}
+	return t, nil
+}
+
+// Counter returns the counter name: at least the last value Incr
+// returned for it; 0 for a counter never increased.
+func (e *Engine) Counter(ctx context.Context, name string) (int64, error) {
+	reads := e.readCounters(ctx, "", "", counterPrefix+name)
+	vals, _ := counterAnswers(reads)
+	if len(vals) < e.quorum {
+		return 0, counterUnavailable(reads, len(vals))
+	}
+	return maxOf(vals), nil
+}
+
+// counterAnswers returns the counters of the nodes that answered seeded,
+// and the hold records any node had for the caller's hold.
+func counterAnswers(reads []result[CounterEntry]) (vals, holds []int64) {
+	for _, r := range reads {
+		switch {
+		case r.err != nil:
+		case r.v.State == CounterSeeded:
+			vals = append(vals, r.v.Value)
+		}
+		if r.err == nil && r.v.Held && r.v.Hold > 0 {
+			holds = append(holds, r.v.Hold)
+		}
+	}
+	return vals, holds
+}
+
+// nextToken is the one decision of a counter's read round: the value to
+// write back, given the counters of the seeded nodes that answered and
+// the hold records found. A hold that has a record keeps its token (the
+// highest, if calls ran at once): it was chosen during this hold, so it
+// is above every earlier hold's. Otherwise it is the highest counter
+// plus by. It reports false when fewer than quorum seeded nodes answered
+// (or the value would overflow).
+func nextToken(vals, holds []int64, by int64, quorum int) (int64, bool) {
+	if len(vals) < quorum {
+		return 0, false
+	}
+	if len(holds) > 0 {
+		return maxOf(holds), true
+	}
+	m := maxOf(vals)
+	if m > math.MaxInt64-by {
+		return 0, false
+	}
+	return m + by, true
+}
+
+func maxOf(vs []int64) int64 {
+	m := int64(0)
+	for _, v := range vs {
+		m = max(m, v)
+	}
+	return m
+}
+
+// counterUnavailable is the error of a round that found fewer than a
+// quorum of seeded nodes: the others failed, or are not seeded.
+func counterUnavailable(reads []result[CounterEntry], seeded int) error {
+	o := Outcome{Total: len(reads), Granted: seeded}
+	for _, r := range reads {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v.State != CounterSeeded:
+			o.Quarantined++ // its counters are lost or being seeded
+		}
+	}
+	return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures(reads)}
+}
+
+// writeCounter is the write-back round: field raised to v on every node,
+// done when a quorum wrote it.
+func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) error {
+	results := fanOut(ctx, e, func(ctx context.Context, n Node) (CounterWrite, error) {
+		return fencer(n).WriteCounter(ctx, key, token, field, v, exclusive)
+	})
+	o := Outcome{Total: len(e.nodes)}
+	contended := 0
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v == CounterWritten:
+			o.Granted++
+		case r.v == CounterContended:
+			o.Denied++
+			contended++
+		default:
+			o.Quarantined++
+		}
+	}
+	err := verdict(o, e.quorum, failures(results))
+	if err != nil && contended > 0 {
+		return fmt.Errorf("%w: %w", ErrContended, err)
+	}
+	return err
+}
+
+// fencer returns n's counter operations; a Node without them fails each
+// call, so it never counts.
+func fencer(n Node) Fencer {
+	if f, ok := n.(Fencer); ok {
+		return f
+	}
+	return noFencer{}
+}
+
+// errNoCounters is the failure of a node that keeps no counters.
+var errNoCounters = errors.New("node keeps no counters")
+
+type noFencer struct{}
+
+func (noFencer) ReadCounter(context.Context, string, string, string) (CounterEntry, error) {
+	return CounterEntry{}, errNoCounters
+}
+func (noFencer) WriteCounter(context.Context, string, string, string, int64, bool) (CounterWrite, error) {
+	return 0, errNoCounters
+}
+func (noFencer) MarkCounters(context.Context) (CounterEntry, error) {
+	return CounterEntry{}, errNoCounters
+}
+func (noFencer) Counters(context.Context) (map[string]int64, error) { return nil, errNoCounters }
+func (noFencer) SeedCounters(context.Context, int64, map[string]int64) (bool, error) {
+	return false, errNoCounters
+}

@@ -1,0 +1,245 @@
+package quorum
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestNextToken(t *testing.T) {
+	tests := []struct {
+		name   string
+		vals   []int64
+		holds  []int64
+		by     int64
+		want   int64
+		wantOK bool
+	}{
+		{"highest counter plus one", []int64{3, 7, 5}, nil, 1, 8, true},
+		{"plus by", []int64{3, 7}, nil, 10, 17, true},
+		{"too few seeded", []int64{3}, nil, 1, 0, false},
+		// A hold that has a record keeps its token, even below a counter
+		// another key's FENCE raised since.
+		{"recorded hold kept", []int64{3, 9}, []int64{4}, 1, 4, true},
+		{"highest record of calls at once", []int64{3, 9}, []int64{4, 6}, 1, 6, true},
+		{"overflow", []int64{math.MaxInt64 - 1, 0}, nil, 2, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := nextToken(tt.vals, tt.holds, tt.by, 2)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("nextToken(%v, %v, %d, 2) = %d, %v; want %d, %v", tt.vals, tt.holds, tt.by, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestSeedActions(t *testing.T) {
+	const wait = 10 * time.Second
+	seeded := CounterEntry{State: CounterSeeded, Value: 5}
+	virgin := CounterEntry{State: CounterSeeded, Virgin: true}
+	missing := CounterEntry{State: CounterMissing}
+	pendingDone := CounterEntry{State: CounterPending, Value: 1000, Now: 1000 + wait.Milliseconds()}
+	pendingWaiting := CounterEntry{State: CounterPending, Value: 1000, Now: 1000 + wait.Milliseconds() - 1}
+	all := []bool{true, true, true}
+	tests := []struct {
+		name    string
+		entries []CounterEntry
+		ok, up  []bool
+		want    []seedAction
+	}{
+		{"all seeded", []CounterEntry{seeded, seeded, seeded}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"missing is marked", []CounterEntry{seeded, seeded, missing}, all, all, []seedAction{seedNone, seedNone, seedMark}},
+		{"pending waited: from the maxima", []CounterEntry{seeded, seeded, pendingDone}, all, all, []seedAction{seedNone, seedNone, seedFromMax}},
+		{"pending still waiting", []CounterEntry{seeded, seeded, pendingWaiting}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"pending waited but quarantined", []CounterEntry{seeded, seeded, pendingDone}, all, []bool{true, true, false}, []seedAction{seedNone, seedNone, seedNone}},
+		{"pending waited, too few seeded answer", []CounterEntry{seeded, seeded, pendingDone}, []bool{true, false, true}, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"new deployment: all missing", []CounterEntry{missing, missing, missing}, all, all, []seedAction{seedMark, seedMark, seedMark}},
+		{"new deployment: pending at once", []CounterEntry{pendingWaiting, pendingWaiting, virgin}, all, all, []seedAction{seedZero, seedZero, seedNone}},
+		{"new deployment needs every node", []CounterEntry{pendingWaiting, pendingWaiting, virgin}, []bool{true, true, false}, all, []seedAction{seedNone, seedNone, seedNone}},
+		// A majority lost its counters: a seeded node has one, so it is
+		// not a new deployment, and no quorum is left to seed from.
+		{"majority lost", []CounterEntry{pendingDone, pendingDone, seeded}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := seedActions(tt.entries, tt.ok, tt.up, wait, 2); !slices.Equal(got, tt.want) {
+				t.Errorf("seedActions = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCounterEntryResultRefusesBadReplies(t *testing.T) {
+	for _, vals := range [][]any{
+		{int64(2), "1"},
+		{int64(9), "1", int64(0), int64(0), int64(0), int64(0), "0"},
+		{int64(2), "x", int64(0), int64(0), int64(0), int64(0), "0"},
+		{int64(2), 1.5, int64(0), int64(0), int64(0), int64(0), "0"},
+	} {
+		if _, err := counterEntryResult(vals); err == nil {
+			t.Errorf("counterEntryResult(%v) = nil error; want one", vals)
+		}
+	}
+}
+
+func TestReserved(t *testing.T) {
+	for key, want := range map[string]bool{
+		MembersKey: true, CountersKey: true, holdPrefix + "lock": true,
+		"lock": false, "redlock-proxy:other": false,
+	} {
+		if got := Reserved(key); got != want {
+			t.Errorf("Reserved(%q) = %v; want %v", key, got, want)
+		}
+	}
+}
+
+// TestCounterScriptsOnRedis runs the counters' scripts on a real server:
+// mark, seed, read, write, the hold record and its expiry.
+func TestCounterScriptsOnRedis(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	ctx := t.Context()
+	en, err := n.ReadCounter(ctx, "", "", "k:x")
+	if err != nil || en.State != CounterMissing || en.Now == 0 {
+		t.Fatalf("ReadCounter of a new node = %+v, %v; want missing with the node's time", en, err)
+	}
+	if w, err := n.WriteCounter(ctx, "", "", "k:x", 1, false); err != nil || w != CounterUnseeded {
+		t.Fatalf("WriteCounter unseeded = %v, %v; want %v", w, err, CounterUnseeded)
+	}
+	m, err := n.MarkCounters(ctx)
+	if err != nil || m.State != CounterPending || m.Value < en.Now {
+		t.Fatalf("MarkCounters = %+v, %v; want pending, marked at the node's time", m, err)
+	}
+	if again, _ := n.MarkCounters(ctx); again.Value != m.Value {
+		t.Errorf("MarkCounters again = %+v; want the first mark %d kept", again, m.Value)
+	}
+	if ok, err := n.SeedCounters(ctx, m.Value+1, nil); ok || err != nil {
+		t.Errorf("SeedCounters with another mark = %v, %v; want false", ok, err)
+	}
+	big := int64(math.MaxInt64 - 3) // past Lua's 2^53: kept exact
+	if ok, err := n.SeedCounters(ctx, m.Value, map[string]int64{"k:x": big, fenceField: 4}); !ok || err != nil {
+		t.Fatalf("SeedCounters = %v, %v; want true", ok, err)
+	}
+	if en, err := n.ReadCounter(ctx, "", "", "k:x"); err != nil || en.State != CounterSeeded || en.Value != big || en.Virgin {
+		t.Errorf("ReadCounter after seeding = %+v, %v; want seeded at %d", en, err, big)
+	}
+	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big, true); w != CounterContended {
+		t.Errorf("exclusive WriteCounter of the value it has = %v; want contended", w)
+	}
+	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big-1, false); w != CounterWritten {
+		t.Errorf("WriteCounter below = %v; want written (and kept at the higher)", w)
+	}
+	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big+1, true); w != CounterWritten {
+		t.Errorf("exclusive WriteCounter above = %v; want written", w)
+	}
+	if c, err := n.Counters(ctx); err != nil || c["k:x"] != big+1 || c[fenceField] != 4 {
+		t.Errorf("Counters = %v, %v; want k:x %d, c 4", c, err, big+1)
+	}
+
+	// The hold record: written only where the key holds the token, read
+	// back for that token only, and gone with the key.
+	setKey(t, admin, "lock", "tok", 300*time.Millisecond)
+	if w, _ := n.WriteCounter(ctx, "lock", "other", fenceField, 5, false); w != CounterWritten {
+		t.Fatalf("WriteCounter for another token = %v; want written", w)
+	}
+	if en, _ := n.ReadCounter(ctx, "lock", "tok", fenceField); !en.Held || en.Hold != 0 || en.Value != 5 {
+		t.Errorf("ReadCounter = %+v; want held, no record, counter 5", en)
+	}
+	n.WriteCounter(ctx, "lock", "tok", fenceField, 6, false)
+	en, _ = n.ReadCounter(ctx, "lock", "tok", fenceField)
+	if !en.Held || en.Hold != 6 || en.TTL <= 0 || en.TTL > 300*time.Millisecond {
+		t.Errorf("ReadCounter after the write = %+v; want held with record 6", en)
+	}
+	if en, _ := n.ReadCounter(ctx, "lock", "other", fenceField); en.Held || en.Hold != 0 {
+		t.Errorf("ReadCounter for another token = %+v; want not held, no record", en)
+	}
+	if ttl := admin.PTTL(ctx, holdPrefix+"lock").Val(); ttl <= 0 || ttl > 300*time.Millisecond {
+		t.Errorf("the record's PTTL = %v; want the lock's", ttl)
+	}
+	// A Redisson-style hash lock is held by a field.
+	admin.HSet(ctx, "hlock", "tok", 1)
+	admin.PExpire(ctx, "hlock", time.Second)
+	if en, err := n.ReadCounter(ctx, "hlock", "tok", fenceField); err != nil || !en.Held {
+		t.Errorf("ReadCounter of a hash lock = %+v, %v; want held", en, err)
+	}
+}
+
+// TestFenceOnRealNodes checks the engine's rounds over three real
+// servers: a new deployment starts at 1, a hold keeps its token, the next
+// hold gets a higher one, a token that holds nothing gets ErrDenied.
+func TestFenceOnRealNodes(t *testing.T) {
+	var nodes []Node
+	for range 3 {
+		nodes = append(nodes, startRedis(t).node(t))
+	}
+	e := New(Config{MaxTTL: time.Second}, nodes...)
+	ctx := t.Context()
+	l := Lock{Keys: []string{"k"}, Token: "a"}
+	if _, err := e.Acquire(ctx, l, time.Second); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	f1, err := e.Fence(ctx, "k", "a")
+	if err != nil || f1.Token != 1 {
+		t.Fatalf("Fence on a new deployment = %+v, %v; want token 1", f1, err)
+	}
+	if f, err := e.Fence(ctx, "k", "a"); err != nil || f.Token != f1.Token {
+		t.Errorf("Fence again = %+v, %v; want the same token %d", f, err, f1.Token)
+	}
+	if _, err := e.Fence(ctx, "k", "b"); !errors.Is(err, ErrDenied) {
+		t.Errorf("Fence by a token that holds nothing = %v; want ErrDenied", err)
+	}
+	e.Release(ctx, l)
+	if _, err := e.Acquire(ctx, Lock{Keys: []string{"k"}, Token: "b"}, time.Second); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if f, err := e.Fence(ctx, "k", "b"); err != nil || f.Token <= f1.Token {
+		t.Errorf("Fence of the next hold = %+v, %v; want above %d", f, err, f1.Token)
+	}
+	for want := int64(1); want <= 3; want++ {
+		if v, err := e.Incr(ctx, "n", 1); err != nil || v != want {
+			t.Errorf("Incr = %d, %v; want %d", v, err, want)
+		}
+	}
+	if v, err := e.Counter(ctx, "n"); err != nil || v != 3 {
+		t.Errorf("Counter = %d, %v; want 3", v, err)
+	}
+}
+
+// TestFenceRestartedNodeCountsOnlyOnceSeeded empties one of three nodes
+// (a restart without persistence): it does not count, so with another
+// node frozen the counter is unavailable rather than read from one node;
+// after max_ttl plus drift it is seeded again from the others' maxima.
+func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	var nodes []Node
+	for _, p := range procs {
+		nodes = append(nodes, p.node(t))
+	}
+	e := New(Config{MaxTTL: 300 * time.Millisecond}, nodes...)
+	ctx := t.Context()
+	for range 5 {
+		if _, err := e.Incr(ctx, "n", 1); err != nil {
+			t.Fatalf("Incr: %v", err)
+		}
+	}
+	flush(t, procs[0].admin(t))
+	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 6 {
+		t.Fatalf("Incr with one node emptied = %d, %v; want 6", v, err)
+	}
+	procs[1].Freeze(t)
+	if v, err := e.Counter(ctx, "n"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Counter with the emptied node and one frozen = %d, %v; want ErrUnavailable", v, err)
+	}
+	procs[1].Thaw()
+	time.Sleep(e.quarantine() + 50*time.Millisecond)
+	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 7 {
+		t.Fatalf("Incr after the wait = %d, %v; want 7", v, err)
+	}
+	c, err := nodes[0].(Fencer).Counters(ctx)
+	if err != nil || c[counterPrefix+"n"] != 7 {
+		t.Errorf("the emptied node's counters = %v, %v; want seeded again, n at 7", c, err)
+	}
+}

@@ -1,0 +1,158 @@
+package quorum
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The counters' scripts (fence.go), one atomic step each on a node.
+var (
+	//go:embed lua/counter_read.lua
+	counterReadSrc string
+	//go:embed lua/counter_write.lua
+	counterWriteSrc string
+	//go:embed lua/counter_mark.lua
+	counterMarkSrc string
+	//go:embed lua/counter_seed.lua
+	counterSeedSrc string
+
+	counterReadScript  = newScript(counterReadSrc)
+	counterWriteScript = newScript(counterWriteSrc)
+	counterMarkScript  = newScript(counterMarkSrc)
+	counterSeedScript  = newScript(counterSeedSrc)
+)
+
+// counterKeys are a counter script's KEYS: the hash, and for a FENCE the
+// lock key and its hold record.
+func counterKeys(key string) []string {
+	if key == "" {
+		return []string{CountersKey}
+	}
+	return []string{CountersKey, key, holdPrefix + key}
+}
+
+func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (CounterEntry, error) {
+	cmd, err := n.p.eval(ctx, counterReadScript, counterKeys(key), field, token)
+	if err != nil {
+		return CounterEntry{}, err
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return CounterEntry{}, err
+	}
+	return counterEntryResult(vals)
+}
+
+// counterEntryResult decodes counter_read.lua's reply.
+func counterEntryResult(vals []any) (CounterEntry, error) {
+	if len(vals) != 7 {
+		return CounterEntry{}, fmt.Errorf("counter read replied %d values", len(vals))
+	}
+	var ints [7]int64
+	for i, v := range vals {
+		switch v := v.(type) {
+		case int64:
+			ints[i] = v
+		case string:
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return CounterEntry{}, fmt.Errorf("counter read replied %q: %w", v, err)
+			}
+			ints[i] = n
+		default:
+			return CounterEntry{}, fmt.Errorf("counter read replied %T", v)
+		}
+	}
+	if ints[0] < int64(CounterMissing) || ints[0] > int64(CounterSeeded) {
+		return CounterEntry{}, fmt.Errorf("counter read replied state %d", ints[0])
+	}
+	return CounterEntry{
+		State: CounterState(ints[0]), Value: ints[1], Virgin: ints[2] == 1, Now: ints[3],
+		Held: ints[4] == 1, TTL: time.Duration(ints[5]) * time.Millisecond, Hold: ints[6],
+	}, nil
+}
+
+func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+	ex := "0"
+	if exclusive {
+		ex = "1"
+	}
+	cmd, err := n.p.eval(ctx, counterWriteScript, counterKeys(key), field, strconv.FormatInt(v, 10), ex, token)
+	if err != nil {
+		return 0, err
+	}
+	w, err := cmd.Int64()
+	if err != nil {
+		return 0, err
+	}
+	switch CounterWrite(w) {
+	case CounterWritten, CounterUnseeded, CounterContended:
+		return CounterWrite(w), nil
+	}
+	return 0, fmt.Errorf("counter write replied %d", w)
+}
+
+func (n *redisNode) MarkCounters(ctx context.Context) (CounterEntry, error) {
+	cmd, err := n.p.eval(ctx, counterMarkScript, []string{CountersKey})
+	if err != nil {
+		return CounterEntry{}, err
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return CounterEntry{}, err
+	}
+	if len(vals) != 2 {
+		return CounterEntry{}, fmt.Errorf("counter mark replied %d values", len(vals))
+	}
+	state, ok1 := vals[0].(int64)
+	mark, ok2 := vals[1].(string)
+	v, err := strconv.ParseInt(mark, 10, 64)
+	if !ok1 || !ok2 || err != nil {
+		return CounterEntry{}, fmt.Errorf("counter mark replied %v", vals)
+	}
+	return CounterEntry{State: CounterState(state), Value: v}, nil
+}
+
+func (n *redisNode) Counters(ctx context.Context) (map[string]int64, error) {
+	m, err := n.c.HGetAll(ctx, CountersKey).Result()
+	if err != nil {
+		return nil, err
+	}
+	return countersResult(m)
+}
+
+// countersResult turns a counters' hash into its counters; nil if the
+// hash is not seeded.
+func countersResult(m map[string]string) (map[string]int64, error) {
+	if m["seeded"] != "1" {
+		return nil, nil
+	}
+	out := make(map[string]int64, len(m))
+	for f, s := range m {
+		if f == "seeded" {
+			continue
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("counter %q is %q: %w", f, s, err)
+		}
+		out[f] = v
+	}
+	return out, nil
+}
+
+func (n *redisNode) SeedCounters(ctx context.Context, mark int64, fields map[string]int64) (bool, error) {
+	args := []any{strconv.FormatInt(mark, 10)}
+	for f, v := range fields {
+		args = append(args, f, strconv.FormatInt(v, 10))
+	}
+	cmd, err := n.p.eval(ctx, counterSeedScript, []string{CountersKey}, args...)
+	if err != nil {
+		return false, err
+	}
+	v, err := cmd.Int64()
+	return v == 1, err
+}

@@ -1,0 +1,40 @@
+-- The read round of a counter (fence.go). KEYS[1] is the counters' hash;
+-- for a FENCE, KEYS[2] is the lock key and KEYS[3] its hold record.
+-- ARGV[1] is the counter's field, ARGV[2] the lock's token.
+-- Returns {state, value, virgin, now, held, pttl, hold}: state 0 missing,
+-- 1 pending (value: the mark), 2 seeded (value: the counter, a string).
+local t = redis.call("time")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local state, value, virgin = 0, "0", 0
+if redis.call("hget", KEYS[1], "seeded") == "1" then
+  state = 2
+  value = redis.call("hget", KEYS[1], ARGV[1]) or "0"
+  if redis.call("hlen", KEYS[1]) == 1 then
+    virgin = 1
+  end
+else
+  local mark = redis.call("hget", KEYS[1], "pending")
+  if mark then
+    state, value = 1, mark
+  end
+end
+local held, pttl, hold = 0, -2, "0"
+if #KEYS == 3 then
+  local kind = redis.call("type", KEYS[2])["ok"]
+  if kind == "string" then
+    held = redis.call("get", KEYS[2]) == ARGV[2] and 1 or 0
+  elseif kind == "hash" then
+    held = redis.call("hexists", KEYS[2], ARGV[2])
+  end
+  if held == 1 then
+    pttl = redis.call("pttl", KEYS[2])
+    local rec = redis.call("get", KEYS[3])
+    if rec then
+      local sp = string.find(rec, " ", 1, true)
+      if sp and string.sub(rec, sp + 1) == ARGV[2] then
+        hold = string.sub(rec, 1, sp - 1)
+      end
+    end
+  end
+end
+return {state, value, virgin, now, held, pttl, hold}

@@ -1,0 +1,32 @@
+-- The write-back round of a counter (fence.go). KEYS as counter_read.lua.
+-- ARGV[1] is the field, ARGV[2] the value (a decimal without sign or
+-- leading zeros), ARGV[3] "1" for an exclusive write, ARGV[4] the token.
+-- Returns 1 written, 0 not seeded (nothing written), -1 exclusive and
+-- the counter was at the value or above.
+if redis.call("hget", KEYS[1], "seeded") ~= "1" then
+  return 0
+end
+-- Compared as decimal strings: Lua's numbers lose integers past 2^53.
+local function below(a, b)
+  return #a < #b or (#a == #b and a < b)
+end
+local c = redis.call("hget", KEYS[1], ARGV[1]) or "0"
+if below(c, ARGV[2]) then
+  redis.call("hset", KEYS[1], ARGV[1], ARGV[2])
+elseif ARGV[3] == "1" then
+  return -1
+end
+if #KEYS == 3 then
+  local kind = redis.call("type", KEYS[2])["ok"]
+  local held = false
+  if kind == "string" then
+    held = redis.call("get", KEYS[2]) == ARGV[4]
+  elseif kind == "hash" then
+    held = redis.call("hexists", KEYS[2], ARGV[4]) == 1
+  end
+  local pttl = redis.call("pttl", KEYS[2])
+  if held and pttl > 0 then
+    redis.call("set", KEYS[3], ARGV[2] .. " " .. ARGV[4], "PX", pttl)
+  end
+end
+return 1
