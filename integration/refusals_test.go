@@ -37,8 +37,14 @@ var refusals = []refusal{
 	{"A TTL outside `[min_ttl, max_ttl]`, an `EXAT`/`PXAT` in the past", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return p.isError() && strings.HasPrefix(p.text, "ERR invalid expire time in '") && r.String() != p.String()
 	}},
-	{"`DEL`", func(c diffCmd, r, p respValue, _ referenceState) bool {
-		return c.name() == "del" && strings.HasPrefix(p.text, "ERR DEL is refused")
+	{"`DEL`, `DELEX key` without a condition", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return (c.name() == "del" || c.name() == "delex") && strings.HasPrefix(p.text, "ERR DEL is refused")
+	}},
+	{"`DELEX … IFNE`/`IFDNE`, `SET … IFNE`/`IFDNE`, and `SET … IFEQ`/`IFDEQ` that give the key another token (Redis 8.4, Valkey)", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return (c.name() == "delex" || c.name() == "set") && p.isError() && strings.Contains(p.text, " is refused by redlock-proxy: ")
+	}},
+	{"`SET key token IFEQ token … GET` that is not granted", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return c.name() == "set" && (p.kind == 'N' || p.kind == '_') && r.kind == '$'
 	}},
 	{"Other Redis commands (`INCR`, `EXPIRE`, `KEYS`, `COMMAND`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return p.isError() && !strings.HasPrefix(r.text, "ERR unknown command") &&

@@ -16,10 +16,12 @@ var errLate = fmt.Errorf("%w: validity expired before the reply", quorum.ErrDeni
 
 // SET key token NX PX milliseconds (or EX seconds, PXAT, EXAT; any order)
 func (s *Server) set(r *request) resp.Reply {
-	l, ttl, rep, ok := s.parseSet(r)
+	a, l, ttl, rep, ok := s.parseSet(r)
 	switch {
 	case !ok:
 		return s.refused(quorum.OpAcquire, rep)
+	case a.Cond != resp.NoCondition:
+		return s.setIf(r, a, l, ttl) // an extend: served while draining (cas.go)
 	case s.Draining():
 		return s.refused(quorum.OpAcquire, errDraining)
 	}
@@ -28,28 +30,31 @@ func (s *Server) set(r *request) resp.Reply {
 
 // parseSet reads SET's arguments as a lock and its TTL, or the reply
 // that refuses them.
-func (s *Server) parseSet(r *request) (quorum.Lock, time.Duration, resp.Reply, bool) {
+func (s *Server) parseSet(r *request) (resp.SetArgs, quorum.Lock, time.Duration, resp.Reply, bool) {
+	refuse := func(rep resp.Reply) (resp.SetArgs, quorum.Lock, time.Duration, resp.Reply, bool) {
+		return resp.SetArgs{}, quorum.Lock{}, 0, rep, false
+	}
 	a, err := resp.ParseSet(r.args)
 	if err != nil {
-		return quorum.Lock{}, 0, resp.Error(err.Error()), false
+		return refuse(resp.Error(err.Error()))
 	}
 	ttl, err := a.TTL(time.Now().UnixMilli())
 	if err != nil {
-		return quorum.Lock{}, 0, resp.Error(err.Error()), false
+		return refuse(resp.Error(err.Error()))
 	}
 	if a.Unit == resp.NoExpiry {
 		if s.conf().DefaultTTL == 0 {
-			return quorum.Lock{}, 0, resp.Error("ERR a lock needs a TTL: SET key token NX PX milliseconds (or set default_ttl)"), false
+			return refuse(resp.Error("ERR a lock needs a TTL: SET key token NX PX milliseconds (or set default_ttl)"))
 		}
 		ttl = s.conf().DefaultTTL
 	}
 	if err := s.checkTTL(ttl, "set"); err != nil {
-		return quorum.Lock{}, 0, resp.Error(err.Error()), false
+		return refuse(resp.Error(err.Error()))
 	}
 	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return quorum.Lock{}, 0, rep, false
+		return refuse(rep)
 	}
-	return quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl, resp.Reply{}, true
+	return a, quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl, resp.Reply{}, true
 }
 
 // reservedKey refuses the proxies' own membership record, which a client

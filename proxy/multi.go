@@ -68,7 +68,7 @@ func (tx *txState) observe(name string, args [][]byte, rep resp.Reply) {
 		if string(args[1]) == tx.key {
 			tx.seen, tx.held, tx.token = true, !rep.IsNull(), rep.Text()
 		}
-	case "set", "del", "eval", "evalsha":
+	case "set", "del", "delex", "delifeq", "eval", "evalsha":
 		for _, k := range writtenKeys(name, args) {
 			if string(k) == tx.key {
 				tx.touched = true
@@ -80,7 +80,7 @@ func (tx *txState) observe(name string, args [][]byte, rep resp.Reply) {
 // writtenKeys returns the keys a lock write names.
 func writtenKeys(name string, args [][]byte) [][]byte {
 	switch name {
-	case "set":
+	case "set", "delex", "delifeq":
 		return args[1:2]
 	case "del":
 		return args[1:]

@@ -29,6 +29,7 @@ type Observer interface {
 // reported too. A script's operation is known only once it is classified.
 var lockOps = map[string]quorum.Op{
 	"set": quorum.OpAcquire, "get": quorum.OpRead, "pttl": quorum.OpRead, "ttl": quorum.OpRead, "exists": quorum.OpRead,
+	"delex": quorum.OpRelease, "delifeq": quorum.OpRelease, "digest": quorum.OpRead,
 }
 
 // refused reports a refusal of op, and returns its reply.

@@ -341,12 +341,16 @@ var commands = map[string]command{
 	"info":      {arity: -1, handler: (*Server).info},
 	"command":   {arity: -1, handler: (*Server).commandCmd},
 	// Locks.
-	"set":     {arity: -3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).set},
-	"get":     {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).get},
-	"pttl":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).pttl},
-	"ttl":     {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).ttl},
-	"exists":  {arity: -2, class: acl.Read, keys: everyArg, handler: (*Server).exists},
-	"del":     {arity: -2, class: acl.Admin, keys: everyArg, handler: (*Server).del},
+	"set":    {arity: -3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).set},
+	"get":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).get},
+	"pttl":   {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).pttl},
+	"ttl":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).ttl},
+	"exists": {arity: -2, class: acl.Read, keys: everyArg, handler: (*Server).exists},
+	"del":    {arity: -2, class: acl.Admin, keys: everyArg, handler: (*Server).del},
+	// Redis 8.4's and Valkey's compare-and-delete and DIGEST (cas.go).
+	"delex":   {arity: -2, class: acl.Lock, keys: firstKey, handler: (*Server).delex},
+	"delifeq": {arity: 3, class: acl.Lock, keys: firstKey, handler: (*Server).delifeq},
+	"digest":  {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).digest},
 	"eval":    {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).eval},
 	"evalsha": {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).evalsha},
 	"script":  {arity: -2, class: acl.Lock, subs: scriptSubs, handler: (*Server).script},
@@ -478,6 +482,9 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 		// A transaction's DEL is a compare-and-delete (multi.go); an
 		// unlock latch is part of Redisson's unlock (lock.go).
 		cm.class = acl.Lock
+	}
+	if name == "delex" && len(args) == 2 && !unlockLatches(args[1:]) {
+		cm.class = acl.Admin // DELEX key without a condition is DEL key
 	}
 	if err := permit(user, name, cm, args); err != nil {
 		return err.Reply(), true

@@ -18,11 +18,26 @@ const (
 	PXAT                       // Unix time in milliseconds
 )
 
-// SetArgs is a parsed SET command that asks for a lock.
+// Condition is a SET's compare-and-set option (Redis 8.4, Valkey 8.1).
+type Condition uint8
+
+const (
+	NoCondition Condition = iota
+	IFEQ                  // set if the value equals Match
+	IFNE                  // set if the value differs from Match, or is missing
+	IFDEQ                 // set if the value's digest equals Match
+	IFDNE                 // set if the value's digest differs from Match, or is missing
+)
+
+// SetArgs is a parsed SET command that asks for a lock, or (with a
+// Condition) that compares and sets one.
 type SetArgs struct {
 	Key, Token string
 	Unit       ExpiryUnit
 	Expiry     int64 // in Unit; > 0 unless Unit is NoExpiry
+	Cond       Condition
+	Match      string // the value or digest Cond compares with
+	Get        bool   // GET: reply with the old value (with a Condition only)
 }
 
 // Errors a SET can be refused with, worded as Redis words them where Redis
@@ -36,7 +51,7 @@ var (
 
 // setFlag is one SET option, as Redis 7's parseExtendedStringArguments
 // tracks them.
-type setFlag uint8
+type setFlag uint16
 
 const (
 	flagNX setFlag = 1 << iota
@@ -47,7 +62,15 @@ const (
 	flagPX
 	flagEXAT
 	flagPXAT
+	flagIFEQ
+	flagIFNE
+	flagIFDEQ
+	flagIFDNE
 )
+
+// conditions are the options that exclude each other, and NX and XX:
+// Redis 8.4 takes one of them at most (one repeated is fine).
+const conditions = flagNX | flagXX | flagIFEQ | flagIFNE | flagIFDEQ | flagIFDNE
 
 // setOptions lists each option with the options that must not come
 // before it (Redis takes a repeated expiry option, the last value wins,
@@ -55,22 +78,30 @@ const (
 var setOptions = map[string]struct {
 	flag, excludes setFlag
 	unit           ExpiryUnit
+	cond           Condition // takes a value to compare with
 }{
-	"NX":      {flagNX, flagXX, NoExpiry},
-	"XX":      {flagXX, flagNX, NoExpiry},
-	"GET":     {flagGet, 0, NoExpiry},
-	"KEEPTTL": {flagKeepTTL, flagEX | flagPX | flagEXAT | flagPXAT, NoExpiry},
-	"EX":      {flagEX, flagKeepTTL | flagPX | flagEXAT | flagPXAT, EX},
-	"PX":      {flagPX, flagKeepTTL | flagEX | flagEXAT | flagPXAT, PX},
-	"EXAT":    {flagEXAT, flagKeepTTL | flagEX | flagPX | flagPXAT, EXAT},
-	"PXAT":    {flagPXAT, flagKeepTTL | flagEX | flagPX | flagEXAT, PXAT},
+	"NX":      {flagNX, conditions &^ flagNX, NoExpiry, NoCondition},
+	"XX":      {flagXX, conditions &^ flagXX, NoExpiry, NoCondition},
+	"GET":     {flagGet, 0, NoExpiry, NoCondition},
+	"KEEPTTL": {flagKeepTTL, flagEX | flagPX | flagEXAT | flagPXAT, NoExpiry, NoCondition},
+	"EX":      {flagEX, flagKeepTTL | flagPX | flagEXAT | flagPXAT, EX, NoCondition},
+	"PX":      {flagPX, flagKeepTTL | flagEX | flagEXAT | flagPXAT, PX, NoCondition},
+	"EXAT":    {flagEXAT, flagKeepTTL | flagEX | flagPX | flagPXAT, EXAT, NoCondition},
+	"PXAT":    {flagPXAT, flagKeepTTL | flagEX | flagPX | flagEXAT, PXAT, NoCondition},
+	"IFEQ":    {flagIFEQ, conditions &^ flagIFEQ, NoExpiry, IFEQ},
+	"IFNE":    {flagIFNE, conditions &^ flagIFNE, NoExpiry, IFNE},
+	"IFDEQ":   {flagIFDEQ, conditions &^ flagIFDEQ, NoExpiry, IFDEQ},
+	"IFDNE":   {flagIFDNE, conditions &^ flagIFDNE, NoExpiry, IFDNE},
 }
 
 // ParseSet parses SET's arguments (args[0] is "SET") by Redis 7's rules:
 // option names are case-insensitive and may come in any order, a repeated
 // expiry option keeps its last value, and a syntax error is found before
-// the expiry's value is read. Only then is it checked to be a lock (NX,
-// no XX, GET or KEEPTTL); anything else is refused with one of the errors
+// the expiry's value is read. Redis 8.4's conditions (IFEQ, IFNE, IFDEQ,
+// IFDNE) exclude each other and NX and XX, as Valkey's IFEQ does (Redis
+// 8.4 takes NX after a condition, and then never sets). Only then is it
+// checked to be a lock (NX, or a condition; no XX or KEEPTTL; GET only
+// with a condition); anything else is refused with one of the errors
 // above, Redis's own first.
 func ParseSet(args [][]byte) (SetArgs, error) {
 	if len(args) < 3 {
@@ -81,13 +112,18 @@ func ParseSet(args [][]byte) (SetArgs, error) {
 	var expiry []byte
 	for i := 3; i < len(args); i++ {
 		o, ok := setOptions[strings.ToUpper(string(args[i]))]
-		if !ok || flags&o.excludes != 0 || (o.unit != NoExpiry && i+1 == len(args)) {
+		takesValue := o.unit != NoExpiry || o.cond != NoCondition
+		if !ok || flags&o.excludes != 0 || takesValue && i+1 == len(args) {
 			return SetArgs{}, ErrSyntax
 		}
 		flags |= o.flag
-		if o.unit != NoExpiry {
+		switch {
+		case o.unit != NoExpiry:
 			i++
 			s.Unit, expiry = o.unit, args[i]
+		case o.cond != NoCondition:
+			i++
+			s.Cond, s.Match = o.cond, string(args[i])
 		}
 	}
 	if s.Unit != NoExpiry {
@@ -100,10 +136,11 @@ func ParseSet(args [][]byte) (SetArgs, error) {
 		}
 		s.Expiry = n
 	}
+	s.Get = flags&flagGet != 0
 	switch {
-	case flags&(flagXX|flagGet|flagKeepTTL) != 0:
+	case flags&(flagXX|flagKeepTTL) != 0, s.Get && s.Cond == NoCondition:
 		return SetArgs{}, ErrSetOption
-	case flags&flagNX == 0:
+	case flags&flagNX == 0 && s.Cond == NoCondition:
 		return SetArgs{}, ErrSetNotLock
 	}
 	return s, nil

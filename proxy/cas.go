@@ -1,0 +1,180 @@
+package proxy
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// The compare-and-delete and compare-and-set commands of Redis 8.4
+// (DELEX, DIGEST, SET ... IFEQ|IFNE|IFDEQ|IFDNE) and Valkey (DELIFEQ, SET
+// ... IFEQ), served as the lock operations they are: a compare-and-delete
+// of the caller's token is a release, a compare-and-set of the token to
+// itself with a TTL is an extend. The conditions that would delete or
+// overwrite a lock held under another token are refused.
+
+// Redis 8.4's and Valkey's errors for these commands.
+var (
+	errDelexType      = resp.Error("ERR Key should be of string type if conditions are specified")
+	errDelexCondition = resp.Error("ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE")
+	errWrongType      = resp.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
+	errDigestLength   = resp.Error(resp.ErrDigestLength.Error())
+)
+
+// DELEX key [IFEQ token | IFNE value | IFDEQ digest | IFDNE digest]
+func (s *Server) delex(r *request) resp.Reply {
+	switch {
+	case len(r.args) == 2:
+		return s.del(r) // Redis: DEL; here under DEL's rules (allow_force_del)
+	case len(r.args) != 4:
+		return s.refused(quorum.OpRelease, resp.Error("ERR wrong number of arguments for 'delex' command"))
+	}
+	if rep, bad := reservedKey(r.args[1:2]); bad {
+		return s.refused(quorum.OpRelease, rep)
+	}
+	key, match := string(r.args[1]), r.args[3]
+	switch strings.ToUpper(string(r.args[2])) {
+	case "IFEQ":
+		return s.releaseIfEqual(r, key, string(match), errDelexType)
+	case "IFDEQ":
+		if len(match) != 16 {
+			// Redis finds a missing key, or one of another type, first.
+			return s.beforeCondition(r, key, resp.Int(0), errDelexType, errDigestLength)
+		}
+		return s.releaseIfDigest(r, key, match)
+	case "IFNE", "IFDNE":
+		return s.refused(quorum.OpRelease, resp.Error("ERR DELEX "+strings.ToUpper(string(r.args[2]))+
+			" is refused by redlock-proxy: it deletes a lock held under another token; release with DELEX key IFEQ token"))
+	}
+	return s.beforeCondition(r, key, resp.Int(0), errDelexType, errDelexCondition)
+}
+
+// DELIFEQ key token
+func (s *Server) delifeq(r *request) resp.Reply {
+	if rep, bad := reservedKey(r.args[1:2]); bad {
+		return s.refused(quorum.OpRelease, rep)
+	}
+	return s.releaseIfEqual(r, string(r.args[1]), string(r.args[2]), errWrongType)
+}
+
+// releaseIfEqual releases key if a quorum holds it with token: 1 if it
+// did, 0 if the key was missing or held under another token.
+func (s *Server) releaseIfEqual(r *request, key, token string, wrongType resp.Reply) resp.Reply {
+	rel, err := s.e.Release(r.ctx, quorum.Lock{Keys: []string{key}, Token: token})
+	if err != nil {
+		return s.failOrWrongType(r, key, err, wrongType)
+	}
+	return resp.Int(int64(rel.Keys))
+}
+
+// releaseIfDigest releases key if the token a quorum holds it with has
+// the given digest. The release itself compares the token on each node,
+// so a key taken again between the read and the release is left alone.
+func (s *Server) releaseIfDigest(r *request, key string, digest []byte) resp.Reply {
+	st, err := s.e.Inspect(r.ctx, key)
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !st.Held:
+		return resp.Int(0)
+	case st.Type != "":
+		return errDelexType
+	}
+	if ok, _ := resp.DigestMatches(digest, st.Token); !ok {
+		return resp.Int(0)
+	}
+	return s.releaseIfEqual(r, key, st.Token, errDelexType)
+}
+
+// beforeCondition answers a command whose condition is bad as Redis
+// does, which looks at the key first: missing if no quorum holds it,
+// wrongType if it is not a string, else bad.
+func (s *Server) beforeCondition(r *request, key string, missing, wrongType, bad resp.Reply) resp.Reply {
+	st, err := s.e.Inspect(r.ctx, key)
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !st.Held:
+		return missing
+	case st.Type != "":
+		return wrongType
+	}
+	return s.refused(quorum.OpRelease, bad)
+}
+
+// failOrWrongType is the reply to a release or extend that no quorum
+// decided. The node scripts fail on a key of another type (a Redisson
+// hash), so a quorum's read of the key tells Redis's type error apart
+// from an outage.
+func (s *Server) failOrWrongType(r *request, key string, err error, wrongType resp.Reply) resp.Reply {
+	if errors.Is(err, quorum.ErrUnavailable) {
+		if st, ierr := s.e.Inspect(r.ctx, key); ierr == nil && st.Held && st.Type != "" {
+			return wrongType
+		}
+	}
+	return s.fail(err)
+}
+
+// DIGEST key
+func (s *Server) digest(r *request) resp.Reply {
+	if rep, bad := reservedKey(r.args[1:2]); bad {
+		return s.refused(quorum.OpRead, rep)
+	}
+	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !st.Held:
+		return resp.Null()
+	case st.Type != "":
+		return errWrongType
+	}
+	return resp.Bulk(resp.Digest(st.Token))
+}
+
+// SET key token IFEQ token PX milliseconds [GET] (or IFDEQ digest-of-token)
+//
+// setIf serves a SET with a condition: the compare-and-set of the
+// token to itself is an extend. A condition that would give the key
+// another token, or set it over another holder's, is refused.
+func (s *Server) setIf(r *request, a resp.SetArgs, l quorum.Lock, ttl time.Duration) resp.Reply {
+	switch a.Cond {
+	case resp.IFNE, resp.IFDNE:
+		return s.refused(quorum.OpExtend, resp.Error("ERR SET "+condName[a.Cond]+
+			" is refused by redlock-proxy: it would overwrite a lock held under another token; extend with SET key token IFEQ token PX milliseconds"))
+	case resp.IFDEQ:
+		ok, err := resp.DigestMatches([]byte(a.Match), a.Token)
+		if err != nil {
+			// Redis finds a missing key, or one of another type, first.
+			return s.beforeCondition(r, a.Key, resp.Null(), errWrongType, errDigestLength)
+		}
+		if !ok {
+			return s.refused(quorum.OpExtend, errNewToken)
+		}
+	case resp.IFEQ:
+		if a.Match != a.Token {
+			return s.refused(quorum.OpExtend, errNewToken)
+		}
+	}
+	lease, err := s.e.Extend(r.ctx, l, ttl)
+	err = s.extended(lease, err)
+	switch {
+	case err == nil && a.Get:
+		return resp.Bulk(a.Token) // the old value: the token itself
+	case err == nil:
+		return resp.OK()
+	case errors.Is(err, quorum.ErrDenied):
+		// With GET, Redis replies with the old value. A denied extend
+		// replies nil, as if the key were missing: never a token the
+		// client could take for its own.
+		return resp.Null()
+	}
+	return s.failOrWrongType(r, a.Key, err, errWrongType)
+}
+
+var condName = map[resp.Condition]string{resp.IFEQ: "IFEQ", resp.IFNE: "IFNE", resp.IFDEQ: "IFDEQ", resp.IFDNE: "IFDNE"}
+
+var errNewToken = resp.Error("ERR SET IFEQ with a new token is refused by redlock-proxy: a lock's token never changes; extend with SET key token IFEQ token PX milliseconds")
