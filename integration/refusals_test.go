@@ -46,11 +46,11 @@ var refusals = []refusal{
 	{"`SET key token IFEQ token … GET` that is not granted", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return c.name() == "set" && (p.kind == 'N' || p.kind == '_') && r.kind == '$'
 	}},
-	{"Other Redis commands (`INCR`, `EXPIRE`, `KEYS`, `COMMAND`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
+	{"Other Redis commands (`INCR`, `EXPIRE`, `KEYS`, `CONFIG SET`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return p.isError() && !strings.HasPrefix(r.text, "ERR unknown command") &&
 			(strings.HasPrefix(p.text, "ERR '"+c.name()+"' is not supported: redlock-proxy serves lock commands only") ||
 				strings.HasPrefix(p.text, "ERR unknown command '") ||
-				p.text == "ERR COMMAND is not supported by redlock-proxy")
+				c.name() == "config" && len(c.args) > 1 && strings.HasPrefix(p.text, "ERR CONFIG "+strings.ToUpper(string(c.args[1]))+" is not supported"))
 	}},
 	{"Inline lines with a quote inside an unquoted word or a tab right after a closing quote, and inline lines over 4 KiB", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return c.inline != "" && strings.HasPrefix(p.text, "ERR Protocol error")
@@ -58,7 +58,7 @@ var refusals = []refusal{
 	{"`SELECT` of a database other than 0", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return c.name() == "select" && p.text == "ERR DB index is out of range: redlock-proxy serves database 0 only"
 	}},
-	{"`CLIENT` and `SCRIPT` subcommands other than those above (`TRACKING`, `INFO`, `KILL`, `HELP`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
+	{"`CLIENT` and `SCRIPT` subcommands other than those above (`TRACKING`, `PAUSE`, `HELP`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return (c.name() == "client" || c.name() == "script") && len(c.args) > 1 &&
 			p.text == "ERR unknown subcommand '"+string(c.args[1])+"'. Try "+strings.ToUpper(c.name())+" HELP."
 	}},

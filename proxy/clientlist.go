@@ -3,6 +3,7 @@ package proxy
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ type listing struct {
 	id          int64
 	addr, laddr string
 	since       time.Time
+	nc          net.Conn // closed by CLIENT KILL; the connection's goroutine then ends it
 
 	mu         sync.Mutex
 	name, user string // user is "" until the connection authenticates
@@ -90,4 +92,86 @@ func (s *Server) clientList(r *request) resp.Reply {
 		b.WriteString(l.line(now))
 	}
 	return resp.Verbatim(b.String())
+}
+
+// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [TYPE normal] [SKIPME yes|no]
+//
+// For admin users. The old form replies OK or an error, the new one the
+// number of connections closed.
+func (s *Server) clientKill(r *request) resp.Reply {
+	if !r.c.user.Can(acl.Admin) {
+		return noPermission("client|kill").Reply()
+	}
+	var id int64
+	var addr, laddr, user string
+	skipMe, old := true, len(r.args) == 3
+	if old {
+		addr, skipMe = string(r.args[2]), false
+	} else {
+		if len(r.args)%2 != 0 {
+			return resp.Error("ERR syntax error")
+		}
+		for i := 2; i < len(r.args); i += 2 {
+			v := string(r.args[i+1])
+			switch strings.ToLower(string(r.args[i])) {
+			case "id":
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n <= 0 {
+					return resp.Error("ERR client-id should be greater than 0")
+				}
+				id = n
+			case "addr":
+				addr = v
+			case "laddr":
+				laddr = v
+			case "user":
+				user = v
+			case "type":
+				if !strings.EqualFold(v, "normal") {
+					return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", v))
+				}
+			case "skipme":
+				switch strings.ToLower(v) {
+				case "yes":
+					skipMe = true
+				case "no":
+					skipMe = false
+				default:
+					return resp.Error("ERR syntax error")
+				}
+			default:
+				return resp.Error("ERR syntax error")
+			}
+		}
+	}
+	killed := int64(0)
+	s.listings.Range(func(_, v any) bool {
+		l := v.(*listing)
+		l.mu.Lock()
+		lu := l.user
+		l.mu.Unlock()
+		if lu == "" {
+			lu = acl.DefaultUser
+		}
+		switch {
+		case id != 0 && l.id != id, addr != "" && l.addr != addr, laddr != "" && l.laddr != laddr, user != "" && lu != user:
+			return true
+		case l.id == r.c.id:
+			if skipMe {
+				return true
+			}
+			r.closeAfter = true // after the reply, as Redis does
+		case l.nc != nil:
+			l.nc.Close()
+		}
+		killed++
+		return true
+	})
+	if old {
+		if killed == 0 {
+			return resp.Error("ERR No such client")
+		}
+		return resp.OK()
+	}
+	return resp.Int(killed)
 }

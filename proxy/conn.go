@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
-	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
@@ -162,7 +161,7 @@ func (s *Server) selectDB(r *request) resp.Reply {
 	return resp.OK()
 }
 
-// CLIENT SETNAME name | GETNAME | SETINFO attr value | ID | LIST
+// CLIENT SETNAME name | GETNAME | SETINFO attr value | ID | LIST | INFO | KILL | NO-EVICT | NO-TOUCH
 //
 // serveRESP has checked the subcommand and its argument count.
 func (s *Server) clientCmd(r *request) resp.Reply {
@@ -192,6 +191,21 @@ func (s *Server) clientCmd(r *request) resp.Reply {
 		return resp.Int(r.c.id)
 	case "list":
 		return s.clientList(r)
+	case "info":
+		if r.c.list == nil {
+			return resp.Verbatim("")
+		}
+		return resp.Verbatim(r.c.list.line(time.Now()))
+	case "kill":
+		return s.clientKill(r)
+	case "no-evict", "no-touch":
+		// The proxy evicts no client and keeps no LRU: both are accepted
+		// and change nothing.
+		switch strings.ToLower(string(r.args[2])) {
+		case "on", "off":
+			return resp.OK()
+		}
+		return resp.Error("ERR syntax error")
 	}
 	// Redis has it, the proxy does not: among them TRACKING, which needs
 	// the keyspace's invalidations, and the proxy sees no node's writes.
@@ -201,48 +215,4 @@ func (s *Server) clientCmd(r *request) resp.Reply {
 // CLUSTER subcommand [arg ...], READONLY, READWRITE
 func (s *Server) clusterCmd(r *request) resp.Reply {
 	return resp.Error("ERR This instance has cluster support disabled")
-}
-
-// INFO [section ...]
-func (s *Server) info(r *request) resp.Reply {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nredis_mode:standalone\r\nproxy:redlock-proxy\r\nuptime_in_seconds:%d\r\nloading:0\r\n",
-		version, int64(time.Since(s.started).Seconds()))
-	fmt.Fprintf(&b, "\r\n# Clients\r\nconnected_clients:%d\r\nmaxclients:%d\r\n", s.clients.Load(), s.conf().MaxClients)
-	if s.hub != nil {
-		st := s.hub.Stats()
-		fmt.Fprintf(&b, "\r\n# PubSub\r\npubsub_channels:%d\r\npubsub_patterns:%d\r\npubsub_shardchannels:%d\r\npubsub_nodes_up:%d\r\n",
-			st.Channels, st.Patterns, st.Shards, st.NodesUp)
-	}
-	fmt.Fprintf(&b, "\r\n# Quorum\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
-	if !r.c.user.Can(acl.Admin) {
-		return resp.Bulk(b.String()) // the node details are for admin users
-	}
-	for i, st := range s.e.Status() {
-		fmt.Fprintf(&b, "node%d:addr=%s,state=%s", i, infoValue(st.Addr), st.State)
-		if !st.Until.IsZero() {
-			fmt.Fprintf(&b, ",until=%s", st.Until.UTC().Format(time.RFC3339Nano))
-		}
-		fmt.Fprintf(&b, ",reason=%s,run_id=%s,downs=%d,last_error=%s\r\n", infoValue(st.Reason), infoValue(st.RunID), st.Downs, infoValue(st.LastError))
-	}
-	return resp.Verbatim(b.String())
-}
-
-// infoValue makes s safe as one value of an INFO field: no commas, which
-// separate values, and no line breaks, which separate fields.
-func infoValue(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case ',', '\r', '\n':
-			return ' '
-		}
-		return r
-	}, s)
-}
-
-// COMMAND [subcommand]
-func (s *Server) commandCmd(r *request) resp.Reply {
-	// redis-cli asks for COMMAND DOCS and falls back to its own help on an
-	// error; nothing else needs it.
-	return resp.Error("ERR COMMAND is not supported by redlock-proxy")
 }

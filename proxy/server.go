@@ -41,6 +41,8 @@ type Server struct {
 	draining atomic.Bool
 	scripts  *scriptCache
 	started  time.Time
+	runID    string // a random 40-hex id of this process, as Redis's run_id
+	stats    *stats
 	clients  atomic.Int64 // open connections
 	listings sync.Map     // CLIENT ID -> *listing of every open connection
 	nextID   atomic.Int64 // CLIENT ID of the last connection
@@ -80,7 +82,7 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 	if err := cfg.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
 		return nil, err
 	}
-	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, started: time.Now(),
+	s := &Server{e: e, obs: cfg.Observer, hub: cfg.PubSub, started: time.Now(), runID: newRunID(), stats: newStats(),
 		refusedLog: ratelog.New("client refused", warnEvery), acceptLog: ratelog.New("accept failed", warnEvery)}
 	cfg = cfg.WithDefaults()
 	s.cfg.Store(&cfg)
@@ -231,6 +233,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	cfg := s.conf()
 	if s.clients.Add(1) > int64(cfg.MaxClients) {
 		s.clients.Add(-1)
+		s.stats.rejectedCon.Add(1)
 		// Written straight to the socket: redcon closes it unflushed.
 		conn.NetConn().Write([]byte("-ERR max number of clients reached\r\n"))
 		s.refusedLog.Warn(cfg.Log, "addr", conn.RemoteAddr(), "reason", "max_clients")
@@ -239,10 +242,11 @@ func (s *Server) accept(conn redcon.Conn) bool {
 		}
 		return false
 	}
+	s.stats.connections.Add(1)
 	us := s.users.Load()
 	c := &client{id: s.nextID.Add(1), user: us.Start(), users: us, proto: resp.RESP2}
 	now := time.Now()
-	c.list = &listing{id: c.id, addr: conn.RemoteAddr(), laddr: conn.NetConn().LocalAddr().String(), since: now, last: now, cmd: "NULL"}
+	c.list = &listing{id: c.id, addr: conn.RemoteAddr(), laddr: conn.NetConn().LocalAddr().String(), nc: conn.NetConn(), since: now, last: now, cmd: "NULL"}
 	s.listings.Store(c.id, c.list)
 	conn.SetContext(c)
 	s.running.Add(1) // Serve is running, so the count is above zero
@@ -309,6 +313,7 @@ var (
 		"caching": 3, "getname": 2, "getredir": 2, "help": 2, "id": 2, "info": 2,
 		"kill": -3, "list": -2, "no-evict": 3, "pause": -3, "reply": 3, "setname": 3,
 		"tracking": -3, "trackinginfo": 2, "unblock": -3, "unpause": 2, "setinfo": 4,
+		"no-touch": 3, // Redis 7.2's
 	}
 	scriptSubs = map[string]int{
 		"debug": 3, "exists": -3, "flush": -2, "help": 2, "kill": 2, "load": 3,
@@ -339,7 +344,13 @@ var commands = map[string]command{
 	"readonly":  {arity: 1, handler: (*Server).clusterCmd},
 	"readwrite": {arity: 1, handler: (*Server).clusterCmd},
 	"info":      {arity: -1, handler: (*Server).info},
-	"command":   {arity: -1, handler: (*Server).commandCmd},
+	// Introspection for monitoring tools (introspect.go).
+	"config":  {arity: -2, subs: configSubs, handler: (*Server).configCmd},
+	"latency": {arity: -2, subs: latencySubs, handler: (*Server).latencyCmd},
+	"role":    {arity: 1, handler: (*Server).role},
+	"time":    {arity: 1, handler: (*Server).timeCmd},
+	"dbsize":  {arity: 1, class: acl.Read, handler: (*Server).dbsize},
+	// "command" is added by command.go's init: it reads this table.
 	// Locks.
 	"set":    {arity: -3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).set},
 	"get":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).get},
@@ -379,6 +390,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		conn.SetContext(c)
 	}
 	if rep, refused := s.admit(c, name, cmd.Args); refused {
+		s.stats.rejected(statName(name, cmd.Args))
 		switch {
 		case name == "exec":
 			// As Redis: an EXEC refused before it runs (NOAUTH, arity)
@@ -395,6 +407,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	if !subscribedOnly[name] && c.subscribed() {
+		s.stats.rejected(statName(name, cmd.Args))
 		s.send(conn, c, notInSubscribedMode(name))
 		return
 	}
@@ -420,7 +433,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		s.conf().Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
 	}
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
+	start := time.Now()
 	rep := cm.handler(s, r)
+	s.stats.ran(statName(name, cmd.Args), time.Since(start), rep.IsError())
 	c.tx.observe(name, cmd.Args, rep)
 	switch {
 	case r.sent:
@@ -467,7 +482,7 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 		return unknownCommand(args), true
 	case wrongArity(cm.arity, len(args)):
 		return resp.Error("ERR wrong number of arguments for '" + name + "' command"), true
-	case cm.subs != nil:
+	case cm.subs != nil && len(args) > 1:
 		sub := strings.ToLower(string(args[1]))
 		if a, known := cm.subs[sub]; !known {
 			return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", cString(args[1], 128), strings.ToUpper(name))), true

@@ -1,0 +1,116 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// KeyCount is what one node holds in database 0, its membership record
+// left out: keys, and how many of them have a TTL.
+type KeyCount struct {
+	Keys, Expires int64
+}
+
+// KeyView is the nodes' key counts, and the lock view of them.
+type KeyView struct {
+	// Keys and Expires are the largest counts that a quorum of nodes each
+	// reach: when the nodes agree, how many keys the locks hold.
+	Keys, Expires int64
+	// Nodes is each node's count, in node order; nil for a node that did
+	// not answer.
+	Nodes []*KeyCount
+}
+
+// keyCounter is a Node that can count its keys (the go-redis node).
+type keyCounter interface {
+	KeyCount(ctx context.Context) (KeyCount, error)
+}
+
+var errNoKeyCount = errors.New("quorum: node cannot count its keys")
+
+// Keyspace counts the keys on every node and returns the lock view: the
+// counts a quorum of the counting nodes each reach. The error matches
+// ErrUnavailable when fewer than a quorum answered.
+func (e *Engine) Keyspace(ctx context.Context) (KeyView, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, n Node) (KeyCount, error) {
+		kc, ok := n.(keyCounter)
+		if !ok {
+			return KeyCount{}, errNoKeyCount
+		}
+		return kc.KeyCount(ctx)
+	})
+	v := KeyView{Nodes: make([]*KeyCount, len(results))}
+	var keys, expires []int64
+	o := Outcome{Total: len(e.nodes)}
+	for i, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+			continue
+		case e.counts(i):
+			o.Granted++
+			keys = append(keys, r.v.Keys)
+			expires = append(expires, r.v.Expires)
+		default:
+			o.Quarantined++
+		}
+		v.Nodes[i] = &r.v
+	}
+	if err := verdict(o, e.quorum, failures(results)); err != nil {
+		return v, err
+	}
+	v.Keys, v.Expires = quorumCount(keys, e.quorum), quorumCount(expires, e.quorum)
+	return v, nil
+}
+
+// quorumCount is the largest count that q of counts reach.
+func quorumCount(counts []int64, q int) int64 {
+	slices.Sort(counts)
+	slices.Reverse(counts)
+	return counts[q-1]
+}
+
+// KeyCount reads INFO keyspace's db0 line and leaves the membership
+// record, which has no TTL, out of the count.
+func (n *redisNode) KeyCount(ctx context.Context) (KeyCount, error) {
+	var info *redis.StringCmd
+	var members *redis.IntCmd
+	_, err := n.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Info(ctx, "keyspace")
+		members = p.Exists(ctx, MembersKey)
+		return nil
+	})
+	if err != nil {
+		return KeyCount{}, err
+	}
+	kc := parseKeyspace(info.Val())
+	kc.Keys -= members.Val()
+	return kc, nil
+}
+
+// parseKeyspace reads db0's keys and expires from INFO keyspace.
+func parseKeyspace(text string) KeyCount {
+	var kc KeyCount
+	for line := range strings.Lines(text) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "db0:")
+		if !ok {
+			continue
+		}
+		for f := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "keys":
+				kc.Keys = n
+			case "expires":
+				kc.Expires = n
+			}
+		}
+	}
+	return kc
+}
