@@ -361,8 +361,8 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 			args: []string{"tok", "20000"}, op: EffectHold, hold1: 20 * time.Second, hashK2: true, want: map[string]held{"k": {"tok", 20 * time.Second}}},
 		{name: "a token past the 1023rd own token, then a large run's tables dropped", body: `return redis.call("set", KEYS[1], ARGV[1100], "NX", "PX", 5000)`,
 			args: append(make([]string, 1099), "tok"), op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"tok", 5 * time.Second}}},
-		{name: "a literal token", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], "__w__", "NX", "PX", 5000)`, lits: []string{"__w__"},
-			op: EffectHold, hold1: 5 * time.Second, want: map[string]held{"k": {"__w__", 5 * time.Second}}},
+		{name: "a constant is not a token", body: `redis.call("get", KEYS[1]) return redis.call("set", KEYS[1], "__w__", "NX", "PX", 5000)`, lits: []string{"__w__"},
+			refused: "a constant is not a token"},
 
 		// Not proved: the slow path judges, and refuses.
 		{name: "GET own, then a value that is none of its arguments", hold: map[string]held{"k": {"tok", 10 * time.Second}},
@@ -516,7 +516,7 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 // TestDecodeShort reads the wrapper's one-string reply: a tag, the keys'
 // numbers and the value; anything else is a malformed reply.
 func TestDecodeShort(t *testing.T) {
-	o := owns{args: []string{"tok", "10500"}, keys: []string{"k"}, literals: []string{"lit"}}
+	o := owns{args: []string{"tok", "10500"}, keys: []string{"k"}}
 	tests := []struct {
 		in    string
 		reply Value
@@ -526,8 +526,8 @@ func TestDecodeShort(t *testing.T) {
 		// changed, before none, after 1 (tok), hold 10500 ms.
 		{in: "s1.0.1.10500:OK", reply: Value{Kind: ValueStatus, Str: "OK"},
 			keys: []KeyEffect{{AfterOwn: []string{"tok"}, Changed: true, Hold: 10500 * time.Millisecond}}},
-		{in: "b0.0.0.0,0.4.4.0:a:b", reply: Value{Kind: ValueBulk, Str: "a:b"},
-			keys: []KeyEffect{{}, {BeforeOwn: []string{"lit"}, AfterOwn: []string{"lit"}}}},
+		{in: "b0.0.0.0,0.3.3.0:a:b", reply: Value{Kind: ValueBulk, Str: "a:b"},
+			keys: []KeyEffect{{}, {BeforeOwn: []string{"k"}, AfterOwn: []string{"k"}}}},
 		{in: "n:", reply: Value{Kind: ValueNil}},
 		{in: "i:-12", reply: Value{Kind: ValueInt, Int: -12}},
 		{in: "e:ERR x", reply: Value{Kind: ValueError, Str: "ERR x"}},
@@ -541,6 +541,7 @@ func TestDecodeShort(t *testing.T) {
 		{in: "s2.0.1.5:OK", bad: true},
 		{in: "s-1.0.1.5:OK", bad: true},
 		{in: "s1.5.1.5:OK", bad: true}, // before place 5: no such own token
+		{in: "s1.0.4.5:OK", bad: true}, // past ARGV and KEYS: a constant is never own
 		{in: "s1.0.1.1234567890123456789:OK", bad: true},
 		{in: "i:1x", bad: true},
 	}

@@ -50,9 +50,11 @@ import (
 //
 // (wrapperTailSrc says how a number packs the same). A holder is a
 // string's value, a hash's field or a sorted set's member (whose score is
-// its expiry in ms, as Symfony writes it); it is own when it is one of
-// ARGV or KEYS or of the script's own constants, and is sent as its place
-// among them. The body's locals cannot reach the wrapper's: script
+// its expiry in ms, as Symfony writes it): the hold table (wrapperFnsSrc).
+// It is own when it is one of the call's ARGV or KEYS, never for being a
+// constant of the script, and is sent as its place among them. PUBLISH
+// and SPUBLISH are held back until the run is judged, and sent only if it
+// is not refused. The body's locals cannot reach the wrapper's: script
 // admission refuses every name that is not the body's own local or an
 // allowed global.
 // wrapperStateSrc declares what a run knows. Its values are set by
@@ -75,7 +77,12 @@ const wrapperStateSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_se
 -- (node-redis-warlock's touch passes it as KEYS[3]).
 -- A library keeps these tables from run to run (a run starts by clearing
 -- what the last one left), and pool's states, one per distinct key.
-local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns = {}, {}, {}, {}, 0
+-- pubs are the run's PUBLISH and SPUBLISH calls, each its command,
+-- channel and message: sent once the run is judged, if it is not
+-- refused. The body's PUBLISH answers 0, since how many received it is
+-- known only once it is sent (and would count the proxies' connections
+-- to the node, not clients).
+local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns, __rlp_pubs = {}, {}, {}, {}, 0
 -- digits are the small numbers as text.
 local __rlp_digits = {[0] = "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}
 `
@@ -86,7 +93,7 @@ const wrapperInitSrc = `if not __rlp_call then
   __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type
   __RLP_FIRSTRUN
 end
-__rlp_refused, __rlp_slowfns = false, nil
+__rlp_refused, __rlp_slowfns, __rlp_pubs = false, nil, nil
 if __rlp_nargv > 64 then
   -- A large run's tables are not kept.
   __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {}
@@ -116,29 +123,55 @@ for i = __rlp_nargv + 1, __rlp_last do __rlp_argv[i] = nil end
 `
 
 // wrapperFnsSrc are the wrapper's functions.
-const wrapperFnsSrc = `-- own returns v's place among the own tokens (ARGV, KEYS, then the
--- literals), or nil: a string key asks a few times, so no set is built.
+const wrapperFnsSrc = `-- own returns v's place among the own tokens (the call's ARGV, then its
+-- KEYS), or nil: a string key asks a few times, so no set is built. A
+-- constant of the script is never own: any script may contain it.
 local function __rlp_own(v)
   for i = 1, __rlp_nargv do
     if __rlp_argv[i] == v then return i end
   end
-  __RLP_LITCHAIN
   return nil
 end
+-- The hold table: the types of key that hold a lock, and what holds it.
+-- A holder is an entry of the key: a string's value, a hash's field, a
+-- sorted set's member. A string's and a hash's holders share the key's
+-- expiry (shared); a sorted-set member's score is its own expiry in ms
+-- since the epoch (scored), and it holds while that is in the future. A
+-- holder is own when it is one of the call's ARGV or KEYS, a marker when
+-- it is a constant of the script (Symfony's "__write__", the "1" of its
+-- TIME probe, Redisson's unlock latch: no one's hold, see judge), and
+-- another token's otherwise. limit bounds what a snapshot reads (a
+-- string's bytes, a hash's fields, a sorted set's members): a write to a
+-- larger key is refused before it runs. A key of any other type holds no
+-- lock, and a write to one is refused before it runs.
+local __rlp_holds = {
+  string = {shared = true, size = "strlen", limit = __RLP_MAXBYTES},
+  hash = {shared = true, size = "hlen", limit = __RLP_MAXENTRIES},
+  zset = {scored = true, size = "zcard", limit = __RLP_MAXENTRIES},
+}
+-- A marker string that expires within this many ms (Symfony's SET ... PX 1
+-- probe) holds nothing.
+local __rlp_atonce = 2
 -- The slow path's functions, made on its first use: a closure built on
 -- every run costs, and a run the fast path proves needs none of them.
 local function __rlp_slow()
   if __rlp_slowfns then return __rlp_slowfns end
-  local L, nowv, ownv = {}, nil, nil
+  local L, nowv, ownv, litv = {}, nil, nil, nil
   -- ownset is own as a table, for the loops over hash fields and members.
   function L.ownset()
     if not ownv then
       ownv = {}
-      local lits = __RLP_LITERALS
-      for i = #lits, 1, -1 do ownv[lits[i]] = __rlp_nargv + i end
       for i = __rlp_nargv, 1, -1 do ownv[__rlp_argv[i]] = i end
     end
     return ownv
+  end
+  -- lits are the script's constants, which it may write as markers.
+  function L.lits()
+    if not litv then
+      litv = {}
+      for _, l in ipairs(__RLP_LITERALS) do litv[l] = true end
+    end
+    return litv
   end
   function L.now()
     if not nowv then
@@ -149,10 +182,10 @@ local function __rlp_slow()
   end
   function L.snap(k, b)
     -- The absolute expiry (PTTL moves while the script runs); -2 is no key,
-    -- which spares the other calls. A GET that fails is a key of another type.
-    -- After a run on a key that was missing (b), nothing compares the two
-    -- expiries (the types differ, and no other token held it): PTTL alone
-    -- spares the TIME call, and exp is left false.
+    -- which spares the other calls. A STRLEN that fails is a key of another
+    -- type. After a run on a key that was missing (b), nothing compares the
+    -- two expiries (the types differ, and no other token held it): PTTL
+    -- alone spares the TIME call, and exp is left false.
     local s
     if b and b.t == "none" then
       local pttl = __rlp_call("pttl", k)
@@ -164,16 +197,26 @@ local function __rlp_slow()
       if exp == -2 then return s end
       if exp > 0 then s.pttl = exp - L.now() end
     end
-    local v = __rlp_pcall("get", k)
-    if __rlp_type(v) ~= "table" then
-      s.t, s.v = "string", v
+    local n = __rlp_pcall("strlen", k)
+    if __rlp_type(n) == "number" then s.t = "string" else s.t = __rlp_call("type", k)["ok"] end
+    local h = __rlp_holds[s.t]
+    if not h then return s end
+    if s.t ~= "string" then n = __rlp_call(h.size, k) end
+    if n > h.limit then
+      s.big = n -- not read: judged and restored without its entries
       return s
     end
-    s.t = __rlp_call("type", k)["ok"]
-    if s.t == "hash" then s.v = __rlp_call("hgetall", k)
-    elseif s.t == "zset" then s.v = __rlp_call("zrange", k, 0, -1, "WITHSCORES")
-    else s.v = __rlp_call("dump", k) end
+    if s.t == "string" then s.v = __rlp_call("get", k)
+    elseif s.t == "hash" then s.v = __rlp_call("hgetall", k)
+    else s.v = __rlp_call("zrange", k, 0, -1, "WITHSCORES") end
     return s
+  end
+  -- big says why a snapshot is too large to keep, or nil.
+  function L.big(s)
+    if not s.big then return nil end
+    local h = __rlp_holds[s.t]
+    return "a " .. s.t .. " key of " .. s.big .. " " .. (s.t == "string" and "bytes" or "entries") ..
+      " (the wrapper snapshots at most " .. h.limit .. ")"
   end
   function L.holders(s)
     if s.h then return s.h end
@@ -186,7 +229,7 @@ local function __rlp_slow()
     return h
   end
   function L.same(b, a)
-    if b.t ~= a.t or b.exp ~= a.exp then return false end
+    if b.t ~= a.t or b.exp ~= a.exp or b.big or a.big then return false end
     if b.t ~= "hash" and b.t ~= "zset" then return b.v == a.v end
     if #b.v ~= #a.v then return false end
     local ha = L.holders(a)
@@ -195,40 +238,86 @@ local function __rlp_slow()
     end
     return true
   end
-  local function valid(s, v)
-    return s.t ~= "zset" or tonumber(v) > L.now()
+  -- valid says whether holder m (entry v) of snapshot s still holds: a
+  -- sorted-set member while its score is in the future, a marker string
+  -- unless it expires at once, any other while the key lives.
+  function L.valid(s, m, v)
+    if __rlp_holds[s.t].scored then return tonumber(v) > L.now() end
+    return s.t ~= "string" or s.pttl < 0 or s.pttl > __rlp_atonce or L.ownset()[m] or not L.lits()[m]
   end
+  -- judge says why the change from b to a is not a lock owner's, or nil.
+  -- Its second result is true when the run wrote a constant as a string
+  -- key's value that outlives the run (Redisson's unlock latch): allowed
+  -- only beside a change to an own hold on another key of the run.
   function L.judge(b, a)
-    if b.t ~= "none" and b.t ~= "string" and b.t ~= "hash" and b.t ~= "zset" then
-      return "it changes a " .. b.t .. " key"
-    end
+    local tb, ta = __rlp_holds[b.t], __rlp_holds[a.t]
+    if b.t ~= "none" and not tb then return "it changes a " .. b.t .. " key" end
+    if a.t ~= "none" and not ta then return "it turns a key into a " .. a.t end
     if b.t ~= "none" and a.t ~= "none" and b.t ~= a.t then
       return "it turns a " .. b.t .. " key into a " .. a.t
     end
     if a.t ~= "none" and a.pttl < 0 then return "it leaves a key without an expiry" end
     if a.t ~= "none" and a.pttl > __RLP_MAXTTL then return "it leaves a key with an expiry over max_ttl" end
-    local own = L.ownset()
+    if a.big then return "it leaves " .. L.big(a) end
+    local own, lits = L.ownset(), L.lits()
     local hb, ha = L.holders(b), L.holders(a)
-    local others, latest = false, 0
+    -- Who held the key before: own holders, other tokens' and markers.
+    -- Markers are the holders' beside them: another token's when one
+    -- holds the key, no one's (kept as any hold) when no token does. A
+    -- key held so is foreign: the run may not change what holds it.
+    local owned, others, marked, latest = false, false, false, 0
     for m, v in pairs(hb) do
-      if not own[m] and valid(b, v) then
-        if ha[m] ~= v then return "it removes or overwrites another token's hold" end
-        others = true
-        if b.t == "zset" and tonumber(v) > latest then latest = tonumber(v) end
+      if L.valid(b, m, v) then
+        if own[m] then owned = true
+        else
+          if lits[m] then marked = true else others = true end
+          if tb.scored and tonumber(v) > latest then latest = tonumber(v) end
+        end
       end
     end
-    for m in pairs(ha) do
-      if hb[m] == nil and not own[m] then
-        return "it writes a value that is none of its arguments"
+    local foreign = others or (marked and not owned)
+    for m, v in pairs(hb) do
+      if not own[m] and ha[m] ~= v and (foreign or not lits[m]) and L.valid(b, m, v) then
+        return "it removes or overwrites another token's hold"
       end
     end
-    if others and b.t ~= "zset" and a.exp ~= b.exp then
-      return "it changes the expiry of another token's hold"
+    if foreign and tb.shared and not L.same(b, a) then
+      -- Holders that share the key's expiry: any change to the key is a
+      -- change to another token's hold.
+      if a.exp ~= b.exp then return "it changes the expiry of another token's hold" end
+      return "it adds to a key another token holds"
     end
-    if others and b.t == "zset" and (a.t == "none" or a.pttl < latest - L.now()) then
+    if foreign and tb.scored and (a.t == "none" or a.pttl < latest - L.now()) then
       return "it cuts short another token's hold"
     end
-    return nil
+    -- What the run wrote: own holders (a member's score an expiry within
+    -- max_ttl), and markers beside an own hold that no other token shares
+    -- (a member's no later than the last own one's), or a string's.
+    local ownAfter, lastOwn = false, 0
+    for m, v in pairs(ha) do
+      if own[m] and L.valid(a, m, v) then
+        ownAfter = true
+        if ta.scored and tonumber(v) > lastOwn then lastOwn = tonumber(v) end
+      end
+    end
+    local latch = false
+    for m, v in pairs(ha) do
+      if hb[m] ~= v then
+        if own[m] then
+          if ta.scored and not (tonumber(v) > L.now() and tonumber(v) <= L.now() + __RLP_MAXTTL) then
+            return "it scores a sorted-set member by what is not its expiry (a time in ms in the future, within max_ttl)"
+          end
+        elseif not lits[m] then
+          return "it writes a value that is none of its arguments"
+        elseif a.t == "string" then
+          if owned then return "it writes a constant over an own hold (a constant is not a token)" end
+          latch = a.pttl > __rlp_atonce
+        elseif foreign or not ownAfter or (ta.scored and tonumber(v) > lastOwn) then
+          return "it writes a constant where no own holder holds the key (a constant is not a token)"
+        end
+      end
+    end
+    return nil, latch
   end
   -- mine appends to out at n the count of s's own holders, then each
   -- one's place among the own tokens; it returns the new n and how long
@@ -237,7 +326,7 @@ local function __rlp_slow()
     local at, least = n + 1, 0
     n = at
     out[at] = 0
-    if s.t ~= "string" and s.t ~= "hash" and s.t ~= "zset" then return n, least end
+    if not __rlp_holds[s.t] or s.big then return n, least end
     local own = L.ownset()
     for m, v in pairs(L.holders(s)) do
       if own[m] then
@@ -274,12 +363,22 @@ local function __rlp_slow()
   end
   -- toslow puts key k on the slow path before a write the fast path
   -- cannot prove: its state before the run is snapshot now or, after
-  -- fast writes, made from what they proved.
+  -- fast writes, made from what they proved. It returns false, the run
+  -- refused, for a key that holds no lock or is too large to snapshot:
+  -- the write does not run.
   function L.toslow(k)
     local st = __rlp_st[k]
-    if st.s then return end
+    if st.s then return true end
     if not st.w then
-      st.s = L.snap(k)
+      local s = L.snap(k)
+      if s.t ~= "none" and not __rlp_holds[s.t] then
+        __rlp_refused = "it changes a " .. s.t .. " key"
+        return false
+      elseif s.big then
+        __rlp_refused = "it writes to " .. L.big(s)
+        return false
+      end
+      st.s = s
     elseif st.o then
       local pttl = st.oe
       if pttl > 0 then pttl = pttl - L.now() end
@@ -288,6 +387,7 @@ local function __rlp_slow()
       st.s = {t = "none", exp = -2, pttl = -2}
     end
     st.m = nil
+    return true
   end
   __rlp_slowfns = L
   return L
@@ -341,15 +441,30 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
         return r
       end
     elseif kind == 0 then
+      if (c == "publish" or c == "spublish") and __rlp_select("#", ...) == 2 then
+        -- Queued, and sent after the run only if it is not refused: one
+        -- Redis publishes only what ran. The body gets 0 (see pubs).
+        local ch, msg = ...
+        local tc, tm = __rlp_type(ch), __rlp_type(msg)
+        if (tc == "string" or tc == "number") and (tm == "string" or tm == "number") then
+          local q = __rlp_pubs or {}
+          __rlp_pubs = q
+          q[#q + 1], q[#q + 2], q[#q + 3] = c, ch, msg
+          return 0
+        end
+      end
       return __RLP_PC(cmd, ...)
     elseif kind and __rlp_slow().keysok(c, kind, ...) then
       if kind ~= 4 then return __RLP_PC(cmd, ...) end
-      if __rlp_select("#", ...) ~= 1 then
-        for i = 1, __rlp_select("#", ...) do __rlp_slow().toslow((__rlp_select(i, ...))) end
-        return __RLP_PC(cmd, ...)
+      if __rlp_select("#", ...) == 1 then
+        k = ...
+        st = __rlp_st[k]
+      else
+        for i = 1, __rlp_select("#", ...) do
+          if not __rlp_slow().toslow((__rlp_select(i, ...))) then break end
+        end
+        if not __rlp_refused then return __RLP_PC(cmd, ...) end
       end
-      k = ...
-      st = __rlp_st[k]
     end
     if st then
       -- A write to one key k, not yet on the slow path: the fast path
@@ -411,8 +526,7 @@ const wrapperGuard = `    -- The command's kind: 0 no key, 1 reads its first arg
           return r
         end
       end
-      __rlp_slow().toslow(k)
-      return __RLP_PC(cmd, ...)
+      if __rlp_slow().toslow(k) then return __RLP_PC(cmd, ...) end
     end
     __RLP_REFUSE`
 
@@ -470,39 +584,78 @@ const wrapperFastKey = `local bi, ai, hold, holds, ch = 0, 0, 0, nil, 0
 const wrapperTailSrc = `local __rlp_ok, __rlp_r = pcall(__rlp_body)
 local __rlp_why = __rlp_refused
 -- The slow path's keys: each is snapshot after the run and judged
--- against its snapshot from before.
+-- against its snapshot from before. A constant left as a string key's
+-- value (a latch) needs a change to an own hold on another key.
 local __rlp_after, __rlp_same
 if __rlp_slowfns then
   local L = __rlp_slowfns
+  local latch, ownChange = false, false
   __rlp_after, __rlp_same = {}, {}
   for i = 1, #__rlp_keys do
     local k = __rlp_keys[i]
-    local b = __rlp_st[k].s
+    local st = __rlp_st[k]
+    local b = st.s
     if b then
       __rlp_after[i] = L.snap(k, b)
       __rlp_same[i] = L.same(b, __rlp_after[i])
-      if not __rlp_why and not __rlp_same[i] then __rlp_why = L.judge(b, __rlp_after[i]) end
+      if not __rlp_why and not __rlp_same[i] then
+        local why, l = L.judge(b, __rlp_after[i])
+        __rlp_why, latch = why, latch or l
+        if not ownChange then
+          local held = {}
+          L.mine(b, held, 0)
+          ownChange = held[1] > 0
+        end
+      end
+    elseif st.w and st.oi then
+      ownChange = true
     end
+  end
+  if latch and not ownChange and not __rlp_why then
+    __rlp_why = "it writes a constant as a key's value (a constant is not a token)"
   end
 end
 if __rlp_why then
-  -- Defined here: only a refused run restores. The fast path's keys go
+  -- Defined here: only a refused run restores. Each key is written back
+  -- in place when it is still of its snapshot's type, then what the run
+  -- added is removed; otherwise it is deleted first. Entries go in
+  -- chunks, so no call fails for its size (unpack's limit, the server's
+  -- arguments): a restore never stops halfway. The fast path's keys go
   -- back to what they held before its first change.
-  local function __rlp_restore(k, s)
-    __rlp_call("del", k)
-    if s.t == "string" then __rlp_call("set", k, s.v)
-    elseif s.t == "hash" then __rlp_call("hset", k, unpack(s.v))
-    elseif s.t == "zset" then
-      local args = {}
-      for i = 1, #s.v, 2 do args[#args + 1] = s.v[i + 1]; args[#args + 1] = s.v[i] end
-      __rlp_call("zadd", k, unpack(args))
-    elseif s.t ~= "none" then __rlp_call("restore", k, 0, s.v) end
-    if s.t ~= "none" and s.exp > 0 then __rlp_call("pexpireat", k, s.exp) end
+  local function __rlp_chunked(cmd, k, list, pairs2)
+    local i = 1
+    while i <= #list do
+      local args, n = {}, 0
+      while i <= #list and n < 512 do
+        if pairs2 then args[n + 1], args[n + 2], n, i = list[i + 1], list[i], n + 2, i + 2
+        else args[n + 1], n, i = list[i], n + 1, i + 1 end
+      end
+      __rlp_call(cmd, k, unpack(args))
+    end
+  end
+  local function __rlp_restore(k, s, a)
+    if s.t == "none" then
+      __rlp_call("del", k)
+      return
+    elseif s.t == "string" then __rlp_call("set", k, s.v)
+    else
+      local inplace = a and a.t == s.t and not a.big
+      if not inplace then __rlp_call("del", k) end
+      __rlp_chunked(s.t == "hash" and "hset" or "zadd", k, s.v, s.t == "zset")
+      if inplace then
+        local hb, extra = __rlp_slowfns.holders(s), {}
+        for m in pairs(__rlp_slowfns.holders(a)) do
+          if hb[m] == nil then extra[#extra + 1] = m end
+        end
+        __rlp_chunked(s.t == "hash" and "hdel" or "zrem", k, extra, false)
+      end
+    end
+    if s.exp > 0 then __rlp_call("pexpireat", k, s.exp) else __rlp_call("persist", k) end
   end
   for i, k in ipairs(__rlp_keys) do
     local st = __rlp_st[k]
     if st.s then
-      if not __rlp_same[i] then __rlp_restore(k, st.s) end
+      if not __rlp_same[i] then __rlp_restore(k, st.s, __rlp_after[i]) end
     elseif st.w then
       if st.o then __rlp_restore(k, {t = "string", v = st.o, exp = st.oe})
       else __rlp_call("del", k) end
@@ -510,11 +663,14 @@ if __rlp_why then
   end
   return {"refused", __rlp_why}
 end
+if __rlp_pubs then
+  for i = 1, #__rlp_pubs, 3 do __rlp_pcall(__rlp_pubs[i], __rlp_pubs[i + 1], __rlp_pubs[i + 2]) end
+end
 -- The reply says what the body answered (a tag: "s" status, "b" bulk,
 -- "i" integer, "n" nil, "e" error, "a" array; and a value) and, per key
 -- in KEYS order, what the run did to it: changed (0 or 1), before and
 -- after (its own holder then, as its place among the own tokens, 1-based:
--- ARGV, KEYS, then the literals; 0 for none) and hold (how long its own
+-- ARGV, then KEYS; 0 for none) and hold (how long its own
 -- holder has left after the run, in ms). When the fast path proved every
 -- key and the value is no array, the reply is one string: the tag, each
 -- key's four numbers joined by "." and the keys by ",", ":" and the value:
@@ -656,7 +812,8 @@ type wrapped struct {
 }
 
 // wrapBody builds the wrapper around body for the given allow-list,
-// literals and max_ttl.
+// literals (the constants the body may write as markers, never as
+// tokens) and max_ttl.
 func wrapBody(body string, commands map[string]int, literals []string, maxTTL time.Duration) wrapped {
 	var lits strings.Builder
 	lits.WriteString("{")
@@ -665,11 +822,6 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		lits.WriteString(", ")
 	}
 	lits.WriteString("}")
-	// The literals' places among the own tokens, compared one by one.
-	var chain strings.Builder
-	for i, l := range literals {
-		fmt.Fprintf(&chain, "if v == %s then return __rlp_nargv + %d end\n  ", luaQuote(l), i+1)
-	}
 	// The allow-list as a chain of comparisons, the common names first,
 	// each in lower and upper case (any other case is lowered, then
 	// compared again).
@@ -695,7 +847,8 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 	head := strings.NewReplacer(
 		"__RLP_BODYPARAMS", params,
 		"__RLP_LITERALS", lits.String(),
-		"__RLP_LITCHAIN", chain.String(),
+		"__RLP_MAXBYTES", strconv.Itoa(maxSnapshotBytes),
+		"__RLP_MAXENTRIES", strconv.Itoa(maxSnapshotEntries),
 		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
@@ -711,6 +864,15 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 	w.lib = strings.ReplaceAll(w.lib, "__RLP_NAME", w.fn)
 	return w
 }
+
+// A write the wrapper cannot prove is a lock owner's snapshots its key
+// first (the slow path): a key larger than these (a string's bytes, a
+// hash's fields or a sorted set's members) is refused before the write
+// runs, rather than read whole into the node's Lua on every run.
+const (
+	maxSnapshotBytes   = 64 << 10
+	maxSnapshotEntries = 10000
+)
 
 // readOnly are the allowed commands that change no key. Any other command
 // with a key, one added to the allow-list included, is taken as a write.

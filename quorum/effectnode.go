@@ -50,9 +50,9 @@ func (v Value) equal(w Value) bool {
 // taken before and after it.
 type KeyEffect struct {
 	// BeforeOwn and AfterOwn are the holders (string value, hash field,
-	// sorted-set member still valid) that are one of the call's ARGV or
-	// KEYS or the script's constants. A key the run neither wrote nor read has
-	// none reported.
+	// sorted-set member still valid: the wrapper's hold table) that are
+	// one of the call's ARGV or KEYS. A constant of the script is never
+	// own. A key the run neither wrote nor read has none reported.
 	BeforeOwn, AfterOwn []string
 	Changed             bool
 	// Hold is how long the own holders have left after the run: the key's
@@ -116,7 +116,7 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, ou
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	ne, err := decodeEffect(cmd.Val(), owns{args, keys, eff.literals}, out)
+	ne, err := decodeEffect(cmd.Val(), owns{args, keys}, out)
 	if ne.reply.Kind == ValueError {
 		ne.reply.Str = bodyLines(ne.reply.Str, eff)
 	}
@@ -199,8 +199,8 @@ func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error
 var errEffectReply = errors.New("malformed wrapper reply")
 
 // owns are a call's own tokens, in the order the wrapper numbers them
-// from 1: its ARGV, its KEYS, then the script's literals.
-type owns struct{ args, keys, literals []string }
+// from 1: its ARGV, then its KEYS.
+type owns struct{ args, keys []string }
 
 // at returns the own token at place i as a one-item slice of the call's
 // own (shared, not copied), nil for 0, or false for no such place.
@@ -208,7 +208,7 @@ func (o owns) at(i int64) ([]string, bool) {
 	if i <= 0 {
 		return nil, i == 0
 	}
-	for _, l := range [3][]string{o.args, o.keys, o.literals} {
+	for _, l := range [2][]string{o.args, o.keys} {
 		if i <= int64(len(l)) {
 			return l[i-1 : i : i], true
 		}

@@ -64,9 +64,9 @@ const maxLiterals = 64
 // Admission is what the proxy needs to know about an admitted script.
 type Admission struct {
 	// Literals are the script's string and number constants, as Redis
-	// would pass them to a command: values the script may write as a
-	// token besides its ARGV (Symfony's "__write__", the "1" of its TIME
-	// probe, Redisson's unlock latch).
+	// would pass them to a command: values the script may write as
+	// markers, never as tokens (Symfony's "__write__", the "1" of its
+	// TIME probe, Redisson's unlock latch).
 	Literals []string
 	// Source is the script as the masters run it: the admitted tree
 	// printed back as plain Lua 5.1 (print.go), so that what runs is what

@@ -1,0 +1,369 @@
+package quorum
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// semaphoreAcquire is redis-semaphore 5.8's Semaphore acquire, as its
+// lib/semaphore/acquire/lua.js sends it: it scores its member by the
+// client's clock at acquisition (ARGV[4]), not by an expiry.
+const semaphoreAcquire = `
+  local key = KEYS[1]
+  local limit = tonumber(ARGV[1])
+  local identifier = ARGV[2]
+  local lockTimeout = tonumber(ARGV[3])
+  local now = tonumber(ARGV[4])
+  local expiredTimestamp = now - lockTimeout
+
+  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)
+
+  if redis.call('zcard', key) < limit then
+    redis.call('zadd', key, now, identifier)
+    redis.call('pexpire', key, lockTimeout)
+    return 1
+  else
+    return 0
+  end`
+
+// wrapRow is one run of a wrapped script on one node, from a state the
+// row sets up: refused (a substring of the reason) or served as op.
+type wrapRow struct {
+	name    string
+	setup   func(ctx context.Context, admin *redis.Client)
+	body    string
+	lits    []string
+	keys    []string // nil: just "k"
+	args    []string
+	refused string
+	op      EffectOp
+	check   func(t *testing.T, ctx context.Context, admin *redis.Client)
+}
+
+func runWrapRows(t *testing.T, form wrapperForm, rows []wrapRow) {
+	admin, n, e := formEngine(t, form)
+	for _, tt := range rows {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			flush(t, admin)
+			if tt.setup != nil {
+				tt.setup(ctx, admin)
+			}
+			keys := tt.keys
+			if keys == nil {
+				keys = []string{"k"}
+			}
+			eff := e.Wrap(tt.body, testCommands, tt.lits)
+			ne, err := n.runEffect(ctx, eff, newEffectCall(keys, tt.args, 1), nil)
+			if err != nil {
+				t.Fatalf("runEffect: %v", err)
+			}
+			switch {
+			case tt.refused != "" && !strings.Contains(ne.refused, tt.refused):
+				t.Errorf("refused = %q; want it to say %q", ne.refused, tt.refused)
+			case tt.refused == "" && ne.refused != "":
+				t.Errorf("refused: %s", ne.refused)
+			case tt.refused == "":
+				if op, _ := classifyEffect(ne.keys, 0.01); op != tt.op {
+					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.keys)
+				}
+			}
+			if tt.check != nil {
+				tt.check(t, ctx, admin)
+			}
+		})
+	}
+}
+
+// wantHash checks that key is a hash of n fields, with field f = v, and
+// expires within (ttl-1s, ttl].
+func wantHash(t *testing.T, ctx context.Context, admin *redis.Client, key string, n int64, f, v string, ttl time.Duration) {
+	t.Helper()
+	if got := admin.HLen(ctx, key).Val(); got != n {
+		t.Errorf("HLEN %s = %d; want %d", key, got, n)
+	}
+	if got := admin.HGet(ctx, key, f).Val(); got != v {
+		t.Errorf("HGET %s %s = %q; want %q", key, f, got, v)
+	}
+	if pttl := admin.PTTL(ctx, key).Val(); pttl > ttl || pttl < ttl-time.Second {
+		t.Errorf("PTTL %s = %v; want %v", key, pttl, ttl)
+	}
+}
+
+func wantNoKey(t *testing.T, ctx context.Context, admin *redis.Client, key string) {
+	t.Helper()
+	if n := admin.Exists(ctx, key).Val(); n != 0 {
+		t.Errorf("%s exists (%s); want no key", key, admin.Type(ctx, key).Val())
+	}
+}
+
+// bigHash makes key a hash of n fields, "tok-owner" among them, that
+// expires in 10s.
+func bigHash(key string, n int) func(ctx context.Context, admin *redis.Client) {
+	return func(ctx context.Context, admin *redis.Client) {
+		args := make([]any, 0, 2*n)
+		args = append(args, "tok-owner", 1)
+		for i := 1; i < n; i++ {
+			args = append(args, "f"+strconv.Itoa(i), i)
+		}
+		admin.HSet(ctx, key, args...)
+		admin.PExpire(ctx, key, 10*time.Second)
+	}
+}
+
+// TestEffectUnclassifiedWriteIsRefused: a write the wrapper cannot read
+// as a take, extend or release of a hold in its hold table is refused
+// and rolled back, never served as a read (issue 16, finding 3).
+func TestEffectUnclassifiedWriteIsRefused(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		nowMillis := func() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
+		runWrapRows(t, form, []wrapRow{
+			{name: "redis-semaphore scores a member by its acquisition time", body: semaphoreAcquire,
+				args: []string{"1", "tok-a", "10000", nowMillis()}, refused: "not its expiry",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) { wantNoKey(t, ctx, admin, "k") }},
+			{name: "redis-semaphore beside another's member: both kept as they were", body: semaphoreAcquire,
+				setup: func(ctx context.Context, admin *redis.Client) {
+					admin.ZAdd(ctx, "k", redisZ(float64(time.Now().UnixMilli()), "tok-b"))
+					admin.PExpire(ctx, "k", 10*time.Second)
+				},
+				args: []string{"2", "tok-a", "10000", nowMillis()}, refused: "not its expiry",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					if m := admin.ZRange(ctx, "k", 0, -1).Val(); len(m) != 1 || m[0] != "tok-b" {
+						t.Errorf("ZRANGE k = %q; want only tok-b", m)
+					}
+				}},
+			{name: "a member scored past max_ttl", body: `redis.call("zadd", KEYS[1], ARGV[2], ARGV[1]) redis.call("pexpire", KEYS[1], 5000) return 1`,
+				args: []string{"tok", strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)}, refused: "not its expiry",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) { wantNoKey(t, ctx, admin, "k") }},
+			{name: "a member scored by its expiry is a hold",
+				body: `local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call("zadd", KEYS[1], now + 5000, ARGV[1]) redis.call("pexpireat", KEYS[1], now + 5000) return 1`,
+				args: []string{"tok"}, op: EffectHold},
+		})
+	})
+}
+
+// TestEffectConstantIsNotAToken: a holder equal to a constant of the
+// script is no one's token, whatever the script; constants are written
+// only as markers: a string that expires at once (Symfony's probe), a
+// latch beside a change to an own hold (Redisson's unlock), a member or
+// field beside an own holder (Symfony's "__write__").
+func TestEffectConstantIsNotAToken(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		heldBy := func(v string) func(context.Context, *redis.Client) {
+			return func(ctx context.Context, admin *redis.Client) { admin.Set(ctx, "k", v, 10*time.Second) }
+		}
+		keeps := func(v string) func(*testing.T, context.Context, *redis.Client) {
+			return func(t *testing.T, ctx context.Context, admin *redis.Client) {
+				if got := admin.Get(ctx, "k").Val(); got != v {
+					t.Errorf("GET k = %q; want %q", got, v)
+				}
+			}
+		}
+		runWrapRows(t, form, []wrapRow{
+			{name: `a lock holding "1" is not released by a script containing 1`, setup: heldBy("1"),
+				body: `if redis.call("get", KEYS[1]) == "1" then return redis.call("del", KEYS[1]) end return 0`, lits: []string{"1"},
+				refused: "another token's hold", check: keeps("1")},
+			{name: "nor re-timed", setup: heldBy("1"),
+				body: `if redis.call("get", KEYS[1]) == "1" then return redis.call("pexpire", KEYS[1], 50000) end return 0`, lits: []string{"1"},
+				refused: "another token's hold", check: keeps("1")},
+			{name: "a constant taken as a lock", body: `return redis.call("set", KEYS[1], "locked", "NX", "PX", 30000)`, lits: []string{"locked"},
+				refused: "a constant is not a token",
+				check:   func(t *testing.T, ctx context.Context, admin *redis.Client) { wantNoKey(t, ctx, admin, "k") }},
+			{name: "Symfony's probe: a constant that expires at once", body: `local now = redis.call("TIME") redis.call("SET", KEYS[1], "1", "PX", 1) return 1`,
+				lits: []string{"1"}, op: EffectRead},
+			{name: "Redisson's unlock: a release and its latch", keys: []string{"k", "ch", "latch"},
+				setup: func(ctx context.Context, admin *redis.Client) {
+					admin.HSet(ctx, "k", "owner:1", 1)
+					admin.PExpire(ctx, "k", 10*time.Second)
+				},
+				body: redissonUnlockBody, lits: []string{"0", "1"}, args: []string{"0", "30000", "owner:1", "PUBLISH", "3000"}, op: EffectRelease,
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					wantNoKey(t, ctx, admin, "k")
+					if v := admin.Get(ctx, "latch").Val(); v != "1" {
+						t.Errorf("latch = %q; want 1", v)
+					}
+				}},
+			{name: "a latch with no own hold changed beside it", keys: []string{"k", "ch", "latch"}, setup: heldBy("other"),
+				body: `redis.call("set", KEYS[3], 1, "px", ARGV[1]) return 1`, lits: []string{"1"}, args: []string{"3000"},
+				refused: "a constant is not a token",
+				check:   func(t *testing.T, ctx context.Context, admin *redis.Client) { wantNoKey(t, ctx, admin, "latch") }},
+			{name: "Symfony's write lock: a marker member beside the own one", body: symfonySave, lits: []string{"__write__"},
+				args: []string{"0", "tok", "5000"}, op: EffectHold,
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					if n := admin.ZCard(ctx, "k").Val(); n != 2 {
+						t.Errorf("ZCARD k = %d; want the token and __write__", n)
+					}
+				}},
+			{name: "a marker member where no own member holds",
+				body: `local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call("zadd", KEYS[1], now + 5000, "__write__") redis.call("pexpireat", KEYS[1], now + 5000) return 1`,
+				lits: []string{"__write__"}, refused: "a constant is not a token",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) { wantNoKey(t, ctx, admin, "k") }},
+		})
+	})
+}
+
+// redissonUnlockBody is Redisson's unlock (RedissonLock.java).
+const redissonUnlockBody = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; " +
+	"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; " +
+	"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); " +
+	"redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); " +
+	"redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; "
+
+// symfonySave is Symfony Lock 5.4's RedisStore save, with its TIME code.
+const symfonySave = `
+            local key = KEYS[1]
+            local uniqueToken = ARGV[2]
+            local ttl = tonumber(ARGV[3])
+            if redis.call("TYPE", key).ok == "string" then
+                return false
+            end
+            local now = redis.call("TIME")
+            now = now[1] * 1000 + math.floor(now[2] / 1000)
+            redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
+            if redis.call("ZSCORE", key, uniqueToken) then
+                if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCOUNT", key, "-inf", "+inf") > 1  then
+                    return false
+                end
+            elseif redis.call("ZCOUNT", key, "-inf", "+inf") > 0  then
+                return false
+            end
+            redis.call("ZADD", key, now + ttl, uniqueToken)
+            redis.call("ZADD", key, now + ttl, "__write__")
+            local maxExpiration = redis.call("ZREVRANGE", key, 0, 0, "WITHSCORES")[2]
+            redis.call("PEXPIREAT", key, maxExpiration)
+            return true
+        `
+
+// TestEffectForeignFieldIsRefused: a field added to a hash that another
+// token holds changes that hold (its fields share the key's expiry), so
+// it is refused like any other change to it; the owner's renewal beside
+// marker fields is its own (issue 16, finding 6).
+func TestEffectForeignFieldIsRefused(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		ownerHash := func(extra ...any) func(context.Context, *redis.Client) {
+			return func(ctx context.Context, admin *redis.Client) {
+				admin.HSet(ctx, "k", append([]any{"owner:1", 1}, extra...)...)
+				admin.PExpire(ctx, "k", 10*time.Second)
+			}
+		}
+		untouched := func(t *testing.T, ctx context.Context, admin *redis.Client) {
+			wantHash(t, ctx, admin, "k", 1, "owner:1", "1", 10*time.Second)
+		}
+		runWrapRows(t, form, []wrapRow{
+			{name: "HSET of an own field into another's hash", setup: ownerHash(),
+				body: `redis.call("hset", KEYS[1], ARGV[1], 1) return 1`, args: []string{"thief:1"},
+				refused: "adds to a key another token holds", check: untouched},
+			{name: "Redisson's lock shape with the field forced in", setup: ownerHash(),
+				body: `redis.call('hincrby', KEYS[1], ARGV[2], 1) return nil`, args: []string{"30000", "thief:1"},
+				refused: "adds to a key another token holds", check: untouched},
+			{name: "the owner's renewal is its own", setup: ownerHash(),
+				body: redissonRenewBody, args: []string{"30000", "owner:1"}, op: EffectHold,
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					wantHash(t, ctx, admin, "k", 1, "owner:1", "1", 30*time.Second)
+				}},
+			{name: "the owner's renewal beside a marker field", setup: ownerHash("mode", "write"),
+				body: redissonRenewBody, lits: []string{"mode"}, args: []string{"30000", "owner:1"}, op: EffectHold,
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					wantHash(t, ctx, admin, "k", 2, "owner:1", "1", 30*time.Second)
+				}},
+			{name: "a marker field added to another's hash", setup: ownerHash(),
+				body: `redis.call("hset", KEYS[1], "mode", "read") return 1`, lits: []string{"mode"},
+				refused: "another token holds", check: untouched},
+		})
+	})
+}
+
+const redissonRenewBody = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;"
+
+// TestEffectRollbackIsAllOrNothing: a refused run's keys go back whole,
+// whatever their size up to the snapshot bound, and a write to a key
+// over the bound is refused before it runs (issue 16, finding 5).
+func TestEffectRollbackIsAllOrNothing(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		keeps := func(n int64) func(*testing.T, context.Context, *redis.Client) {
+			return func(t *testing.T, ctx context.Context, admin *redis.Client) {
+				wantHash(t, ctx, admin, "k", n, "tok-owner", "1", 10*time.Second)
+				if v := admin.HGet(ctx, "k", "f4999").Val(); n > 4999 && v != "4999" {
+					t.Errorf("HGET k f4999 = %q; want 4999", v)
+				}
+			}
+		}
+		const maxed = maxSnapshotEntries + 1
+		runWrapRows(t, form, []wrapRow{
+			{name: "HDEL of another's field in a hash of 5000", setup: bigHash("k", 5000),
+				body: `redis.call("hdel", KEYS[1], "tok-owner") return 1`, refused: "another token's hold", check: keeps(5000)},
+			{name: "DEL of a hash of 5000", setup: bigHash("k", 5000),
+				body: `return redis.call("del", KEYS[1])`, refused: "another token's hold", check: keeps(5000)},
+			{name: "fields added and changed in a hash of 5000", setup: bigHash("k", 5000),
+				body:    `for i = 1, 600 do redis.call("hset", KEYS[1], "f" .. i, "x", "n" .. i, "y") end return 1`,
+				refused: "another token", check: keeps(5000)},
+			{name: "a write to a hash over the bound is refused before it runs", setup: bigHash("k", maxed),
+				body: `redis.call("hdel", KEYS[1], "tok-owner") return 1`, refused: fmt.Sprintf("at most %d", maxSnapshotEntries), check: keeps(maxed)},
+			{name: "a run that leaves a hash over the bound", args: manyTokens(maxed),
+				body:    `for i = 1, #ARGV do redis.call("hset", KEYS[1], ARGV[i], 1) end redis.call("pexpire", KEYS[1], 5000) return 1`,
+				refused: fmt.Sprintf("at most %d", maxSnapshotEntries),
+				check:   func(t *testing.T, ctx context.Context, admin *redis.Client) { wantNoKey(t, ctx, admin, "k") }},
+			{name: "a list key is refused before the write", setup: func(ctx context.Context, admin *redis.Client) { admin.RPush(ctx, "k", "a") },
+				body: `return redis.call("del", KEYS[1])`, refused: "changes a list key",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					if n := admin.LLen(ctx, "k").Val(); n != 1 {
+						t.Errorf("LLEN k = %d; want 1", n)
+					}
+				}},
+		})
+	})
+}
+
+func manyTokens(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "tok" + strconv.Itoa(i)
+	}
+	return out
+}
+
+// TestEffectPublishOnlyWhatRan: a refused run's PUBLISH reaches no
+// subscriber; a served run's does, once, after the run; the body's
+// PUBLISH answers 0.
+func TestEffectPublishOnlyWhatRan(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		admin, n, e := formEngine(t, form)
+		ctx := t.Context()
+		sub := admin.Subscribe(ctx, "ch")
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		run := func(body string, args ...string) nodeEffect {
+			t.Helper()
+			ne, err := n.runEffect(ctx, e.Wrap(body, testCommands, nil), newEffectCall([]string{"k", "ch"}, args, 1), nil)
+			if err != nil {
+				t.Fatalf("runEffect: %v", err)
+			}
+			return ne
+		}
+		admin.Set(ctx, "k", "other", 10*time.Second)
+		ne := run(`redis.call("publish", KEYS[2], ARGV[1]) return redis.call("del", KEYS[1])`, "refused-msg")
+		if !strings.Contains(ne.refused, "another token's hold") {
+			t.Fatalf("refused = %q; want another token's hold", ne.refused)
+		}
+		ne = run(`local n = redis.call(ARGV[2], KEYS[2], ARGV[1]) return n`, "served-msg", "PUBLISH")
+		if ne.refused != "" || ne.reply.Kind != ValueInt || ne.reply.Int != 0 {
+			t.Fatalf("served run = %+v; want the integer 0", ne)
+		}
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		msg, err := sub.ReceiveMessage(mctx)
+		if err != nil || msg.Payload != "served-msg" {
+			t.Fatalf("first message = %v, %v; want served-msg (the refused run's is never sent)", msg, err)
+		}
+	})
+}
