@@ -46,7 +46,7 @@ import (
 // where an array's value is its items, each {tag, value}, a proved key
 // is its number and any other key is
 //
-//	-1 - changed, own hold's pttl after, n, n own holders before, m, m own holders after
+//	-1 - changed, own hold's pttl after, others, n, n own holders before, m, m own holders after
 //
 // (wrapperTailSrc says how a number packs the same). A holder is a
 // string's value, a hash's field or a sorted set's member (whose score is
@@ -318,6 +318,16 @@ local function __rlp_slow()
       end
     end
     return nil, latch
+  end
+  -- others counts the other tokens' holders that hold in both b and a,
+  -- unchanged (markers are not counted).
+  function L.others(b, a)
+    if b.big or a.big or not __rlp_holds[b.t] or b.t ~= a.t then return 0 end
+    local own, lits, ha, n = L.ownset(), L.lits(), L.holders(a), 0
+    for m, v in pairs(L.holders(b)) do
+      if not own[m] and not lits[m] and ha[m] == v and L.valid(b, m, v) and L.valid(a, m, v) then n = n + 1 end
+    end
+    return n
   end
   -- mine appends to out at n the count of s's own holders, then each
   -- one's place among the own tokens; it returns the new n and how long
@@ -683,7 +693,8 @@ end
 -- proved is one number,
 --   ((hold * 1024 + after) * 1024 + before) * 2 + changed
 -- and any other key is its fields one by one:
---   -1 - changed, hold, n, n own holders before, m, m own holders after.
+--   -1 - changed, hold, others, n, n own holders before, m, m own holders after
+-- (others: how many other tokens' holders the key kept through the run).
 local __rlp_tag, __rlp_val
 if not __rlp_ok then
   __rlp_tag = "e"
@@ -758,8 +769,8 @@ for i = 1, #__rlp_keys do
       n = n + 1
       o[n] = code
     else
-      o[n + 1], o[n + 2] = -1 - ch, hold
-      n = n + 3
+      o[n + 1], o[n + 2], o[n + 3] = -1 - ch, hold, 0
+      n = n + 4
       if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
       if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
     end
@@ -767,9 +778,9 @@ for i = 1, #__rlp_keys do
     local L, at = __rlp_slowfns, n + 1
     if __rlp_same[i] then o[at] = -1 else o[at] = -2 end
     local ahold
-    n = L.mine(st.s, o, at + 1)
+    n = L.mine(st.s, o, at + 2)
     n, ahold = L.mine(__rlp_after[i], o, n)
-    o[at + 1] = ahold
+    o[at + 1], o[at + 2] = ahold, L.others(st.s, __rlp_after[i])
   end
 end
 return __rlp_out

@@ -58,6 +58,11 @@ type KeyEffect struct {
 	// Hold is how long the own holders have left after the run: the key's
 	// PTTL, or for a sorted set the earliest own member's expiry.
 	Hold time.Duration
+	// Others counts the holders of other tokens, still valid, that the
+	// key had both before and after the run (other hash fields, other
+	// sorted-set members): a key several tokens hold is decided by every
+	// node (decideEffect). Zero where the wrapper does not report it.
+	Others int
 }
 
 // nodeEffect is one node's answer to a wrapped script.
@@ -273,13 +278,15 @@ func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
 				return nodeEffect{}, errEffectReply
 			}
 			f = f[1:]
-		case len(f) < 2:
+		case len(f) < 3:
 			return nodeEffect{}, errEffectReply
 		default:
-			// Field by field: -1 - changed, hold, then the holders.
+			// Field by field: -1 - changed, hold, others, then the holders.
 			k.Changed = code != -1
 			k.Hold = millis(f[1])
-			if k.BeforeOwn, f, ok = holders(f[2:]); !ok {
+			others, _ := f[2].(int64)
+			k.Others = int(others)
+			if k.BeforeOwn, f, ok = holders(f[3:]); !ok {
 				return nodeEffect{}, errEffectReply
 			}
 			if k.AfterOwn, f, ok = holders(f); !ok {

@@ -367,3 +367,24 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 		}
 	})
 }
+
+// TestEffectReportsOtherHolders: a key the run changed reports how many
+// other tokens' holders it kept through the run (KeyEffect.Others).
+func TestEffectReportsOtherHolders(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		admin, n, e := formEngine(t, form)
+		ctx := t.Context()
+		later := float64(time.Now().Add(10 * time.Second).UnixMilli())
+		admin.ZAdd(ctx, "k", redisZ(later, "reader-b"), redisZ(1, "expired-c"))
+		admin.PExpire(ctx, "k", 10*time.Second)
+		body := `local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call("zadd", KEYS[1], now + 5000, ARGV[1]) return 1`
+		ne, err := n.runEffect(ctx, e.Wrap(body, testCommands, nil), newEffectCall([]string{"k"}, []string{"reader-a"}, 1), nil)
+		if err != nil || ne.refused != "" || len(ne.keys) != 1 {
+			t.Fatalf("runEffect = %+v, %v", ne, err)
+		}
+		if k := ne.keys[0]; k.Others != 1 || !k.Changed || len(k.AfterOwn) != 1 || k.AfterOwn[0] != "reader-a" {
+			t.Errorf("key effect = %+v; want reader-a taken beside 1 other holder", k)
+		}
+	})
+}
