@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
 	} else {
 		adm, err := script.Admit(body)
 		if err != nil {
-			return served{}, sha, resp.Error("ERR unsupported script: " + err.Error()), false
+			return served{}, sha, admitError(err), false
 		}
 		// The masters run the admitted tree as admission printed it,
 		// never the client's bytes: Redis's Lua lexer could read those
@@ -82,6 +83,16 @@ func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
 	}
 	c.bySHA[sha] = sv
 	return sv, sha, resp.Reply{}, true
+}
+
+// admitError is the reply to a script admission refused: Redis's own
+// compile error where Lua 5.1 would not compile it either.
+func admitError(err error) resp.Reply {
+	var r *script.Refusal
+	if errors.As(err, &r) && r.Compile {
+		return resp.Error(r.CompileError())
+	}
+	return resp.Error("ERR unsupported script: " + err.Error())
 }
 
 // flush forgets the learned scripts. Catalogue scripts stay known.

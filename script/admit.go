@@ -80,7 +80,25 @@ type Admission struct {
 type Refusal struct {
 	Line   int
 	Reason string
+	// Compile is set when Lua 5.1 itself does not compile the script, as
+	// one Redis would not: Reason is then Lua's own message, and Redis's
+	// reply is CompileError's.
+	Compile bool
 }
+
+// CompileError is the error one Redis 7.0 replies to a script its Lua
+// does not compile, for a refusal with Compile set.
+func (r *Refusal) CompileError() string {
+	return fmt.Sprintf("ERR Error compiling script (new function): user_script:%d: %s", r.Line, r.Reason)
+}
+
+// MaxBody and MaxTokens bound the script admission parses: lock scripts
+// take a few KiB and a few hundred tokens, and gopher-lua's parser
+// allocates about 500 bytes a token.
+const (
+	MaxBody   = 64 << 10
+	MaxTokens = 8192
+)
 
 func (r *Refusal) Error() string {
 	if r.Line > 0 {
@@ -97,6 +115,17 @@ func (r *Refusal) Error() string {
 func Admit(body []byte) (Admission, error) {
 	if bytes.IndexByte(body, 0) >= 0 {
 		return Admission{}, &Refusal{Reason: "the script contains a NUL byte"}
+	}
+	// Before gopher-lua's parser, whose cost grows with nesting: one
+	// linear pass, so that any body costs about its size.
+	line, tokens := syntaxLevels(body)
+	switch {
+	case line > 0:
+		return Admission{}, &Refusal{Line: line, Reason: tooManyLevels, Compile: true}
+	case len(body) > MaxBody:
+		return Admission{}, &Refusal{Reason: fmt.Sprintf("the script is over %d KiB (lock scripts take a few)", MaxBody>>10)}
+	case tokens > MaxTokens:
+		return Admission{}, &Refusal{Reason: fmt.Sprintf("the script has over %d tokens (lock scripts take a few hundred)", MaxTokens)}
 	}
 	chunk, err := parse.Parse(bytes.NewReader(body), "script")
 	if err != nil {

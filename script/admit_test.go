@@ -153,7 +153,8 @@ func FuzzAdmit(f *testing.F) {
 		}
 		wantFixedPoint(t, body, a)
 		wrapped := "local function f(...)\n" + body + "\nend\nreturn f()"
-		if _, err := Admit([]byte(wrapped)); err != nil {
+		var r *Refusal
+		if _, err := Admit([]byte(wrapped)); err != nil && !(errors.As(err, &r) && r.Reason == tooManyLevels) { // the function is one level more
 			t.Fatalf("admitTable %q, but not inside a function: %v", body, err)
 		}
 	})
