@@ -14,9 +14,13 @@ import (
 // nestingShapes nest a script n levels deep in the ways Lua 5.1 counts
 // levels, some moving on a line at each level.
 var nestingShapes = map[string]func(n int) string{
-	"tables":            func(n int) string { return "local t = " + strings.Repeat("{", n) + strings.Repeat("}", n) + " return 1" },
-	"tables over lines": func(n int) string { return "local t = " + strings.Repeat("{\n", n) + strings.Repeat("}", n) + " return 1" },
-	"parentheses":       func(n int) string { return "return " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) },
+	"tables": func(n int) string {
+		return "local t = " + strings.Repeat("{", n) + strings.Repeat("}", n) + " return 1"
+	},
+	"tables over lines": func(n int) string {
+		return "local t = " + strings.Repeat("{\n", n) + strings.Repeat("}", n) + " return 1"
+	},
+	"parentheses": func(n int) string { return "return " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) },
 	"if blocks": func(n int) string {
 		return strings.Repeat("if true then\n", n) + "return 1\n" + strings.Repeat("end\n", n)
 	},
