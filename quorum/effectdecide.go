@@ -1,0 +1,389 @@
+package quorum
+
+import (
+	"errors"
+	"slices"
+	"time"
+)
+
+// keyOutcome is what one node's run did to one key, or (in a decision)
+// what a quorum of counted nodes agrees the run did to it.
+type keyOutcome uint8
+
+const (
+	// keyKept: no lock changed hands. The run read the key, left it as
+	// it was, or changed it without an own holder taking or leaving it
+	// (a hold within the drift allowance, such as Symfony's PX 1 probe,
+	// is none).
+	keyKept keyOutcome = iota
+	// keyHeld: the run changed the key and an own holder holds it after,
+	// for longer than the drift allowance: taken new, or extended.
+	keyHeld
+	// keyReleased: an own holder held the key before and none does after.
+	keyReleased
+	// keyNoQuorum: no outcome has a quorum (decisions only).
+	keyNoQuorum
+)
+
+// nodeKeyOutcome classifies one node's report on one key; isNew is true
+// for a hold that no own holder held before the run (a take, not an
+// extend or a re-entry).
+func nodeKeyOutcome(k KeyEffect, driftFactor float64) (o keyOutcome, isNew bool) {
+	switch {
+	case len(k.BeforeOwn) > 0 && len(k.AfterOwn) == 0:
+		return keyReleased, false
+	case k.Changed && len(k.AfterOwn) > 0 && k.Hold > drift(k.Hold, driftFactor):
+		return keyHeld, len(k.BeforeOwn) == 0
+	}
+	return keyKept, false
+}
+
+// effectVotes is everything decideEffect reads: every node's answer to one
+// run of a wrapped script, and how to count them.
+type effectVotes struct {
+	results []result[nodeEffect]
+	nkeys   int    // distinct keys of the call; results[i].v.keys[j] is key j
+	counted []bool // counted[i]: node i's answer counts (not quarantined)
+	quorum  int
+	// elapsed is the run's time, charged to validity; nodeTimeout bounds
+	// how far apart two nodes' copies of one hold can have landed.
+	elapsed, nodeTimeout time.Duration
+	driftFactor          float64
+}
+
+// keyUndo is one key to give back on one node: each of tokens that holds
+// it there is removed (compare-and-delete).
+type keyUndo struct {
+	key    int // among the call's distinct keys
+	tokens []string
+}
+
+// effectDecision is how one run is answered, and what is undone.
+type effectDecision struct {
+	op      EffectOp
+	granted bool
+	reply   int   // the node whose reply is the answer; -1 for none
+	err     error // *OutcomeError or *RefusedError; nil when answered
+	keys    []keyOutcome
+	// For held keys: the shortest of their quorum TTLs, the validity it
+	// leaves, the fewest counted nodes holding one, and whether all of
+	// them are new locks (held nowhere by an own holder before): a run
+	// that extends one key and takes another (Redisson's unlock counting
+	// down beside its latch) is an extend.
+	ttl, validity time.Duration
+	held          int
+	took          bool
+	// landed[i] is what the run may have taken new on node i: undone now
+	// where undo[i] says so, and all of it if the proxy gives a granted
+	// hold back later (UndoEffect).
+	landed, undo [][]keyUndo
+}
+
+// decideFunc is the decision's type: the checker runs a broken one too.
+type decideFunc func(effectVotes) effectDecision
+
+// decideEffect decides a run key by key, as SET NX, compare-and-delete
+// and compare-and-pexpire are decided: a key is held when a quorum of
+// counted nodes holds it (every configured node, for a key other tokens
+// also hold), released when a quorum released it, kept when a quorum
+// left it as it was; anything else is no quorum. A held key needs
+// validity left from its quorum's hold times. The answer is the reply of
+// nodes whose outcome equals the decision on every key, and a quorum of
+// them must give it; otherwise the run is no quorum. It does no I/O and
+// reads no clock.
+func decideEffect(v effectVotes) effectDecision {
+	n := len(v.results)
+	d := effectDecision{reply: -1, keys: make([]keyOutcome, v.nkeys),
+		landed: make([][]keyUndo, n), undo: make([][]keyUndo, n)}
+	outs := make([][]keyOutcome, n)
+	var refused string
+	anyHeld, anyReleased := false, false
+	for i, r := range v.results {
+		switch {
+		case r.err != nil:
+		case r.v.refused != "":
+			if refused == "" {
+				refused = r.v.refused
+			}
+		default:
+			outs[i] = make([]keyOutcome, v.nkeys)
+			for j := range v.nkeys {
+				o, _ := nodeKeyOutcome(keyOf(r.v, j), v.driftFactor)
+				outs[i][j] = o
+				anyHeld = anyHeld || o == keyHeld
+				anyReleased = anyReleased || o == keyReleased
+			}
+		}
+	}
+	d.landedKeys(v, outs)
+	fails := failures(v.results)
+	switch {
+	case anyReleased:
+		d.op = EffectRelease
+	case anyHeld:
+		d.op = EffectHold
+	}
+	if refused != "" {
+		d.undo, d.err = d.landed, &RefusedError{Reason: refused}
+		return d
+	}
+
+	// Each key by its own quorum.
+	var lack *Outcome
+	ttl := time.Duration(-1)
+	d.held = n
+	for j := range v.nkeys {
+		o, need, holds := v.tally(outs, j)
+		switch {
+		case o.held >= need:
+			d.keys[j] = keyHeld
+			t, _ := quorumTTL(holds, need)
+			if ttl < 0 || t < ttl {
+				ttl = t
+			}
+			d.held = min(d.held, o.held)
+		case o.released >= v.quorum:
+			d.keys[j] = keyReleased
+		case o.kept >= v.quorum:
+			d.keys[j] = keyKept
+		default:
+			d.keys[j] = keyNoQuorum
+			if lack == nil {
+				lack = &Outcome{}
+				*lack = o.outcome(n)
+			}
+		}
+	}
+	if lack != nil {
+		d.undo, d.err = d.landed, &OutcomeError{Outcome: *lack, Unavailable: true, Failures: fails}
+		return d
+	}
+	hasHeld := slices.Contains(d.keys, keyHeld)
+	if hasHeld {
+		d.ttl = ttl
+		d.validity = validity(ttl, v.elapsed, v.driftFactor)
+		if d.validity <= 0 && !brokenNoValidity() {
+			o := Outcome{Total: n, Granted: d.held, Denied: v.answered() - d.held, Failed: v.failed()}
+			d.undo, d.err = d.landed, &OutcomeError{Outcome: o, Expired: true, Failures: fails}
+			return d
+		}
+	}
+
+	// The reply: one that a quorum of the nodes that did what was decided
+	// gave. Integers that read a time (a PTTL) agree within how far apart
+	// the nodes can have read or written it.
+	slack := int64((v.nodeTimeout + v.elapsed + 2*time.Millisecond) / time.Millisecond)
+	best := 0
+	for i := range n {
+		if !v.consistent(outs, i, d.keys) {
+			continue
+		}
+		agree := 0
+		for k := range n {
+			if v.consistent(outs, k, d.keys) && v.results[i].v.reply.agrees(v.results[k].v.reply, slack) {
+				agree++
+			}
+		}
+		best = max(best, agree)
+		if agree >= v.quorum {
+			d.reply = i
+			break
+		}
+	}
+	if d.reply < 0 {
+		o := Outcome{Total: n, Granted: best, Denied: v.answered() - best, Failed: v.failed(), Quarantined: v.quarantined()}
+		d.undo, d.err = d.landed, &OutcomeError{Outcome: o, Unavailable: true, Failures: fails}
+		return d
+	}
+
+	// Answered. Held keys stay; what a minority took of any other key is
+	// given back.
+	switch {
+	case slices.Contains(d.keys, keyReleased):
+		d.op, d.granted = EffectRelease, true
+	case hasHeld:
+		d.op, d.granted, d.took = EffectHold, true, true
+		for j, k := range d.keys {
+			d.took = d.took && (k != keyHeld || v.tookNew(outs, j))
+		}
+	case d.op == EffectRelease, d.op == EffectHold:
+		// Tried, and denied: the reply says so.
+	default:
+		d.op, d.granted = EffectRead, true
+	}
+	for i, l := range d.landed {
+		for _, u := range l {
+			if d.keys[u.key] != keyHeld {
+				d.undo[i] = append(d.undo[i], u)
+			}
+		}
+	}
+	return d
+}
+
+// keyOf is node effect ne's report on key j (none when the node reported
+// fewer keys).
+func keyOf(ne nodeEffect, j int) KeyEffect {
+	if j < len(ne.keys) {
+		return ne.keys[j]
+	}
+	return KeyEffect{}
+}
+
+// keyTally counts the counted nodes' outcomes on one key.
+type keyTally struct {
+	held, released, kept, failed, quarantined int
+}
+
+// outcome is t as the error of a key that has no quorum: the outcome the
+// run tried (held or released) counts as granted.
+func (t keyTally) outcome(n int) Outcome {
+	g, other := t.held, t.released
+	if t.released > t.held {
+		g, other = t.released, t.held
+	}
+	return Outcome{Total: n, Granted: g, Denied: t.kept + other, Failed: t.failed, Quarantined: t.quarantined}
+}
+
+// tally counts key j's outcomes over the counted nodes, and returns how
+// many must hold it and the hold times of those that do. A key that other
+// tokens also hold (a semaphore, a read lock) where the run took it new
+// needs every configured node: quorums need not intersect in a node that
+// counts each of several holders against the key's limit.
+func (v effectVotes) tally(outs [][]keyOutcome, j int) (t keyTally, need int, holds []time.Duration) {
+	need = v.quorum
+	for i, r := range v.results {
+		switch {
+		case r.err != nil:
+			t.failed++
+			continue
+		case r.v.refused != "":
+			continue
+		case !v.counted[i]:
+			t.quarantined++
+			continue
+		}
+		switch outs[i][j] {
+		case keyHeld:
+			t.held++
+			k := keyOf(r.v, j)
+			holds = append(holds, k.Hold)
+			if len(k.BeforeOwn) == 0 && k.Others > 0 {
+				need = len(v.results)
+			}
+		case keyReleased:
+			t.released++
+		default:
+			t.kept++
+		}
+	}
+	return t, need, holds
+}
+
+// consistent reports whether node i counts and did on every key what was
+// decided.
+func (v effectVotes) consistent(outs [][]keyOutcome, i int, keys []keyOutcome) bool {
+	return v.results[i].err == nil && v.counted[i] && outs[i] != nil && slices.Equal(outs[i], keys)
+}
+
+// tookNew reports whether no answering node that holds key j held it
+// before: a new lock, not an extend or a re-entry.
+func (v effectVotes) tookNew(outs [][]keyOutcome, j int) bool {
+	for i, r := range v.results {
+		if outs[i] != nil && outs[i][j] == keyHeld && len(keyOf(r.v, j).BeforeOwn) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// landedKeys sets d.landed: on each answering node, every key it took
+// new, with the holders it took it with. A node that failed may have
+// taken a key with its reply lost, or may hold the client's earlier hold
+// of it: it is counted as having taken key j only when no answering
+// node held j before and so many counted nodes took j new that no
+// quorum can have held the token before (quorums intersect); the holders
+// to remove are those the others took j with. A node down before the run
+// was never called.
+func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
+	n := len(v.results)
+	for j := range v.nkeys {
+		var tokens []string
+		takenNew := 0
+		for i, r := range v.results {
+			if outs[i] == nil || outs[i][j] != keyHeld {
+				continue
+			}
+			k := keyOf(r.v, j)
+			if len(k.BeforeOwn) > 0 {
+				continue
+			}
+			d.landed[i] = append(d.landed[i], keyUndo{key: j, tokens: k.AfterOwn})
+			if v.counted[i] {
+				takenNew++
+			}
+			for _, t := range k.AfterOwn {
+				if !slices.Contains(tokens, t) {
+					tokens = append(tokens, t)
+				}
+			}
+		}
+		if !v.tookNew(outs, j) || takenNew < n-v.quorum+1 {
+			continue
+		}
+		for i, r := range v.results {
+			if r.err != nil && !errors.Is(r.err, ErrNodeDown) {
+				d.landed[i] = append(d.landed[i], keyUndo{key: j, tokens: tokens})
+			}
+		}
+	}
+}
+
+func (v effectVotes) answered() int {
+	a := 0
+	for i, r := range v.results {
+		if r.err == nil && r.v.refused == "" && v.counted[i] {
+			a++
+		}
+	}
+	return a
+}
+
+func (v effectVotes) failed() int {
+	f := 0
+	for _, r := range v.results {
+		if r.err != nil {
+			f++
+		}
+	}
+	return f
+}
+
+func (v effectVotes) quarantined() int {
+	q := 0
+	for i, r := range v.results {
+		if r.err == nil && !v.counted[i] {
+			q++
+		}
+	}
+	return q
+}
+
+// agrees reports whether two replies are the same answer: equal, except
+// that two integers of at least slack that differ by at most slack agree
+// (a PTTL read on each node a few milliseconds apart). Small integers (a
+// count, 0 or 1) must be equal.
+func (a Value) agrees(b Value, slack int64) bool {
+	if a.Kind != b.Kind || a.Str != b.Str || len(a.Items) != len(b.Items) {
+		return false
+	}
+	if a.Int != b.Int && (a.Kind != ValueInt || a.Int < slack || b.Int < slack || max(a.Int-b.Int, b.Int-a.Int) > slack) {
+		return false
+	}
+	for i := range a.Items {
+		if !a.Items[i].agrees(b.Items[i], slack) {
+			return false
+		}
+	}
+	return true
+}

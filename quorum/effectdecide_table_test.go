@@ -1,0 +1,133 @@
+package quorum
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestDecideEffect(t *testing.T) {
+	s := 10 * time.Second
+	down := &NodeError{Err: ErrNodeDown}
+	lost := &NodeError{Err: errors.New("i/o timeout")}
+	u := func(key int, tokens ...string) []keyUndo { return []keyUndo{{key: key, tokens: tokens}} }
+	tests := []struct {
+		name    string
+		results []result[nodeEffect]
+		counted []bool // nil: every node counts
+		elapsed time.Duration
+		// want
+		op      EffectOp
+		granted bool
+		reply   int   // -1: none
+		err     error // matched with errors.Is
+		keys    []keyOutcome
+		undo    [][]keyUndo
+	}{
+		{name: "a take on a quorum is held, the minority's nil is not the answer",
+			results: []result[nodeEffect]{vote(nilReply, KeyEffect{}), vote(okReply, took(s)), vote(okReply, took(s)), vote(okReply, took(s)), vote(nilReply, KeyEffect{})},
+			op:      EffectHold, granted: true, reply: 1, keys: []keyOutcome{keyHeld}},
+		{name: "finding 1: a stale own copy read on the first node does not answer",
+			results: []result[nodeEffect]{vote(intReply(1), readOwn()), vote(intReply(0), KeyEffect{}), vote(intReply(0), KeyEffect{}), vote(intReply(0), KeyEffect{}), vote(intReply(1), took(s))},
+			op:      EffectHold, reply: 1, keys: []keyOutcome{keyKept}, undo: [][]keyUndo{4: u(0, "own")}},
+		{name: "finding 2: lock-or-enqueue, each key by its own quorum",
+			results: []result[nodeEffect]{vote(intReply(1), took(s), KeyEffect{}), vote(intReply(0), KeyEffect{}, took(s)), vote(intReply(0), KeyEffect{}, took(s)), vote(intReply(0), KeyEffect{}, took(s)), vote(intReply(0), KeyEffect{}, took(s))},
+			op:      EffectHold, granted: true, reply: 1, keys: []keyOutcome{keyKept, keyHeld}, undo: [][]keyUndo{0: u(0, "own")}},
+		{name: "finding 2: take every free key, the count of one Redis",
+			results: []result[nodeEffect]{vote(intReply(2), took(s), took(s)), vote(intReply(1), took(s), KeyEffect{}), vote(intReply(1), took(s), KeyEffect{}), vote(intReply(1), took(s), KeyEffect{}), vote(intReply(1), took(s), KeyEffect{})},
+			op:      EffectHold, granted: true, reply: 1, keys: []keyOutcome{keyHeld, keyKept}, undo: [][]keyUndo{0: u(1, "own")}},
+		{name: "finding 4: the undo leaves a key the run only read",
+			results: []result[nodeEffect]{vote(okReply, took(s), readOwn()), vote(okReply, took(s), readOwn()), vote(nilReply, KeyEffect{}, readOwn()), vote(nilReply, KeyEffect{}, readOwn()), vote(nilReply, KeyEffect{}, readOwn())},
+			op:      EffectHold, reply: 2, keys: []keyOutcome{keyKept, keyKept}, undo: [][]keyUndo{0: u(0, "own"), 1: u(0, "own")}},
+		{name: "two takes, two kept and a failure decide nothing",
+			results: []result[nodeEffect]{vote(okReply, took(s)), vote(okReply, took(s)), vote(nilReply, KeyEffect{}), vote(nilReply, KeyEffect{}), failedVote(lost)},
+			op:      EffectHold, reply: -1, err: ErrUnavailable, undo: [][]keyUndo{0: u(0, "own"), 1: u(0, "own")}},
+		{name: "a read is no plurality: 2 against 1 of 5, two failed",
+			results: []result[nodeEffect]{vote(intReply(1)), vote(intReply(1)), vote(intReply(0)), failedVote(lost), failedVote(lost)},
+			op:      EffectRead, reply: -1, err: ErrUnavailable},
+		{name: "a read has no tie-break: 2 against 2",
+			results: []result[nodeEffect]{vote(intReply(0)), vote(intReply(1)), vote(intReply(1)), vote(intReply(0)), failedVote(lost)},
+			op:      EffectRead, reply: -1, err: ErrUnavailable},
+		{name: "a read a quorum agrees on, whichever node answers first",
+			results: []result[nodeEffect]{vote(intReply(1)), vote(intReply(0)), vote(intReply(0)), vote(intReply(0)), vote(intReply(1))},
+			op:      EffectRead, granted: true, reply: 1},
+		{name: "PTTLs read milliseconds apart agree",
+			results: []result[nodeEffect]{vote(intReply(29_998)), vote(intReply(29_997)), vote(intReply(29_999)), failedVote(lost), failedVote(lost)},
+			op:      EffectRead, granted: true, reply: 0},
+		{name: "quarantined nodes do not count, also for a read",
+			results: []result[nodeEffect]{vote(intReply(1)), vote(intReply(1)), vote(intReply(1)), vote(intReply(0)), vote(intReply(0))},
+			counted: []bool{true, false, false, true, true},
+			op:      EffectRead, reply: -1, err: ErrUnavailable},
+		{name: "quarantined takes do not count",
+			results: []result[nodeEffect]{vote(okReply, took(s)), vote(okReply, took(s)), vote(okReply, took(s)), vote(nilReply, KeyEffect{}), vote(nilReply, KeyEffect{})},
+			counted: []bool{true, true, false, true, true},
+			op:      EffectHold, reply: -1, err: ErrUnavailable, undo: [][]keyUndo{0: u(0, "own"), 1: u(0, "own"), 2: u(0, "own")}},
+		{name: "no validity left: denied, undone, also where the reply was lost",
+			results: []result[nodeEffect]{vote(okReply, took(s)), vote(okReply, took(s)), vote(okReply, took(s)), failedVote(lost), failedVote(down)},
+			elapsed: s,
+			op:      EffectHold, reply: -1, err: ErrDenied, undo: [][]keyUndo{0: u(0, "own"), 1: u(0, "own"), 2: u(0, "own"), 3: u(0, "own")}},
+		{name: "failed nodes are not undone when too few took the key new",
+			results: []result[nodeEffect]{vote(okReply, took(s)), vote(okReply, took(s)), vote(nilReply, KeyEffect{}), failedVote(lost), failedVote(lost)},
+			op:      EffectHold, reply: -1, err: ErrUnavailable, undo: [][]keyUndo{0: u(0, "own"), 1: u(0, "own")}},
+		{name: "a re-entry that fails is not undone",
+			results: []result[nodeEffect]{vote(nilReply, extended(s)), failedVote(lost), failedVote(lost)},
+			op:      EffectHold, reply: -1, err: ErrUnavailable},
+		{name: "a key other tokens hold needs every node",
+			results: []result[nodeEffect]{vote(intReply(1), KeyEffect{AfterOwn: []string{"own"}, Changed: true, Hold: s, Others: 1}), vote(intReply(1), took(s)), vote(intReply(1), took(s)), vote(intReply(1), took(s)), vote(intReply(0), KeyEffect{})},
+			op:      EffectHold, reply: -1, err: ErrUnavailable, undo: [][]keyUndo{0: u(0, "own"), 1: u(0, "own"), 2: u(0, "own"), 3: u(0, "own")}},
+		{name: "a release by a quorum, with a latch taken beside it",
+			results: []result[nodeEffect]{vote(intReply(1), released(), took(3*time.Second)), vote(intReply(1), released(), took(3*time.Second)), vote(intReply(1), released(), took(3*time.Second))},
+			op:      EffectRelease, granted: true, reply: 0, keys: []keyOutcome{keyReleased, keyHeld}},
+		{name: "a release a minority did is denied",
+			results: []result[nodeEffect]{vote(intReply(1), released()), vote(intReply(0), KeyEffect{}), vote(intReply(0), KeyEffect{})},
+			op:      EffectRelease, reply: 1, keys: []keyOutcome{keyKept}},
+		{name: "a refusal on one node refuses the run and undoes the takes",
+			results: []result[nodeEffect]{vote(okReply, took(s)), {v: nodeEffect{refused: "it removes another token's hold"}}, vote(okReply, took(s))},
+			op:      EffectHold, reply: -1, err: ErrRefused, undo: [][]keyUndo{0: u(0, "own"), 2: u(0, "own")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := len(tt.results)
+			counted := tt.counted
+			if counted == nil {
+				counted = slices.Repeat([]bool{true}, n)
+			}
+			nkeys := 0
+			for _, r := range tt.results {
+				nkeys = max(nkeys, len(r.v.keys))
+			}
+			d := decideEffect(effectVotes{results: tt.results, nkeys: nkeys, counted: counted, quorum: n/2 + 1,
+				elapsed: tt.elapsed, nodeTimeout: 50 * time.Millisecond, driftFactor: 0.01})
+			if d.op != tt.op || d.granted != tt.granted || d.reply != tt.reply {
+				t.Errorf("decideEffect = op %v granted %v reply %d; want op %v granted %v reply %d", d.op, d.granted, d.reply, tt.op, tt.granted, tt.reply)
+			}
+			switch {
+			case tt.err == nil && d.err != nil, tt.err != nil && !errors.Is(d.err, tt.err):
+				t.Errorf("decideEffect err = %v; want %v", d.err, tt.err)
+			}
+			if tt.err == nil && !slices.Equal(d.keys, tt.keys) {
+				t.Errorf("decideEffect keys = %v; want %v", d.keys, tt.keys)
+			}
+			want := make([][]keyUndo, n)
+			copy(want, tt.undo)
+			if fmt.Sprint(d.undo) != fmt.Sprint(want) {
+				t.Errorf("decideEffect undo = %v; want %v", d.undo, want)
+			}
+		})
+	}
+}
+
+// TestDecideEffectValidity pins a held key's validity: the quorum's TTL
+// (the quorum-th longest hold) minus the elapsed time and the drift.
+func TestDecideEffectValidity(t *testing.T) {
+	ms := time.Millisecond
+	results := []result[nodeEffect]{vote(okReply, took(1000*ms)), vote(okReply, took(990*ms)), vote(okReply, took(980*ms)), vote(okReply, took(970*ms)), vote(nilReply, KeyEffect{})}
+	d := decideEffect(effectVotes{results: results, nkeys: 1, counted: slices.Repeat([]bool{true}, 5), quorum: 3,
+		elapsed: 30 * ms, nodeTimeout: 50 * ms, driftFactor: 0.01})
+	// 980ms - 30ms - (9.8ms + 2ms) = 938.2ms; the held count is the 4.
+	if d.err != nil || d.ttl != 980*ms || d.validity != 938200*time.Microsecond || d.held != 4 || !d.took {
+		t.Errorf("decideEffect = ttl %v validity %v held %d took %v, %v; want 980ms 938.2ms 4 true", d.ttl, d.validity, d.held, d.took, d.err)
+	}
+}
