@@ -158,8 +158,12 @@ func decideEffect(v effectVotes) effectDecision {
 		d.undo, d.err = d.landed, &OutcomeError{Outcome: *lack, Unavailable: true, Failures: fails}
 		return d
 	}
-	hasHeld := slices.Contains(d.keys, keyHeld)
-	if hasHeld {
+	// A held key needs validity left, unless the run released a key: a
+	// key taken beside a release (Redisson's unlock latch, 10ms in
+	// node-redisson) is no lock the reply promises, as before this
+	// decision was made per key.
+	hasHeld, hasReleased := slices.Contains(d.keys, keyHeld), slices.Contains(d.keys, keyReleased)
+	if hasHeld && !hasReleased {
 		d.ttl = ttl
 		d.validity = validity(ttl, v.elapsed, v.driftFactor)
 		if d.validity <= 0 && !brokenNoValidity() {
@@ -199,7 +203,7 @@ func decideEffect(v effectVotes) effectDecision {
 	// Answered. Held keys stay; what a minority took of any other key is
 	// given back.
 	switch {
-	case slices.Contains(d.keys, keyReleased):
+	case hasReleased:
 		d.op, d.granted = EffectRelease, true
 	case hasHeld:
 		d.op, d.granted, d.took = EffectHold, true, true
