@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/admin"
+	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
 	"github.com/redlock-proxy/redlock-proxy/metrics"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/pubsub"
@@ -165,7 +165,7 @@ func run(args []string) error {
 	if fc.AdminListen != "" {
 		// Without the admin listener nothing reads metrics: no observer,
 		// so the request path pays nothing for them.
-		m = metrics.New(addrs, buildVersion())
+		m = metrics.New(addrs, buildinfo.Version())
 		qc.Observer, pc.Observer = m, m
 	}
 	// The demo nodes (miniredis) have no functions: no need to ask.
@@ -371,14 +371,6 @@ func notLive(running, file fileConfig) []liveKey {
 		keys = append(keys, liveKey{"node_password", "(hidden)", "(hidden)"})
 	}
 	return keys
-}
-
-// buildVersion is the module version the binary was built as.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "unknown"
 }
 
 // fitFileLimit raises the open-file limit as far as it goes and lowers

@@ -38,7 +38,12 @@ func startBinary(t *testing.T, args ...string) *binProc {
 // environment.
 func startBinaryEnv(t *testing.T, env []string, args ...string) *binProc {
 	t.Helper()
-	bin := buildProxyBinary(t)
+	return startBinaryAt(t, buildProxyBinary(t), env, args...)
+}
+
+// startBinaryAt is startBinaryEnv with the binary at bin.
+func startBinaryAt(t *testing.T, bin string, env []string, args ...string) *binProc {
+	t.Helper()
 	logs := newLogWriter(t)
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)

@@ -74,10 +74,10 @@ func TestHello3SpeaksRESP3(t *testing.T) {
 	raw := dialRaw(t, p.Addr)
 	raw.send(encodeCommand("HELLO", "3"))
 	raw.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if line, err := raw.r.ReadString('\n'); err != nil || line != "%7\r\n" {
-		t.Fatalf("HELLO 3 starts %q, %v; want a map of 7, %%7", line, err)
+	if line, err := raw.r.ReadString('\n'); err != nil || line != "%8\r\n" {
+		t.Fatalf("HELLO 3 starts %q, %v; want a map of 8 (Redis's 7 and proxy_version), %%8", line, err)
 	}
-	for range 14 {
+	for range 16 {
 		if _, err := readReply(raw.r); err != nil {
 			t.Fatalf("read HELLO 3's map: %v", err)
 		}

@@ -281,16 +281,22 @@ func isPTTLScript(c diffCmd) bool {
 }
 
 // masked hides what differs between two servers by design in HELLO's
-// reply: the connection id and the version.
+// reply: the connection id and the version, and the proxy's own version,
+// which only the proxy adds.
 func masked(c diffCmd, v respValue) respValue {
 	if c.name() != "hello" || (v.kind != '%' && v.kind != '*') {
 		return v
 	}
-	items := append([]respValue(nil), v.items...)
-	for i := 0; i+1 < len(items); i += 2 {
-		if items[i].text == "id" || items[i].text == "version" {
-			items[i+1] = respValue{kind: items[i+1].kind, text: "*"}
+	var items []respValue
+	for i := 0; i+1 < len(v.items); i += 2 {
+		k, val := v.items[i], v.items[i+1]
+		switch k.text {
+		case "proxy_version":
+			continue
+		case "id", "version":
+			val = respValue{kind: val.kind, text: "*"}
 		}
+		items = append(items, k, val)
 	}
 	return respValue{kind: v.kind, items: items}
 }

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"net/http"
 	"runtime"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
@@ -93,7 +93,7 @@ func New(addrs []string, version string) *Metrics {
 	m.protoErrs = f.counter("protocol_errors_total", "Client connections closed for a protocol error.")
 
 	info := f.gaugeVec("build_info", "Always 1; the labels say which build runs.", "version", "revision", "goversion")
-	info.WithLabelValues(version, revision(), runtime.Version()).Set(1)
+	info.WithLabelValues(version, buildinfo.Revision(), runtime.Version()).Set(1)
 
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -168,18 +168,6 @@ func (m *Metrics) Refused(op quorum.Op) {
 	if int(op) < len(m.ops) && m.ops[op][quorum.ResultRefused] != nil {
 		m.ops[op][quorum.ResultRefused].Inc()
 	}
-}
-
-// revision is the VCS revision the binary was built from, or "unknown".
-func revision() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
 }
 
 // factory registers each metric it makes under the redlock_proxy_ prefix.

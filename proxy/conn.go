@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 // version is what the proxy reports as its Redis version: the command
-// surface it mirrors is Redis 7.0's.
+// surface it mirrors is Redis 7.0's, and clients choose features by it.
+// The proxy's own version is buildinfo's, reported beside it.
 const version = "7.0.0"
 
 // PING [message]
@@ -142,6 +144,7 @@ func (s *Server) hello(r *request) resp.Reply {
 		resp.Bulk("mode"), resp.Bulk("standalone"),
 		resp.Bulk("role"), resp.Bulk("master"),
 		resp.Bulk("modules"), resp.Array(),
+		resp.Bulk("proxy_version"), resp.Bulk(buildinfo.Version()),
 	)
 }
 

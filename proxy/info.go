@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -92,6 +93,7 @@ func (s *Server) infoServer(b *strings.Builder, in *infoRun) {
 		port = p
 	}
 	fmt.Fprintf(b, "redis_version:%s\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_mode:standalone\r\n", version)
+	fmt.Fprintf(b, "proxy_version:%s\r\n", buildinfo.Version()) // the proxy's own, beside the Redis it mirrors
 	fmt.Fprintf(b, "os:%s %s\r\narch_bits:%d\r\nprocess_id:%d\r\nprocess_supervised:no\r\n",
 		runtime.GOOS, runtime.GOARCH, 32<<(^uint(0)>>63), os.Getpid())
 	fmt.Fprintf(b, "run_id:%s\r\ntcp_port:%s\r\nserver_time_usec:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\n",

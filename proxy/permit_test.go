@@ -112,16 +112,16 @@ func TestUsersAuth(t *testing.T) {
 	if got := rc.do(t, "PING"); got != noAuth {
 		t.Errorf("PING after failed logins = %q; want %q", got, noAuth)
 	}
-	if got := rc.do(t, "HELLO", "2", "AUTH", "reader", "reader-pw"); !strings.HasPrefix(got, "*14\r\n") {
-		t.Errorf("HELLO 2 AUTH reader = %q; want the 14-element map", got)
+	if got := rc.do(t, "HELLO", "2", "AUTH", "reader", "reader-pw"); !strings.HasPrefix(got, "*16\r\n") {
+		t.Errorf("HELLO 2 AUTH reader = %q; want the 16-element map", got)
 	}
 	if got := rc.do(t, "SET", "k", "t", "NX", "PX", "1000"); got != noCmdPerm("set") {
 		t.Errorf("SET as reader after HELLO AUTH = %q; want %q", got, noCmdPerm("set"))
 	}
 	// HELLO 3 AUTH logs in and switches to RESP3 at once.
 	r3 := dial(t, addr)
-	if got := r3.do(t, "HELLO", "3", "AUTH", "app", "app-pw"); !strings.HasPrefix(got, "%7\r\n") {
-		t.Errorf("HELLO 3 AUTH app = %q; want the 7-entry RESP3 map", got)
+	if got := r3.do(t, "HELLO", "3", "AUTH", "app", "app-pw"); !strings.HasPrefix(got, "%8\r\n") {
+		t.Errorf("HELLO 3 AUTH app = %q; want the 8-entry RESP3 map", got)
 	}
 	if got := r3.do(t, "GET", "other"); got != noKeyPerm {
 		t.Errorf("GET other as app over RESP3 = %q; want %q", got, noKeyPerm)

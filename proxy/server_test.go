@@ -383,8 +383,8 @@ func TestRequirePass(t *testing.T) {
 		}
 	}
 	rc2 := dial(t, addr)
-	if got := rc2.do(t, "HELLO", "2", "AUTH", "default", "s3cret"); !strings.HasPrefix(got, "*14\r\n") {
-		t.Errorf("HELLO 2 AUTH default s3cret = %q; want the 14-element map", got)
+	if got := rc2.do(t, "HELLO", "2", "AUTH", "default", "s3cret"); !strings.HasPrefix(got, "*16\r\n") {
+		t.Errorf("HELLO 2 AUTH default s3cret = %q; want the 16-element map", got)
 	}
 	if got := rc2.do(t, "PING"); got != "+PONG\r\n" {
 		t.Errorf("PING after HELLO AUTH = %q; want +PONG", got)
