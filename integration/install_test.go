@@ -19,7 +19,8 @@ const installVersion = "v0.0.1-installtest"
 
 // `go install github.com/redlock-proxy/redlock-proxy@<version>` builds a
 // binary that reports that version, from the module's build information,
-// in INFO's server section, in HELLO and in the build_info metric. The
+// in INFO (redis_build_id in the server section, proxy_version in the
+// proxy's own), in HELLO and in the build_info metric. The
 // module is published to a file-system GOPROXY as the go command would
 // fetch it from a real one (its tracked files, zipped at that version);
 // its dependencies come from the module cache, so nothing is downloaded.
@@ -60,11 +61,14 @@ func TestGoInstallReportsModuleVersion(t *testing.T) {
 	c := newClient(t, b.Addr, nil)
 
 	info, err := c.Info(ctx, "server").Result()
-	if err != nil || !strings.Contains(info, "\r\nproxy_version:"+installVersion+"\r\n") {
-		t.Errorf("INFO server = %q, %v; want proxy_version:%s", info, err, installVersion)
+	if err != nil || !strings.Contains(info, "\r\nredis_build_id:"+installVersion+"\r\n") {
+		t.Errorf("INFO server = %q, %v; want redis_build_id:%s", info, err, installVersion)
 	}
 	if !strings.Contains(info, "\r\nredis_version:7.0.0\r\n") {
 		t.Errorf("INFO server = %q; want redis_version:7.0.0 kept (clients choose features by it)", info)
+	}
+	if info, err := c.Info(ctx).Result(); err != nil || !strings.Contains(info, "\r\nproxy_version:"+installVersion+"\r\n") {
+		t.Errorf("INFO = %q, %v; want proxy_version:%s in the proxy's section", info, err, installVersion)
 	}
 	hello, err := c.Do(ctx, "HELLO", "3").Result()
 	if m, ok := hello.(map[any]any); err != nil || !ok || m["proxy_version"] != installVersion || m["version"] != "7.0.0" {

@@ -92,8 +92,10 @@ func (s *Server) infoServer(b *strings.Builder, in *infoRun) {
 	if _, p, err := net.SplitHostPort(in.r.conn.NetConn().LocalAddr().String()); err == nil {
 		port = p
 	}
-	fmt.Fprintf(b, "redis_version:%s\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_mode:standalone\r\n", version)
-	fmt.Fprintf(b, "proxy_version:%s\r\n", buildinfo.Version()) // the proxy's own, beside the Redis it mirrors
+	// redis_build_id carries the proxy's own version (redis_exporter's
+	// redis_instance_info shows it); redis_version is the Redis it mirrors.
+	fmt.Fprintf(b, "redis_version:%s\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:%s\r\nredis_mode:standalone\r\n",
+		version, buildinfo.Version())
 	fmt.Fprintf(b, "os:%s %s\r\narch_bits:%d\r\nprocess_id:%d\r\nprocess_supervised:no\r\n",
 		runtime.GOOS, runtime.GOARCH, 32<<(^uint(0)>>63), os.Getpid())
 	fmt.Fprintf(b, "run_id:%s\r\ntcp_port:%s\r\nserver_time_usec:%d\r\nuptime_in_seconds:%d\r\nuptime_in_days:%d\r\n",
@@ -180,7 +182,7 @@ func (s *Server) infoPubSub(b *strings.Builder, _ *infoRun) {
 // infoQuorum is the proxy's own: the nodes, and for admin users each
 // node's state.
 func (s *Server) infoQuorum(b *strings.Builder, in *infoRun) {
-	fmt.Fprintf(b, "proxy:redlock-proxy\r\nnodes:%d\r\nquorum:%d\r\n", s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
+	fmt.Fprintf(b, "proxy:redlock-proxy\r\nproxy_version:%s\r\nnodes:%d\r\nquorum:%d\r\n", buildinfo.Version(), s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
 	if !in.r.c.user.Can(acl.Admin) {
 		return // the node details are for admin users
 	}
