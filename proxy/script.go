@@ -167,9 +167,26 @@ func (s *Server) script(r *request) resp.Reply {
 		s.scripts.flush()
 		return resp.OK()
 	case "kill":
-		return resp.Error("NOTBUSY No scripts in execution right now.")
+		return s.scriptKill(r)
 	}
 	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try SCRIPT HELP.", cString(r.args[1], 128)))
+}
+
+// scriptKill stops the script the masters run, as SCRIPT KILL does on
+// one Redis: OK when a node stopped one, Redis's UNKILLABLE when one has
+// written and runs on (it wins over OK: the script has not stopped
+// everywhere), NOTBUSY when no node that answered ran one.
+func (s *Server) scriptKill(r *request) resp.Reply {
+	k, err := s.e.KillScript(r.ctx)
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case k.Unkillable > 0:
+		return resp.Error(k.UnkillableText)
+	case k.Killed > 0:
+		return resp.OK()
+	}
+	return resp.Error("NOTBUSY No scripts in execution right now.")
 }
 
 // run serves a script: a catalogue operation, or by its effect.

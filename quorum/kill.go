@@ -1,0 +1,99 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Kill is what SCRIPT KILL did on one node.
+type Kill uint8
+
+const (
+	KillNotBusy    Kill = iota // no script ran
+	KillDone                   // the running script was stopped
+	KillUnkillable             // the script has written: it runs on
+)
+
+// KillResult is the engine's answer to KillScript.
+type KillResult struct {
+	Killed, Unkillable, NotBusy int
+	// Unkillable is the first unkillable node's own error text.
+	UnkillableText string
+}
+
+// scriptKiller is a Node that can stop the script it runs. Only real
+// Redis nodes can; the engine counts any other node as failed for it.
+type scriptKiller interface {
+	killScript(ctx context.Context) (Kill, string, error)
+}
+
+var errNoKill = errors.New("quorum: the node cannot stop scripts")
+
+// KillScript stops the script each node runs, as SCRIPT KILL would on
+// one Redis: every node is asked, the breaker's down ones included (a
+// node busy in a script answers nothing else, and may be marked down for
+// it). It fails only when no node answered.
+func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
+	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, n Node) (killAnswer, error) {
+		k, ok := n.(scriptKiller)
+		if !ok {
+			return killAnswer{}, errNoKill
+		}
+		kill, text, err := k.killScript(ctx)
+		return killAnswer{kill, text}, err
+	})
+	var r KillResult
+	answered := 0
+	for _, res := range results {
+		if res.err != nil {
+			continue
+		}
+		answered++
+		switch res.v.kill {
+		case KillDone:
+			r.Killed++
+		case KillUnkillable:
+			if r.Unkillable == 0 {
+				r.UnkillableText = res.v.text
+			}
+			r.Unkillable++
+		default:
+			r.NotBusy++
+		}
+	}
+	if answered == 0 {
+		return r, &OutcomeError{Outcome: Outcome{Total: len(e.nodes), Failed: len(e.nodes)}, Unavailable: true, Failures: failures(results)}
+	}
+	return r, nil
+}
+
+type killAnswer struct {
+	kill Kill
+	text string
+}
+
+// killScript sends SCRIPT KILL on a connection of its own (the pipeline's
+// may be waiting for the busy script), and FUNCTION KILL where the node
+// runs the wrapper as a function and answers that only that stops it.
+func (n *redisNode) killScript(ctx context.Context) (Kill, string, error) {
+	kill, text, err := killReply(n.c.Do(ctx, "SCRIPT", "KILL").Err())
+	if err != nil && redis.HasErrorPrefix(err, "BUSY ") {
+		return killReply(n.c.Do(ctx, "FUNCTION", "KILL").Err())
+	}
+	return kill, text, err
+}
+
+// killReply classifies a SCRIPT KILL or FUNCTION KILL reply.
+func killReply(err error) (Kill, string, error) {
+	switch {
+	case err == nil:
+		return KillDone, "", nil
+	case redis.HasErrorPrefix(err, "NOTBUSY"):
+		return KillNotBusy, "", nil
+	case redis.HasErrorPrefix(err, "UNKILLABLE"):
+		return KillUnkillable, err.Error(), nil
+	}
+	return KillNotBusy, "", err
+}
