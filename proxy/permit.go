@@ -13,6 +13,7 @@ const (
 	firstKey           // args[1]
 	everyArg           // args[1:]
 	scriptKeys         // EVAL, EVALSHA: numkeys keys after args[2]
+	subKey             // args[2]: a subcommand's key (OBJECT ENCODING key)
 )
 
 // keysOf returns the keys args names under spec. Malformed arguments
@@ -23,6 +24,8 @@ func keysOf(spec keySpec, args [][]byte) [][]byte {
 		return args[1:2]
 	case everyArg:
 		return args[1:]
+	case subKey:
+		return args[2:3]
 	case scriptKeys:
 		n, err := resp.Numkeys(args[2], len(args)-3)
 		if err != nil {

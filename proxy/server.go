@@ -358,6 +358,13 @@ var commands = map[string]command{
 	"ttl":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).ttl},
 	"exists": {arity: -2, class: acl.Read, keys: everyArg, handler: (*Server).exists},
 	"del":    {arity: -2, class: acl.Admin, keys: everyArg, handler: (*Server).del},
+	// Runbook reads (runbook.go).
+	"scan":    {arity: -2, class: acl.Read, handler: (*Server).scan},
+	"type":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).typeCmd},
+	"hgetall": {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).hgetall},
+	"hget":    {arity: 3, class: acl.Read, keys: firstKey, handler: (*Server).hget},
+	"zrange":  {arity: -4, class: acl.Read, keys: firstKey, handler: (*Server).zrange},
+	"object":  {arity: -2, class: acl.Read, keys: subKey, subs: objectSubs, handler: (*Server).object},
 	// Redis 8.4's and Valkey's compare-and-delete and DIGEST (cas.go).
 	"delex":   {arity: -2, class: acl.Lock, keys: firstKey, handler: (*Server).delex},
 	"delifeq": {arity: 3, class: acl.Lock, keys: firstKey, handler: (*Server).delifeq},
@@ -516,10 +523,10 @@ func wrongArity(arity, n int) bool {
 var unsupported = map[string]bool{
 	"incr": true, "decr": true, "expire": true, "pexpire": true, "persist": true,
 	"getset": true, "setnx": true, "setex": true, "psetex": true, "mset": true,
-	"hset": true, "hget": true, "hexists": true, "hincrby": true, "lpush": true,
+	"hset": true, "hexists": true, "hincrby": true, "lpush": true,
 	"rpush": true, "sadd": true, "zadd": true, "publish": true, "spublish": true,
-	"keys": true, "scan": true, "flushall": true, "flushdb": true,
-	"unlink": true, "rename": true, "type": true,
+	"keys": true, "flushall": true, "flushdb": true,
+	"unlink": true, "rename": true,
 }
 
 // unknownCommand is Redis's reply to a command it does not know, with the

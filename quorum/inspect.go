@@ -36,6 +36,14 @@ func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) 
 			e.observe(OpRead, start, res)
 		}()
 	}
+	st, _, err = e.inspect(ctx, key)
+	return st, err
+}
+
+// inspect is Inspect without the observer. It also reports which nodes
+// answered holding the agreed token, one bit each (node i: 1<<i).
+func (e *Engine) inspect(ctx context.Context, key string) (State, uint16, error) {
+	start := time.Now()
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (Entry, error) {
 		return n.Inspect(ctx, key)
 	})
@@ -55,6 +63,7 @@ func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) 
 	}
 	o := Outcome{Total: len(e.nodes)}
 	var ttls []time.Duration
+	var holders uint16
 	for i, r := range results {
 		switch {
 		case r.err != nil:
@@ -64,26 +73,27 @@ func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) 
 		case r.v.Present && (entryID{r.v.Type, r.v.Token}) == best:
 			o.Granted++
 			ttls = append(ttls, r.v.TTL)
+			holders |= 1 << i
 		default:
 			o.Denied++
 		}
 	}
-	err = verdict(o, e.quorum, failures(results))
+	err := verdict(o, e.quorum, failures(results))
 	if errors.Is(err, ErrUnavailable) {
-		return State{}, err
+		return State{}, holders, err
 	}
 	if err != nil {
-		return State{}, nil
+		return State{}, holders, nil
 	}
 	ttl, _ := quorumTTL(ttls, e.quorum)
 	if ttl < 0 {
-		return State{Held: true, Token: best.token, Type: best.typ, Validity: -1}, nil
+		return State{Held: true, Token: best.token, Type: best.typ, Validity: -1}, holders, nil
 	}
 	v := validity(ttl, elapsed, e.cfg.DriftFactor)
 	if v <= 0 {
-		return State{}, nil
+		return State{}, holders, nil
 	}
-	return State{Held: true, Token: best.token, Type: best.typ, Validity: v}, nil
+	return State{Held: true, Token: best.token, Type: best.typ, Validity: v}, holders, nil
 }
 
 // entryID is what nodes must agree on for a key to be held: its token,

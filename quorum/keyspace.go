@@ -10,8 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// KeyCount is what one node holds in database 0, its membership record
-// left out: keys, and how many of them have a TTL.
+// KeyCount is what one node holds in database 0, the proxies' membership
+// record and counters left out (the fencing hold records, which expire
+// with their locks, are counted): keys, and how many of them have a TTL.
 type KeyCount struct {
 	Keys, Expires int64
 }
@@ -76,13 +77,13 @@ func quorumCount(counts []int64, q int) int64 {
 }
 
 // KeyCount reads INFO keyspace's db0 line and leaves the membership
-// record, which has no TTL, out of the count.
+// record and the counters, which have no TTL, out of the count.
 func (n *redisNode) KeyCount(ctx context.Context) (KeyCount, error) {
 	var info *redis.StringCmd
 	var members *redis.IntCmd
 	_, err := n.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "keyspace")
-		members = p.Exists(ctx, MembersKey)
+		members = p.Exists(ctx, MembersKey, CountersKey)
 		return nil
 	})
 	if err != nil {

@@ -38,6 +38,7 @@ const (
 	kindNullArray
 	kindMap
 	kindVerbatim
+	kindDouble
 )
 
 // Reply is one reply value, written in the shape of the connection's
@@ -83,6 +84,10 @@ func Push(items ...Reply) Reply { return Reply{kind: kindPush, items: items} }
 // Map is a map reply of alternating keys and values: a flat array in
 // RESP2, as Redis sends HELLO's reply there.
 func Map(kv ...Reply) Reply { return Reply{kind: kindMap, items: kv} }
+
+// Double is a floating-point reply given as Redis writes it (such as a
+// sorted set's score): a double in RESP3, a bulk string in RESP2.
+func Double(text string) Reply { return Reply{kind: kindDouble, str: text} }
 
 // Verbatim is a text reply such as INFO's: a bulk string in RESP2, a
 // verbatim string of format txt in RESP3.
@@ -138,6 +143,12 @@ func (r Reply) WriteProto(w Writer, p Proto) {
 		} else {
 			w.WriteBulkString(r.str)
 		}
+	case kindDouble:
+		if p == RESP3 {
+			w.WriteRaw([]byte("," + r.str + "\r\n"))
+		} else {
+			w.WriteBulkString(r.str)
+		}
 	case kindArray, kindPush, kindMap:
 		switch {
 		case p == RESP3 && r.kind == kindPush:
@@ -162,7 +173,7 @@ func (r Reply) String() string {
 		return "(error) " + r.str
 	case kindInt:
 		return "(integer) " + strconv.FormatInt(r.n, 10)
-	case kindBulk, kindVerbatim:
+	case kindBulk, kindVerbatim, kindDouble:
 		return `"` + r.str + `"`
 	case kindNull, kindNullArray:
 		return "(nil)"

@@ -1,0 +1,168 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+)
+
+// A quorum scan walks the nodes one after the other, each with its own
+// SCAN, and reports a key found on a node when a quorum holds it and no
+// node already walked to the end holds it too. Its cursor is one integer,
+// as Redis's:
+//
+//	bits  0-47  the SCAN cursor of the node being walked
+//	bits 48-51  that node's index
+//	bits 52-60  the nodes walked to the end, one bit each
+//	bits 61-63  three bits of a hash of that node's run_id
+//
+// A node that is down, in quarantine or failing when the walk reaches it
+// is passed over, not marked walked. A key a quorum holds from the first
+// call to the last is on at least one node that is walked whenever a
+// quorum of the nodes is up, so it is reported, once, unless a node that
+// had reported it cannot answer when a later node is walked (a
+// duplicate, which SCAN allows). A restarted node hashes its keys anew,
+// so its own cursor means nothing there: the run_id bits restart its walk
+// from 0 (duplicates again, never a miss).
+
+// ScanCursor is where a quorum scan stands. The zero cursor starts a scan,
+// and a scan is over when Scan returns it.
+type ScanCursor struct {
+	Node    int    // the node being walked
+	Walked  uint16 // the nodes walked to the end, one bit each
+	At      uint64 // the node's own SCAN cursor
+	RunHash uint8  // three bits of the node's run_id when At was read
+}
+
+const (
+	atBits    = 48
+	maxWalked = 9 // bits for Walked: the nodes a proxy may have
+)
+
+// ErrBadCursor is a scan cursor that no scan of this proxy returned.
+var ErrBadCursor = errors.New("quorum: invalid cursor")
+
+// Encode packs c into SCAN's integer cursor.
+func (c ScanCursor) Encode() uint64 {
+	return c.At | uint64(c.Node)<<atBits | uint64(c.Walked)<<52 | uint64(c.RunHash&7)<<61
+}
+
+// DecodeCursor unpacks an integer cursor for a proxy over nodes nodes.
+func DecodeCursor(v uint64, nodes int) (ScanCursor, error) {
+	c := ScanCursor{
+		At:      v & (1<<atBits - 1),
+		Node:    int(v >> atBits & 0xf),
+		Walked:  uint16(v >> 52 & (1<<maxWalked - 1)),
+		RunHash: uint8(v >> 61),
+	}
+	if c.Node >= nodes || c.Walked>>nodes != 0 {
+		return ScanCursor{}, ErrBadCursor
+	}
+	return c, nil
+}
+
+// ScanKey is a key a scan found, with its state as Inspect reports it.
+type ScanKey struct {
+	Key   string
+	State State
+}
+
+// keyScanner is a Node that can walk its keys (the go-redis node).
+type keyScanner interface {
+	// ScanKeys runs SCAN cursor [MATCH match] [COUNT count] [TYPE typ].
+	ScanKeys(ctx context.Context, cursor uint64, match string, count int64, typ string) ([]string, uint64, error)
+}
+
+// Scan runs one step of a quorum scan from cur: one SCAN on the node being
+// walked, and a quorum read of each key it returned. It returns the keys
+// a quorum holds, not reserved, of type typ if typ is set ("string",
+// "hash", "zset"), and the next cursor. match, count and typ go to the
+// node's SCAN as given.
+func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count int64, typ string) (ScanCursor, []ScanKey, error) {
+	if len(e.nodes) > maxWalked {
+		return ScanCursor{}, nil, fmt.Errorf("quorum: a scan walks at most %d nodes", maxWalked)
+	}
+	j := cur.Node
+	status := e.Status()[j]
+	ks, ok := e.nodes[j].(keyScanner)
+	if !ok || status.State != StateUp {
+		return e.passOver(cur), nil, nil
+	}
+	hash := runHash(status.RunID)
+	at := cur.At
+	if at != 0 && hash != cur.RunHash {
+		at = 0 // the node restarted: its old cursor means nothing
+	}
+	nctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
+	keys, next, err := ks.ScanKeys(nctx, at, match, count, typ)
+	cancel()
+	switch {
+	case err != nil:
+		return e.passOver(cur), nil, nil
+	case next >= 1<<atBits:
+		return ScanCursor{}, nil, fmt.Errorf("quorum: node %d's cursor %d does not fit", j, next)
+	}
+	var found []ScanKey
+	for _, k := range keys {
+		if Reserved(k) {
+			continue
+		}
+		st, holders, err := e.inspect(ctx, k)
+		switch {
+		case err != nil:
+			return ScanCursor{}, nil, err
+		case !st.Held, holders&cur.Walked != 0:
+			continue // not held, or reported where a walked node has it
+		case typ != "" && typeName(st) != typ:
+			continue
+		}
+		found = append(found, ScanKey{Key: k, State: st})
+	}
+	if after := e.Status()[j]; after.RunID != status.RunID || after.State != StateUp {
+		// It restarted or failed during the SCAN: what it gave may come
+		// from a cursor it no longer knows, so it is not marked walked.
+		return e.passOver(cur), found, nil
+	}
+	if next != 0 {
+		return ScanCursor{Node: j, Walked: cur.Walked, At: next, RunHash: hash}, found, nil
+	}
+	cur.Walked |= 1 << j
+	return e.passOver(cur), found, nil
+}
+
+// passOver moves cur to the next node, from its start; past the last
+// node, the scan is over.
+func (e *Engine) passOver(cur ScanCursor) ScanCursor {
+	if cur.Node+1 >= len(e.nodes) {
+		return ScanCursor{}
+	}
+	return ScanCursor{Node: cur.Node + 1, Walked: cur.Walked}
+}
+
+// typeName is a held key's type as TYPE names it.
+func typeName(st State) string {
+	if st.Type == "" {
+		return "string"
+	}
+	return st.Type
+}
+
+// TypeName is a held key's type as TYPE names it: "string", "hash",
+// "zset".
+func (st State) TypeName() string { return typeName(st) }
+
+// runHash is three bits of a hash of runID.
+func runHash(runID string) uint8 {
+	h := fnv.New32a()
+	h.Write([]byte(runID))
+	return uint8(h.Sum32() & 7)
+}
+
+// ScanKeys runs SCAN on the node.
+func (n *redisNode) ScanKeys(ctx context.Context, cursor uint64, match string, count int64, typ string) ([]string, uint64, error) {
+	if typ != "" {
+		return n.c.ScanType(ctx, cursor, match, count, typ).Result()
+	}
+	return n.c.Scan(ctx, cursor, match, count).Result()
+}

@@ -1,0 +1,55 @@
+package quorum
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestScanCursorRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		c    ScanCursor
+	}{
+		{"start", ScanCursor{}},
+		{"mid first node", ScanCursor{At: 12345, RunHash: 5}},
+		{"last node, others walked", ScanCursor{Node: 4, Walked: 0b1011, At: 1<<atBits - 1, RunHash: 7}},
+		{"nine nodes", ScanCursor{Node: 8, Walked: 0xff}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeCursor(tt.c.Encode(), 9)
+			if err != nil || got != tt.c {
+				t.Errorf("DecodeCursor(Encode(%+v)) = %+v, %v", tt.c, got, err)
+			}
+		})
+	}
+	// Only the start encodes as 0, so a scan in progress never looks over.
+	if (ScanCursor{Node: 1}).Encode() == 0 || (ScanCursor{At: 1}).Encode() == 0 {
+		t.Error("a cursor in progress encodes as 0")
+	}
+	for _, v := range []uint64{uint64(5) << atBits, uint64(1) << 60, ^uint64(0)} {
+		if _, err := DecodeCursor(v, 5); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("DecodeCursor(%d, 5 nodes) = %v; want ErrBadCursor", v, err)
+		}
+	}
+}
+
+func TestQuorumScores(t *testing.T) {
+	node := func(items ...string) NodeKey { return NodeKey{Type: "zset", Items: items} }
+	agreeing := []NodeKey{
+		node("a", "10", "b", "5"),
+		node("b", "7", "a", "12"),
+		node("a", "11", "b", "6"),
+	}
+	// a: 12, 11, 10 -> two of them reach 11; b: 7, 6, 5 -> 6. By score.
+	got := quorumScores(agreeing, 2)
+	want := []string{"b", "6", "a", "11"}
+	if len(got) != len(want) {
+		t.Fatalf("quorumScores = %v; want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("quorumScores = %v; want %v", got, want)
+		}
+	}
+}
