@@ -111,11 +111,15 @@ func run(args []string) error {
 	configPath := fl.String("config", "config.toml", "path of the TOML config file; without one the built-in default is used")
 	listen := fl.String("listen", defaultListen, "address to serve clients on (overrides listen)")
 	nodes := fl.String("nodes", "", "comma-separated Redis masters host:port,... (overrides nodes)")
+	probe := fl.String("probe", "", "only GET this URL, such as http://127.0.0.1:9121/readyz, and exit 0 if it answers 200 within 2s (a health check for an image without curl)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	if *probe != "" {
+		return probeURL(*probe, 2*time.Second)
 	}
 	set := map[string]bool{}
 	fl.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -314,9 +318,7 @@ func run(args []string) error {
 		}
 	}
 	log.Info("shutting down")
-	// A command in flight ends within command_timeout; one more second
-	// for its reply to be written.
-	ctx, cancel := context.WithTimeout(context.Background(), pc.WithDefaults().CommandTimeout+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), flushTime(pc))
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("shutdown cut short", "err", err)
@@ -426,6 +428,37 @@ func loadConfig(path string, explicit bool) (fileConfig, error) {
 	}
 	fc.applyDefaults()
 	return fc, nil
+}
+
+// flushTime bounds the wait, once the drain ends, for the commands in
+// flight: each ends within command_timeout; one more second for its reply
+// to be written.
+func flushTime(pc proxy.Config) time.Duration { return pc.WithDefaults().CommandTimeout + time.Second }
+
+// stopTime is the longest a stop takes: the drain, then flushTime. A
+// supervisor's stop timeout must be longer (deploy/).
+func (fc fileConfig) stopTime() time.Duration {
+	return fc.ShutdownGrace.Duration + flushTime(fc.proxyConfig(nil))
+}
+
+// probeURL GETs url and returns an error unless it answers 200 within
+// timeout.
+func probeURL(url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe %s: %s", url, res.Status)
+	}
+	return nil
 }
 
 func splitNodes(s string) []string {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -254,5 +255,36 @@ func TestBinaryHelpListsFlags(t *testing.T) {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("redlock-proxy -h does not mention %s:\n%s", flag, out)
 		}
+	}
+}
+
+// -probe URL exits 0 when the URL answers 200 and 1 otherwise: the
+// image's health check on the admin port's /readyz (deploy/Dockerfile).
+func TestBinaryProbeChecksReadyz(t *testing.T) {
+	admin := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+	conf := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("admin_listen = %q\nshutdown_grace = \"0s\"\n", admin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := startBinary(t, "-config", conf)
+	probe := func(url string) error {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		return exec.CommandContext(ctx, buildProxyBinary(t), "-probe", url).Run()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for probe("http://"+admin+"/readyz") != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("redlock-proxy -probe http://%s/readyz never exited 0", admin)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var ee *exec.ExitError
+	if err := probe("http://" + admin + "/nothing-here"); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("-probe of a 404 = %v; want exit status 1", err)
+	}
+	b.stop(t)
+	if err := probe("http://" + admin + "/readyz"); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("-probe of a stopped proxy = %v; want exit status 1", err)
 	}
 }
