@@ -18,6 +18,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 var (
@@ -54,6 +55,12 @@ type diffCmd struct {
 	args   [][]byte
 	inline string // sent as this inline line instead, if set
 	raw    string // bytes sent before it (an empty multibulk)
+	// ref, if set, is what the reference runs instead: a command Redis
+	// 7.0 lacks (Redis 8.4's DELEX, Valkey's DELIFEQ, ...) as the script
+	// that does what its documentation says. refDigest replaces the
+	// reference's bulk reply with its digest (DIGEST, by GET).
+	ref       []string
+	refDigest bool
 }
 
 func cmdOf(args ...string) diffCmd {
@@ -70,7 +77,7 @@ func (c diffCmd) name() string { return strings.ToLower(string(c.args[0])) }
 func (c diffCmd) keys() []string {
 	var ks [][]byte
 	switch c.name() {
-	case "set", "get", "pttl", "ttl", "incr", "expire":
+	case "set", "get", "pttl", "ttl", "incr", "expire", "delex", "delifeq", "digest":
 		if len(c.args) > 1 {
 			ks = c.args[1:2]
 		}
@@ -93,7 +100,7 @@ func (c diffCmd) keys() []string {
 // writes reports whether c may change a key on the reference server.
 func (c diffCmd) writes() bool {
 	switch c.name() {
-	case "set", "eval", "evalsha", "del", "unlink", "incr", "expire":
+	case "set", "eval", "evalsha", "del", "unlink", "incr", "expire", "delex", "delifeq":
 		return true
 	}
 	return false
@@ -311,9 +318,16 @@ func (d *differ) step(ctx context.Context, i int, c diffCmd, rc, pc *respConn) {
 	if writes {
 		d.snapshot(ctx, c.keys())
 	}
-	r, err := rc.do(c)
+	rcmd := c
+	if c.ref != nil {
+		rcmd = cmdOf(c.ref...)
+	}
+	r, err := rc.do(rcmd)
 	if err != nil {
 		d.t.Fatalf("seed %d, RESP%d, command %d %s: reference: %v", d.gen.seed, d.proto, i, c, err)
+	}
+	if c.refDigest && r.kind == '$' {
+		r.text = resp.Digest(r.text)
 	}
 	p, err := pc.do(c)
 	if err != nil {

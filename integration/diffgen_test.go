@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 // diffGen makes a seeded random sequence of lock-relevant commands:
@@ -92,8 +94,10 @@ func (g *diffGen) next() diffCmd {
 			args = append(args, args[1]) // a key named twice
 		}
 		return cmdOf(args...)
-	case w < 78:
+	case w < 73:
 		return g.script()
+	case w < 78:
+		return g.cas()
 	case w < 82:
 		return g.scriptAdmin()
 	case w < 86:
@@ -301,4 +305,89 @@ func scriptBySHA(sha string) catalogueScript {
 		}
 	}
 	panic("no catalogue script " + sha)
+}
+
+// The compare-and-set commands' documented behaviour (Redis 8.4's
+// DELEX, DIGEST and SET IFEQ|IFNE|IFDEQ|IFDNE, Valkey's DELIFEQ and SET
+// IFEQ), as scripts the reference, Redis 7.0, runs in their place.
+const (
+	// DELEX key IFEQ v, DELIFEQ key v: 1 if deleted, else 0.
+	refDelIfEq = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`
+	// DELEX key IFNE v: 0 for a missing key.
+	refDelIfNe = `local v = redis.call("get", KEYS[1]) if v and v ~= ARGV[1] then return redis.call("del", KEYS[1]) end return 0`
+	// SET key ARGV[1] IFEQ ARGV[2] PX ARGV[3]: OK, or nil; with ARGV[4]
+	// "get", the old value whatever the condition.
+	refSetIfEq = `local v = redis.call("get", KEYS[1])
+local ok = nil
+if v == ARGV[2] then ok = redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end
+if ARGV[4] == "get" then return v end
+return ok`
+	// SET key ARGV[1] IFNE ARGV[2] PX ARGV[3]: sets a missing key too.
+	refSetIfNe = `if redis.call("get", KEYS[1]) ~= ARGV[2] then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[3]) end return nil`
+)
+
+// cas makes one of the compare-and-set commands with its reference form:
+// mostly the release, extend and read a lock client sends, sometimes a
+// form the proxy refuses (the refusals list names them).
+func (g *diffGen) cas() diffCmd {
+	key, tok := g.key(), g.pick(diffTokens)
+	digest := resp.Digest(tok)
+	if g.chance(0.3) {
+		digest = strings.ToUpper(digest) // Redis compares digests in any case
+	}
+	ms := g.pick(goodPX)
+	expiry := []string{g.casing("PX"), ms}
+	if g.chance(0.3) {
+		s := g.pick(goodEX)
+		expiry, ms = []string{g.casing("EX"), s}, s+"000"
+	}
+	set := func(opts ...[]string) []string {
+		g.rng.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
+		args := []string{g.casing("SET"), key, tok}
+		for _, o := range opts {
+			args = append(args, o...)
+		}
+		return args
+	}
+	var c diffCmd
+	switch g.rng.IntN(10) {
+	case 0, 1:
+		c = cmdOf(g.casing("DELIFEQ"), key, tok)
+		c.ref = []string{"EVAL", refDelIfEq, "1", key, tok}
+	case 2, 3:
+		c = cmdOf(g.casing("DELEX"), key, g.casing("IFEQ"), tok)
+		c.ref = []string{"EVAL", refDelIfEq, "1", key, tok}
+	case 4:
+		// The digest of a token matches that token's value only.
+		c = cmdOf(g.casing("DELEX"), key, g.casing("IFDEQ"), digest)
+		c.ref = []string{"EVAL", refDelIfEq, "1", key, tok}
+	case 5:
+		c = cmdOf(g.casing("DIGEST"), key)
+		c.ref, c.refDigest = []string{"GET", key}, true
+	case 6, 7:
+		get := ""
+		opts := [][]string{{g.casing("IFEQ"), tok}, expiry}
+		if g.chance(0.3) {
+			get = "get"
+			opts = append(opts, []string{g.casing("GET")})
+		}
+		if g.chance(0.3) {
+			opts[0] = []string{g.casing("IFDEQ"), digest}
+		}
+		c = cmdOf(set(opts...)...)
+		c.ref = []string{"EVAL", refSetIfEq, "1", key, tok, tok, ms, get}
+	case 8:
+		c = cmdOf(g.casing("DELEX"), key, g.casing("IFNE"), tok) // refused
+		c.ref = []string{"EVAL", refDelIfNe, "1", key, tok}
+	default:
+		other := g.pick(diffTokens)
+		if g.chance(0.5) { // refused: IFNE, or IFEQ with a new token
+			c = cmdOf(set([]string{g.casing("IFNE"), other}, expiry)...)
+			c.ref = []string{"EVAL", refSetIfNe, "1", key, tok, other, ms}
+		} else {
+			c = cmdOf(set([]string{g.casing("IFEQ"), other}, expiry)...)
+			c.ref = []string{"EVAL", refSetIfEq, "1", key, tok, other, ms, ""}
+		}
+	}
+	return c
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,8 @@ var refusals = []refusal{
 		return (c.name() == "delex" || c.name() == "set") && p.isError() && strings.Contains(p.text, " is refused by redlock-proxy: ")
 	}},
 	{"`SET key token IFEQ token … GET` that is not granted", func(c diffCmd, r, p respValue, _ referenceState) bool {
-		return c.name() == "set" && (p.kind == 'N' || p.kind == '_') && r.kind == '$'
+		return c.name() == "set" && (p.kind == 'N' || p.kind == '_') && r.kind == '$' &&
+			slices.ContainsFunc(c.args[3:], func(a []byte) bool { return strings.EqualFold(string(a), "get") })
 	}},
 	{"Other Redis commands (`INCR`, `EXPIRE`, `KEYS`, `CONFIG SET`, …)", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return p.isError() && !strings.HasPrefix(r.text, "ERR unknown command") &&
@@ -128,6 +130,14 @@ var refusals = []refusal{
 			}
 		case "set":
 			if !(r.String() == "+OK" && (p.kind == 'N' || p.kind == '_')) {
+				return false
+			}
+		case "delex", "delifeq":
+			if !(rn == 1 && p.kind == ':' && pn == 0) {
+				return false
+			}
+		case "digest":
+			if !(r.kind == '$' && (p.kind == 'N' || p.kind == '_')) {
 				return false
 			}
 		default:
