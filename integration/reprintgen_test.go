@@ -53,8 +53,9 @@ func evalRecord(t *testing.T, r *redis.Client, body string) string {
 type progGen struct {
 	rng    *rand.Rand
 	b      strings.Builder
-	scopes [][]string // the locals in scope
-	n      int        // names made
+	scopes [][]string      // the locals in scope
+	fns    map[string]bool // the locals that are functions
+	n      int             // names made
 	loops  int
 }
 
@@ -120,7 +121,7 @@ func (g *progGen) stmt(depth int) {
 		g.safe(2)
 		g.declare(n)
 	case 3:
-		if l := g.local(); l != "acc" {
+		if l := g.local(); l != "acc" && !g.fns[l] { // admission refuses a function reassigned
 			g.w(l + " = ")
 			g.safe(2)
 		} else {
@@ -149,6 +150,10 @@ func (g *progGen) stmt(depth int) {
 		g.ws()
 		g.w("end")
 		g.declare(n)
+		if g.fns == nil {
+			g.fns = map[string]bool{}
+		}
+		g.fns[n] = true
 		g.ws()
 		g.w("acc[#acc + 1] = show(select(2, pcall(" + n + ", ")
 		g.expr(1)
@@ -194,20 +199,19 @@ func (g *progGen) stmt(depth int) {
 		g.ws()
 		g.w("end")
 	case 9:
-		n := g.name()
-		// The counter is no local the body may assign: the loop ends.
-		g.w("local " + n + " = 0 while " + n + " < 2 do " + n + " = " + n + " + 1")
-		g.loopBody(depth, "")
+		// Admission takes no while or repeat (a loop that may not end):
+		// a numeric for, backwards, instead.
+		i := g.name()
+		g.w(fmt.Sprintf("for %s = %d, -1, -1 do", i, g.rng.IntN(2)))
+		g.loopBody(depth, i)
 		g.w("end")
 	case 10:
-		g.w("repeat")
-		g.loops++
-		g.block(depth)
-		g.loops--
-		g.ws()
-		g.w("until ")
+		v := g.name()
+		g.w("for " + v + " in pairs({")
 		g.safe(1)
-		g.w(" or true")
+		g.w("}) do")
+		g.loopBody(depth, v)
+		g.w("end")
 	case 11:
 		if g.loops > 0 && g.rng.IntN(3) == 0 {
 			g.w("if ")

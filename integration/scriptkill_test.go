@@ -89,3 +89,28 @@ func TestScriptKillStopsTheMastersScripts(t *testing.T) {
 		t.Errorf("node 1: PING after the kill = %q; want its script killed", got)
 	}
 }
+
+// A script that may not end is refused before any master runs it: it
+// used to stop every master at once.
+func TestUnboundedLoopIsRefusedBeforeAnyNode(t *testing.T) {
+	addrs, p := busyNodes(t, 3)
+	ctx := t.Context()
+	for _, body := range []string{
+		"while true do end",
+		"redis.call('set', KEYS[1], ARGV[1], 'PX', 1000) for i = 1, tonumber(ARGV[2]) do end return 1",
+		"local function f() pcall(f) pcall(f) end f()",
+	} {
+		err := p.Client.Eval(ctx, body, []string{"k"}, "tok", "1000000000000").Err()
+		if got := errText(err); !strings.HasPrefix(got, "ERR unsupported script: ") {
+			t.Errorf("EVAL %q = %q; want refused", body, got)
+		}
+	}
+	for i, a := range addrs {
+		if got := errText(direct(t, a).Ping(ctx).Err()); got != "" {
+			t.Errorf("node %d: PING = %q; want PONG", i, got)
+		}
+		if n := direct(t, a).Exists(ctx, "k").Val(); n != 0 {
+			t.Errorf("node %d: k exists; want nothing run", i)
+		}
+	}
+}

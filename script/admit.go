@@ -137,7 +137,7 @@ func Admit(body []byte) (Admission, error) {
 	}
 	// The wrapper runs the body as a vararg function, as Redis runs a
 	// script's chunk.
-	a := &admitter{lits: map[string]bool{}, fns: []fnState{{vararg: true}}}
+	a := &admitter{lits: map[string]bool{}, fns: []fnState{{vararg: true, runs: 1, work: 1}}}
 	a.push()
 	a.block(chunk)
 	if a.err != nil {
@@ -154,7 +154,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // admitter walks the chunk once; the first refusal sticks.
 type admitter struct {
-	scopes []map[string]bool // local names; true marks a name bound to a KEYS element
+	scopes []map[string]*localVar // local names
 	lits   map[string]bool
 	order  []string
 	err    *Refusal
@@ -167,28 +167,41 @@ type admitter struct {
 type fnState struct {
 	vararg bool
 	loops  int // loops around the current statement
+	// runs is how often the current statement may run per call of the
+	// function (the product of its loops' bounds), work the steps its
+	// statements so far may take (loops.go).
+	runs, work int
+}
+
+// localVar is what admission knows of a local name.
+type localVar struct {
+	keyVar bool    // bound to a KEYS element
+	fn     *fnInfo // a function the script defines, never reassigned
 }
 
 func (a *admitter) fn() *fnState { return &a.fns[len(a.fns)-1] }
 
-// loop walks a loop's body.
-func (a *admitter) loop(body func()) {
-	a.fn().loops++
-	body()
-	a.fn().loops--
-}
-
-func (a *admitter) push() { a.scopes = append(a.scopes, map[string]bool{}) }
+func (a *admitter) push() { a.scopes = append(a.scopes, map[string]*localVar{}) }
 func (a *admitter) pop()  { a.scopes = a.scopes[:len(a.scopes)-1] }
 
-func (a *admitter) declare(name string, keyVar bool) { a.scopes[len(a.scopes)-1][name] = keyVar }
+func (a *admitter) declare(name string, keyVar bool) {
+	a.scopes[len(a.scopes)-1][name] = &localVar{keyVar: keyVar}
+}
+
+// local returns what is known of the local name, or nil for a global.
+func (a *admitter) local(name string) *localVar {
+	for i := len(a.scopes) - 1; i >= 0; i-- {
+		if v, ok := a.scopes[i][name]; ok {
+			return v
+		}
+	}
+	return nil
+}
 
 // lookup reports whether name is a local, and whether it holds a key.
 func (a *admitter) lookup(name string) (local, keyVar bool) {
-	for i := len(a.scopes) - 1; i >= 0; i-- {
-		if k, ok := a.scopes[i][name]; ok {
-			return true, k
-		}
+	if v := a.local(name); v != nil {
+		return true, v.keyVar
 	}
 	return false, false
 }
@@ -222,20 +235,25 @@ func (a *admitter) scoped(stmts []ast.Stmt) {
 }
 
 func (a *admitter) stmt(s ast.Stmt) {
+	if !a.spend(s.Line(), 1) {
+		return
+	}
 	switch s := s.(type) {
 	case *ast.LocalAssignStmt:
+		if len(s.Names) == 1 && len(s.Exprs) == 1 {
+			if f, ok := s.Exprs[0].(*ast.FunctionExpr); ok {
+				// local function f: f is in scope inside its body, where
+				// calling it is refused (loops.go).
+				info := &fnInfo{inProgress: true}
+				a.scopes[len(a.scopes)-1][s.Names[0]] = &localVar{fn: info}
+				info.work = a.function(f)
+				info.inProgress = false
+				return
+			}
+		}
 		a.exprs(s.Exprs)
 		for i, n := range s.Names {
-			keyVar := i < len(s.Exprs) && isKeysIndex(s.Exprs[i]) && a.keysIsGlobal()
-			if i == len(s.Names)-1 && len(s.Names) == 1 && len(s.Exprs) == 1 {
-				if f, ok := s.Exprs[0].(*ast.FunctionExpr); ok {
-					// local function f: f is in scope inside its body.
-					a.declare(n, false)
-					a.function(f)
-					continue
-				}
-			}
-			a.declare(n, keyVar)
+			a.declare(n, i < len(s.Exprs) && isKeysIndex(s.Exprs[i]) && a.keysIsGlobal())
 		}
 	case *ast.AssignStmt:
 		for _, l := range s.Lhs {
@@ -251,13 +269,9 @@ func (a *admitter) stmt(s ast.Stmt) {
 	case *ast.DoBlockStmt:
 		a.scoped(s.Stmts)
 	case *ast.WhileStmt:
-		a.expr(s.Condition)
-		a.loop(func() { a.scoped(s.Stmts) })
+		a.refuse(s.Line(), "a while loop is not served: %s", loopRule)
 	case *ast.RepeatStmt:
-		a.push()
-		a.loop(func() { a.block(s.Stmts) })
-		a.expr(s.Condition) // the condition sees the body's locals
-		a.pop()
+		a.refuse(s.Line(), "a repeat loop is not served: %s", loopRule)
 	case *ast.IfStmt:
 		a.expr(s.Condition)
 		a.scoped(s.Then)
@@ -268,24 +282,37 @@ func (a *admitter) stmt(s ast.Stmt) {
 		if s.Step != nil {
 			a.expr(s.Step)
 		}
+		runs, ok := a.numericRuns(s)
+		if !ok {
+			return
+		}
 		a.push()
 		a.declare(s.Name, false)
-		a.loop(func() { a.block(s.Stmts) })
+		a.loop(s.Line(), runs, func() { a.block(s.Stmts) })
 		a.pop()
 	case *ast.GenericForStmt:
+		runs, ok := a.iterationRuns(s)
+		if !ok {
+			return
+		}
 		a.exprs(s.Exprs)
 		overKeys := len(s.Exprs) == 1 && a.iteratesKeys(s.Exprs[0])
 		a.push()
 		for i, n := range s.Names {
 			a.declare(n, overKeys && i == 1)
 		}
-		a.loop(func() { a.block(s.Stmts) })
+		a.loop(s.Line(), runs, func() { a.block(s.Stmts) })
 		a.pop()
 	case *ast.FuncDefStmt:
 		// function name() ... end assigns a global or a table field.
 		if id, ok := s.Name.Func.(*ast.IdentExpr); ok && s.Name.Receiver == nil {
-			if local, _ := a.lookup(id.Value); !local {
+			v := a.local(id.Value)
+			if v == nil {
 				a.refuse(s.Line(), "the script defines a global function %q", id.Value)
+				return
+			}
+			if v.fn != nil {
+				a.refuse(s.Line(), "the script redefines its function %q (%s)", id.Value, callRule)
 				return
 			}
 		} else {
@@ -310,12 +337,14 @@ func (a *admitter) stmt(s ast.Stmt) {
 func (a *admitter) target(e ast.Expr) {
 	switch e := e.(type) {
 	case *ast.IdentExpr:
-		local, keyVar := a.lookup(e.Value)
+		v := a.local(e.Value)
 		switch {
-		case !local:
+		case v == nil:
 			a.refuse(e.Line(), "the script assigns the global %q", e.Value)
-		case keyVar:
+		case v.keyVar:
 			a.refuse(e.Line(), "the script reassigns %q, which holds a key", e.Value)
+		case v.fn != nil:
+			a.refuse(e.Line(), "the script reassigns its function %q (%s)", e.Value, callRule)
 		}
 	case *ast.AttrGetExpr:
 		if id, ok := e.Object.(*ast.IdentExpr); ok {
@@ -331,15 +360,19 @@ func (a *admitter) target(e ast.Expr) {
 	}
 }
 
-func (a *admitter) function(f *ast.FunctionExpr) {
-	a.fns = append(a.fns, fnState{vararg: f.ParList.HasVargs})
+// function walks a function's body and returns what a call of it may
+// cost (loops.go).
+func (a *admitter) function(f *ast.FunctionExpr) int {
+	a.fns = append(a.fns, fnState{vararg: f.ParList.HasVargs, runs: 1, work: 1})
 	a.push()
 	for _, n := range f.ParList.Names {
 		a.declare(n, false)
 	}
 	a.block(f.Stmts)
 	a.pop()
+	work := a.fn().work
 	a.fns = a.fns[:len(a.fns)-1]
+	return work
 }
 
 func (a *admitter) exprs(es []ast.Expr) {
@@ -349,7 +382,7 @@ func (a *admitter) exprs(es []ast.Expr) {
 }
 
 func (a *admitter) expr(e ast.Expr) {
-	if a.err != nil || e == nil {
+	if a.err != nil || e == nil || !a.spend(e.Line(), 1) {
 		return
 	}
 	switch e := e.(type) {
@@ -375,6 +408,8 @@ func (a *admitter) expr(e ast.Expr) {
 		switch {
 		case e.Value == "redis":
 			a.refuse(e.Line(), "redis is used other than as redis.call or redis.pcall")
+		case e.Value == "KEYS" || e.Value == "ARGV":
+			a.refuse(e.Line(), "%s is used other than read (%s[i], #%s, ipairs, pairs, unpack): a loop over it must end", e.Value, e.Value, e.Value)
 		case !globals[e.Value]:
 			a.refuse(e.Line(), "the global %q is not available to lock scripts", e.Value)
 		}
@@ -391,7 +426,9 @@ func (a *admitter) expr(e ast.Expr) {
 			}
 			return
 		}
-		a.expr(e.Object)
+		if !a.isReadOnlyArgs(e.Object) {
+			a.expr(e.Object)
+		}
 		a.expr(e.Key)
 	case *ast.TableExpr:
 		for _, f := range e.Fields {
@@ -404,24 +441,34 @@ func (a *admitter) expr(e ast.Expr) {
 		a.expr(e.Lhs)
 		a.expr(e.Rhs)
 	case *ast.RelationalOpExpr:
-		a.expr(e.Lhs)
-		a.expr(e.Rhs)
+		a.operand(e.Lhs)
+		a.operand(e.Rhs)
 	case *ast.StringConcatOpExpr:
-		a.expr(e.Lhs)
-		a.expr(e.Rhs)
+		a.operand(e.Lhs)
+		a.operand(e.Rhs)
 	case *ast.ArithmeticOpExpr:
-		a.expr(e.Lhs)
-		a.expr(e.Rhs)
+		a.operand(e.Lhs)
+		a.operand(e.Rhs)
 	case *ast.UnaryMinusOpExpr:
-		a.expr(e.Expr)
+		a.operand(e.Expr)
 	case *ast.UnaryNotOpExpr:
-		a.expr(e.Expr)
+		a.operand(e.Expr)
 	case *ast.UnaryLenOpExpr:
-		a.expr(e.Expr)
+		if !a.isReadOnlyArgs(e.Expr) {
+			a.expr(e.Expr)
+		}
 	case *ast.FunctionExpr:
-		a.function(e)
+		a.function(e) // a value: calling it is checked where it is called
 	default:
 		a.refuse(e.Line(), "unsupported expression %T", e)
+	}
+}
+
+// operand walks the operand of an operator whose result is never the
+// operand itself: KEYS or ARGV may be one.
+func (a *admitter) operand(e ast.Expr) {
+	if !a.isReadOnlyArgs(e) {
+		a.expr(e)
 	}
 }
 
@@ -440,21 +487,18 @@ func (a *admitter) call(e *ast.FuncCallExpr) {
 			a.refuse(e.Line(), "redis:%s is not available to lock scripts", e.Method)
 			return
 		}
-		a.expr(e.Receiver)
-		a.exprs(e.Args)
+		a.method(e)
 		return
 	}
 	f, ok := e.Func.(*ast.AttrGetExpr)
 	if !ok {
-		a.expr(e.Func)
-		a.exprs(e.Args)
+		a.plainCall(e)
 		return
 	}
 	id, ok := f.Object.(*ast.IdentExpr)
 	k, kok := f.Key.(*ast.StringExpr)
 	if !ok || id.Value != "redis" || !a.isGlobal("redis") || !kok || (k.Value != "call" && k.Value != "pcall") {
-		a.expr(e.Func)
-		a.exprs(e.Args)
+		a.plainCall(e)
 		return
 	}
 	a.exprs(e.Args)

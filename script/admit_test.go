@@ -51,7 +51,7 @@ if own(redis.call("get", k)) then return ("x"):upper() end return 0`, nil},
 		"local a, b\n(tostring)(1)\nlocal f = function(x)\n(tostring)(x) end\nlocal function g\n(y) return y end\nlocal c = 'x'\n(tostring)(2)\nfor i = 1, 2 do end\n(tostring)(3) tostring(4);\n(tostring)(5)", nil},
 	{"numerals beside names, with a space or an operator between", "local a = 5 local b = a..1 .. 2 return 5 and b or 1e5+0x1F-.5", nil},
 	{"escapes up to 255, and \\300 where it is no escape", "return '\\255\\0', \"\\\\300\", [[\\300]] -- \\300", nil},
-	{"break in loops, ... in the chunk and in vararg functions", "for i = 1, 2 do break end while true do break end repeat break until true for _, k in ipairs(KEYS) do if k then break end end\nlocal function f(...) return ... end return f(...), select('#', ...)", nil},
+	{"break in loops, ... in the chunk and in vararg functions", "for i = 1, 2 do break end for _, a in ipairs(ARGV) do break end for k in pairs({1, 2}) do break end for _, k in ipairs(KEYS) do if k then break end end\nlocal function f(...) return ... end return f(...), select('#', ...)", nil},
 }
 
 var refuseTable = []struct {

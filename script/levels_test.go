@@ -79,10 +79,10 @@ func TestAdmitCostIsBounded(t *testing.T) {
 		body     string
 		maxAlloc uint64
 	}{
-		{"510 KB of nested tables", "return " + strings.Repeat("{", big/2) + strings.Repeat("}", big/2), 4 << 10},
-		{"510 KB of a flat list", "return {" + strings.Repeat("1,", big/2) + "}", 4 << 10},
-		{"510 KB of nested tables 150 deep", strings.Repeat("local a = "+strings.Repeat("{", 150)+strings.Repeat("}", 150)+"\n", big/312), 4 << 10},
-		{"64 KiB of a flat list", "return {" + strings.Repeat("1,", MaxBody/2-8) + "}", 4 << 10},
+		{"510 KB of nested tables", "return " + strings.Repeat("{", big/2) + strings.Repeat("}", big/2), 64 << 10},
+		{"510 KB of a flat list", "return {" + strings.Repeat("1,", big/2) + "}", 64 << 10},
+		{"510 KB of nested tables 150 deep", strings.Repeat("local a = "+strings.Repeat("{", 150)+strings.Repeat("}", 150)+"\n", big/312), 64 << 10},
+		{"64 KiB of a flat list", "return {" + strings.Repeat("1,", MaxBody/2-8) + "}", 64 << 10},
 		{"a flat list of MaxTokens", "return {" + strings.Repeat("1,", MaxTokens/2-2) + "}", 5 << 20},
 		{"MaxTokens of nested tables 150 deep", strings.Repeat("local a = "+strings.Repeat("{", 150)+strings.Repeat("}", 150)+"\n", MaxTokens/303), 5 << 20},
 		{"MaxTokens of a left-associative sum", "return " + strings.Repeat("1 + ", MaxTokens/2-2) + "1", 5 << 20},
