@@ -75,6 +75,8 @@ type fileConfig struct {
 	LogLevel       string   `toml:"log_level"`
 	AdminListen    string   `toml:"admin_listen"`
 	ShutdownGrace  duration `toml:"shutdown_grace"`
+	SlowlogSlower  duration `toml:"slowlog_slower_than"`
+	SlowlogMaxLen  int      `toml:"slowlog_max_len"`
 	Users          []user   `toml:"users"`
 }
 
@@ -682,5 +684,8 @@ func (fc fileConfig) proxyConfig(log *slog.Logger) proxy.Config {
 		Limits:         proxy.Limits{MaxArgs: fc.MaxArgs, MaxBulk: fc.MaxBulk, MaxInline: fc.MaxInline, MaxCommand: fc.MaxCommand},
 		MaxInputTotal:  fc.MaxInputTotal,
 		Log:            log,
+
+		SlowlogSlowerThan: fc.SlowlogSlower.Duration,
+		SlowlogMaxLen:     fc.SlowlogMaxLen,
 	}
 }

@@ -207,6 +207,9 @@ func TestRedisExporterScrapesProxy(t *testing.T) {
 			if v, ok := after.value(`redis_db_keys{db="db0"}`); !ok || v != 5 {
 				t.Errorf(`redis_db_keys{db="db0"} = %v (present %v); want the 5 locks`, v, ok)
 			}
+			if _, ok := after.value("redis_slowlog_length"); !ok {
+				t.Errorf("no redis_slowlog_length: SLOWLOG LEN failed")
+			}
 			if v, ok := after.value("redis_config_maxclients"); !ok || v <= 0 {
 				t.Errorf("redis_config_maxclients = %v (present %v); want CONFIG GET's value", v, ok)
 			}

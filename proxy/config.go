@@ -55,6 +55,13 @@ type Config struct {
 	// Observer receives the server's events for metrics; nil means
 	// none. Reload keeps the one New was given.
 	Observer Observer
+	// SlowlogSlowerThan is the time over which a command goes into the
+	// slow log (SLOWLOG GET), with each node's time. If zero, 10ms is
+	// used; negative turns the slow log off.
+	SlowlogSlowerThan time.Duration
+	// SlowlogMaxLen is how many entries the slow log keeps, the oldest
+	// dropped first. If zero, 128 is used.
+	SlowlogMaxLen int
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -68,6 +75,12 @@ func (c Config) WithDefaults() Config {
 	c.Limits = c.Limits.WithDefaults()
 	if c.MaxInputTotal == 0 {
 		c.MaxInputTotal = 256 << 20
+	}
+	if c.SlowlogSlowerThan == 0 {
+		c.SlowlogSlowerThan = 10 * time.Millisecond
+	}
+	if c.SlowlogMaxLen == 0 {
+		c.SlowlogMaxLen = 128
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -89,6 +102,8 @@ func (c Config) Validate(minTTL, maxTTL time.Duration) error {
 		return fmt.Errorf("max_clients (%d) must not be negative", c.MaxClients)
 	case c.IdleTimeout < 0:
 		return fmt.Errorf("idle_timeout (%v) must not be negative", c.IdleTimeout)
+	case c.SlowlogMaxLen < 0 || c.SlowlogMaxLen > maxSlowlogLen:
+		return fmt.Errorf("slowlog_max_len (%d) must lie within 0 and %d", c.SlowlogMaxLen, maxSlowlogLen)
 	}
 	if err := c.acl().Validate(); err != nil {
 		return err

@@ -54,6 +54,7 @@ func (s *Server) quit(r *request) resp.Reply {
 func (s *Server) reset(r *request) resp.Reply {
 	c := r.c
 	c.tx.reset()
+	s.stopMonitor(c)
 	if c.sub != nil {
 		c.sub.forget(s.hub)
 		markSubscribed(r.conn.NetConn(), false)

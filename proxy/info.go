@@ -183,6 +183,8 @@ func (s *Server) infoPubSub(b *strings.Builder, _ *infoRun) {
 // node's state.
 func (s *Server) infoQuorum(b *strings.Builder, in *infoRun) {
 	fmt.Fprintf(b, "proxy:redlock-proxy\r\nproxy_version:%s\r\nnodes:%d\r\nquorum:%d\r\n", buildinfo.Version(), s.e.Nodes(), quorum.Quorum(s.e.Nodes()))
+	fmt.Fprintf(b, "monitor_clients:%d\r\nmonitor_lines_dropped:%d\r\nslowlog_len:%d\r\n",
+		s.nMonitors.Load(), s.stats.monitorDropped.Load(), s.slowLen())
 	if !in.r.c.user.Can(acl.Admin) {
 		return // the node details are for admin users
 	}

@@ -193,6 +193,9 @@ func (s *Server) acquire(r *request, l quorum.Lock, ttl time.Duration) error {
 		s.e.Release(context.WithoutCancel(r.ctx), l)
 		err = errLate
 	}
+	if err == nil {
+		r.validity = lease.Validity
+	}
 	return err
 }
 

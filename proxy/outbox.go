@@ -76,6 +76,26 @@ func (o *outbox) push(rep resp.Reply, proto resp.Proto, size int) uint64 {
 	return o.queued
 }
 
+// offer queues rep, of about size bytes, unless more than limit bytes
+// wait already; it never closes the client. For MONITOR, whose reader must
+// never slow a command. It reports whether rep was queued.
+func (o *outbox) offer(rep resp.Reply, proto resp.Proto, size, limit int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.size+size > limit {
+		return false
+	}
+	o.queue = append(o.queue, queued{rep, proto})
+	o.size += size
+	o.queued++
+	if !o.busy {
+		o.busy = true
+		o.running.Add(1) // the connection is open, so the count is above zero
+		go o.drain()     // ends when the queue is empty; waited for by Server.Close
+	}
+	return true
+}
+
 // wait blocks until every reply up to seq is written, or the outbox
 // closed.
 func (o *outbox) wait(seq uint64) {

@@ -43,9 +43,14 @@ type Server struct {
 	started  time.Time
 	runID    string // a random 40-hex id of this process, as Redis's run_id
 	stats    *stats
-	clients  atomic.Int64 // open connections
-	listings sync.Map     // CLIENT ID -> *listing of every open connection
-	nextID   atomic.Int64 // CLIENT ID of the last connection
+	slow     slowlog
+	// monitors are the MONITOR clients by CLIENT ID (monitor.go);
+	// nMonitors counts them, so that a command checks one atomic.
+	monitors  sync.Map
+	nMonitors atomic.Int64
+	clients   atomic.Int64 // open connections
+	listings  sync.Map     // CLIENT ID -> *listing of every open connection
+	nextID    atomic.Int64 // CLIENT ID of the last connection
 	// refusedLog and acceptLog write their repeated warnings once a
 	// second with a count, so that a flood of clients cannot flood the log.
 	refusedLog, acceptLog *ratelog.Log
@@ -74,6 +79,8 @@ type client struct {
 	// both nil until it first subscribes (pubsub.go, outbox.go).
 	sub *subscriber
 	ob  *outbox
+	// monitoring is set by MONITOR (monitor.go).
+	monitoring bool
 }
 
 // New returns a server for engine e, or an error naming the first bad
@@ -264,6 +271,7 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	}
 	if c, _ := conn.Context().(*client); c != nil {
 		s.listings.Delete(c.id)
+		s.stopMonitor(c)
 		if c.sub != nil {
 			c.sub.leave(s.hub)
 		}
@@ -284,6 +292,8 @@ type request struct {
 	args [][]byte // args[0] is the command name
 	// closeAfter closes the connection once the reply is written.
 	closeAfter bool
+	// validity is what an acquire granted, for MONITOR; zero if none.
+	validity time.Duration
 	// sent says the handler queued its replies in the connection's
 	// outbox itself (SUBSCRIBE confirms each channel apart), the last
 	// one at last.
@@ -350,6 +360,8 @@ var commands = map[string]command{
 	"role":    {arity: 1, handler: (*Server).role},
 	"time":    {arity: 1, handler: (*Server).timeCmd},
 	"dbsize":  {arity: 1, class: acl.Read, handler: (*Server).dbsize},
+	"slowlog": {arity: -2, class: acl.Admin, subs: slowlogSubs, handler: (*Server).slowlogCmd},
+	"monitor": {arity: 1, class: acl.Admin, handler: (*Server).monitorCmd},
 	// "command" is added by command.go's init: it reads this table.
 	// Locks.
 	"set":    {arity: -3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).set},
@@ -439,10 +451,19 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	if s.conf().Log.Enabled(ctx, slog.LevelDebug) { // spares the arguments' allocations
 		s.conf().Log.Debug("command", "cmd", name, "args", len(cmd.Args)-1, "addr", conn.RemoteAddr())
 	}
+	var tr *quorum.Trace
+	if cm.class != 0 && (s.nMonitors.Load() > 0 || s.conf().SlowlogSlowerThan >= 0) {
+		// A command that may reach the nodes: what each did, for the slow
+		// log and MONITOR.
+		tr = quorum.NewTrace(s.e.Nodes())
+		ctx = quorum.WithTrace(ctx, tr)
+	}
 	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
 	start := time.Now()
 	rep := cm.handler(s, r)
-	s.stats.ran(statName(name, cmd.Args), time.Since(start), rep.IsError())
+	took := time.Since(start)
+	s.stats.ran(statName(name, cmd.Args), took, rep.IsError())
+	s.record(r, done{name: name, args: cmd.Args, start: start, took: took, rep: rep, tr: tr, validity: r.validity})
 	c.tx.observe(name, cmd.Args, rep)
 	switch {
 	case r.sent:

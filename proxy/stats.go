@@ -32,6 +32,8 @@ type stats struct {
 	connections atomic.Int64         // total_connections_received
 	rejectedCon atomic.Int64         // rejected_connections
 	errors      atomic.Int64         // total_error_replies
+	// monitorDropped counts MONITOR lines dropped for a slow reader.
+	monitorDropped atomic.Int64
 }
 
 // newStats returns counters for every command and subcommand in the table.

@@ -36,11 +36,15 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 	// the whole timeout, and one timer serves them all.
 	nctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	tr := traceOf(ctx) // nil unless the proxy traces this command
 	call := func(i int, n Node) {
 		start := time.Now()
 		v, err := op(nctx, n)
 		if obs != nil {
 			obs.NodeDone(i, n.Addr(), time.Since(start), err)
+		}
+		if tr != nil {
+			tr.note(i, time.Since(start), v, err)
 		}
 		if monitored {
 			e.noteResult(ctx, i, start, err)
@@ -57,6 +61,9 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 			results[i] = result[T]{err: &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}}
 			if obs != nil {
 				obs.NodeDone(i, n.Addr(), 0, ErrNodeDown)
+			}
+			if tr != nil {
+				tr.note(i, 0, nil, ErrNodeDown)
 			}
 			continue
 		}

@@ -1,0 +1,62 @@
+package proxy
+
+import (
+	"strings"
+
+	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// redacted stands for a token or a password in MONITOR and the slow log.
+const redacted = "(redacted)"
+
+// redactArgs returns a command's arguments as MONITOR and the slow log
+// show them: tokens and passwords replaced by "(redacted)". A token
+// releases a lock, so it is a credential like a password.
+func redactArgs(name string, args [][]byte) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
+	}
+	hide := func(from, to int) {
+		for i := max(from, 1); i < min(to, len(out)); i++ {
+			out[i] = redacted
+		}
+	}
+	switch name {
+	case "auth":
+		hide(1, len(out))
+	case "hello":
+		for i := 2; i < len(out); i++ {
+			if strings.EqualFold(out[i], "auth") {
+				hide(i+1, i+3)
+			}
+		}
+	case "set":
+		// SET key token [NX] [PX ms] [IFEQ token ...]: the token, and
+		// the value a condition compares.
+		hide(2, 3)
+		for i := 3; i < len(out); i++ {
+			switch strings.ToUpper(out[i]) {
+			case "IFEQ", "IFNE", "IFDEQ", "IFDNE":
+				hide(i+1, i+2)
+			}
+		}
+	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+		// The body and the keys stay; ARGV carries the tokens.
+		if len(args) > 2 {
+			n, err := resp.Numkeys(args[2], len(args)-3)
+			if err != nil {
+				hide(3, len(out))
+			} else {
+				hide(3+n, len(out))
+			}
+		}
+	default:
+		// Any other lock command: its key stays, the rest may be a token.
+		if cm, ok := commands[name]; ok && cm.class == acl.Lock && cm.keys == firstKey {
+			hide(2, len(out))
+		}
+	}
+	return out
+}
