@@ -57,12 +57,14 @@ func (s *Server) parseSet(r *request) (resp.SetArgs, quorum.Lock, time.Duration,
 	return a, quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl, resp.Reply{}, true
 }
 
-// reservedKey refuses the proxies' own membership record, which a client
-// could otherwise overwrite to hide a node's restart.
+// reservedKey refuses the proxies' own keys (quorum.Reserved): the
+// membership record, which a client could otherwise overwrite to hide a
+// node's restart, and the fencing counters and hold records, which it
+// could reset or forge.
 func reservedKey(keys [][]byte) (resp.Reply, bool) {
 	for _, k := range keys {
-		if string(k) == quorum.MembersKey {
-			return resp.Error("ERR key '" + quorum.MembersKey + "' is reserved for redlock-proxy"), true
+		if quorum.Reserved(string(k)) {
+			return resp.Error("ERR key '" + string(k) + "' is reserved for redlock-proxy"), true
 		}
 	}
 	return resp.Reply{}, false
