@@ -25,7 +25,7 @@ func (s *Server) set(r *request) resp.Reply {
 	case s.Draining():
 		return s.refused(quorum.OpAcquire, errDraining)
 	}
-	return s.outcome(s.acquire(r, l, ttl), resp.OK(), resp.Null())
+	return s.outcome(s.acquire(r, l, ttl), resp.OK(), resp.Null(), "set")
 }
 
 // parseSet reads SET's arguments as a lock and its TTL, or the reply
@@ -253,6 +253,10 @@ func (s *Server) checkTTL(ttl time.Duration, cmd string) error {
 	return nil
 }
 
+// commandName is the command the client sent, as Redis names it in an
+// error: "evalsha" for an EVALSHA, whatever its case.
+func commandName(r *request) string { return strings.ToLower(string(r.args[0])) }
+
 // parseMillis reads a TTL in milliseconds as a script argument carries it.
 func (s *Server) parseMillis(b []byte, cmd string) (time.Duration, error) {
 	ms, ok := resp.ParseInt(b)
@@ -270,12 +274,13 @@ func (s *Server) parseMillis(b []byte, cmd string) (time.Duration, error) {
 
 // outcome turns an operation's error into its reply: success if none,
 // fail if the nodes denied it, an error reply if they could not decide.
-func (s *Server) outcome(err error, success, fail resp.Reply) resp.Reply {
+// cmd names the command the client sent, as Redis names it in errors.
+func (s *Server) outcome(err error, success, fail resp.Reply, cmd string) resp.Reply {
 	switch {
 	case err == nil:
 		return success
 	case errors.Is(err, quorum.ErrOverMaxTTL):
-		return resp.Error(fmt.Sprintf("ERR invalid expire time in 'eval' command: the extended TTL would be over max_ttl (%v)", s.e.MaxTTL()))
+		return resp.Error(fmt.Sprintf("ERR invalid expire time in '%s' command: the extended TTL would be over max_ttl (%v)", cmd, s.e.MaxTTL()))
 	case errors.Is(err, quorum.ErrDenied):
 		if oe := (*quorum.OutcomeError)(nil); errors.As(err, &oe) {
 			s.warnFailures(oe.Failures)

@@ -190,7 +190,7 @@ func (s *Server) exec(r *request) resp.Reply {
 		}
 		return resp.NullArray() // the token no longer holds the key
 	}
-	return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), resp.Array(resp.Int(1)), resp.NullArray())
+	return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), resp.Array(resp.Int(1)), resp.NullArray(), name)
 }
 
 // execOnFree answers a transaction whose GET found the key free: Redis

@@ -261,7 +261,7 @@ func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
 	if sc.TTLArg == 0 {
 		return unsupportedScript(sc) // a lock without a TTL is never taken
 	}
-	ttl, err := s.parseMillis(c.arg(sc.TTLArg), "eval")
+	ttl, err := s.parseMillis(c.arg(sc.TTLArg), commandName(r))
 	if err != nil {
 		return s.refused(op, resp.Error(err.Error()))
 	}
@@ -277,14 +277,14 @@ func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
 			}
 			l.PrefixLen = n
 		}
-		return s.outcome(s.acquire(r, l, ttl), success, fail)
+		return s.outcome(s.acquire(r, l, ttl), success, fail, commandName(r))
 	case script.OpExtend:
 		if sc.ModeArg > 0 && string(c.arg(sc.ModeArg)) == "0" {
-			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl, s.e.MaxTTL())), success, fail)
+			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl, s.e.MaxTTL())), success, fail, commandName(r))
 		}
-		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail)
+		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail, commandName(r))
 	case script.OpExtendOrAcquire:
-		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail)
+		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail, commandName(r))
 	}
 	return unsupportedScript(sc)
 }
