@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-proxy/redlock-proxy/acl"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -257,4 +258,36 @@ func TestCompareAndSetWithoutQuorumIsAnError(t *testing.T) {
 	wantErrPrefix(t, "DELIFEQ", p.Client.Do(ctx, "DELIFEQ", "k", "tok").Err(), "NOQUORUM ")
 	wantErrPrefix(t, "SET IFEQ", p.Client.SetIFEQ(ctx, "k", "tok", "tok", 10*time.Second).Err(), "NOQUORUM ")
 	wantErrPrefix(t, "DIGEST", p.Client.Digest(ctx, "k").Err(), "NOQUORUM ")
+}
+
+// DIGEST is the read class's, the compare-and-deletes and SET IFEQ the
+// lock class's, and DELEX without a condition, a DEL, the admin class's;
+// a user's key patterns apply to each.
+func TestCompareAndSetUserClasses(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{AllowForceDel: true, Users: []acl.UserConfig{
+		{Name: "app", Password: "app-pw", Allow: []string{"lock", "read"}, Keys: []string{"lock:*"}},
+		{Name: "reader", Password: "reader-pw", Allow: []string{"read"}},
+	}})
+	ctx := t.Context()
+	app := newClient(t, p.Addr, func(o *redis.Options) { o.Username, o.Password = "app", "app-pw" })
+	reader := newClient(t, p.Addr, func(o *redis.Options) { o.Username, o.Password = "reader", "reader-pw" })
+	if ok, err := app.SetNX(ctx, "lock:1", "tok", 10*time.Second).Result(); !ok || err != nil {
+		t.Fatalf("app's SetNX = %v, %v", ok, err)
+	}
+	if d, err := reader.Digest(ctx, "lock:1").Result(); d != digestOf(t, "tok") || err != nil {
+		t.Errorf("reader's DIGEST = %x, %v; want the token's digest", d, err)
+	}
+	for what, err := range map[string]error{
+		"reader's DELIFEQ":              reader.Do(ctx, "DELIFEQ", "lock:1", "tok").Err(),
+		"reader's DELEX IFEQ":           reader.DelExArgs(ctx, "lock:1", redis.DelExArgs{Mode: "IFEQ", MatchValue: "tok"}).Err(),
+		"reader's SET IFEQ":             reader.SetIFEQ(ctx, "lock:1", "tok", "tok", 10*time.Second).Err(),
+		"app's DELEX of another key":    app.DelExArgs(ctx, "other", redis.DelExArgs{Mode: "IFEQ", MatchValue: "tok"}).Err(),
+		"app's DELEX without condition": app.DelExArgs(ctx, "lock:1", redis.DelExArgs{}).Err(),
+	} {
+		wantErrPrefix(t, what, err, "NOPERM ")
+	}
+	c.wantHeldEverywhere(t, "lock:1", "tok", 10*time.Second)
+	if n, err := app.Do(ctx, "DELIFEQ", "lock:1", "tok").Int64(); n != 1 || err != nil {
+		t.Errorf("app's DELIFEQ = %v, %v; want 1", n, err)
+	}
 }
