@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,4 +124,59 @@ func TestRefusedScriptPublishesNothing(t *testing.T) {
 	if msg, err := sub.ReceiveMessage(mctx2); err == nil {
 		t.Errorf("second message %q; want none", msg.Payload)
 	}
+}
+
+// TestScriptFlushRemovesTheWrapperFromNodes: SCRIPT FLUSH through the
+// proxy removes from every master what serving scripts by their effect
+// left there (the wrapper's library, an older version's per-script
+// libraries), and leaves other libraries; scripts run again after it.
+func TestScriptFlushRemovesTheWrapperFromNodes(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	take := func(i int) {
+		t.Helper()
+		body := fmt.Sprintf(`local v = %d return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000)`, i)
+		if err := p.Client.Eval(ctx, body, []string{fmt.Sprint("flush-", i)}, "tok").Err(); err != nil {
+			t.Fatalf("EVAL %d: %v", i, err)
+		}
+	}
+	for i := range 20 {
+		take(i)
+	}
+	libraries := func(d *redis.Client) []string {
+		t.Helper()
+		libs, err := d.Do(ctx, "FUNCTION", "LIST").Slice()
+		if err != nil {
+			t.Fatalf("FUNCTION LIST: %v", err)
+		}
+		var names []string
+		for _, l := range libs {
+			f, _ := l.([]any)
+			for i := 0; i+1 < len(f); i += 2 {
+				if f[i] == "library_name" {
+					names = append(names, fmt.Sprint(f[i+1]))
+				}
+			}
+		}
+		return names
+	}
+	for i, d := range c.direct {
+		if names := libraries(d); len(names) != 1 || !strings.HasPrefix(names[0], "rlp_") {
+			t.Errorf("node %d after 20 distinct scripts: libraries %q; want one rlp_ library", i, names)
+		}
+		for _, lib := range []string{"rlp_0123", "mine"} {
+			if err := d.Do(ctx, "FUNCTION", "LOAD", "#!lua name="+lib+"\nredis.register_function('"+lib+"_f', function() return 1 end)").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
+	for i, d := range c.direct {
+		if names := libraries(d); len(names) != 1 || names[0] != "mine" {
+			t.Errorf("node %d after SCRIPT FLUSH: libraries %q; want only mine", i, names)
+		}
+	}
+	take(100)
 }

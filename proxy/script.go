@@ -165,6 +165,12 @@ func (s *Server) script(r *request) resp.Reply {
 			return resp.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 		}
 		s.scripts.flush()
+		// As one Redis forgets its scripts: the nodes drop the wrapper's
+		// libraries and scripts too. A node that does not answer keeps
+		// them (they are bounded) until the next flush.
+		if n, err := s.e.FlushEffects(r.ctx); err != nil {
+			s.conf().Log.Warn("script flush did not reach every node", "flushed", n, "err", err)
+		}
 		return resp.OK()
 	case "kill":
 		return s.scriptKill(r)

@@ -82,7 +82,8 @@ const wrapperStateSrc = `local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_se
 -- refused. The body's PUBLISH answers 0, since how many received it is
 -- known only once it is sent (and would count the proxies' connections
 -- to the node, not clients).
-local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns, __rlp_pubs = {}, {}, {}, {}, 0
+-- lits are the body's constants, which it may write as markers.
+local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_lits = {}, {}, {}, {}, 0
 -- digits are the small numbers as text.
 local __rlp_digits = {[0] = "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}
 `
@@ -169,7 +170,7 @@ local function __rlp_slow()
   function L.lits()
     if not litv then
       litv = {}
-      for _, l in ipairs(__RLP_LITERALS) do litv[l] = true end
+      for _, l in ipairs(__rlp_lits) do litv[l] = true end
     end
     return litv
   end
@@ -558,23 +559,74 @@ var wrapperRedis = strings.NewReplacer(
 // (FUNCTION LOAD once, then FCALL) they are built once, when a node loads
 // it, and a run only sets the state they share.
 var (
-	evalHead = wrapperStateSrc + strings.NewReplacer("__RLP_REDIS", "redis", "__RLP_FIRSTRUN", "").Replace(wrapperInitSrc) +
+	evalHead = wrapperStateSrc + "__rlp_lits = __RLP_LITERALS\n" +
+		strings.NewReplacer("__RLP_REDIS", "redis", "__RLP_FIRSTRUN", "").Replace(wrapperInitSrc) +
 		wrapperFnsSrc + "local __rlp_real = redis\nlocal redis = setmetatable({\n" + wrapperRedis +
 		"}, {__index = __rlp_real})\nlocal function __rlp_body(__RLP_BODYPARAMS)\n"
 	evalTail = "\nend\n" + wrapperTail
 
-	// A library reads the real redis table when it runs (__rlp_G): the
-	// one it is loaded with has no call. Functions have no
-	// redis.replicate_commands, a no-op for scripts since Redis 7.0.
-	libHead = "#!lua name=__RLP_NAME\nlocal __rlp_reg = redis.register_function\n" +
+	// The library is one for every body: it reads the real redis table
+	// when it runs (__rlp_G), as the one it is loaded with has no call.
+	// Functions have no redis.replicate_commands, a no-op for scripts
+	// since Redis 7.0.
+	libSrc = "#!lua name=__RLP_NAME\nlocal __rlp_reg = redis.register_function\n" +
 		"local function __rlp_G() return redis end\nlocal KEYS, ARGV\n" +
 		wrapperStateSrc + wrapperFnsSrc + "local redis = {\n" + wrapperRedis +
-		"  replicate_commands = function() return true end,\n}\nlocal function __rlp_body(__RLP_BODYPARAMS)\n"
-	libTail = "\nend\n__rlp_reg(\"__RLP_NAME\", function(__rlp_k, __rlp_a)\n" +
+		"  replicate_commands = function() return true end,\n}\n" + wrapperBodiesSrc +
+		"__rlp_reg(\"__RLP_NAME\", function(__rlp_k, __rlp_a)\n" +
+		"local __rlp_body = __rlp_find(__rlp_a)\n" +
+		"if type(__rlp_body) == \"table\" then return __rlp_body end\n" +
 		"KEYS, ARGV = __rlp_k, __rlp_a\n" +
+		"__rlp_cur.set(__rlp_k, __rlp_a)\n__rlp_lits = __rlp_cur.lits\n" +
 		strings.NewReplacer("__RLP_REDIS", "__rlp_G()", "__RLP_FIRSTRUN", "setmetatable(redis, {__index = __rlp_G()})").Replace(wrapperInitSrc) +
 		wrapperTail + "end)\n"
 )
+
+// wrapperBodiesSrc keeps the bodies the library has compiled, by the
+// SHA-1 of their chunk (bodyChunk), as a node's Lua state keeps them
+// between calls. A call's last argument is the chunk's SHA-1; or, when
+// the node lacks it (first use, a flush, a restart, an eviction), "+"
+// and the SHA-1 after the chunk itself, which it compiles and keeps. At
+// most __RLP_MAXBODIES chunks, __RLP_MAXBODYBYTES bytes of text in all,
+// are kept: a new one drops others to make room. __rlp_find takes the
+// call's own arguments off ARGV and returns the body to run (and sets
+// __rlp_cur), or the error reply to answer.
+const wrapperBodiesSrc = `local __rlp_bodies, __rlp_nbodies, __rlp_bodybytes, __rlp_cur = {}, 0, 0, nil
+-- loadstring is read when a chunk is compiled: a library is loaded
+-- without it, and a server may have none (then the body runs as a script).
+local function __rlp_loadstring() return loadstring end
+local function __rlp_find(a)
+  local n = #a
+  local e = __rlp_bodies[a[n]]
+  if e then
+    a[n] = nil
+  else
+    local tag, src = a[n], a[n - 1]
+    if n < 2 or type(tag) ~= "string" or type(src) ~= "string" or string.sub(tag, 1, 1) ~= "+" then
+      return {err = "RLPNOBODY the node has not compiled this body"}
+    end
+    local sha = string.sub(tag, 2)
+    if __rlp_G().sha1hex(src) ~= sha then return {err = "RLPNOBODY the body does not match its digest"} end
+    e = __rlp_bodies[sha]
+    if not e then
+      local ok, load = pcall(__rlp_loadstring)
+      if not ok or not load then return {err = "RLPNOCOMPILE the node's functions have no loadstring"} end
+      local f, why = load(src, "@user_function")
+      if not f then return {err = "RLPNOCOMPILE " .. tostring(why)} end
+      local body, set, lits = f(redis)
+      while __rlp_nbodies > 0 and (__rlp_nbodies >= __RLP_MAXBODIES or __rlp_bodybytes + #src > __RLP_MAXBODYBYTES) do
+        local k, old = next(__rlp_bodies)
+        __rlp_bodies[k], __rlp_nbodies, __rlp_bodybytes = nil, __rlp_nbodies - 1, __rlp_bodybytes - old.n
+      end
+      e = {body = body, set = set, lits = lits, n = #src}
+      __rlp_bodies[sha], __rlp_nbodies, __rlp_bodybytes = e, __rlp_nbodies + 1, __rlp_bodybytes + #src
+    end
+    a[n], a[n - 1] = nil, nil
+  end
+  __rlp_cur = e
+  return e.body
+end
+`
 
 // wrapperFastKey is what the fast path proved of one key (st): changed
 // (ch), how long its own holder has left (hold) and that holder's place
@@ -814,13 +866,30 @@ end
 return n
 `)
 
-// wrapped is a body in the wrapper, in both forms: a script and a
-// library whose one function is fn. Each head counts the lines before
-// the body's first.
+// wrapped is a body in the wrapper, in both forms: a script, and a call
+// of the library's one function fn that runs the body's chunk. evalHead
+// counts the lines before the body's first in the script; the chunk
+// starts on the body's first line (libHead 0).
 type wrapped struct {
-	eval, lib, fn     string
+	eval, fn          string
+	lib               libraryForm
 	evalHead, libHead int
 }
+
+// libraryForm is what a node needs to run a body by a function: the
+// library (one for every body the engine wraps) and the body's chunk,
+// which the library compiles once and keeps (wrapperBodiesSrc).
+type libraryForm struct {
+	text, chunk string
+}
+
+// The library's bound on the bodies it keeps compiled, per node: the
+// number of chunks and their text's bytes in all. A body's compiled
+// functions cost the node's Lua a few times its text.
+const (
+	maxLibraryBodies    = 256
+	maxLibraryBodyBytes = 1 << 20
+)
 
 // wrapBody builds the wrapper around body for the given allow-list,
 // literals (the constants the body may write as markers, never as
@@ -833,6 +902,44 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 		lits.WriteString(", ")
 	}
 	lits.WriteString("}")
+	// A body that never reads "..." runs in a function without it: Lua
+	// 5.1 gives a vararg function that does not read it a local "arg"
+	// table, built on every call and counted against the 200 locals of
+	// the body, which Redis's main chunk does not have.
+	params := "..."
+	if !strings.Contains(body, "...") {
+		params = ""
+	}
+	head := wrapperParts(commands, maxTTL, params, lits.String())
+	eh := head.Replace(evalHead)
+	fn, lib := wrapperLibrary(commands, maxTTL)
+	// The chunk: on the body's first line, locals for what the library
+	// gives the body (its KEYS and ARGV, set before each run, and the
+	// guarded redis), then the body as a function; after it, the setter
+	// and the literals.
+	chunk := "local KEYS, ARGV, redis = nil, nil, ... return function(" + params + ") " + body +
+		"\nend, function(k, a) KEYS, ARGV = k, a end, " + lits.String() + "\n"
+	return wrapped{
+		eval: eh + body + head.Replace(evalTail), fn: fn, lib: libraryForm{text: lib, chunk: chunk},
+		evalHead: strings.Count(eh, "\n"),
+	}
+}
+
+// wrapperLibrary is the library every body runs in, for this allow-list
+// and max_ttl, and its function's name. It is named by what it holds:
+// proxies that wrap alike share it, and any other library keeps its own
+// name.
+func wrapperLibrary(commands map[string]int, maxTTL time.Duration) (fn, lib string) {
+	lib = wrapperParts(commands, maxTTL, "", "{}").Replace(libSrc)
+	sum := sha1.Sum([]byte(lib))
+	fn = "rlp_" + hex.EncodeToString(sum[:])
+	return fn, strings.ReplaceAll(lib, "__RLP_NAME", fn)
+}
+
+// wrapperParts fills the wrapper's placeholders: the allow-list, max_ttl
+// and the bounds, and a body's parameters and literals (the script form
+// only).
+func wrapperParts(commands map[string]int, maxTTL time.Duration, params, lits string) *strings.Replacer {
 	// The allow-list as a chain of comparisons, the common names first,
 	// each in lower and upper case (any other case is lowered, then
 	// compared again).
@@ -847,33 +954,16 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 	if len(commands) > 0 {
 		kinds.WriteString("end")
 	}
-	// A body that never reads "..." runs in a function without it: Lua
-	// 5.1 gives a vararg function that does not read it a local "arg"
-	// table, built on every call and counted against the 200 locals of
-	// the body, which Redis's main chunk does not have.
-	params := "..."
-	if !strings.Contains(body, "...") {
-		params = ""
-	}
-	head := strings.NewReplacer(
+	return strings.NewReplacer(
 		"__RLP_BODYPARAMS", params,
-		"__RLP_LITERALS", lits.String(),
+		"__RLP_LITERALS", lits,
 		"__RLP_MAXBYTES", strconv.Itoa(maxSnapshotBytes),
 		"__RLP_MAXENTRIES", strconv.Itoa(maxSnapshotEntries),
+		"__RLP_MAXBODIES", strconv.Itoa(maxLibraryBodies),
+		"__RLP_MAXBODYBYTES", strconv.Itoa(maxLibraryBodyBytes),
 		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
 	)
-	eh, lh := head.Replace(evalHead), head.Replace(libHead)
-	w := wrapped{
-		eval: eh + body + head.Replace(evalTail), lib: lh + body + head.Replace(libTail),
-		evalHead: strings.Count(eh, "\n"), libHead: strings.Count(lh, "\n"),
-	}
-	// The library is named by what it holds: proxies that wrap the same
-	// body alike share it, and any other library keeps its own name.
-	sum := sha1.Sum([]byte(w.lib))
-	w.fn = "rlp_" + hex.EncodeToString(sum[:])
-	w.lib = strings.ReplaceAll(w.lib, "__RLP_NAME", w.fn)
-	return w
 }
 
 // A write the wrapper cannot prove is a lock owner's snapshots its key

@@ -139,13 +139,17 @@ func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...a
 // evalKeyed is eval of keysArgs, the first nkeys of them keys: callers
 // that run one script on every node build it once.
 func (p *pipeline) evalKeyed(ctx context.Context, s *script, nkeys int, keysArgs []any) (*redis.Cmd, error) {
-	cmdArgs := make([]any, 3, 3+len(keysArgs))
+	cmdArgs := make([]any, 3, 4+len(keysArgs))
+	cmdArgs[2] = nkeys
 	if s.fn != "" && !s.noLib.Load() && !p.noFunctions.Load() {
 		cmdArgs[0], cmdArgs[1] = fcallArg, s.fnArg
-	} else {
-		cmdArgs[0], cmdArgs[1] = evalshaArg, s.shaArg
+		cmdArgs = append(cmdArgs, keysArgs...)
+		if s.chunk != "" {
+			cmdArgs = append(cmdArgs, s.chunkArg)
+		}
+		return p.run(ctx, redis.NewCmd(ctx, cmdArgs...), s)
 	}
-	cmdArgs[2] = nkeys
+	cmdArgs[0], cmdArgs[1] = evalshaArg, s.shaArg
 	return p.run(ctx, redis.NewCmd(ctx, append(cmdArgs, keysArgs...)...), s)
 }
 
@@ -228,7 +232,8 @@ func needsLibrary(cmd *redis.Cmd) bool {
 	if err == nil || cmd.Args()[0] != "fcall" {
 		return false
 	}
-	return isReplyError(err, "ERR Function not found") || refusesFunctions(err) || overMaxmemory(err)
+	return isReplyError(err, "ERR Function not found") || refusesFunctions(err) || overMaxmemory(err) ||
+		redis.HasErrorPrefix(err, "RLPNOBODY")
 }
 
 // overMaxmemory reports whether err is a node's OOM refusal. Over
@@ -277,27 +282,42 @@ func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.
 	case refusesFunctions(cmd.Err()):
 		p.refusedFunctions(cmd.Err())
 	default:
-		load := redis.NewCmd(ctx, "function", "load", s.lib)
-		p.connection().Process(ctx, load)
-		err := load.Err()
-		switch {
-		case err == nil || isReplyError(err, "ERR Library '"+s.fn+"' already exists"):
-			cmd = redis.NewCmd(ctx, args...)
+		var err error
+		if !redis.HasErrorPrefix(cmd.Err(), "RLPNOBODY") {
+			load := redis.NewCmd(ctx, "function", "load", s.lib)
+			p.connection().Process(ctx, load)
+			if err = load.Err(); err != nil && isReplyError(err, "ERR Library '"+s.fn+"' already exists") {
+				err = nil
+			}
+			if err != nil && !refusesFunctions(err) && !overMaxmemory(err) && !isReplyError(err, "ERR") {
+				return load // the node failed, not the library
+			}
+		}
+		if err == nil {
+			// The library is there; a node that loaded it new, or lacks
+			// the chunk, gets the chunk with the call.
+			cmd = redis.NewCmd(ctx, withChunk(args, s)...)
 			p.connection().Process(ctx, cmd)
-			return cmd
+			if err = cmd.Err(); !redis.HasErrorPrefix(err, "RLPNOCOMPILE") {
+				return cmd
+			}
+		}
+		switch {
 		case refusesFunctions(err):
 			p.refusedFunctions(err)
 		case overMaxmemory(err):
-		case isReplyError(err, "ERR"):
-			// The library does not load where the script may still run
-			// (or fail to compile with Redis's own words): run it so.
+		default:
+			// The library does not load, or the chunk does not compile,
+			// where the script may still run (or fail to compile with
+			// Redis's own words): run it so.
 			if !s.noLib.Swap(true) {
 				p.log.Warn("a wrapped script's library does not load; it runs as a script on every node",
 					"node", p.addr, "library", s.fn, "err", err)
 			}
-		default:
-			return load // the node failed, not the library
 		}
+	}
+	if s.chunk != "" && args[0] == "fcall" {
+		args = args[:len(args)-1] // the chunk's tag is the function's, not the script's
 	}
 	args[0], args[1] = "evalsha", s.sha
 	cmd = redis.NewCmd(ctx, args...)
@@ -417,14 +437,19 @@ func (p *pipeline) checkAll(cmds []redis.Cmder) {
 }
 
 // script is a Lua script run on nodes, with its SHA-1; and, for one with
-// a library form, the library and its one function's name.
+// a library form, the library and its one function's name, and the
+// chunk, if any, that the function compiles and keeps (wrapperBodiesSrc):
+// a call of fn ends with the chunk's SHA-1, or with the chunk and "+"
+// and its SHA-1 where the node lacks it.
 type script struct {
 	src, sha string
 	lib, fn  string
-	// shaArg and fnArg are sha and fn as command arguments, made once.
-	shaArg, fnArg any
-	// noLib is set once a node failed to load the library: it runs as a
-	// script everywhere.
+	chunk    string
+	// shaArg, fnArg and chunkArg, loadArg are sha, fn and the chunk's
+	// two tags as command arguments, made once.
+	shaArg, fnArg, chunkArg, loadArg any
+	// noLib is set once a node failed to load the library or compile the
+	// chunk: it runs as a script everywhere.
 	noLib atomic.Bool
 }
 
@@ -435,10 +460,27 @@ func newScript(src string) *script {
 	return s
 }
 
-// withLibrary gives s a library form: lib, whose one function is fn.
-func (s *script) withLibrary(fn, lib string) *script {
-	s.fn, s.lib, s.fnArg = fn, lib, fn
+// withLibrary gives s a library form: lib, whose one function is fn,
+// and the chunk it runs (none: fn is the script).
+func (s *script) withLibrary(fn string, lib libraryForm) *script {
+	s.fn, s.lib, s.fnArg, s.chunk = fn, lib.text, fn, lib.chunk
+	if s.chunk != "" {
+		h := sha1.Sum([]byte(s.chunk))
+		sha := hex.EncodeToString(h[:])
+		s.chunkArg, s.loadArg = sha, "+"+sha
+	}
 	return s
+}
+
+// withChunk is args, a call of s's function, with its last argument (the
+// chunk's SHA-1) replaced by the chunk and its load tag.
+func withChunk(args []any, s *script) []any {
+	if s.chunk == "" {
+		return args
+	}
+	out := make([]any, 0, len(args)+1)
+	out = append(out, args[:len(args)-1]...)
+	return append(out, s.chunk, s.loadArg)
 }
 
 // deadlineContext is a context that is never cancelled and only carries a

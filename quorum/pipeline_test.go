@@ -279,8 +279,8 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 // libScript is a script with a library form whose function returns its
 // first argument and its form's name.
 func libScript() *script {
-	return newScript(`return {ARGV[1], "script"}`).withLibrary("rlp_test_lib",
-		"#!lua name=rlp_test_lib\nredis.register_function('rlp_test_lib', function(k, a) return {a[1], 'library'} end)")
+	return newScript(`return {ARGV[1], "script"}`).withLibrary("rlp_test_lib", libraryForm{
+		text: "#!lua name=rlp_test_lib\nredis.register_function('rlp_test_lib', function(k, a) return {a[1], 'library'} end)"})
 }
 
 // A library the node lacks (never loaded, or flushed) is loaded and its
