@@ -126,7 +126,8 @@ func TestDigestAndDelExIfDEq(t *testing.T) {
 // SET key token IFEQ token PX ms extends the caller's lock: OK, and the
 // new TTL on every node; another token, or a missing key, gets nil and
 // changes nothing (string.tcl:1280-1296, 1436-1441). With GET it replies
-// the old value, the token (string.tcl:1358-1362). IFDEQ with the
+// the old value: the token (string.tcl:1358-1362), another holder's
+// token, or nil for a missing key (1364-1374). IFDEQ with the
 // token's digest is the same extend (string.tcl:1316-1321).
 func TestSetIfEqExtendsOwnLock(t *testing.T) {
 	c, p := setup(t, 3, proxy.Config{})
@@ -153,6 +154,13 @@ func TestSetIfEqExtendsOwnLock(t *testing.T) {
 	if _, err := p.Client.SetIFEQGet(ctx, "missing", "tok", "tok", 30*time.Second).Result(); !errors.Is(err, redis.Nil) {
 		t.Errorf("SET IFEQ GET of a missing key = %v; want nil", err)
 	}
+	// Another holder's lock: GET replies its token, the old value, and
+	// nothing changes (string.tcl:1364-1368).
+	p.Client.SetNX(ctx, "k2", "other", 10*time.Second)
+	if old, err := p.Client.SetIFEQGet(ctx, "k2", "tok", "tok", 30*time.Second).Result(); old != "other" || err != nil {
+		t.Errorf("SET IFEQ GET of another's lock = %q, %v; want its token, other", old, err)
+	}
+	c.wantHeldEverywhere(t, "k2", "other", 10*time.Second)
 	if got, err := p.Client.SetIFDEQ(ctx, "k", "tok", digestOf(t, "tok"), 40*time.Second).Result(); got != "OK" || err != nil {
 		t.Errorf("SET k tok IFDEQ <digest of tok> = %q, %v; want OK", got, err)
 	}

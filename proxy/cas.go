@@ -166,13 +166,24 @@ func (s *Server) setIf(r *request, a resp.SetArgs, l quorum.Lock, ttl time.Durat
 		return resp.Bulk(a.Token) // the old value: the token itself
 	case err == nil:
 		return resp.OK()
+	case errors.Is(err, quorum.ErrDenied) && a.Get:
+		return s.heldByOther(r, a.Key, a.Token)
 	case errors.Is(err, quorum.ErrDenied):
-		// With GET, Redis replies with the old value. A denied extend
-		// replies nil, as if the key were missing: never a token the
-		// client could take for its own.
 		return resp.Null()
 	}
 	return s.failOrWrongType(r, a.Key, err, errWrongType)
+}
+
+// heldByOther is a denied SET IFEQ GET's reply. Redis replies with the
+// old value whatever the condition; here, the token a quorum reads after
+// the denial if it is another's, else nil, as if the key were missing:
+// never the caller's own token, which would read as a granted extend.
+func (s *Server) heldByOther(r *request, key, token string) resp.Reply {
+	st, err := s.e.Inspect(r.ctx, key)
+	if err != nil || !st.Held || st.Type != "" || st.Token == token {
+		return resp.Null()
+	}
+	return resp.Bulk(st.Token)
 }
 
 var condName = map[resp.Condition]string{resp.IFEQ: "IFEQ", resp.IFNE: "IFNE", resp.IFDEQ: "IFDEQ", resp.IFDNE: "IFDNE"}
