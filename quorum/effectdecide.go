@@ -251,11 +251,22 @@ func (t keyTally) outcome(n int) Outcome {
 
 // tally counts key j's outcomes over the counted nodes, and returns how
 // many must hold it and the hold times of those that do. A key that other
-// tokens also hold (a semaphore, a read lock) where the run took it new
-// needs every configured node: quorums need not intersect in a node that
-// counts each of several holders against the key's limit.
+// tokens also hold (a semaphore, a read lock), held by a caller that did
+// not hold it on a quorum before, needs every configured node: quorums
+// need not meet in a node that counts each of several holders against
+// the key's limit (A on nodes 1-3 and B on 3-5 fill a semaphore of 2 on
+// node 3 only; C would take 1, 2, 4 and 5). Held on every node, it is
+// counted on each node with every other holder the proxy granted: the
+// one that took the key alone (on a quorum where it met no other) and
+// those that, as it, took it on every node.
 func (v effectVotes) tally(outs [][]keyOutcome, j int) (t keyTally, need int, holds []time.Duration) {
 	need = v.quorum
+	shared, before := false, 0
+	defer func() {
+		if shared && before < v.quorum {
+			need = len(v.results)
+		}
+	}()
 	for i, r := range v.results {
 		switch {
 		case r.err != nil:
@@ -267,14 +278,15 @@ func (v effectVotes) tally(outs [][]keyOutcome, j int) (t keyTally, need int, ho
 			t.quarantined++
 			continue
 		}
+		k := keyOf(r.v, j)
+		if len(k.BeforeOwn) > 0 {
+			before++
+		}
 		switch outs[i][j] {
 		case keyHeld:
 			t.held++
-			k := keyOf(r.v, j)
 			holds = append(holds, k.Hold)
-			if len(k.BeforeOwn) == 0 && k.Others > 0 {
-				need = len(v.results)
-			}
+			shared = shared || k.Others > 0
 		case keyReleased:
 			t.released++
 		default:
