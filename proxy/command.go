@@ -23,7 +23,7 @@ var commandGroups = map[string]string{
 	"ping": "connection", "echo": "connection", "quit": "connection", "auth": "connection", "hello": "connection",
 	"reset": "connection", "select": "connection", "client": "connection",
 	"cluster": "cluster", "readonly": "cluster", "readwrite": "cluster",
-	"set": "string", "get": "string",
+	"set": "string", "get": "string", "delex": "string", "delifeq": "string", "digest": "string",
 	"eval": "scripting", "evalsha": "scripting", "script": "scripting",
 	"subscribe": "pubsub", "psubscribe": "pubsub", "unsubscribe": "pubsub", "punsubscribe": "pubsub",
 	"ssubscribe": "pubsub", "sunsubscribe": "pubsub",
