@@ -26,7 +26,8 @@ type txState struct {
 	seen     bool   // GET key ran after WATCH, outside MULTI
 	held     bool   // and found the key held, by token
 	token    string
-	touched  bool // this connection wrote the key after WATCH
+	touched  bool   // this connection wrote the key after WATCH
+	w        *watch // the watch other connections' writes mark
 	multi    bool
 	dirty    bool       // a command was refused while queuing: EXEC aborts
 	queued   [][][]byte // commands queued since MULTI, copied
@@ -34,7 +35,10 @@ type txState struct {
 
 // reset ends the transaction and forgets every watch, as EXEC, DISCARD
 // and UNWATCH do.
-func (tx *txState) reset() { *tx = txState{} }
+func (tx *txState) reset() {
+	tx.w.release()
+	*tx = txState{}
+}
 
 // queue stores a copy of args: redcon reuses its read buffer.
 func (tx *txState) queue(args [][]byte) {
@@ -120,6 +124,7 @@ func (s *Server) watch(r *request) resp.Reply {
 		switch {
 		case !tx.watching:
 			tx.watching, tx.key = true, string(k)
+			tx.w = s.watches.add(tx.key)
 		case string(k) != tx.key:
 			tx.many = true
 		}
@@ -143,6 +148,10 @@ func (s *Server) exec(r *request) resp.Reply {
 	if !tx.multi {
 		return resp.Error("ERR EXEC without MULTI")
 	}
+	// The watch stays until this EXEC is done: another EXEC of the key
+	// must see its write.
+	r.c.tx.w = nil
+	defer tx.w.release()
 	r.c.tx.reset()
 	switch {
 	case tx.dirty:
@@ -173,8 +182,12 @@ func (s *Server) exec(r *request) resp.Reply {
 	if rep, bad := reservedKey(cmd[1:2]); bad {
 		return rep
 	}
-	if tx.touched {
-		return resp.NullArray() // this connection wrote the watched key
+	// One EXEC of the key at a time, as one Redis runs them: the first
+	// one's write must fail the next.
+	tx.w.wk.exec.Lock()
+	defer tx.w.wk.exec.Unlock()
+	if tx.touched || tx.w.touched.Load() {
+		return resp.NullArray() // a connection wrote the watched key
 	}
 	if !tx.held {
 		return s.execOnFree(r, tx.key)
@@ -186,11 +199,16 @@ func (s *Server) exec(r *request) resp.Reply {
 		case err != nil:
 			return s.fail(err)
 		case rel.Keys == 1:
+			s.watches.touch(tx.key, tx.w)
 			return resp.Array(resp.Int(1))
 		}
 		return resp.NullArray() // the token no longer holds the key
 	}
-	return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), resp.Array(resp.Int(1)), resp.NullArray(), name)
+	err := s.extended(s.e.Extend(r.ctx, l, ttl))
+	if err == nil {
+		s.watches.touch(tx.key, tx.w)
+	}
+	return s.outcome(err, resp.Array(resp.Int(1)), resp.NullArray(), name)
 }
 
 // execOnFree answers a transaction whose GET found the key free: Redis

@@ -40,6 +40,7 @@ type Server struct {
 	ln       atomic.Pointer[guardedListener] // set by Serve
 	draining atomic.Bool
 	scripts  *scriptCache
+	watches  *watchSet
 	started  time.Time
 	runID    string // a random 40-hex id of this process, as Redis's run_id
 	stats    *stats
@@ -93,6 +94,7 @@ func New(cfg Config, e *quorum.Engine) (*Server, error) {
 		refusedLog: ratelog.New("client refused", warnEvery), acceptLog: ratelog.New("accept failed", warnEvery)}
 	cfg = cfg.WithDefaults()
 	s.cfg.Store(&cfg)
+	s.watches = newWatchSet()
 	s.scripts = newScriptCache(func(body string, literals []string) *quorum.Effect {
 		return e.Wrap(body, effectCommands, literals)
 	})
@@ -271,6 +273,7 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	}
 	if c, _ := conn.Context().(*client); c != nil {
 		s.listings.Delete(c.id)
+		c.tx.reset() // its WATCH ends
 		s.stopMonitor(c)
 		if c.sub != nil {
 			c.sub.leave(s.hub)
@@ -465,6 +468,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	s.stats.ran(statName(name, cmd.Args), took, rep.IsError())
 	s.record(r, done{name: name, args: cmd.Args, start: start, took: took, rep: rep, tr: tr, validity: r.validity})
 	c.tx.observe(name, cmd.Args, rep)
+	s.watches.touchWritten(name, cmd.Args, rep)
 	switch {
 	case r.sent:
 		c.ob.wait(r.last)
