@@ -2,6 +2,7 @@ package resp
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -53,4 +54,24 @@ func TestDigestMatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+func FuzzDigestMatches(f *testing.F) {
+	f.Add("Hello world", "b6acb9d84a38ff74")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, value, digest string) {
+		d := Digest(value)
+		if len(d) != 16 {
+			t.Fatalf("Digest(%q) = %q; want 16 hex digits", value, d)
+		}
+		for _, same := range []string{d, strings.ToUpper(d)} {
+			if ok, err := DigestMatches([]byte(same), value); !ok || err != nil {
+				t.Fatalf("DigestMatches(%q, %q) = %v, %v; want true", same, value, ok, err)
+			}
+		}
+		ok, err := DigestMatches([]byte(digest), value)
+		if ok != strings.EqualFold(digest, d) || (err != nil) != (len(digest) != 16) {
+			t.Fatalf("DigestMatches(%q, %q) = %v, %v; Digest is %s", digest, value, ok, err, d)
+		}
+	})
 }

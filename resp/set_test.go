@@ -119,10 +119,18 @@ func FuzzParseSet(f *testing.F) {
 	f.Add("SET k t PX 5000 NX")
 	f.Add("set k t ex 8 nx")
 	f.Add("SET k t NX PXAT 99999999999999")
+	f.Add("SET k t IFEQ t PX 5000 GET")
+	f.Add("set k t ifdeq 0123456789abcdef ex 5")
+	f.Add("SET k t IFNE a IFEQ b")
 	f.Fuzz(func(t *testing.T, cmd string) {
 		a, err := ParseSet(args(cmd))
 		if err != nil {
 			return
+		}
+		// GET comes only with a compare-and-set, and Match only with its
+		// condition.
+		if a.Cond == NoCondition && (a.Get || a.Match != "") {
+			t.Fatalf("ParseSet(%q) = %+v; GET or a match value without a condition", cmd, a)
 		}
 		if a.Unit != NoExpiry && a.Expiry <= 0 {
 			t.Fatalf("ParseSet(%q) = %+v; accepted a non-positive expiry", cmd, a)
