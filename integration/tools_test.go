@@ -587,3 +587,48 @@ func TestIntrospectionAsRedis(t *testing.T) {
 		t.Errorf("LATENCY HISTOGRAM set = %s; Redis: %s; want 4 calls in cumulative buckets", pv, rv)
 	}
 }
+
+// Every command the README's "What it refuses, and why" lists gets an
+// error in Redis's shape, one line, that gives the row's reason; the
+// connection stays usable.
+func TestRefusedCommandsSayWhy(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(readme), "### What it refuses, and why\n")
+	if !ok {
+		t.Fatal("README has no section \"What it refuses, and why\"")
+	}
+	sec, _, _ = strings.Cut(sec, "\n### ")
+	_, p := setup(t, 3, proxy.Config{})
+	rc := dialResp(t, p.Addr)
+	rows := 0
+	for line := range strings.Lines(sec) {
+		cells := strings.Split(strings.TrimSpace(line), " | ")
+		if len(cells) != 2 || !strings.HasPrefix(cells[0], "| `") {
+			continue
+		}
+		rows++
+		why := strings.TrimSuffix(cells[1], " |")
+		for _, cmd := range strings.Split(strings.TrimPrefix(cells[0], "| "), ", ") {
+			args := strings.Fields(strings.Trim(cmd, "`"))
+			if len(args) == 1 {
+				args = append(args, "k", "v", "1") // the others are written whole
+			}
+			v, err := rc.do(cmdOf(args...))
+			if err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+			if !v.isError() || !strings.HasPrefix(v.text, "ERR ") || !strings.Contains(v.text, why) {
+				t.Errorf("%v = %s; want an ERR saying %q", args, v, why)
+			}
+		}
+	}
+	if rows < 10 {
+		t.Errorf("README's refusals table has %d rows", rows)
+	}
+	if v, err := rc.do(cmdOf("PING")); err != nil || v.String() != "+PONG" {
+		t.Errorf("PING after the refusals = %s, %v", v, err)
+	}
+}

@@ -24,7 +24,7 @@ func TestTransactionErrorsAsRedis(t *testing.T) {
 		{[]string{"DISCARD"}, "-ERR DISCARD without MULTI\r\n"},
 		{[]string{"UNWATCH"}, "+OK\r\n"},
 		{[]string{"WATCH"}, "-ERR wrong number of arguments for 'watch' command\r\n"},
-		{[]string{"PEXPIRE", "k", "100"}, "-ERR 'pexpire' is not supported: redlock-proxy serves lock commands only\r\n"},
+		{[]string{"PEXPIRE", "k", "100"}, "-ERR 'pexpire' is not supported: redlock-proxy serves lock commands only (" + whyTTL + ")\r\n"},
 		{[]string{"MULTI"}, "+OK\r\n"},
 		{[]string{"MULTI"}, "-ERR MULTI calls can not be nested\r\n"},
 		{[]string{"WATCH", "k"}, "-ERR WATCH inside MULTI is not allowed\r\n"},

@@ -543,23 +543,16 @@ func wrongArity(arity, n int) bool {
 	return arity > 0 && n != arity || arity < 0 && n < -arity
 }
 
-// unsupported lists common Redis commands a client might send by mistake,
-// to answer them with a clearer error than "unknown command".
-var unsupported = map[string]bool{
-	"incr": true, "decr": true, "expire": true, "pexpire": true, "persist": true,
-	"getset": true, "setnx": true, "setex": true, "psetex": true, "mset": true,
-	"hset": true, "hexists": true, "hincrby": true, "lpush": true,
-	"rpush": true, "sadd": true, "zadd": true, "publish": true, "spublish": true,
-	"keys": true, "flushall": true, "flushdb": true,
-	"unlink": true, "rename": true,
-}
-
 // unknownCommand is Redis's reply to a command it does not know, with the
 // first arguments quoted as Redis quotes them.
 func unknownCommand(args [][]byte) resp.Reply {
 	name := string(args[0])
-	if unsupported[strings.ToLower(name)] {
-		return resp.Error(fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", strings.ToLower(name)))
+	if why, ok := unsupported[strings.ToLower(name)]; ok {
+		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", strings.ToLower(name))
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return resp.Error(msg)
 	}
 	// Redis quotes arguments until the list reaches 128 bytes, each cut
 	// to what is left of that budget.
