@@ -1,0 +1,45 @@
+package quorum
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// TestWrapperFormsParse parses, as Lua 5.1, every form the wrapper is
+// assembled into from its lua/ files: the script around a body, the one
+// library, a body's chunk, and the undo script. The real servers run
+// them in the other tests; this names a broken assembly at once.
+func TestWrapperFormsParse(t *testing.T) {
+	bodies := map[string]string{
+		"go-zero":         goZeroLock,
+		"Redisson unlock": redissonUnlockBody,
+		"Symfony save":    symfonySave,
+		"redis-semaphore": semaphoreAcquire,
+		"varargs":         `return select("#", ...)`,
+	}
+	for name, body := range bodies {
+		w := wrapBody(body, testCommands, []string{"1", "__write__"}, time.Minute)
+		shebang, lib, _ := strings.Cut(w.lib.text, "\n")
+		if shebang != "#!lua name="+w.fn {
+			t.Errorf("%s: library starts %q; want #!lua name=%s", name, shebang, w.fn)
+		}
+		for form, src := range map[string]string{"script": w.eval, "library": lib, "chunk": w.lib.chunk} {
+			if _, err := parse.Parse(strings.NewReader(src), form); err != nil {
+				t.Errorf("%s as a %s: %v", name, form, err)
+			}
+			if strings.Contains(src, "__RLP_") {
+				t.Errorf("%s as a %s keeps a placeholder", name, form)
+			}
+		}
+		// The chunk puts the body's first line on its own first line.
+		if first, _, _ := strings.Cut(w.lib.chunk, "\n"); !strings.HasSuffix(first, strings.SplitN(body, "\n", 2)[0]) {
+			t.Errorf("%s: chunk's first line %q does not end with the body's", name, first)
+		}
+	}
+	if _, err := parse.Parse(strings.NewReader(undoEffectSrc), "undo"); err != nil {
+		t.Errorf("undo script: %v", err)
+	}
+}

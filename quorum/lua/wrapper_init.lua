@@ -1,0 +1,31 @@
+if not __rlp_call then
+  __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type
+  __RLP_FIRSTRUN
+end
+__rlp_refused, __rlp_slowfns, __rlp_pubs = false, nil, nil
+if __rlp_nargv > 64 then
+  -- A large run's tables are not kept.
+  __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {}
+else
+  for i = #__rlp_keys, 1, -1 do __rlp_st[__rlp_keys[i]], __rlp_keys[i] = nil, nil end
+end
+local __rlp_n, __rlp_last = #ARGV, __rlp_nargv
+for i = 1, __rlp_n do __rlp_argv[i] = ARGV[i] end
+for i = 1, #KEYS do
+  local k = KEYS[i]
+  __rlp_argv[__rlp_n + i] = k
+  if not __rlp_st[k] then
+    local j = #__rlp_keys + 1
+    local st = __rlp_pool[j]
+    if st then
+      st.m, st.mi, st.w, st.o, st.oi, st.oe, st.ttl, st.ttls, st.s = nil, nil, nil, nil, nil, nil, nil, nil, nil
+    else
+      -- The fields named here get their room now, not by a rehash each.
+      st = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
+      if j <= 8 then __rlp_pool[j] = st end
+    end
+    __rlp_keys[j], __rlp_st[k] = k, st
+  end
+end
+__rlp_nargv = __rlp_n + #KEYS
+for i = __rlp_nargv + 1, __rlp_last do __rlp_argv[i] = nil end

@@ -1,0 +1,193 @@
+local __rlp_ok, __rlp_r = pcall(__rlp_body)
+local __rlp_why = __rlp_refused
+-- The slow path's keys: each is snapshot after the run and judged
+-- against its snapshot from before. A constant left as a string key's
+-- value (a latch) needs a change to an own hold on another key.
+local __rlp_after, __rlp_same
+if __rlp_slowfns then
+  local L = __rlp_slowfns
+  local latch, ownChange = false, false
+  __rlp_after, __rlp_same = {}, {}
+  for i = 1, #__rlp_keys do
+    local k = __rlp_keys[i]
+    local st = __rlp_st[k]
+    local b = st.s
+    if b then
+      __rlp_after[i] = L.snap(k, b)
+      __rlp_same[i] = L.same(b, __rlp_after[i])
+      if not __rlp_why and not __rlp_same[i] then
+        local why, l = L.judge(b, __rlp_after[i])
+        __rlp_why, latch = why, latch or l
+        if not ownChange then
+          local held = {}
+          L.mine(b, held, 0)
+          ownChange = held[1] > 0
+        end
+      end
+    elseif st.w and st.oi then
+      ownChange = true
+    end
+  end
+  if latch and not ownChange and not __rlp_why then
+    __rlp_why = "it writes a constant as a key's value (a constant is not a token)"
+  end
+end
+if __rlp_why then
+  -- Defined here: only a refused run restores. Each key is written back
+  -- in place when it is still of its snapshot's type, then what the run
+  -- added is removed; otherwise it is deleted first. Entries go in
+  -- chunks, so no call fails for its size (unpack's limit, the server's
+  -- arguments): a restore never stops halfway. The fast path's keys go
+  -- back to what they held before its first change.
+  local function __rlp_chunked(cmd, k, list, pairs2)
+    local i = 1
+    while i <= #list do
+      local args, n = {}, 0
+      while i <= #list and n < 512 do
+        if pairs2 then args[n + 1], args[n + 2], n, i = list[i + 1], list[i], n + 2, i + 2
+        else args[n + 1], n, i = list[i], n + 1, i + 1 end
+      end
+      __rlp_call(cmd, k, unpack(args))
+    end
+  end
+  local function __rlp_restore(k, s, a)
+    if s.t == "none" then
+      __rlp_call("del", k)
+      return
+    elseif s.t == "string" then __rlp_call("set", k, s.v)
+    else
+      local inplace = a and a.t == s.t and not a.big
+      if not inplace then __rlp_call("del", k) end
+      __rlp_chunked(s.t == "hash" and "hset" or "zadd", k, s.v, s.t == "zset")
+      if inplace then
+        local hb, extra = __rlp_slowfns.holders(s), {}
+        for m in pairs(__rlp_slowfns.holders(a)) do
+          if hb[m] == nil then extra[#extra + 1] = m end
+        end
+        __rlp_chunked(s.t == "hash" and "hdel" or "zrem", k, extra, false)
+      end
+    end
+    if s.exp > 0 then __rlp_call("pexpireat", k, s.exp) else __rlp_call("persist", k) end
+  end
+  for i, k in ipairs(__rlp_keys) do
+    local st = __rlp_st[k]
+    if st.s then
+      if not __rlp_same[i] then __rlp_restore(k, st.s, __rlp_after[i]) end
+    elseif st.w then
+      if st.o then __rlp_restore(k, {t = "string", v = st.o, exp = st.oe})
+      else __rlp_call("del", k) end
+    end
+  end
+  return {"refused", __rlp_why}
+end
+if __rlp_pubs then
+  for i = 1, #__rlp_pubs, 3 do __rlp_pcall(__rlp_pubs[i], __rlp_pubs[i + 1], __rlp_pubs[i + 2]) end
+end
+-- The reply says what the body answered (a tag: "s" status, "b" bulk,
+-- "i" integer, "n" nil, "e" error, "a" array; and a value) and, per key
+-- in KEYS order, what the run did to it: changed (0 or 1), before and
+-- after (its own holder then, as its place among the own tokens, 1-based:
+-- ARGV, then KEYS; 0 for none) and hold (how long its own
+-- holder has left after the run, in ms). When the fast path proved every
+-- key and the value is no array, the reply is one string: the tag, each
+-- key's four numbers joined by "." and the keys by ",", ":" and the value:
+--   "s1.0.1.10500:OK"
+-- (a table costs Redis a walk of its fields to turn it into RESP; a
+-- number turned into text costs a printf, so small ones are looked up in
+-- digits and a hold is the write's own argument where it can be).
+-- Otherwise it is a flat array, {tag, value, key info...}, where an
+-- array's value is its items, each a {tag, value}; a key the fast path
+-- proved is one number,
+--   ((hold * 1024 + after) * 1024 + before) * 2 + changed
+-- and any other key is its fields one by one:
+--   -1 - changed, hold, others, n, n own holders before, m, m own holders after
+-- (others: how many other tokens' holders the key kept through the run).
+local __rlp_tag, __rlp_val
+if not __rlp_ok then
+  __rlp_tag = "e"
+  if __rlp_type(__rlp_r) == "table" and __rlp_r.err then __rlp_val = __rlp_tostring(__rlp_r.err)
+  else
+    -- A failed redis.call reaches pcall as its reply's text, which has
+    -- its code ("ERR ...", "WRONGTYPE ..."); a Lua error gets Redis's ERR.
+    __rlp_val = __rlp_tostring(__rlp_r)
+    if not string.find(__rlp_val, "^%u%u+ ") then __rlp_val = "ERR " .. __rlp_val end
+  end
+else
+  local t = __rlp_type(__rlp_r)
+  if t == "table" and __rlp_r.ok then __rlp_tag, __rlp_val = "s", __rlp_tostring(__rlp_r.ok)
+  elseif t == "table" and __rlp_r.err then __rlp_tag, __rlp_val = "e", __rlp_tostring(__rlp_r.err)
+  elseif t == "string" then __rlp_tag, __rlp_val = "b", __rlp_r
+  elseif t == "number" then __rlp_tag, __rlp_val = "i", __rlp_r
+  elseif not __rlp_r then __rlp_tag, __rlp_val = "n", ""
+  elseif t == "boolean" then __rlp_tag, __rlp_val = "i", 1
+  else __rlp_tag = "a" end
+end
+-- The one-string form, if every key is proved.
+local __rlp_cs, __rlp_short = "", __rlp_tag ~= "a"
+  and (__rlp_tag ~= "i" or (__rlp_val % 1 == 0 and __rlp_val > -1e14 and __rlp_val < 1e14))
+for i = 1, #__rlp_keys do
+  local st = __rlp_st[__rlp_keys[i]]
+  if st.s then
+    __rlp_short = false
+    break
+  end
+  __RLP_FASTKEY
+  if hold >= 1e14 then
+    __rlp_short = false -- past what tostring writes exactly
+    break
+  end
+  local D = __rlp_digits
+  local key = D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold)
+  if i == 1 then __rlp_cs = key else __rlp_cs = __rlp_cs .. "," .. key end
+end
+if __rlp_short then
+  return __rlp_tag .. __rlp_cs .. ":" .. (__rlp_digits[__rlp_val] or __rlp_val)
+end
+local __rlp_out = {__rlp_tag, __rlp_val}
+if __rlp_tag == "a" then
+  local function enc(v)
+    local t = __rlp_type(v)
+    if t == "table" then
+      if v.err then return {"e", __rlp_tostring(v.err)} end
+      if v.ok then return {"s", __rlp_tostring(v.ok)} end
+      local out = {}
+      local i = 1
+      while v[i] ~= nil do
+        out[i] = enc(v[i])
+        i = i + 1
+      end
+      return {"a", out}
+    elseif t == "number" then return {"i", v}
+    elseif t == "string" then return {"b", v}
+    elseif t == "boolean" and v then return {"i", 1} end
+    return {"n", 0}
+  end
+  __rlp_out[2] = enc(__rlp_r)[2]
+elseif __rlp_tag == "n" then
+  __rlp_out[2] = 0
+end
+local o, n = __rlp_out, 2
+for i = 1, #__rlp_keys do
+  local st = __rlp_st[__rlp_keys[i]]
+  if not st.s then
+    __RLP_FASTKEY
+    local code = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
+    if bi < 1024 and ai < 1024 and code < 2 ^ 53 then
+      n = n + 1
+      o[n] = code
+    else
+      o[n + 1], o[n + 2], o[n + 3] = -1 - ch, hold, 0
+      n = n + 4
+      if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
+      if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
+    end
+  else
+    local L, at = __rlp_slowfns, n + 1
+    if __rlp_same[i] then o[at] = -1 else o[at] = -2 end
+    local ahold
+    n = L.mine(st.s, o, at + 2)
+    n, ahold = L.mine(__rlp_after[i], o, n)
+    o[at + 1], o[at + 2] = ahold, L.others(st.s, __rlp_after[i])
+  end
+end
+return __rlp_out
