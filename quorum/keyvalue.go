@@ -51,10 +51,12 @@ type keyReader interface {
 var errNoKeyRead = errors.New("quorum: node cannot read keys")
 
 // ReadKey reads key's whole value on every node and returns the one a
-// quorum agrees on: the same type and the same content (for a sorted set,
-// the same members). A key no quorum agrees on is not held. The error, if
-// any, matches ErrUnavailable: the failed nodes could have changed the
-// answer.
+// quorum agrees on: a string's value; for a hash or a sorted set, the
+// type, and each entry (a field with its value, a member) that a quorum
+// of those nodes has: the holders of a semaphore or a read lock may each
+// hold it on a different quorum. A key no quorum agrees on is not held.
+// The error, if any, matches ErrUnavailable: the failed nodes could have
+// changed the answer.
 func (e *Engine) ReadKey(ctx context.Context, key string) (KeyValue, error) {
 	start := time.Now()
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (NodeKey, error) {
@@ -106,8 +108,14 @@ func (e *Engine) ReadKey(ctx context.Context, key string) (KeyValue, error) {
 			v.Encoding = ""
 		}
 	}
-	if v.Type == "zset" {
+	switch v.Type {
+	case "hash":
+		v.Items = quorumPairs(agreeing, e.quorum)
+	case "zset":
 		v.Items = quorumScores(agreeing, e.quorum)
+	}
+	if undecided(agreeing, v.Type, e.quorum, o.Failed+o.Quarantined) {
+		return KeyValue{}, &OutcomeError{Outcome: o, Unavailable: true, Failures: failures(results)}
 	}
 	if ttl, _ := quorumTTL(ttls, e.quorum); ttl >= 0 {
 		v.Validity = validity(ttl, elapsed, e.cfg.DriftFactor)
@@ -118,47 +126,79 @@ func (e *Engine) ReadKey(ctx context.Context, key string) (KeyValue, error) {
 	return v, nil
 }
 
-// valueID is what nodes must agree on: the type and the content, for a
-// sorted set its members only.
+// valueID is what nodes must agree on: a string's type and value; for a
+// hash or a sorted set the type only (its entries are decided one by one).
 func valueID(v NodeKey) string {
-	items := v.Items
-	switch v.Type {
-	case "hash":
-		items = sortedPairs(items)
-	case "zset":
-		var members []string
-		for i := 0; i+1 < len(items); i += 2 {
-			members = append(members, items[i])
-		}
-		slices.Sort(members)
-		items = members
+	if v.Type == "hash" || v.Type == "zset" {
+		return v.Type
 	}
 	var b strings.Builder
 	b.WriteString(v.Type)
-	for _, it := range items {
+	for _, it := range v.Items {
 		fmt.Fprintf(&b, ";%d:%s", len(it), it)
 	}
 	return b.String()
 }
 
-// sortedPairs returns field, value pairs sorted by field.
-func sortedPairs(items []string) []string {
-	type pair struct{ k, v string }
-	ps := make([]pair, 0, len(items)/2)
-	for i := 0; i+1 < len(items); i += 2 {
-		ps = append(ps, pair{items[i], items[i+1]})
+// entryCounts counts, over the agreeing hashes or sorted sets, the nodes
+// that have each entry: a hash's field with its value (pairID), a sorted
+// set's member.
+func entryCounts(agreeing []NodeKey) map[string]int {
+	n := map[string]int{}
+	for _, a := range agreeing {
+		for i := 0; i+1 < len(a.Items); i += 2 {
+			e := a.Items[i]
+			if a.Type == "hash" {
+				e = pairID(a.Items[i], a.Items[i+1])
+			}
+			n[e]++
+		}
 	}
-	slices.SortFunc(ps, func(a, b pair) int { return strings.Compare(a.k, b.k) })
-	out := make([]string, 0, len(items))
-	for _, p := range ps {
-		out = append(out, p.k, p.v)
+	return n
+}
+
+// undecided reports whether an entry that q agreeing nodes do not have
+// could have them with the nodes that did not count (failed or
+// quarantined): then the read decides nothing.
+func undecided(agreeing []NodeKey, typ string, q, uncounted int) bool {
+	if typ != "hash" && typ != "zset" {
+		return false
+	}
+	for _, c := range entryCounts(agreeing) {
+		if c < q && c+uncounted >= q {
+			return true
+		}
+	}
+	return false
+}
+
+// pairID is a hash entry as one string: its field's length, the field
+// and the value.
+func pairID(field, value string) string {
+	return strconv.Itoa(len(field)) + ":" + field + value
+}
+
+// quorumPairs returns the fields, with their values, that q of the
+// agreeing hashes have, in the first agreeing node's order (Redis's, for
+// a small hash) then the others'.
+func quorumPairs(agreeing []NodeKey, q int) []string {
+	counts := entryCounts(agreeing)
+	var out []string
+	for _, a := range agreeing {
+		for i := 0; i+1 < len(a.Items); i += 2 {
+			e := pairID(a.Items[i], a.Items[i+1])
+			if counts[e] >= q {
+				out = append(out, a.Items[i], a.Items[i+1])
+				counts[e] = 0 // once
+			}
+		}
 	}
 	return out
 }
 
-// quorumScores returns the agreeing sorted sets' members, each with the
-// highest score that q of them reach, ordered by score then member as
-// ZRANGE orders them.
+// quorumScores returns the members that q of the agreeing sorted sets
+// have, each with the highest score that q of them reach, ordered by
+// score then member as ZRANGE orders them.
 func quorumScores(agreeing []NodeKey, q int) []string {
 	type member struct {
 		name  string
@@ -174,8 +214,11 @@ func quorumScores(agreeing []NodeKey, q int) []string {
 	}
 	var ms []member
 	for _, s := range scores {
+		if len(s) < q {
+			continue
+		}
 		slices.SortFunc(s, func(a, b member) int { return -cmpFloat(a.score, b.score) })
-		ms = append(ms, s[min(q, len(s))-1])
+		ms = append(ms, s[q-1])
 	}
 	slices.SortFunc(ms, func(a, b member) int {
 		if c := cmpFloat(a.score, b.score); c != 0 {
