@@ -40,12 +40,14 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
 	switch {
 	case err != nil:
 		return s.effectError(err)
-	case res.Op == quorum.EffectHold && res.Granted && !res.Lease.Valid(time.Now()):
+	case res.Granted && !res.Lease.Expires.IsZero() && !res.Lease.Valid(time.Now()):
+		// Any key the run holds, beside a release too.
 		s.e.UndoEffect(r.ctx, res)
 		return s.fail(errLate)
-	case res.Op == quorum.EffectHold && res.Granted && res.Took && s.Draining():
+	case res.Granted && res.NewLock && s.Draining():
 		// Known only once it ran: a new lock while draining is given
-		// back at once, as an acquire refused.
+		// back at once, as an acquire refused, beside an extend or a
+		// release too.
 		s.e.UndoEffect(r.ctx, res)
 		return s.refused(quorum.OpAcquire, errDraining)
 	}

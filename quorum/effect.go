@@ -52,12 +52,17 @@ type EffectResult struct {
 	// Reply is the script's own reply, as a quorum of the nodes that did
 	// on every key what was decided gave it.
 	Reply Value
-	// Lease is the lock's validity for a granted EffectHold.
+	// Lease is the validity of the keys a granted run holds (zero when
+	// it holds none): of an EffectHold, and of a key taken beside a
+	// release.
 	Lease Lease
 	// Took is true for a granted EffectHold whose held keys are all new
 	// locks: no holding node held one before (not an extend or a
 	// re-entry).
 	Took bool
+	// NewLock is true for a granted run that holds some key no holding
+	// node held before: a new lock, beside an extend or a release too.
+	NewLock bool
 	// keys are the call's distinct keys, and landed, per node, what the
 	// run may have taken new there: what UndoEffect gives back.
 	keys   []string
@@ -119,11 +124,15 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	if d.err != nil {
 		return EffectResult{Op: d.op}, d.err
 	}
-	res := EffectResult{Op: d.op, Granted: d.granted, Reply: results[d.reply].v.reply, Took: d.took, keys: uniq, landed: d.landed}
+	res := EffectResult{Op: d.op, Granted: d.granted, Reply: results[d.reply].v.reply, Took: d.took, NewLock: d.newLock, keys: uniq, landed: d.landed}
 	if d.op == EffectHold && d.granted {
 		if obs := e.cfg.Observer; obs != nil {
 			obs.LeaseGranted(op, d.validity, d.ttl)
 		}
+	}
+	if d.granted && d.validity > 0 {
+		// Any key held, beside a release too: the proxy checks its
+		// validity again before the reply.
 		res.Lease = Lease{Validity: d.validity, Expires: start.Add(d.ttl - e.Drift(d.ttl)), Granted: d.held, Failures: failures(results)}
 	}
 	return res, nil

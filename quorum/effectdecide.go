@@ -73,6 +73,9 @@ type effectDecision struct {
 	ttl, validity time.Duration
 	held          int
 	took          bool
+	// newLock: some held key is a new lock (held before by no holding
+	// node), beside an extend or a release too.
+	newLock bool
 	// landed[i] is what the run may have taken new on node i: undone now
 	// where undo[i] says so, and all of it if the proxy gives a granted
 	// hold back later (UndoEffect).
@@ -158,12 +161,12 @@ func decideEffect(v effectVotes) effectDecision {
 		d.undo, d.err = d.landed, &OutcomeError{Outcome: *lack, Unavailable: true, Failures: fails}
 		return d
 	}
-	// A held key needs validity left, unless the run released a key: a
-	// key taken beside a release (Redisson's unlock latch, 10ms in
-	// node-redisson) is no lock the reply promises, as before this
-	// decision was made per key.
+	// Every held key needs validity left, beside a release too: a reply
+	// may promise any key the run holds (a hand-off releases one lock and
+	// takes the next), so none is held past its validity. A release done
+	// on a quorum stays done; the run is then answered as expired.
 	hasHeld, hasReleased := slices.Contains(d.keys, keyHeld), slices.Contains(d.keys, keyReleased)
-	if hasHeld && !hasReleased {
+	if hasHeld {
 		d.ttl = ttl
 		d.validity = validity(ttl, v.elapsed, v.driftFactor)
 		if d.validity <= 0 && !brokenNoValidity() {
@@ -202,6 +205,9 @@ func decideEffect(v effectVotes) effectDecision {
 
 	// Answered. Held keys stay; what a minority took of any other key is
 	// given back.
+	for j, k := range d.keys {
+		d.newLock = d.newLock || (k == keyHeld && v.tookNew(outs, j))
+	}
 	switch {
 	case hasReleased:
 		d.op, d.granted = EffectRelease, true

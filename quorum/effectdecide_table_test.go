@@ -86,10 +86,10 @@ func TestDecideEffect(t *testing.T) {
 		{name: "a release by a quorum, with a latch taken beside it",
 			results: []result[nodeEffect]{vote(intReply(1), released(), took(3*time.Second)), vote(intReply(1), released(), took(3*time.Second)), vote(intReply(1), released(), took(3*time.Second))},
 			op:      EffectRelease, granted: true, reply: 0, keys: []keyOutcome{keyReleased, keyHeld}},
-		{name: "a latch taken beside a release needs no validity",
+		{name: "a key taken beside a release needs validity: a hand-off with none left is expired and its take undone",
 			results: []result[nodeEffect]{vote(intReply(1), released(), took(10*time.Millisecond)), vote(intReply(1), released(), took(10*time.Millisecond)), failedVote(lost)},
 			elapsed: 20 * time.Millisecond,
-			op:      EffectRelease, granted: true, reply: 0, keys: []keyOutcome{keyReleased, keyHeld}},
+			op:      EffectRelease, reply: -1, err: ErrDenied, undo: [][]keyUndo{0: u(1, "own"), 1: u(1, "own"), 2: u(1, "own")}},
 		{name: "a release a minority did is denied",
 			results: []result[nodeEffect]{vote(intReply(1), released()), vote(intReply(0), KeyEffect{}), vote(intReply(0), KeyEffect{})},
 			op:      EffectRelease, reply: 1, keys: []keyOutcome{keyKept}},
@@ -139,5 +139,32 @@ func TestDecideEffectValidity(t *testing.T) {
 	// 980ms - 30ms - (9.8ms + 2ms) = 938.2ms; the held count is the 4.
 	if d.err != nil || d.ttl != 980*ms || d.validity != 938200*time.Microsecond || d.held != 4 || !d.took {
 		t.Errorf("decideEffect = ttl %v validity %v held %d took %v, %v; want 980ms 938.2ms 4 true", d.ttl, d.validity, d.held, d.took, d.err)
+	}
+}
+
+// TestDecideEffectNewLock: a key taken new beside an extend or a release
+// is a new lock (the proxy gives it back while draining), though the run
+// as a whole is no new take.
+func TestDecideEffectNewLock(t *testing.T) {
+	s := 10 * time.Second
+	tests := []struct {
+		name          string
+		results       []result[nodeEffect]
+		took, newLock bool
+	}{
+		{"a take", []result[nodeEffect]{vote(okReply, took(s)), vote(okReply, took(s)), vote(okReply, took(s))}, true, true},
+		{"an extend", []result[nodeEffect]{vote(okReply, extended(s)), vote(okReply, extended(s)), vote(okReply, extended(s))}, false, false},
+		{"a take beside an extend", []result[nodeEffect]{vote(okReply, extended(s), took(s)), vote(okReply, extended(s), took(s)), vote(okReply, extended(s), took(s))}, false, true},
+		{"a take beside a release", []result[nodeEffect]{vote(okReply, released(), took(s)), vote(okReply, released(), took(s)), vote(okReply, released(), took(s))}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nkeys := len(tt.results[0].v.keys)
+			d := decideEffect(effectVotes{results: tt.results, nkeys: nkeys, counted: []bool{true, true, true}, quorum: 2,
+				nodeTimeout: 50 * time.Millisecond, driftFactor: 0.01})
+			if d.err != nil || !d.granted || d.took != tt.took || d.newLock != tt.newLock {
+				t.Errorf("decideEffect = err %v granted %v took %v newLock %v; want granted, took %v newLock %v", d.err, d.granted, d.took, d.newLock, tt.took, tt.newLock)
+			}
+		})
 	}
 }
