@@ -14,9 +14,6 @@ import (
 	"time"
 )
 
-// installVersion is the version the test publishes the module as.
-const installVersion = "v0.0.1-installtest"
-
 // `go install github.com/redlock-proxy/redlock-proxy@<version>` builds a
 // binary that reports that version, from the module's build information,
 // in INFO (redis_build_id in the server section, proxy_version in the
@@ -34,6 +31,18 @@ func TestGoInstallReportsModuleVersion(t *testing.T) {
 	defer cancel()
 	modPath := goOutput(t, ctx, goBin, "list", "-m")
 	modCache := goOutput(t, ctx, goBin, "env", "GOMODCACHE")
+	// A version of this run's own: the dependencies build from the user's
+	// module cache, where their compiled packages are cached already, and
+	// the published version is removed from it afterwards.
+	installVersion := fmt.Sprintf("v0.0.1-installtest.%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		os.RemoveAll(filepath.Join(modCache, filepath.FromSlash(modPath)+"@"+installVersion))
+		files, _ := filepath.Glob(filepath.Join(modCache, "cache", "download", filepath.FromSlash(modPath), "@v", installVersion+".*"))
+		files = append(files, filepath.Join(modCache, "cache", "download", filepath.FromSlash(modPath), "@v", "list"))
+		for _, f := range files {
+			os.Remove(f)
+		}
+	})
 	proxyDir := t.TempDir()
 	publishModule(t, ctx, proxyDir, modPath, installVersion)
 
@@ -42,11 +51,9 @@ func TestGoInstallReportsModuleVersion(t *testing.T) {
 	cmd.Dir = t.TempDir() // outside the module: install as a user would
 	cmd.Env = append(os.Environ(),
 		"GOBIN="+gobin,
-		// A module cache of its own: the published version must not stay
-		// in the user's, and the dependencies come from theirs.
-		"GOMODCACHE="+t.TempDir(),
 		"GOPROXY=file://"+filepath.ToSlash(proxyDir)+",file://"+filepath.ToSlash(filepath.Join(modCache, "cache", "download")),
-		"GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local")
+		"GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local",
+		"GOPRIVATE=", "GONOPROXY=", "GONOSUMDB=", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go install %s@%s: %v\n%s", modPath, installVersion, err, out)
 	}
