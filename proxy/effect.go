@@ -20,8 +20,9 @@ var effectCommands = func() map[string]int {
 }()
 
 // runEffect serves an admitted script by what it does: the client's own
-// body runs on every node inside the engine's wrapper, and the reply is
-// the script's own, as a node of the deciding side gave it.
+// body runs on every node inside the engine's wrapper, each key is
+// decided by its own quorum, and the reply is the script's own, as a
+// quorum of the nodes that did what was decided gave it.
 func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
 	rest := r.args[3:]
 	nk, err := resp.Numkeys(r.args[2], len(rest))

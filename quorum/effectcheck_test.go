@@ -70,6 +70,9 @@ type checkParams struct {
 	// maxDown bounds how many nodes are not up: more only adds worlds
 	// where nothing can be decided.
 	maxDown int
+	// elapsed is the run's time (mElapsed if zero): near the ttl, takes
+	// have little or no validity left.
+	elapsed time.Duration
 }
 
 // checkStats counts what a sweep covered.
@@ -191,20 +194,20 @@ func (c *checker) world(p checkParams, w []mNode) {
 	if !p.seq {
 		for _, sc := range p.scripts {
 			for _, tok := range p.callers {
-				c.call(w, sc, tok, cloneTold(told))
+				c.call(w, sc, tok, cloneTold(told), p.elapsed)
 			}
 		}
 		return
 	}
 	for _, s1 := range p.scripts {
 		for _, t1 := range p.callers {
-			w1, told1 := c.call(w, s1, t1, cloneTold(told))
+			w1, told1 := c.call(w, s1, t1, cloneTold(told), p.elapsed)
 			if w1 == nil {
 				continue
 			}
 			for _, s2 := range p.scripts {
 				for _, t2 := range p.callers {
-					c.call(w1, s2, t2, cloneTold(told1))
+					c.call(w1, s2, t2, cloneTold(told1), p.elapsed)
 				}
 			}
 		}
@@ -240,7 +243,10 @@ func quorumHolders(w []mNode, j, q int, counted bool) []string {
 // call runs sc for caller tok on world w, decides it, applies the undo
 // and checks the result. It returns the world after, and who is told
 // what (nil when a violation ends the sequence).
-func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string) ([]mNode, [][]string) {
+func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elapsed time.Duration) ([]mNode, [][]string) {
+	if elapsed == 0 {
+		elapsed = mElapsed
+	}
 	c.stats.runs++
 	n, q := len(w), len(w)/2+1
 	after := make([]mNode, n)
@@ -270,8 +276,8 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string) ([]mN
 		}
 	}
 	d := c.decide(effectVotes{results: results, nkeys: len(sc.keys), counted: counted, quorum: q,
-		elapsed: mElapsed, nodeTimeout: mNodeTimeout, driftFactor: 0.01})
-	where := func() string { return fmt.Sprintf("%s by %s over %s", sc.name, tok, worldString(w)) }
+		elapsed: elapsed, nodeTimeout: mNodeTimeout, driftFactor: 0.01})
+	where := func() string { return fmt.Sprintf("%s by %s over %s (%v)", sc.name, tok, worldString(w), elapsed) }
 
 	// A release attempt: the run took the caller's holder away somewhere.
 	gaveUp := make([]bool, len(sc.keys))
@@ -334,7 +340,8 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string) ([]mN
 		if refusedAny {
 			c.fail("%s: a node refused but the run is answered %v", where(), d.err)
 		}
-		if allAlike(w) {
+		var oe *OutcomeError
+		if allAlike(w) && !(errors.As(d.err, &oe) && oe.Expired) {
 			c.fail("%s: every node up and alike, but the call is answered %v", where(), d.err)
 		}
 	default:
@@ -358,8 +365,12 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string) ([]mN
 						holding++
 					}
 				}
-				if holding < q || d.validity <= 0 || d.validity != validity(d.ttl, mElapsed, 0.01) {
-					c.fail("%s: key %d answered held (ttl %v, validity %v) but %d counted nodes hold it", where(), j, d.ttl, d.validity, holding)
+				if holding < q {
+					c.fail("%s: key %d answered held (ttl %v) but %d counted nodes hold it", where(), j, d.ttl, holding)
+					return nil, nil
+				}
+				if v := validity(d.ttl, elapsed, 0.01); v <= 0 || d.validity > v {
+					c.fail("%s: key %d answered held with validity %v; %v is left", where(), j, d.validity, v)
 					return nil, nil
 				}
 			}
@@ -504,6 +515,11 @@ func runChecker(decide decideFunc, scripts []mScript, sizes []int, stopAt int) *
 				c.sweep(checkParams{n: n, avails: all, scripts: fam, callers: []string{"A", "B"}, multiset: n > 3, seq: true, maxDown: n / 3})
 			}
 		}
+		// Runs that leave a take 8ms of validity, or none (ttl 10s,
+		// drift 102ms), over every order of 3 nodes.
+		for _, elapsed := range []time.Duration{9890 * time.Millisecond, 9900 * time.Millisecond} {
+			c.sweep(checkParams{n: 3, avails: all, scripts: fam, callers: callers, maxDown: 2, elapsed: elapsed})
+		}
 	}
 	return c
 }
@@ -531,6 +547,7 @@ func TestEffectCheckerCatchesBrokenDecisions(t *testing.T) {
 		{"the first answering node's reply", decideFirstReply, mScripts},
 		{"one verdict per node across keys", decidePerNode, mScripts},
 		{"no rule for keys other tokens hold", decideNoShared, semaphores},
+		{"validity not charged the run's time", decideNoElapsed, mScripts},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := runChecker(tt.decide, tt.scripts, []int{3, 5}, 1)
@@ -550,6 +567,12 @@ func decideFirstReply(v effectVotes) effectDecision {
 		d.reply = slices.IndexFunc(v.results, func(r result[nodeEffect]) bool { return r.err == nil && r.v.refused == "" })
 	}
 	return d
+}
+
+// decideNoElapsed decides as decideEffect as if the run took no time.
+func decideNoElapsed(v effectVotes) effectDecision {
+	v.elapsed = 0
+	return decideEffect(v)
 }
 
 // decideNoShared decides as decideEffect with no node reporting other
