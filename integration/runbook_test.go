@@ -139,7 +139,8 @@ func TestRunbookReadsAreQuorumReads(t *testing.T) {
 		{"ZRANGE", "lock:z", "0", "-1"}, {"ZRANGE", "lock:z", "1", "5"}, {"ZRANGE", "lock:h", "0", "-1"}, {"ZRANGE", "nosuch", "0", "-1"},
 		{"ZRANGE", "lock:z", "a", "1"}, {"OBJECT", "ENCODING", "lock:0"}, {"OBJECT", "ENCODING", "lock:h"},
 		{"OBJECT", "ENCODING", "lock:z"}, {"OBJECT", "ENCODING", "nosuch"}, {"SCAN", "x"}, {"SCAN", "0", "COUNT", "0"},
-		{"SCAN", "0", "COUNT", "x"}, {"SCAN", "0", "MATCH"},
+		{"SCAN", "0", "COUNT", "x"}, {"SCAN", "0", "MATCH"}, {"STRLEN", "lock:0"}, {"STRLEN", "lock:h"}, {"STRLEN", "nosuch"},
+		{"HLEN", "lock:h"}, {"HLEN", "lock:0"}, {"HLEN", "nosuch"}, {"ZCARD", "lock:z"}, {"ZCARD", "lock:h"}, {"ZCARD", "nosuch"},
 	} {
 		pv, err := pc.do(cmdOf(cmd...))
 		if err != nil {
@@ -157,6 +158,19 @@ func TestRunbookReadsAreQuorumReads(t *testing.T) {
 		if v, err := pc.do(cmdOf(cmd...)); err != nil || v.kind != ':' || v.text <= "0" {
 			t.Errorf("%v = %s, %v; want the time left", cmd, v, err)
 		}
+	}
+	// redis-cli --bigkeys: SCAN, TYPE, then STRLEN, HLEN, ZCARD of each.
+	out, err := exec.CommandContext(t.Context(), cli, "-h", host, "-p", port, "--bigkeys").CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli --bigkeys: %v: %s", err, out)
+	}
+	for _, want := range []string{"Sampled 23 keys", `Biggest   hash found '"lock:h"' has 1 fields`, `Biggest   zset found '"lock:z"' has 1 members`, "21 strings with"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("redis-cli --bigkeys printed:\n%s\nwant %q", out, want)
+		}
+	}
+	if strings.Contains(string(out), "Warning") {
+		t.Errorf("redis-cli --bigkeys warned:\n%s", out)
 	}
 	// 22 locks and other:1 on every node; the minority key on two.
 	if n, err := p.Client.DBSize(t.Context()).Result(); err != nil || n != 23 {

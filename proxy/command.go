@@ -30,7 +30,7 @@ var commandGroups = map[string]string{
 	"multi": "transactions", "exec": "transactions", "discard": "transactions", "watch": "transactions", "unwatch": "transactions",
 	"info": "server", "command": "server", "config": "server", "latency": "server", "slowlog": "server",
 	"monitor": "server", "role": "server", "time": "server", "dbsize": "server",
-	"hget": "hash", "hgetall": "hash", "zrange": "sorted-set",
+	"hget": "hash", "hgetall": "hash", "hlen": "hash", "zrange": "sorted-set", "zcard": "sorted-set", "strlen": "string",
 }
 
 // COMMAND [COUNT | DOCS [name ...] | INFO [name ...] | LIST [FILTERBY PATTERN p] | GETKEYS cmd arg ...]

@@ -33,8 +33,14 @@ var infoSections = []infoSection{
 	{"persistence", "Persistence", true, (*Server).infoPersistence},
 	{"stats", "Stats", true, (*Server).infoStats},
 	{"replication", "Replication", true, (*Server).infoReplication},
+	{"cpu", "CPU", true, (*Server).infoCPU},
 	{"modules", "Modules", true, func(*Server, *strings.Builder, *infoRun) {}},
 	{"commandstats", "Commandstats", false, (*Server).infoCommandStats},
+	{"errorstats", "Errorstats", true, func(s *Server, b *strings.Builder, _ *infoRun) {
+		for _, l := range s.stats.errorStats() {
+			b.WriteString(l)
+		}
+	}},
 	{"latencystats", "Latencystats", false, (*Server).infoLatencyStats},
 	{"cluster", "Cluster", true, func(_ *Server, b *strings.Builder, _ *infoRun) { b.WriteString("cluster_enabled:0\r\n") }},
 	{"keyspace", "Keyspace", true, (*Server).infoKeyspace},

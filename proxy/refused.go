@@ -14,6 +14,7 @@ const (
 	whyDB       = "the proxy serves database 0 only"
 	whyACL      = "users are [[users]] in config.toml, reloaded by SIGHUP"
 	whyPublish  = "publish on a master; the proxy relays the masters' messages to its subscribers"
+	whyMemory   = "each master's memory is its own; INFO memory shows the proxy's"
 )
 
 // unsupported maps the common Redis commands a client might send by
@@ -33,5 +34,6 @@ var unsupported = map[string]string{
 	"shutdown":  whyShutdown,
 	"replicaof": whyReplica, "slaveof": whyReplica, "failover": whyReplica, "sync": whyReplica, "psync": whyReplica,
 	"swapdb": whyDB, "move": whyDB,
-	"acl": whyACL,
+	"acl":    whyACL,
+	"memory": whyMemory,
 }

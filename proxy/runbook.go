@@ -209,3 +209,41 @@ func (s *Server) object(r *request) resp.Reply {
 	}
 	return resp.Bulk(v.Encoding)
 }
+
+// STRLEN key
+func (s *Server) strlen(r *request) resp.Reply {
+	if rep, bad := reservedKey(r.args[1:2]); bad {
+		return rep
+	}
+	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
+	switch {
+	case err != nil:
+		return s.fail(err)
+	case !st.Held:
+		return resp.Int(0)
+	case st.Type != "":
+		return errWrongType
+	}
+	return resp.Int(int64(len(st.Token)))
+}
+
+// HLEN key
+func (s *Server) hlen(r *request) resp.Reply { return s.count(r, "hash") }
+
+// ZCARD key
+func (s *Server) zcard(r *request) resp.Reply { return s.count(r, "zset") }
+
+// count is the number of fields or members of a hash or sorted-set lock,
+// as a quorum of the nodes hold it.
+func (s *Server) count(r *request, typ string) resp.Reply {
+	v, rep, ok := s.readKey(r, r.args[1])
+	switch {
+	case !ok:
+		return rep
+	case !v.Held:
+		return resp.Int(0)
+	case v.Type != typ:
+		return errWrongType
+	}
+	return resp.Int(int64(len(v.Items) / 2))
+}

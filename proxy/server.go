@@ -380,6 +380,9 @@ var commands = map[string]command{
 	"hget":    {arity: 3, class: acl.Read, keys: firstKey, handler: (*Server).hget},
 	"zrange":  {arity: -4, class: acl.Read, keys: firstKey, handler: (*Server).zrange},
 	"object":  {arity: -2, class: acl.Read, keys: subKey, subs: objectSubs, handler: (*Server).object},
+	"strlen":  {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).strlen},
+	"hlen":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).hlen},
+	"zcard":   {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).zcard},
 	// Redis 8.4's and Valkey's compare-and-delete and DIGEST (cas.go).
 	"delex":   {arity: -2, class: acl.Lock, keys: firstKey, handler: (*Server).delex},
 	"delifeq": {arity: 3, class: acl.Lock, keys: firstKey, handler: (*Server).delifeq},
@@ -412,7 +415,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		conn.SetContext(c)
 	}
 	if rep, refused := s.admit(c, name, cmd.Args); refused {
-		s.stats.rejected(statName(name, cmd.Args))
+		s.stats.rejected(statName(name, cmd.Args), rep)
 		switch {
 		case name == "exec":
 			// As Redis: an EXEC refused before it runs (NOAUTH, arity)
@@ -429,7 +432,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	if !subscribedOnly[name] && c.subscribed() {
-		s.stats.rejected(statName(name, cmd.Args))
+		s.stats.rejected(statName(name, cmd.Args), notInSubscribedMode(name))
 		s.send(conn, c, notInSubscribedMode(name))
 		return
 	}
@@ -465,7 +468,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	start := time.Now()
 	rep := cm.handler(s, r)
 	took := time.Since(start)
-	s.stats.ran(statName(name, cmd.Args), took, rep.IsError())
+	s.stats.ran(statName(name, cmd.Args), took, rep)
 	s.record(r, done{name: name, args: cmd.Args, start: start, took: took, rep: rep, tr: tr, validity: r.validity})
 	c.tx.observe(name, cmd.Args, rep)
 	s.watches.touchWritten(name, cmd.Args, rep)

@@ -5,8 +5,11 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
 // histBuckets is the number of latency buckets: bucket i counts calls that
@@ -34,6 +37,30 @@ type stats struct {
 	errors      atomic.Int64         // total_error_replies
 	// monitorDropped counts MONITOR lines dropped for a slow reader.
 	monitorDropped atomic.Int64
+	// byError counts error replies by their code (INFO errorstats), up
+	// to maxErrorCodes codes, as Redis keeps at most 128.
+	byError sync.Map // code -> *atomic.Int64
+	codes   atomic.Int32
+}
+
+const maxErrorCodes = 128
+
+// errorReply counts an error reply by its code: "ERR", "NOQUORUM", ...
+func (st *stats) errorReply(rep resp.Reply) {
+	st.errors.Add(1)
+	code, _, _ := strings.Cut(rep.Text(), " ")
+	if v, ok := st.byError.Load(code); ok {
+		v.(*atomic.Int64).Add(1)
+		return
+	}
+	if st.codes.Load() >= maxErrorCodes {
+		return
+	}
+	v, loaded := st.byError.LoadOrStore(code, new(atomic.Int64))
+	if !loaded {
+		st.codes.Add(1)
+	}
+	v.(*atomic.Int64).Add(1)
 }
 
 // newStats returns counters for every command and subcommand in the table.
@@ -62,8 +89,9 @@ func statName(name string, args [][]byte) string {
 	return name + "|" + sub
 }
 
-// ran counts a command that ran for took and whether its reply was an error.
-func (st *stats) ran(name string, took time.Duration, failed bool) {
+// ran counts a command that ran for took, and its reply if an error.
+func (st *stats) ran(name string, took time.Duration, rep resp.Reply) {
+	failed := rep.IsError()
 	st.commands.Add(1)
 	cs := st.byName[name]
 	if cs == nil {
@@ -75,13 +103,13 @@ func (st *stats) ran(name string, took time.Duration, failed bool) {
 	cs.hist[bucket(us)].Add(1)
 	if failed {
 		cs.failed.Add(1)
-		st.errors.Add(1)
+		st.errorReply(rep)
 	}
 }
 
-// rejected counts a command refused before it ran.
-func (st *stats) rejected(name string) {
-	st.errors.Add(1)
+// rejected counts a command refused before it ran, with the refusal.
+func (st *stats) rejected(name string, rep resp.Reply) {
+	st.errorReply(rep)
 	if cs := st.byName[name]; cs != nil {
 		cs.rejected.Add(1)
 	}
@@ -101,6 +129,11 @@ func (st *stats) reset() {
 	st.commands.Store(0)
 	st.rejectedCon.Store(0)
 	st.errors.Store(0)
+	st.byError.Range(func(k, _ any) bool {
+		st.byError.Delete(k)
+		return true
+	})
+	st.codes.Store(0)
 }
 
 // bucket is the histogram bucket of a call that took us µs: the smallest
@@ -168,4 +201,15 @@ func latencyStatsLine(name string, cs *cmdStats) string {
 	cum := cs.cumulative()
 	return fmt.Sprintf("latency_percentiles_usec_%s:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n",
 		name, percentile(cum, 50), percentile(cum, 99), percentile(cum, 99.9))
+}
+
+// errorStats are INFO errorstats' lines, by code.
+func (st *stats) errorStats() []string {
+	var lines []string
+	st.byError.Range(func(k, v any) bool {
+		lines = append(lines, fmt.Sprintf("errorstat_%s:count=%d\r\n", k, v.(*atomic.Int64).Load()))
+		return true
+	})
+	slices.Sort(lines)
+	return lines
 }
