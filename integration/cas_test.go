@@ -299,3 +299,24 @@ func TestCompareAndSetUserClasses(t *testing.T) {
 		t.Errorf("app's DELIFEQ = %v, %v; want 1", n, err)
 	}
 }
+
+// SET IFEQ without an expiry would take the lock's TTL away on one Redis;
+// here it is refused, or extends by default_ttl when that is set.
+func TestSetIfEqWithoutExpiry(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	p.Client.SetNX(ctx, "k", "tok", 10*time.Second)
+	wantErrPrefix(t, "SET k tok IFEQ tok", p.Client.SetIFEQ(ctx, "k", "tok", "tok", 0).Err(), "ERR a lock needs a TTL")
+	c.wantHeldEverywhere(t, "k", "tok", 10*time.Second)
+
+	c, p = setup(t, 3, proxy.Config{DefaultTTL: 30 * time.Second})
+	p.Client.SetNX(ctx, "k", "tok", 2*time.Second)
+	if got, err := p.Client.SetIFEQ(ctx, "k", "tok", "tok", 0).Result(); got != "OK" || err != nil {
+		t.Fatalf("SET k tok IFEQ tok with default_ttl = %q, %v; want OK", got, err)
+	}
+	for _, i := range c.live() {
+		if ms, _ := direct(t, c.addrs[i]).PTTL(ctx, "k").Result(); ms < 20*time.Second {
+			t.Errorf("node %d: PTTL after the extend = %v; want near default_ttl, 30s", i, ms)
+		}
+	}
+}

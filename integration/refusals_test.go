@@ -32,7 +32,7 @@ var refusals = []refusal{
 		return c.name() == "set" && p.isError() &&
 			(strings.HasPrefix(p.text, "ERR redlock-proxy only takes locks") || strings.HasPrefix(p.text, "ERR redlock-proxy does not support XX, GET or KEEPTTL"))
 	}},
-	{"`SET key token NX` without an expiry", func(c diffCmd, r, p respValue, _ referenceState) bool {
+	{"`SET key token NX` (or `IFEQ token`) without an expiry", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return c.name() == "set" && strings.HasPrefix(p.text, "ERR a lock needs a TTL")
 	}},
 	{"A TTL outside `[min_ttl, max_ttl]`, an `EXAT`/`PXAT` in the past", func(c diffCmd, r, p respValue, _ referenceState) bool {
