@@ -354,7 +354,7 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elaps
 			c.fail("%s: answered %v with keys %v: no single Redis in a state the nodes show answers so", where(), results[d.reply].v.reply, d.keys)
 			return nil, nil
 		}
-		if d.op == EffectHold && d.granted {
+		if d.granted {
 			for j, k := range d.keys {
 				if k != keyHeld {
 					continue
@@ -548,6 +548,7 @@ func TestEffectCheckerCatchesBrokenDecisions(t *testing.T) {
 		{"one verdict per node across keys", decidePerNode, mScripts},
 		{"no rule for keys other tokens hold", decideNoShared, semaphores},
 		{"validity not charged the run's time", decideNoElapsed, mScripts},
+		{"no validity asked of a key held beside a release", decideReleaseNoValidity, mScripts},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := runChecker(tt.decide, tt.scripts, []int{3, 5}, 1)
@@ -572,6 +573,18 @@ func decideFirstReply(v effectVotes) effectDecision {
 // decideNoElapsed decides as decideEffect as if the run took no time.
 func decideNoElapsed(v effectVotes) effectDecision {
 	v.elapsed = 0
+	return decideEffect(v)
+}
+
+// decideReleaseNoValidity decides as decideEffect, but a run that
+// released a key somewhere is charged no time: a key it took beside the
+// release (a hand-off) is answered held with validity it does not have.
+func decideReleaseNoValidity(v effectVotes) effectDecision {
+	for _, o := range perNodeOutcomes(v) {
+		if slices.Contains(o, keyReleased) {
+			v.elapsed = 0
+		}
+	}
 	return decideEffect(v)
 }
 

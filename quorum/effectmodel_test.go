@@ -207,6 +207,16 @@ var mScripts = []mScript{
 		}
 		return mInt(int64(len(r.s))), false
 	}},
+	{name: "hand-off: release the first lock, take the second", keys: []mKind{mString, mString}, run: func(r *mRun) (Value, bool) {
+		if r.get(0) != r.tok {
+			return mInt(0), false
+		}
+		r.s[0] = nil
+		if r.setNX(1) {
+			return mInt(1), false
+		}
+		return mInt(0), false
+	}},
 	{name: "child lock under the caller's parent (EXISTS)", keys: []mKind{mString, mString}, run: func(r *mRun) (Value, bool) {
 		if len(r.s[1]) == 0 {
 			return mNil, false
