@@ -64,6 +64,7 @@ type fileConfig struct {
 	DefaultTTL     duration `toml:"default_ttl"`
 	CommandTimeout duration `toml:"command_timeout"`
 	AllowForceDel  bool     `toml:"allow_force_del"`
+	FenceKeys      []string `toml:"fence_keys"`
 	RequirePass    string   `toml:"requirepass"`
 	MaxClients     int      `toml:"max_clients"`
 	IdleTimeout    duration `toml:"idle_timeout"`
@@ -679,6 +680,7 @@ func (fc fileConfig) proxyConfig(log *slog.Logger) proxy.Config {
 		DefaultTTL:     fc.DefaultTTL.Duration,
 		CommandTimeout: fc.CommandTimeout.Duration,
 		AllowForceDel:  fc.AllowForceDel,
+		FenceKeys:      fc.FenceKeys,
 		MaxClients:     fc.MaxClients,
 		IdleTimeout:    fc.IdleTimeout.Duration,
 		Limits:         proxy.Limits{MaxArgs: fc.MaxArgs, MaxBulk: fc.MaxBulk, MaxInline: fc.MaxInline, MaxCommand: fc.MaxCommand},

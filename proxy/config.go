@@ -47,6 +47,11 @@ type Config struct {
 	// that would pass it is refused and its connection closed. If zero,
 	// 256 MiB is used.
 	MaxInputTotal int64
+	// FenceKeys are Redis glob patterns: INCR and INCRBY of a key that
+	// matches one is a quorum counter (fencing tokens made by the
+	// client), GET reads it, and every other command that names it is
+	// refused. Empty means no such keys: INCR is refused.
+	FenceKeys []string
 	// PubSub holds the node subscriptions that SUBSCRIBE and PSUBSCRIBE
 	// share. Nil means they are refused.
 	PubSub *pubsub.Hub

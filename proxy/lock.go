@@ -64,7 +64,7 @@ func (s *Server) parseSet(r *request) (resp.SetArgs, quorum.Lock, time.Duration,
 func reservedKey(keys [][]byte) (resp.Reply, bool) {
 	for _, k := range keys {
 		if quorum.Reserved(string(k)) {
-			return resp.Error("ERR key '" + string(k) + "' is reserved for redlock-proxy"), true
+			return resp.Error("ERR key '" + string(cString(k, 128)) + "' is reserved for redlock-proxy"), true
 		}
 	}
 	return resp.Reply{}, false
@@ -74,6 +74,9 @@ func reservedKey(keys [][]byte) (resp.Reply, bool) {
 func (s *Server) get(r *request) resp.Reply {
 	if rep, bad := reservedKey(r.args[1:2]); bad {
 		return s.refused(quorum.OpRead, rep)
+	}
+	if s.counterKey(r.args[1]) {
+		return s.counterGet(r)
 	}
 	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
 	switch {

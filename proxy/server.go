@@ -390,6 +390,10 @@ var commands = map[string]command{
 	"eval":    {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).eval},
 	"evalsha": {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).evalsha},
 	"script":  {arity: -2, class: acl.Lock, subs: scriptSubs, handler: (*Server).script},
+	// Fencing tokens and fence_keys counters (fence.go).
+	"fence":  {arity: 3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).fence},
+	"incr":   {arity: 2, class: acl.Lock, keys: firstKey, handler: (*Server).incr},
+	"incrby": {arity: 3, class: acl.Lock, keys: firstKey, handler: (*Server).incrby},
 	// Pub/sub (pubsub.go).
 	"subscribe":    {arity: -2, class: acl.Read, handler: (*Server).subscribe},
 	"psubscribe":   {arity: -2, class: acl.Read, handler: (*Server).psubscribe},
@@ -527,6 +531,9 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 	}
 	if user == nil && !cm.noAuth {
 		return resp.Error("NOAUTH Authentication required."), true
+	}
+	if rep, bad := s.counterRefusal(name, cm, args); bad {
+		return rep, true
 	}
 	if name == "del" && (c.tx.multi || unlockLatches(args[1:])) {
 		// A transaction's DEL is a compare-and-delete (multi.go); an

@@ -231,6 +231,8 @@ func TestGoldenReplies(t *testing.T) {
 		{"SET", "k"},
 		{"DEL", "k"},
 		{"INCR", "k"},
+		{"FENCE", "k", "t1"},
+		{"FENCE", "k"},
 		{"FOO", "bar", "baz"},
 		{"EVALSHA", "0123456789012345678901234567890123456789", "1", "k", "t1"},
 		{"EVAL", "return redis.call('flushall')", "0"},

@@ -22,9 +22,9 @@
 // same rate (bounded drift), and a node that restarts without persistence
 // stays out of the quorum for at least the longest TTL. It keeps no lock
 // state of its own: every lock lives on the nodes, so several engines may
-// serve the same nodes. It does not issue fencing tokens: a holder that
-// pauses past its validity can still act on a lock it no longer holds, and
-// only the protected resource can refuse it.
+// serve the same nodes. A holder that pauses past its validity can still
+// act on a lock it no longer holds: only the protected resource can refuse
+// it, with the fencing token Fence gives (fence.go).
 //
 // Once Start runs, the engine enforces those assumptions instead of
 // trusting them. Each node is probed every ProbeInterval (INFO, TIME and
