@@ -1,0 +1,563 @@
+package quorum
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An exhaustive state explorer for the counters' design (fence.go). It
+// models nodes, FENCE or INCR operations, every message between them as
+// its own step (so messages are reordered freely and any may be lost),
+// nodes that restart empty, the marking and seeding of such nodes, and
+// holds that end at any moment (a holder paused past its TTL). Each
+// operation decides with the engine's own nextToken. The lock itself is
+// abstracted to what Redlock gives (tested elsewhere): one current hold
+// at a time, in order, and a FENCE that returns only within its hold's
+// validity, i.e. while the hold is current. Bootstrapping is not
+// modelled: every node starts seeded at zero (TestSeedActions covers it).
+//
+// Properties, checked on every return:
+//   - a FENCE token is strictly greater than every token returned to an
+//     earlier hold, and below every token returned to a later one;
+//   - no token is returned for a hold that is not current;
+//   - an INCR value is strictly greater than every value returned before
+//     it started, and no value is returned twice.
+
+// modelVariant breaks one rule of the design on purpose: each must be
+// caught by the explorer (the negative controls).
+type modelVariant uint8
+
+const (
+	variantCorrect      modelVariant = iota
+	variantNoWriteBack               // return T without writing it back to a quorum
+	variantReseedAtOnce              // seed a lost node without waiting for older operations
+	variantCountLost                 // a node that lost its counters counts at once (as zero)
+	variantNoValidity                // a FENCE returns after its hold ended
+	variantNotExclusive              // an INCR's write-back is not exclusive
+)
+
+type modelConfig struct {
+	nodes   int  // 3 or 5
+	holders int  // FENCE holders in order (or INCR clients)
+	calls   int  // operations each holder may start (through any proxy)
+	crashes int  // node restarts (empty) at most
+	incr    bool // INCR clients instead of FENCE holders
+	maxT    int8 // values above are not explored (a bound on the search)
+	variant modelVariant
+}
+
+const (
+	nodeMissing int8 = iota
+	nodePending
+	nodeSeeded
+)
+
+type mnode struct {
+	st, c int8
+	recH  int8 // the holder whose hold record the node keeps; -1 none
+	recT  int8
+	inc   int8 // bumped on each restart; a pending mark is the inc
+}
+
+const (
+	opFree int8 = iota
+	opRead
+	opWrite
+	opDone
+)
+
+type mop struct {
+	phase, h     int8
+	seeded, maxC int8
+	maxRec, t    int8
+	acks         int8
+	older        uint8 // nodes that restarted while the op ran
+	floor        int8  // INCR: the highest value returned when it started
+}
+
+const (
+	msgReadReq int8 = iota + 1
+	msgWriteReq
+)
+
+type mmsg struct{ kind, op, node, a, b int8 }
+
+type mstate struct {
+	nodes   [5]mnode
+	ops     [6]mop
+	msgs    []mmsg
+	cur     int8 // the current hold; == holders once all ended
+	crashes int8
+	started [3]int8
+	// seeder: a node being seeded (-1 none), the mark it saw, the value read.
+	seedX, seedMark, seedVal int8
+	retMin, retMax           [3]int8 // tokens returned to each holder; 0 none
+	incrRet                  uint32  // INCR values returned, as bits
+	incrMax                  int8
+}
+
+func (s *mstate) clone() *mstate {
+	c := *s
+	c.msgs = slices.Clone(s.msgs)
+	return &c
+}
+
+// canonical renumbers the nodes in a fixed order of what each is and
+// what refers to it: nodes are interchangeable, so states that differ
+// only in their numbering are one state.
+func (s *mstate) canonical() {
+	slices.SortFunc(s.msgs, func(x, y mmsg) int { // node last: each node's messages in one order
+		return cmpMsg(x, y, false)
+	})
+	var sigs [5][64]byte
+	for x := range 5 {
+		nd, b := s.nodes[x], sigs[x][:0]
+		b = append(b, byte(nd.st), byte(nd.c), byte(nd.recH), byte(nd.recT), byte(nd.inc))
+		for _, o := range s.ops {
+			b = append(b, o.older>>x&1)
+		}
+		if int(s.seedX) == x {
+			b = append(b, 1)
+		}
+		for _, m := range s.msgs {
+			if int(m.node) == x && len(b) < 60 {
+				b = append(b, byte(m.kind), byte(m.op), byte(m.a), byte(m.b))
+			}
+		}
+	}
+	order := [5]int{0, 1, 2, 3, 4}
+	slices.SortStableFunc(order[:], func(a, b int) int { return bytes.Compare(sigs[a][:], sigs[b][:]) })
+	var to [5]int8 // old number -> new
+	for nw, old := range order {
+		to[old] = int8(nw)
+	}
+	var nodes [5]mnode
+	for old, nw := range to {
+		nodes[nw] = s.nodes[old]
+	}
+	s.nodes = nodes
+	for i := range s.msgs {
+		s.msgs[i].node = to[s.msgs[i].node]
+	}
+	for i := range s.ops {
+		var older uint8
+		for old, nw := range to {
+			older |= (s.ops[i].older >> old & 1) << nw
+		}
+		s.ops[i].older = older
+	}
+	if s.seedX >= 0 {
+		s.seedX = to[s.seedX]
+	}
+	slices.SortFunc(s.msgs, func(x, y mmsg) int { return cmpMsg(x, y, true) })
+}
+
+// cmpMsg orders messages, by node first or last.
+func cmpMsg(x, y mmsg, nodeFirst bool) int {
+	if nodeFirst && x.node != y.node {
+		return int(x.node) - int(y.node)
+	}
+	for _, d := range [...]int{int(x.kind) - int(y.kind), int(x.op) - int(y.op), int(x.a) - int(y.a), int(x.b) - int(y.b), int(x.node) - int(y.node)} {
+		if d != 0 {
+			return d
+		}
+	}
+	return 0
+}
+
+// dropReads removes the reads of call op still in flight: it decided
+// or gave up, so they change nothing.
+func (s *mstate) dropReads(op int8) {
+	s.msgs = slices.DeleteFunc(s.msgs, func(m mmsg) bool { return m.kind == msgReadReq && m.op == op })
+}
+
+func (s *mstate) key() string {
+	s.canonical()
+	b := make([]byte, 0, 128+5*len(s.msgs))
+	for _, n := range s.nodes {
+		b = append(b, byte(n.st), byte(n.c), byte(n.recH), byte(n.recT), byte(n.inc))
+	}
+	for _, o := range s.ops {
+		b = append(b, byte(o.phase), byte(o.h), byte(o.seeded), byte(o.maxC), byte(o.maxRec),
+			byte(o.t), byte(o.acks), o.older, byte(o.floor))
+	}
+	b = append(b, byte(s.cur), byte(s.crashes), byte(s.seedX), byte(s.seedMark), byte(s.seedVal), byte(s.incrMax))
+	for h := range 3 {
+		b = append(b, byte(s.started[h]), byte(s.retMin[h]), byte(s.retMax[h]))
+	}
+	b = append(b, byte(s.incrRet), byte(s.incrRet>>8), byte(s.incrRet>>16), byte(s.incrRet>>24))
+	for _, m := range s.msgs {
+		b = append(b, byte(m.kind), byte(m.op), byte(m.node), byte(m.a), byte(m.b))
+	}
+	return string(b)
+}
+
+// explore runs a breadth-first search over every reachable state and
+// returns the number of states and the first violation found ("" if
+// none), with the steps that lead to it.
+func explore(cfg modelConfig) (states int, violation string) {
+	init := &mstate{seedX: -1}
+	for i := range init.nodes {
+		init.nodes[i] = mnode{st: -1} // not in the configuration: sorts last (canonical)
+		if i < cfg.nodes {
+			init.nodes[i] = mnode{st: nodeSeeded, recH: -1}
+		}
+	}
+	// Each state found keeps the step that reached it and its parent, so
+	// that a violation can be shown as the run that leads to it.
+	type found struct {
+		parent int
+		step   step
+	}
+	var trail []found
+	seen := map[string]bool{init.key(): true}
+	type entry struct {
+		s   *mstate
+		idx int
+	}
+	queue := []entry{{init, -1}}
+	runTo := func(idx int) []string {
+		var steps []string
+		for ; idx >= 0; idx = trail[idx].parent {
+			steps = append(steps, trail[idx].step.String())
+		}
+		slices.Reverse(steps)
+		return steps
+	}
+	for len(queue) > 0 {
+		e := queue[0]
+		queue[0] = entry{}
+		queue = queue[1:]
+		for _, n := range successors(cfg, e.s) {
+			if n.violation != "" {
+				run := append(runTo(e.idx), n.step.String(), "VIOLATION: "+n.violation)
+				return len(seen), strings.Join(run, "\n")
+			}
+			k := n.s.key()
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			trail = append(trail, found{e.idx, n.step})
+			queue = append(queue, entry{n.s, len(trail) - 1})
+		}
+	}
+	return len(seen), ""
+}
+
+// step is one move of the model, formatted only when a run is shown.
+type step struct {
+	f       string
+	a, b, c int8
+}
+
+func (s step) String() string {
+	return strings.ReplaceAll(fmt.Sprintf(s.f, s.a, s.b, s.c), "%!(EXTRA int8=0)", "")
+}
+
+type next struct {
+	s         *mstate
+	step      step
+	violation string
+}
+
+func successors(cfg modelConfig, s *mstate) []next {
+	q := Quorum(cfg.nodes)
+	var out []next
+	add := func(n *mstate, f string, args ...int8) {
+		st := step{f: f}
+		args = append(args, 0, 0, 0)
+		st.a, st.b, st.c = args[0], args[1], args[2]
+		out = append(out, next{s: n, step: st})
+	}
+	bad := func(n *mstate, v string, f string, args ...int8) {
+		add(n, f, args...)
+		out[len(out)-1].violation = v
+	}
+	active := func(n *mstate) uint8 { // nodes some running operation saw before their restart
+		var m uint8
+		for _, o := range n.ops {
+			if o.phase == opRead || o.phase == opWrite {
+				m |= o.older
+			}
+		}
+		return m
+	}
+	unseeded := 0
+	for i := range cfg.nodes {
+		if s.nodes[i].st != nodeSeeded {
+			unseeded++
+		}
+	}
+
+	// A hold ends: expiry, a release, or its holder paused past its TTL.
+	if !cfg.incr && int(s.cur) < cfg.holders {
+		n := s.clone()
+		n.cur++
+		add(n, "hold %d ends", s.cur)
+	}
+	// A holder (or INCR client) starts a call, through any proxy.
+	for h := range cfg.holders {
+		if int(s.started[h]) >= cfg.calls || !cfg.incr && int(s.cur) != h {
+			continue
+		}
+		slot := slices.IndexFunc(s.ops[:], func(o mop) bool { return o.phase == opFree })
+		n := s.clone()
+		n.started[h]++
+		n.ops[slot] = mop{phase: opRead, h: int8(h), floor: s.incrMax}
+		for i := range cfg.nodes {
+			n.msgs = append(n.msgs, mmsg{msgReadReq, int8(slot), int8(i), 0, 0})
+		}
+		add(n, "holder %d starts call %d", int8(h), int8(slot))
+	}
+	// A message arrives. Any message may also never arrive (lost): that
+	// is a run in which it is never chosen, so loss needs no step of its
+	// own. A read is one step (the node reads, the call hears it): its
+	// reply lost is a read never made, and a call may wait as long as it
+	// likes. A write is the node writing and the call hearing its
+	// answer. Identical messages are one choice.
+	for mi, m := range s.msgs {
+		if mi > 0 && s.msgs[mi-1] == m {
+			continue
+		}
+		lost := s.clone()
+		lost.msgs = slices.Delete(lost.msgs, mi, mi+1)
+		nd := s.nodes[m.node]
+		switch m.kind {
+		case msgReadReq:
+			c := int8(-1)
+			if nd.st == nodeSeeded || cfg.variant == variantCountLost {
+				c = nd.c
+			}
+			rec := int8(0)
+			if nd.recH == s.ops[m.op].h && !cfg.incr {
+				rec = nd.recT
+			}
+			for _, r := range []int8{rec, 0} { // the node may not hold the key: no record read
+				n := lost.clone()
+				o := &n.ops[m.op]
+				if c >= 0 {
+					o.seeded++
+					o.maxC = max(o.maxC, c)
+				}
+				o.maxRec = max(o.maxRec, r)
+				add(n, "call %d reads node %d (record %d)", m.op, m.node, r)
+				if rec == 0 {
+					break
+				}
+			}
+		case msgWriteReq:
+			n := lost.clone()
+			nd := &n.nodes[m.node]
+			ack := int8(0)
+			if nd.st == nodeSeeded {
+				switch {
+				case cfg.incr && cfg.variant != variantNotExclusive:
+					if nd.c < m.a {
+						nd.c, ack = m.a, 1
+					}
+				default:
+					nd.c, ack = max(nd.c, m.a), 1
+					if !cfg.incr {
+						nd.recH, nd.recT = m.b, m.a
+					}
+				}
+			}
+			// The call hears the answer: an answer lost gives it no choice
+			// it does not have anyway (it may give up, or wait for more).
+			if o := &n.ops[m.op]; o.phase == opWrite {
+				o.acks += ack
+			}
+			add(n, "node %d writes %d for call %d (ack %d)", m.node, m.a, m.op, ack)
+		}
+	}
+	for i, o := range s.ops {
+		op := int8(i)
+		switch o.phase {
+		case opRead:
+			if int(o.seeded) < q {
+				break
+			}
+			vals := slices.Repeat([]int64{int64(o.maxC)}, int(o.seeded))
+			var holds []int64
+			if o.maxRec > 0 {
+				holds = []int64{int64(o.maxRec)}
+			}
+			t64, ok := nextToken(vals, holds, 1, q)
+			if !ok || t64 > int64(cfg.maxT) {
+				break // beyond the search's bound
+			}
+			n := s.clone()
+			no := &n.ops[i]
+			no.t, no.phase, no.acks = int8(t64), opWrite, 0
+			n.dropReads(op)
+			if cfg.variant == variantNoWriteBack {
+				no.acks = int8(q)
+			} else {
+				for j := range cfg.nodes {
+					n.msgs = append(n.msgs, mmsg{msgWriteReq, op, int8(j), int8(t64), o.h})
+				}
+			}
+			add(n, "call %d decides %d", op, int8(t64))
+		case opWrite:
+			if int(o.acks) < q {
+				break
+			}
+			n := s.clone()
+			n.ops[i].phase = opDone
+			switch {
+			case cfg.incr:
+				if o.t <= o.floor || s.incrRet&(1<<o.t) != 0 {
+					bad(n, fmt.Sprintf("INCR returned %d: floor %d, returned before %b", o.t, o.floor, s.incrRet), "call %d returns %d", op, o.t)
+					break
+				}
+				n.incrRet |= 1 << o.t
+				n.incrMax = max(n.incrMax, o.t)
+				add(n, "call %d returns %d", op, o.t)
+			case o.h != s.cur && cfg.variant != variantNoValidity:
+				add(n, "call %d: hold %d no longer valid, no token", op, o.h)
+			default:
+				if v := checkToken(s, o.h, o.t); v != "" {
+					bad(n, v, "call %d returns %d to hold %d", op, o.t, o.h)
+					break
+				}
+				n.retMin[o.h] = minNonZero(n.retMin[o.h], o.t)
+				n.retMax[o.h] = max(n.retMax[o.h], o.t)
+				add(n, "call %d returns %d to hold %d", op, o.t, o.h)
+			}
+		}
+		if o.phase == opRead || o.phase == opWrite {
+			n := s.clone()
+			n.ops[i].phase = opDone
+			n.dropReads(op)
+			add(n, "call %d gives up", op)
+		}
+	}
+	// A node restarts empty, within the failure model: a minority at most
+	// is without its counters at any time.
+	for x := range cfg.nodes {
+		if int(s.crashes) >= cfg.crashes || s.nodes[x].st == nodeSeeded && unseeded+1 > cfg.nodes-q {
+			continue
+		}
+		n := s.clone()
+		n.crashes++
+		// Marked pending by the next read that sees it missing: the
+		// wait for older calls is what matters, and it starts here.
+		n.nodes[x] = mnode{st: nodePending, recH: -1, inc: s.nodes[x].inc + 1}
+		for j := range n.ops {
+			if o := &n.ops[j]; o.phase == opRead || o.phase == opWrite {
+				o.older |= 1 << x
+			}
+		}
+		add(n, "node %d restarts empty", int8(x))
+	}
+	for x := range cfg.nodes {
+		nd := s.nodes[x]
+		switch {
+		case nd.st == nodePending && s.seedX < 0 && cfg.nodes-unseeded >= q &&
+			(active(s)&(1<<x) == 0 || cfg.variant == variantReseedAtOnce):
+			// The seeder reads the seeded nodes; the least it can see is a
+			// quorum of the lowest.
+			var cs []int8
+			for j := range cfg.nodes {
+				if s.nodes[j].st == nodeSeeded {
+					cs = append(cs, s.nodes[j].c)
+				}
+			}
+			slices.Sort(cs)
+			n := s.clone()
+			n.seedX, n.seedMark, n.seedVal = int8(x), nd.inc, cs[q-1]
+			add(n, "seeder reads %d for node %d", cs[q-1], int8(x))
+		}
+	}
+	if s.seedX >= 0 {
+		n := s.clone()
+		if nd := &n.nodes[s.seedX]; nd.st == nodePending && nd.inc == s.seedMark {
+			nd.st, nd.c = nodeSeeded, s.seedVal
+		}
+		n.seedX, n.seedMark, n.seedVal = -1, 0, 0
+		add(n, "seeder seeds node %d with %d", s.seedX, s.seedVal)
+	}
+	return out
+}
+
+// checkToken is the FENCE property for token t returned to hold h.
+func checkToken(s *mstate, h, t int8) string {
+	for g := range h {
+		if s.retMax[g] >= t {
+			return fmt.Sprintf("hold %d got %d, not above hold %d's %d", h, t, g, s.retMax[g])
+		}
+	}
+	for g := h + 1; g < 3; g++ {
+		if s.retMin[g] != 0 && s.retMin[g] <= t {
+			return fmt.Sprintf("hold %d got %d, not below later hold %d's %d", h, t, g, s.retMin[g])
+		}
+	}
+	if h != s.cur {
+		return fmt.Sprintf("hold %d got %d after it ended", h, t)
+	}
+	return ""
+}
+
+func minNonZero(a, b int8) int8 {
+	if a == 0 {
+		return b
+	}
+	return min(a, b)
+}
+
+// TestFenceModel explores the design's state space in every listed
+// configuration and fails on any violation.
+func TestFenceModel(t *testing.T) {
+	configs := []struct {
+		cfg  modelConfig
+		long bool // skipped with -short
+	}{
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, maxT: 3}, false},
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, incr: true, maxT: 3}, false},
+		{modelConfig{nodes: 5, holders: 2, calls: 1, maxT: 3}, true},
+	}
+	for _, c := range configs {
+		cfg := c.cfg
+		t.Run(fmt.Sprintf("%+v", cfg), func(t *testing.T) {
+			if testing.Short() && c.long {
+				t.Skip("a long search")
+			}
+			start := time.Now()
+			n, v := explore(cfg)
+			t.Logf("%d states in %v", n, time.Since(start).Round(time.Millisecond))
+			if v != "" {
+				t.Fatalf("violation after %d states:\n%s", n, v)
+			}
+		})
+	}
+}
+
+// TestFenceModelCatchesBrokenVariants is the negative control: each
+// variant breaks one rule, and the explorer must find a violation.
+func TestFenceModelCatchesBrokenVariants(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  modelConfig
+	}{
+		{"no write-back", modelConfig{nodes: 3, holders: 2, calls: 1, maxT: 4, variant: variantNoWriteBack}},
+		{"reseeded at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, maxT: 4, variant: variantReseedAtOnce}},
+		{"lost node counted at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, maxT: 4, variant: variantCountLost}},
+		{"no validity check", modelConfig{nodes: 3, holders: 2, calls: 1, maxT: 4, variant: variantNoValidity}},
+		{"INCR not exclusive", modelConfig{nodes: 3, holders: 2, calls: 1, incr: true, maxT: 4, variant: variantNotExclusive}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			n, v := explore(tt.cfg)
+			if v == "" {
+				t.Fatalf("no violation found in %d states; the model misses a broken %s", n, tt.name)
+			}
+			t.Logf("caught after %d states in %v:\n%s", n, time.Since(start).Round(time.Millisecond), v)
+		})
+	}
+}
