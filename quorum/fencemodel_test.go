@@ -513,6 +513,9 @@ func minNonZero(a, b int8) int8 {
 // TestFenceModel explores the design's state space in every listed
 // configuration and fails on any violation.
 func TestFenceModel(t *testing.T) {
+	if modelUnderRace {
+		t.Skip("the explorer runs on one goroutine: run it without -race")
+	}
 	configs := []struct {
 		cfg  modelConfig
 		long bool // skipped with -short
@@ -540,6 +543,9 @@ func TestFenceModel(t *testing.T) {
 // TestFenceModelCatchesBrokenVariants is the negative control: each
 // variant breaks one rule, and the explorer must find a violation.
 func TestFenceModelCatchesBrokenVariants(t *testing.T) {
+	if modelUnderRace {
+		t.Skip("the explorer runs on one goroutine: run it without -race")
+	}
 	tests := []struct {
 		name string
 		cfg  modelConfig
