@@ -262,7 +262,7 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 		{"simple-redis-mutex", "simple-redis-mutex", []string{
 			"tryLock", "contended tryLock is false", "refreshTimeout", "waiting lock woken by the release", "released",
 		}, []string{
-			"tryLock refused: ERR 'incr' is not supported: redlock-proxy serves lock commands only (a counter over independent masters is not monotonic)", "the lock taken expires",
+			"tryLock refused: ERR 'incr' is not supported: redlock-proxy serves lock commands only (a counter over independent masters is not monotonic; INCR and INCRBY of a key matching fence_keys are served as quorum counters)", "the lock taken expires",
 		}, 0},
 	} {
 		t.Run(lib.name, func(t *testing.T) {

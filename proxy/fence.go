@@ -47,8 +47,7 @@ func (s *Server) incrby(r *request) resp.Reply {
 // after a random pause while another INCR takes the same value.
 func (s *Server) incrBy(r *request, by int64) resp.Reply {
 	if !s.counterKey(r.args[1]) {
-		return resp.Error(fmt.Sprintf("ERR '%s' is served only for keys matching fence_keys, and '%s' matches none",
-			r.args[0], cString(r.args[1], 128)))
+		return unknownCommand(r.args) // not a counter: refused as Redis's other commands are
 	}
 	for {
 		v, err := s.e.Incr(r.ctx, string(r.args[1]), by)

@@ -30,7 +30,7 @@ func TestFenceCommands(t *testing.T) {
 		{[]string{"GET", "fencing:t"}, "$2\r\n12\r\n"},
 		{[]string{"INCRBY", "fencing:t", "0"}, "-ERR a fence_keys counter only grows: the increment must be above 0\r\n"},
 		{[]string{"INCRBY", "fencing:t", "x"}, "-ERR value is not an integer or out of range\r\n"},
-		{[]string{"INCR", "other"}, "-ERR 'INCR' is served only for keys matching fence_keys, and 'other' matches none\r\n"},
+		{[]string{"INCR", "other"}, "-ERR 'incr' is not supported: redlock-proxy serves lock commands only (a counter over independent masters is not monotonic; INCR and INCRBY of a key matching fence_keys are served as quorum counters)\r\n"},
 		{[]string{"SET", "fencing:t", "1", "NX", "PX", "1000"}, "-ERR 'fencing:t' is a fence_keys counter: only INCR, INCRBY and GET may name it\r\n"},
 		{[]string{"DEL", "fencing:t"}, "-ERR 'fencing:t' is a fence_keys counter: only INCR, INCRBY and GET may name it\r\n"},
 		{[]string{"EXISTS", "x", "fencing:t"}, "-ERR 'fencing:t' is a fence_keys counter: only INCR, INCRBY and GET may name it\r\n"},
@@ -55,7 +55,7 @@ func TestFenceCommands(t *testing.T) {
 func TestIncrRefusedWithoutFenceKeys(t *testing.T) {
 	addr, _ := startServer(t, 3, Config{})
 	rc := dial(t, addr)
-	if got, want := rc.do(t, "INCR", "fencing:t"), "-ERR 'INCR' is served only for keys matching fence_keys, and 'fencing:t' matches none\r\n"; got != want {
+	if got, want := rc.do(t, "INCR", "fencing:t"), "-ERR 'incr' is not supported: redlock-proxy serves lock commands only (a counter over independent masters is not monotonic; INCR and INCRBY of a key matching fence_keys are served as quorum counters)\r\n"; got != want {
 		t.Errorf("INCR = %q; want %q", got, want)
 	}
 	if got := rc.do(t, "SET", "fencing:t", "a", "NX", "PX", "1000"); got != "+OK\r\n" {

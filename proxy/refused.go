@@ -3,7 +3,7 @@ package proxy
 // Reasons the proxy gives for the Redis commands it refuses.
 const (
 	whyWrite    = "a write outside the lock commands would change the masters apart, with no quorum; take a lock with SET key token NX PX ms"
-	whyCounter  = "a counter only grows: INCR and INCRBY of a fence_keys key are its quorum counters"
+	whyCounter  = "a counter over independent masters is not monotonic; INCR and INCRBY of a key matching fence_keys are served as quorum counters"
 	whyTTL      = "a TTL change without the token could stretch another holder's lock; extend with the token (compare-and-pexpire script, SET key token IFEQ token PX ms)"
 	whyFlush    = "it would delete every lock on every master; DEL of named keys, with allow_force_del, is the admin's way"
 	whyKeys     = "KEYS blocks every master while it runs; SCAN is served as a quorum scan"
@@ -21,7 +21,7 @@ const (
 // mistake to why the proxy refuses them, for a clearer error than
 // "unknown command" (an empty reason gives none).
 var unsupported = map[string]string{
-	"decr": whyCounter, "decrby": whyCounter,
+	"incr": whyCounter, "decr": whyCounter, "incrby": whyCounter, "decrby": whyCounter,
 	"expire": whyTTL, "pexpire": whyTTL, "persist": whyTTL, "expireat": whyTTL, "pexpireat": whyTTL,
 	"getset": whyWrite, "setnx": whyWrite, "setex": whyWrite, "psetex": whyWrite, "mset": whyWrite,
 	"hset": whyWrite, "hincrby": whyWrite, "lpush": whyWrite, "rpush": whyWrite, "sadd": whyWrite,
