@@ -78,20 +78,19 @@ var refusals = []refusal{
 		return c.name() == "eval" && !catalogueBody(string(c.args[1])) && isPTTLScript(c) &&
 			rok && pok && rn >= 0 && pn > rn && pn-rn < 1000
 	}},
-	{"A lock script called with no key, more keys than it takes, or fewer arguments than it reads", func(c diffCmd, r, p respValue, _ referenceState) bool {
-		return (c.name() == "eval" || c.name() == "evalsha") &&
-			(p.text == "ERR a lock script needs at least one key" || p.text == "ERR this lock script takes exactly one key" ||
-				strings.HasPrefix(p.text, "ERR this lock script needs "))
+	{"A script whose key argument is not one of `KEYS` when it runs (a lock script called with no key reads `KEYS[1]` as nil)", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return (c.name() == "eval" || c.name() == "evalsha") && r.isError() &&
+			strings.HasPrefix(p.text, "ERR script refused: a key argument of ")
 	}},
-	{"A lock script's TTL that is not an integer (Redis's own rules); redislock's token length other than 1 to the token's length", func(c diffCmd, r, p respValue, _ referenceState) bool {
-		if c.name() != "eval" && c.name() != "evalsha" {
-			return false
-		}
+	{"bsm/redislock's obtain with a token length of 0 where the key holds another, empty token", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		obtain := scriptByName("redislock obtain")
-		isObtain := string(c.args[1]) == obtain.body || strings.EqualFold(string(c.args[1]), obtain.sha)
-		return p.text == "ERR value is not an integer or out of range" && r.text != p.text ||
-			strings.HasPrefix(p.text, "ERR the token length argument must be") ||
-			isObtain && len(c.args) > 5 && string(c.args[5]) == "0" // Redis compares the whole value with ""
+		isObtain := (c.name() == "eval" || c.name() == "evalsha") && len(c.args) > 5 &&
+			(string(c.args[1]) == obtain.body || strings.EqualFold(string(c.args[1]), obtain.sha))
+		return isObtain && string(c.args[5]) == "0" && strings.HasPrefix(p.text, "ERR script refused: it removes or overwrites another token's hold")
+	}},
+	{"An error raised inside a script served by its effect", func(c diffCmd, r, p respValue, _ referenceState) bool {
+		return (c.name() == "eval" || c.name() == "evalsha") && r.isError() && p.isError() && p.text != "" &&
+			strings.HasPrefix(r.text, p.text+" script: ")
 	}},
 	{catalogueRow, func(c diffCmd, r, p respValue, _ referenceState) bool {
 		// EVALSHA is handled where the test runs it: the script is loaded

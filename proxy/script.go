@@ -23,6 +23,9 @@ type scriptCache struct {
 	wrap  func(body string, literals []string) *quorum.Effect
 	mu    sync.Mutex
 	bySHA map[string]served
+	// byEffect are the catalogue scripts wrapped for the calls the
+	// catalogue cannot take, by digest.
+	byEffect map[string]*quorum.Effect
 }
 
 // served is how a script is run: a catalogue operation (the fast path),
@@ -31,17 +34,53 @@ type scriptCache struct {
 type served struct {
 	sc  script.Script
 	eff *quorum.Effect
+	// sha and body are a catalogue script's digest and text (body nil when
+	// it is known by digest: script.KnownSource has it), for a call the
+	// catalogue cannot take.
+	sha  string
+	body []byte
 }
 
 func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *scriptCache {
-	return &scriptCache{wrap: wrap, bySHA: make(map[string]served)}
+	return &scriptCache{wrap: wrap, bySHA: make(map[string]served), byEffect: make(map[string]*quorum.Effect)}
+}
+
+// byItsEffect returns the catalogue script sv wrapped to run by its
+// effect, admitting it on first use; or the refusal's reply.
+func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, resp.Reply, bool) {
+	c.mu.Lock()
+	eff, ok := c.byEffect[sv.sha]
+	c.mu.Unlock()
+	if ok {
+		return eff, resp.Reply{}, true
+	}
+	body := sv.body
+	if body == nil {
+		src, known := script.KnownSource(sv.sha)
+		if !known {
+			return nil, unsupportedScript(sv.sc), false
+		}
+		body = []byte(src)
+	}
+	adm, err := script.Admit(body)
+	if err != nil {
+		return nil, admitError(err), false
+	}
+	eff = c.wrap(adm.Source, adm.Literals)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byEffect) >= maxCachedScripts {
+		clear(c.byEffect)
+	}
+	c.byEffect[sv.sha] = eff
+	return eff, resp.Reply{}, true
 }
 
 // lookup finds the script with digest sha: a catalogue script, or one a
 // client sent before.
 func (c *scriptCache) lookup(sha string) (served, bool) {
 	if sc, ok := script.ClassifySHA(sha); ok {
-		return served{sc: sc}, true
+		return served{sc: sc, sha: strings.ToLower(sha)}, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -55,7 +94,7 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
 	sha := script.SHA1Hex(body)
 	if sc, known := script.ClassifySHA(sha); known {
-		return served{sc: sc}, sha, resp.Reply{}, true // a catalogue script: no need to remember it
+		return served{sc: sc, sha: sha}, sha, resp.Reply{}, true // a catalogue script: no need to remember it
 	}
 	c.mu.Lock()
 	sv, ok := c.bySHA[sha]
@@ -65,7 +104,7 @@ func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
 	}
 	sc, ok := script.ClassifyScript(body)
 	if ok {
-		sv = served{sc: sc}
+		sv = served{sc: sc, sha: sha, body: append([]byte(nil), body...)}
 	} else {
 		adm, err := script.Admit(body)
 		if err != nil {
@@ -100,6 +139,7 @@ func (c *scriptCache) flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.bySHA)
+	clear(c.byEffect)
 }
 
 // unsupportedScript is the reply to a catalogue script that is not a lock
@@ -195,12 +235,52 @@ func (s *Server) scriptKill(r *request) resp.Reply {
 	return resp.Error("NOTBUSY No scripts in execution right now.")
 }
 
-// run serves a script: a catalogue operation, or by its effect.
+// run serves a script: a catalogue operation, or by its effect. The
+// catalogue is a fast path only: a call it cannot take (no key, more keys
+// than the script reads, fewer arguments, a TTL or token length it cannot
+// read) runs by its effect, as one Redis would run it.
 func (s *Server) run(r *request, sv served) resp.Reply {
 	if sv.eff != nil {
 		return s.runEffect(r, sv.eff)
 	}
+	if !catalogueTakes(r.args, sv.sc) {
+		eff, rep, ok := s.scripts.byItsEffect(sv)
+		if !ok {
+			return rep
+		}
+		return s.runEffect(r, eff)
+	}
 	return s.runScript(r, sv.sc)
+}
+
+// catalogueTakes reports whether a call of catalogue script sc has the
+// shape its quorum operation reads: one key (any number for a multi-key
+// script), every argument it reads, and those arguments as it reads them.
+// A TTL out of range is not judged here: that refusal is for safety.
+func catalogueTakes(args [][]byte, sc script.Script) bool {
+	rest := args[3:]
+	nk, err := resp.Numkeys(args[2], len(rest))
+	if err != nil || nk == 0 || nk > 1 && !sc.MultiKey {
+		return false
+	}
+	argv := rest[nk:]
+	if len(argv) < max(sc.TokenArg, sc.TTLArg, sc.PrefixArg, sc.ModeArg) {
+		return false
+	}
+	if sc.TTLArg > 0 {
+		if _, ok := resp.ParseInt(argv[sc.TTLArg-1]); !ok {
+			return false
+		}
+	}
+	if sc.PrefixArg > 0 {
+		n, err := strconv.Atoi(string(argv[sc.PrefixArg-1]))
+		// 0 matches any value's empty prefix in the script, none in the
+		// catalogue's re-entry.
+		if err != nil || n < 1 || n > len(argv[sc.TokenArg-1]) {
+			return false
+		}
+	}
+	return true
 }
 
 // scriptCall is a script invocation's keys and arguments, split.

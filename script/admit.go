@@ -17,7 +17,8 @@ var Commands = map[string]KeyPos{
 	"get": KeyFirst, "set": KeyFirst, "setnx": KeyFirst, "pexpire": KeyFirst,
 	"pexpireat": KeyFirst, "expire": KeyFirst, "expireat": KeyFirst,
 	"pttl": KeyFirst, "ttl": KeyFirst, "type": KeyFirst,
-	"exists": KeyAll, "del": KeyAll, "unlink": KeyAll,
+	"getrange": KeyFirst, // bsm/redislock's re-entry by token prefix
+	"exists":   KeyAll, "del": KeyAll, "unlink": KeyAll,
 	// Hashes (Redisson).
 	"hget": KeyFirst, "hset": KeyFirst, "hincrby": KeyFirst, "hexists": KeyFirst,
 	"hdel": KeyFirst, "hlen": KeyFirst,

@@ -90,6 +90,27 @@ var scriptsBySHA = func() map[[sha1.Size]byte]Script {
 	return m
 }()
 
+// sourcesBySHA maps each known lock script's SHA-1 to its exact text.
+var sourcesBySHA = func() map[[sha1.Size]byte]string {
+	m := make(map[[sha1.Size]byte]string, len(knownScripts))
+	for _, k := range knownScripts {
+		m[sha1.Sum([]byte(k.src))] = k.src
+	}
+	return m
+}()
+
+// KnownSource returns the exact text of the catalogue script whose digest
+// is sha (either case): what the proxy runs by its effect when a call is
+// one the catalogue cannot take.
+func KnownSource(sha string) (string, bool) {
+	sum, ok := decodeSHA(sha)
+	if !ok {
+		return "", false
+	}
+	src, ok := sourcesBySHA[sum]
+	return src, ok
+}
+
 // SHA1Hex returns the lower-case hex SHA-1 of b, as Redis's SCRIPT LOAD does.
 func SHA1Hex(b []byte) string {
 	sum := sha1.Sum(b)
