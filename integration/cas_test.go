@@ -320,3 +320,19 @@ func TestSetIfEqWithoutExpiry(t *testing.T) {
 		}
 	}
 }
+
+// While the proxy drains, new locks are refused but holders still extend
+// and release with the compare-and-set commands, as with the scripts.
+func TestCompareAndSetServedWhileDraining(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	p.Client.SetNX(ctx, "k", "tok", 10*time.Second)
+	p.Server.Drain()
+	wantErrPrefix(t, "SET NX while draining", p.Client.SetNX(ctx, "k2", "tok", 10*time.Second).Err(), "DRAINING ")
+	if got, err := p.Client.SetIFEQ(ctx, "k", "tok", "tok", 20*time.Second).Result(); got != "OK" || err != nil {
+		t.Errorf("SET IFEQ while draining = %q, %v; want OK", got, err)
+	}
+	if n, err := p.Client.DelExArgs(ctx, "k", redis.DelExArgs{Mode: "IFEQ", MatchValue: "tok"}).Result(); n != 1 || err != nil {
+		t.Errorf("DELEX IFEQ while draining = %v, %v; want 1", n, err)
+	}
+}
