@@ -16,6 +16,8 @@ import (
 type watchSet struct {
 	mu   sync.Mutex
 	keys map[string]*watchedKey
+	// n counts the watches, so that a write with none skips the lock.
+	n atomic.Int64
 }
 
 // watchedKey is one key's watchers.
@@ -45,6 +47,7 @@ func (ws *watchSet) add(key string) *watch {
 	}
 	w := &watch{set: ws, key: key, wk: wk}
 	wk.watchers[w] = struct{}{}
+	ws.n.Add(1)
 	return w
 }
 
@@ -56,7 +59,10 @@ func (w *watch) release() {
 	ws := w.set
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	delete(w.wk.watchers, w)
+	if _, ok := w.wk.watchers[w]; ok {
+		delete(w.wk.watchers, w)
+		ws.n.Add(-1)
+	}
 	if len(w.wk.watchers) == 0 && ws.keys[w.key] == w.wk {
 		delete(ws.keys, w.key)
 	}
@@ -87,11 +93,8 @@ func (ws *watchSet) touchWritten(name string, args [][]byte, rep resp.Reply) {
 	case name != "set" && name != "del" && name != "delex" && name != "delifeq" && name != "eval" && name != "evalsha":
 		return
 	}
-	ws.mu.Lock()
-	empty := len(ws.keys) == 0
-	ws.mu.Unlock()
-	if empty {
-		return // nothing watched: spares writtenKeys
+	if ws.n.Load() == 0 {
+		return // nothing watched: no lock on a lock's hot path
 	}
 	for _, k := range writtenKeys(name, args) {
 		ws.touch(string(k), nil)

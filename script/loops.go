@@ -183,7 +183,7 @@ func (a *admitter) isRedisCall(c *ast.FuncCallExpr) bool {
 // readers are the global functions that may take KEYS or ARGV itself:
 // they read it and change nothing.
 var readers = map[string]bool{"ipairs": true, "pairs": true, "unpack": true, "select": true,
-	"next": true, "type": true, "tostring": true}
+	"next": true, "type": true, "tostring": true, "table.concat": true, "table.getn": true}
 
 // callers are the global functions that call a function they are given,
 // by the argument's place (1-based), and how often they may call it.

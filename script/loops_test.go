@@ -18,6 +18,7 @@ var loopsAdmitted = []struct{ name, body string }{
 	{"a function calling one defined before it", "local function a(x) return x end local function b(x) return a(x) .. a(x) end return b('1')"},
 	{"a function literal called at once, and given to pcall", "(function() end)() return select(2, pcall(function() return 1 end))"},
 	{"KEYS in arithmetic and comparisons", "return (KEYS == ARGV) and 1 or 0"},
+	{"KEYS and ARGV read by table.concat and table.getn", "return table.concat(ARGV, ',') .. table.getn(KEYS)"},
 	{"string methods on strings", "return ('x'):upper() .. tostring(1):rep(2) .. ('a' .. 'b'):sub(1, 1)"},
 	{"a loop over KEYS in one of 100 runs", "for i = 1, 100 do for _, k in ipairs(KEYS) do end end return 1"},
 	{"a loop over KEYS with a body of a few calls", "for _, k in ipairs(KEYS) do if redis.call('get', k) == ARGV[1] then redis.call('pexpire', k, ARGV[2]) end end return 1"},
