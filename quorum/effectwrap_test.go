@@ -388,3 +388,45 @@ redis.call("zadd", KEYS[1], now + 5000, ARGV[1]) return 1`
 		}
 	})
 }
+
+// TestEffectRedissonModeIsAMarker: the "mode" field of Redisson's
+// read-write lock hash ("write" or "read") is a marker of the hold table,
+// whatever the script: the holder's watchdog, which names no "mode",
+// renews the lock (it was refused as another token's hold, and the lock
+// lapsed), and "mode" never holds the key for anyone, even named by ARGV.
+func TestEffectRedissonModeIsAMarker(t *testing.T) {
+	renew := "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;"
+	writeLocked := func(fields ...any) func(context.Context, *redis.Client) {
+		return func(ctx context.Context, admin *redis.Client) {
+			admin.HSet(ctx, "k", fields...)
+			admin.PExpire(ctx, "k", 10*time.Second)
+		}
+	}
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		runWrapRows(t, form, []wrapRow{
+			{name: "the write lock's holder renews it", setup: writeLocked("mode", "write", "owner:1:write", 1),
+				body: renew, args: []string{"30000", "owner:1:write"}, op: EffectHold,
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					wantHash(t, ctx, admin, "k", 2, "mode", "write", 30*time.Second)
+				}},
+			{name: `"mode" named by ARGV is still no holder`, setup: writeLocked("mode", "write", "owner:1:write", 1),
+				body: renew, args: []string{"30000", "mode"}, refused: "another token's hold",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					wantHash(t, ctx, admin, "k", 2, "owner:1:write", "1", 10*time.Second)
+				}},
+			{name: "a mode alone holds for no one", setup: writeLocked("mode", "write"),
+				body: `redis.call("hset", KEYS[1], ARGV[2], 1) return redis.call("pexpire", KEYS[1], ARGV[1])`,
+				args: []string{"30000", "intruder:1:write"}, refused: "another token's hold",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) {
+					wantHash(t, ctx, admin, "k", 1, "mode", "write", 10*time.Second)
+				}},
+			{name: "a mode written by ARGV where no own holder holds",
+				body: `redis.call("hset", KEYS[1], ARGV[1], ARGV[2]) return redis.call("pexpire", KEYS[1], ARGV[3])`,
+				args: []string{"mode", "write", "30000"}, refused: "a constant is not a token",
+				check: func(t *testing.T, ctx context.Context, admin *redis.Client) { wantNoKey(t, ctx, admin, "k") }},
+			{name: "another token's field beside the write lock", setup: writeLocked("mode", "write", "owner:1:write", 1),
+				body: `redis.call("hset", KEYS[1], ARGV[2], 1) return redis.call("pexpire", KEYS[1], ARGV[1])`,
+				args: []string{"30000", "other:2:write"}, refused: "another token's hold"},
+		})
+	})
+}

@@ -18,10 +18,13 @@ end
 -- another token's otherwise. limit bounds what a snapshot reads (a
 -- string's bytes, a hash's fields, a sorted set's members): a write to a
 -- larger key is refused before it runs. A key of any other type holds no
--- lock, and a write to one is refused before it runs.
+-- lock, and a write to one is refused before it runs. marks are entries
+-- that are markers whatever the script: Redisson's read-write lock keeps
+-- its mode in its hash (field "mode", "write" or "read") beside the
+-- holders, so its watchdog, which names no "mode", may renew it.
 local __rlp_holds = {
   string = {shared = true, size = "strlen", limit = __RLP_MAXBYTES},
-  hash = {shared = true, size = "hlen", limit = __RLP_MAXENTRIES},
+  hash = {shared = true, size = "hlen", limit = __RLP_MAXENTRIES, marks = {mode = {write = true, read = true}}},
   zset = {scored = true, size = "zcard", limit = __RLP_MAXENTRIES},
 }
 -- A marker string that expires within this many ms (Symfony's SET ... PX 1
@@ -47,6 +50,14 @@ local function __rlp_slow()
       for _, l in ipairs(__rlp_lits) do litv[l] = true end
     end
     return litv
+  end
+  -- mark says whether holder m (entry v) of snapshot s is a marker: an
+  -- entry of the hold table's marks, even if own, or a constant of the
+  -- script that is not own. own is L.ownset().
+  function L.mark(s, m, v, own)
+    local mk = __rlp_holds[s.t] and __rlp_holds[s.t].marks
+    if mk and mk[m] and mk[m][v] then return true end
+    return not own[m] and L.lits()[m] == true
   end
   function L.now()
     if not nowv then
@@ -134,7 +145,7 @@ local function __rlp_slow()
     if a.t ~= "none" and a.pttl < 0 then return "it leaves a key without an expiry" end
     if a.t ~= "none" and a.pttl > __RLP_MAXTTL then return "it leaves a key with an expiry over max_ttl" end
     if a.big then return "it leaves " .. L.big(a) end
-    local own, lits = L.ownset(), L.lits()
+    local own = L.ownset()
     local hb, ha = L.holders(b), L.holders(a)
     -- Who held the key before: own holders, other tokens' and markers.
     -- Markers are the holders' beside them: another token's when one
@@ -143,16 +154,18 @@ local function __rlp_slow()
     local owned, others, marked, latest = false, false, false, 0
     for m, v in pairs(hb) do
       if L.valid(b, m, v) then
-        if own[m] then owned = true
+        local mk = L.mark(b, m, v, own)
+        if own[m] and not mk then owned = true
         else
-          if lits[m] then marked = true else others = true end
+          if mk then marked = true else others = true end
           if tb.scored and tonumber(v) > latest then latest = tonumber(v) end
         end
       end
     end
     local foreign = others or (marked and not owned)
     for m, v in pairs(hb) do
-      if not own[m] and ha[m] ~= v and (foreign or not lits[m]) and L.valid(b, m, v) then
+      local mk = L.mark(b, m, v, own)
+      if (mk or not own[m]) and ha[m] ~= v and (foreign or not mk) and L.valid(b, m, v) then
         return "it removes or overwrites another token's hold"
       end
     end
@@ -170,7 +183,7 @@ local function __rlp_slow()
     -- (a member's no later than the last own one's), or a string's.
     local ownAfter, lastOwn = false, 0
     for m, v in pairs(ha) do
-      if own[m] and L.valid(a, m, v) then
+      if own[m] and not L.mark(a, m, v, own) and L.valid(a, m, v) then
         ownAfter = true
         if ta.scored and tonumber(v) > lastOwn then lastOwn = tonumber(v) end
       end
@@ -178,11 +191,12 @@ local function __rlp_slow()
     local latch = false
     for m, v in pairs(ha) do
       if hb[m] ~= v then
-        if own[m] then
+        local mk = L.mark(a, m, v, own)
+        if own[m] and not mk then
           if ta.scored and not (tonumber(v) > L.now() and tonumber(v) <= L.now() + __RLP_MAXTTL) then
             return "it scores a sorted-set member by what is not its expiry (a time in ms in the future, within max_ttl)"
           end
-        elseif not lits[m] then
+        elseif not mk then
           return "it writes a value that is none of its arguments"
         elseif a.t == "string" then
           if owned then return "it writes a constant over an own hold (a constant is not a token)" end
@@ -198,9 +212,9 @@ local function __rlp_slow()
   -- unchanged (markers are not counted).
   function L.others(b, a)
     if b.big or a.big or not __rlp_holds[b.t] or b.t ~= a.t then return 0 end
-    local own, lits, ha, n = L.ownset(), L.lits(), L.holders(a), 0
+    local own, ha, n = L.ownset(), L.holders(a), 0
     for m, v in pairs(L.holders(b)) do
-      if not own[m] and not lits[m] and ha[m] == v and L.valid(b, m, v) and L.valid(a, m, v) then n = n + 1 end
+      if not own[m] and not L.mark(b, m, v, own) and ha[m] == v and L.valid(b, m, v) and L.valid(a, m, v) then n = n + 1 end
     end
     return n
   end
@@ -214,7 +228,7 @@ local function __rlp_slow()
     if not __rlp_holds[s.t] or s.big then return n, least end
     local own = L.ownset()
     for m, v in pairs(L.holders(s)) do
-      if own[m] then
+      if own[m] and not L.mark(s, m, v, own) then
         local left = s.pttl
         if s.t == "zset" then
           local sc = tonumber(v) - L.now()

@@ -1,0 +1,181 @@
+package integration
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redisson's RReadWriteLock and watchdog scripts, byte for byte as Java's
+// string concatenation builds them at redisson/redisson commit
+// 66863978b4a92093b97c1f8c96f182a77e81d50e (2026-08-21), file
+// redisson/src/main/java/org/redisson/… and lines:
+const (
+	// RedissonWriteLock.java:56-71, tryLockInnerAsync; KEYS: name;
+	// ARGV: leaseTime ms, "<uuid>:<threadId>:write".
+	redissonWriteLock = "local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call('hset', KEYS[1], 'mode', 'write'); redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; if (mode == 'write') then if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); local currentExpire = redis.call('pttl', KEYS[1]); redis.call('pexpire', KEYS[1], currentExpire + ARGV[1]); return nil; end; end;return redis.call('pttl', KEYS[1]);"
+	// RedissonWriteLock.java:79-114, unlockInnerAsync; KEYS: name,
+	// "redisson_rwlock:{name}", "redisson_unlock_latch:{name}:<request>";
+	// ARGV: READ_UNLOCK_MESSAGE (1), lease ms, lock name, "PUBLISH",
+	// latch timeout ms.
+	redissonWriteUnlock = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call(ARGV[4], KEYS[2], ARGV[1]); redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return nil; end;if (mode == 'write') then local lockExists = redis.call('hexists', KEYS[1], ARGV[3]); if (lockExists == 0) then return nil;else local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('hdel', KEYS[1], ARGV[3]); if (redis.call('hlen', KEYS[1]) == 1) then redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); else redis.call('hset', KEYS[1], 'mode', 'read'); end; redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; end; end; return nil;"
+	// RedissonWriteLock.java:128-133, forceUnlockAsync; KEYS: name,
+	// channel; ARGV: READ_UNLOCK_MESSAGE, "PUBLISH".
+	redissonWriteForceUnlock = "if (redis.call('hget', KEYS[1], 'mode') == 'write') then redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1; end; return 0; "
+	// renewal/LockTask.java:84-93, the watchdog: one call renews a chunk
+	// of one client's locks (RLock and write locks alike); KEYS: the
+	// names; ARGV: lease ms, then each key's lock name.
+	redissonRenewAll = "local result = {} for i = 1, #KEYS, 1 do if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;"
+)
+
+// redissonSideBySide runs f once against one real redis-server and then through
+// the proxy over 5 masters (all up, then 2 of 5 down): every assertion of
+// f holds for both. proxied says which one runs.
+func redissonSideBySide(t *testing.T, f func(t *testing.T, cl *redis.Client, proxied bool, c *cluster)) {
+	t.Run("one redis", func(t *testing.T) {
+		f(t, direct(t, startRedis(t).Addr), false, nil)
+	})
+	withTwoDown(t, "proxy, ", func(t *testing.T, c *cluster, p *proxyProc, _ int) {
+		f(t, newClient(t, p.Addr, nil), true, c)
+	})
+}
+
+// TestRedissonWriteLockSideBySide replays RReadWriteLock's write lock:
+// lock, re-entry, contention, isLocked, the watchdog renewing a write lock
+// and a plain RLock of one client in one call, unlock with its PUBLISH and
+// latch, and forceUnlock.
+func TestRedissonWriteLockSideBySide(t *testing.T) {
+	lock, unlock := redis.NewScript(redissonWriteLock), redis.NewScript(redissonWriteUnlock)
+	force, renew, rlock := redis.NewScript(redissonWriteForceUnlock), redis.NewScript(redissonRenewAll), redis.NewScript(redissonLock)
+	redissonSideBySide(t, func(t *testing.T, cl *redis.Client, proxied bool, c *cluster) {
+		ctx := t.Context()
+		name, channel, plain := "rw", "redisson_rwlock:{rw}", "plain"
+		a, b := "8c1f0a5e-1111-2222-3333-000000000001:1:write", "8c1f0a5e-1111-2222-3333-000000000002:9:write"
+		latch := func(req string) []string { return []string{name, channel, "redisson_unlock_latch:{rw}:" + req} }
+		sub := cl.Subscribe(ctx, channel)
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// Lock and re-entry: nil; the lease grows by ARGV[1] on re-entry.
+		for i := range 2 {
+			if err := lock.Run(ctx, cl, []string{name}, 30000, a).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("write lock #%d: %v; want nil (acquired)", i+1, err)
+			}
+		}
+		if ms := cl.PTTL(ctx, name).Val(); ms <= 30*time.Second || ms > time.Minute {
+			t.Errorf("PTTL after re-entry = %v; want in (30s, 60s]", ms)
+		}
+		if c != nil {
+			for _, i := range c.live() {
+				if h := c.direct[i].HGetAll(ctx, name).Val(); len(h) != 2 || h["mode"] != "write" || h[a] != "2" {
+					t.Errorf("node %d holds %v; want mode=write and %s=2", i, h, a)
+				}
+			}
+		}
+		// Contention: the holder's PTTL; a write lock has one holder.
+		if ms, err := lock.Run(ctx, cl, []string{name}, 30000, b).Int64(); err != nil || ms <= 0 || ms > 60000 {
+			t.Fatalf("contended write lock = %d, %v; want the PTTL", ms, err)
+		}
+		// isLocked: HGET of mode.
+		if v, err := cl.HGet(ctx, name, "mode").Result(); v != "write" || err != nil {
+			t.Errorf("HGET %s mode = %q, %v; want write", name, v, err)
+		}
+		// The watchdog renews the write lock and a plain RLock of the same
+		// client in one call, and answers 0 for a lock it does not hold.
+		if err := rlock.Run(ctx, cl, []string{plain}, 30000, strings.TrimSuffix(a, ":write")).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("RLock: %v; want nil (acquired)", err)
+		}
+		got, err := renew.Run(ctx, cl, []string{name, plain, "gone"}, 45000, a, strings.TrimSuffix(a, ":write"), a).Int64Slice()
+		if err != nil || len(got) != 3 || got[0] != 1 || got[1] != 1 || got[2] != 0 {
+			t.Fatalf("renew of a write lock, an RLock and a free key = %v, %v; want [1 1 0]", got, err)
+		}
+		for _, k := range []string{name, plain} {
+			if ms := cl.PTTL(ctx, k).Val(); ms <= 30*time.Second || ms > 45*time.Second {
+				t.Errorf("PTTL %s after renewal = %v; want in (30s, 45s]", k, ms)
+			}
+		}
+		if got, err := renew.Run(ctx, cl, []string{name}, 45000, b).Int64Slice(); err != nil || len(got) != 1 || got[0] != 0 {
+			t.Fatalf("renew by another = %v, %v; want [0]", got, err)
+		}
+
+		// Unlock by another: nil; then 2 -> 1: 0; then 1 -> 0: 1, with
+		// READ_UNLOCK_MESSAGE published and the lock gone.
+		if err := unlock.Run(ctx, cl, latch("r0"), 1, 30000, b, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("unlock by another: %v; want nil", err)
+		}
+		if v, err := unlock.Run(ctx, cl, latch("r1"), 1, 30000, a, "PUBLISH", 3000).Int64(); v != 0 || err != nil {
+			t.Fatalf("unlock 1 of 2 = %d, %v; want 0", v, err)
+		}
+		if v, err := unlock.Run(ctx, cl, latch("r2"), 1, 30000, a, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+			t.Fatalf("unlock 2 of 2 = %d, %v; want 1", v, err)
+		}
+		if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "1" {
+			t.Fatalf("unlock message = %v, %v; want 1 on %s", msg, err, channel)
+		}
+		if n := cl.Exists(ctx, name).Val(); n != 0 {
+			t.Errorf("EXISTS %s after unlock = %d; want 0", name, n)
+		}
+		if v, err := unlock.Run(ctx, cl, latch("r2"), 1, 30000, a, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+			t.Fatalf("repeated unlock = %d, %v; want 1 from the latch", v, err)
+		}
+
+		// Now B's; forceUnlock deletes whoever holds it on one Redis. The
+		// proxy refuses it (it deletes another token's hold) and B keeps it.
+		if err := lock.Run(ctx, cl, []string{name}, 30000, b).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("write lock by B after unlock: %v; want nil (acquired)", err)
+		}
+		v, err := force.Run(ctx, cl, []string{name, channel}, 1, "PUBLISH").Int64()
+		if !proxied {
+			if v != 1 || err != nil {
+				t.Fatalf("forceUnlock = %d, %v; want 1", v, err)
+			}
+			return
+		}
+		if err == nil || !strings.Contains(err.Error(), "script refused: it removes or overwrites another token's hold") {
+			t.Fatalf("forceUnlock through the proxy = %d, %v; want a refusal", v, err)
+		}
+		if got, err := renew.Run(ctx, cl, []string{name}, 30000, b).Int64Slice(); err != nil || len(got) != 1 || got[0] != 1 {
+			t.Fatalf("B's renewal after the refused forceUnlock = %v, %v; want [1]", got, err)
+		}
+	})
+}
+
+// TestRedissonWriteLockWatchdogOutlivesLease: the watchdog's one-call
+// renewal of a write lock and an RLock keeps both held for several
+// leases while another client asks (the renewal was refused, and the
+// write lock lapsed after one lease); once it stops, the locks lapse.
+func TestRedissonWriteLockWatchdogOutlivesLease(t *testing.T) {
+	lock, renew, rlock := redis.NewScript(redissonWriteLock), redis.NewScript(redissonRenewAll), redis.NewScript(redissonLock)
+	redissonSideBySide(t, func(t *testing.T, cl *redis.Client, _ bool, _ *cluster) {
+		ctx := t.Context()
+		const lease = 1500
+		a, b := "7d2e-0001:1", "7d2e-0002:4"
+		if err := lock.Run(ctx, cl, []string{"rw"}, lease, a+":write").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("write lock: %v; want nil (acquired)", err)
+		}
+		if err := rlock.Run(ctx, cl, []string{"plain"}, lease, a).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("RLock: %v; want nil (acquired)", err)
+		}
+		for end := time.Now().Add(3 * lease * time.Millisecond); time.Now().Before(end); time.Sleep(lease / 3 * time.Millisecond) {
+			got, err := renew.Run(ctx, cl, []string{"rw", "plain"}, lease, a+":write", a).Int64Slice()
+			if err != nil || len(got) != 2 || got[0] != 1 || got[1] != 1 {
+				t.Fatalf("renewal = %v, %v; want [1 1]", got, err)
+			}
+			if ms, err := lock.Run(ctx, cl, []string{"rw"}, lease, b+":write").Int64(); err != nil || ms <= 0 {
+				t.Fatalf("another writer while renewed = %d, %v; want the PTTL", ms, err)
+			}
+			if ms, err := rlock.Run(ctx, cl, []string{"plain"}, lease, b).Int64(); err != nil || ms <= 0 {
+				t.Fatalf("another RLock while renewed = %d, %v; want the PTTL", ms, err)
+			}
+		}
+		time.Sleep((lease + 100) * time.Millisecond)
+		if err := lock.Run(ctx, cl, []string{"rw"}, lease, b+":write").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("write lock after the renewals stopped: %v; want nil (acquired)", err)
+		}
+	})
+}
