@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -91,6 +92,9 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 		return false // the request path's usual case: nothing to do
 	}
 	acts := seedActions(entries, ok, up, e.quarantine(), e.quorum)
+	if !slices.ContainsFunc(acts, func(a seedAction) bool { return a != seedNone }) {
+		return false // a pending node still waiting: nothing to call
+	}
 	var fields map[string]int64
 	for _, a := range acts {
 		if a == seedFromMax {
