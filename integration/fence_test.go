@@ -182,3 +182,34 @@ func TestIncrFenceKeysCounter(t *testing.T) {
 		t.Errorf("DEL of a counter: %v; want the counter refusal", err)
 	}
 }
+
+// TestFenceUnderLeastPrivilegeNodeACL: FENCE, INCR and GET of a counter,
+// and the seeding of a new deployment, need nothing beyond the README's
+// least-privilege ACL on the masters: no master logs a denied command.
+func TestFenceUnderLeastPrivilegeNodeACL(t *testing.T) {
+	masters := []*redisProc{startACLMaster(t), startACLMaster(t), startACLMaster(t)}
+	nodes := make([]quorum.Node, len(masters))
+	for i, m := range masters {
+		nodes[i] = quorum.NewRedisNode(m.Addr, quorum.NodeOptions{Username: "redlock", Password: "node-secret"})
+	}
+	e := quorum.New(engineConfig(), nodes...)
+	t.Cleanup(func() { e.Close() })
+	cfg := proxy.Config{CommandTimeout: commandTimeout, FenceKeys: []string{"fencing:*"}}
+	p := serveProxy(t, cfg, e)
+	c := newClient(t, p.Addr, nil)
+	ctx := t.Context()
+	if f := fenceHold(t, c, "acl:fenced", 0, 10*time.Second); f != 1 {
+		t.Errorf("FENCE on a new deployment = %d; want 1", f)
+	}
+	if v, err := c.Incr(ctx, "fencing:acl").Result(); err != nil || v != 1 {
+		t.Errorf("INCR = %d, %v; want 1", v, err)
+	}
+	if v, err := c.Get(ctx, "fencing:acl").Result(); err != nil || v != "1" {
+		t.Errorf("GET = %q, %v; want 1", v, err)
+	}
+	for i, m := range masters {
+		if log, err := adminClient(t, m.Addr).Do(ctx, "ACL", "LOG").Slice(); err != nil || len(log) != 0 {
+			t.Errorf("master %d ACL LOG = %v, %v; want no denied command", i, log, err)
+		}
+	}
+}
