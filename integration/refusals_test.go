@@ -52,7 +52,8 @@ var refusals = []refusal{
 		return p.isError() && !strings.HasPrefix(r.text, "ERR unknown command") &&
 			(strings.HasPrefix(p.text, "ERR '"+c.name()+"' is not supported: redlock-proxy serves lock commands only") ||
 				strings.HasPrefix(p.text, "ERR unknown command '") ||
-				c.name() == "config" && len(c.args) > 1 && strings.HasPrefix(p.text, "ERR CONFIG "+strings.ToUpper(string(c.args[1]))+" is not supported"))
+				c.name() == "config" && len(c.args) > 1 && strings.HasPrefix(p.text, "ERR CONFIG "+strings.ToUpper(string(c.args[1]))+" is not supported") ||
+				c.name() == "function" && len(c.args) > 1 && strings.HasPrefix(p.text, "ERR FUNCTION "+strings.ToUpper(string(c.args[1]))+" is not supported"))
 	}},
 	{"Inline lines with a quote inside an unquoted word or a tab right after a closing quote, and inline lines over 4 KiB", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return c.inline != "" && strings.HasPrefix(p.text, "ERR Protocol error")

@@ -114,3 +114,27 @@ func TestUnboundedLoopIsRefusedBeforeAnyNode(t *testing.T) {
 		}
 	}
 }
+
+// FUNCTION KILL through the proxy answers as one Redis whose client runs
+// an EVAL: NOTBUSY when idle, BUSY (use SCRIPT KILL) when a master runs
+// a script, which it leaves running. Clients run no functions through
+// the proxy.
+func TestFunctionKillAnswersAsOneRedis(t *testing.T) {
+	addrs, p := busyNodes(t, 3)
+	ref := startRedis(t, "--busy-reply-threshold", "50")
+	ctx := t.Context()
+	if got, want := errText(p.Client.Do(ctx, "FUNCTION", "KILL").Err()), errText(direct(t, ref.Addr).Do(ctx, "FUNCTION", "KILL").Err()); got != want {
+		t.Errorf("FUNCTION KILL with nothing running: proxy %q; one Redis %q", got, want)
+	}
+	loop := "local i = 0 while true do i = i + 1 end"
+	startBusy(t, ref.Addr, "EVAL", loop, "0")
+	want := errText(direct(t, ref.Addr).Do(ctx, "FUNCTION", "KILL").Err())
+	busy := startBusy(t, addrs[1], "EVAL", loop, "0")
+	if got := errText(p.Client.Do(ctx, "FUNCTION", "KILL").Err()); got != want {
+		t.Errorf("FUNCTION KILL with a master in an EVAL: proxy %q; one Redis %q", got, want)
+	}
+	if got := errText(p.Client.Do(ctx, "SCRIPT", "KILL").Err()); got != "" {
+		t.Errorf("SCRIPT KILL after FUNCTION KILL = %q; want OK (the script still ran)", got)
+	}
+	busy.reply()
+}

@@ -235,6 +235,28 @@ func (s *Server) scriptKill(r *request) resp.Reply {
 	return resp.Error("NOTBUSY No scripts in execution right now.")
 }
 
+// FUNCTION KILL | HELP
+//
+// Clients run no functions through the proxy: what a master runs is a
+// client's EVAL (the wrapper, which may run as a function). So FUNCTION
+// KILL answers as one Redis busy in an EVAL, and stops nothing.
+func (s *Server) function(r *request) resp.Reply {
+	switch sub := strings.ToLower(string(r.args[1])); sub {
+	case "kill":
+		busy, err := s.e.ScriptBusy(r.ctx)
+		switch {
+		case err != nil:
+			return s.fail(err)
+		case busy:
+			return resp.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+		}
+		return resp.Error("NOTBUSY No scripts in execution right now.")
+	case "help":
+		return resp.Array(resp.Status("FUNCTION KILL: as one Redis running no function (clients run none through redlock-proxy)."))
+	}
+	return resp.Error("ERR FUNCTION " + strings.ToUpper(string(r.args[1])) + " is not supported: redlock-proxy runs scripts by EVAL and EVALSHA only")
+}
+
 // run serves a script: a catalogue operation, or by its effect. The
 // catalogue is a fast path only: a call it cannot take (no key, more keys
 // than the script reads, fewer arguments, a TTL or token length it cannot

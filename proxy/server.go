@@ -331,6 +331,10 @@ var (
 	scriptSubs = map[string]int{
 		"debug": 3, "exists": -3, "flush": -2, "help": 2, "kill": 2, "load": 3,
 	}
+	functionSubs = map[string]int{
+		"delete": 3, "dump": 2, "flush": -2, "help": 2, "kill": 2, "list": -2,
+		"load": -3, "restore": -3, "stats": 2,
+	}
 	clusterSubs = map[string]int{
 		"addslots": -3, "addslotsrange": -4, "bumpepoch": 2, "count-failure-reports": 3,
 		"countkeysinslot": 3, "delslots": -3, "delslotsrange": -4, "failover": -2,
@@ -390,6 +394,8 @@ var commands = map[string]command{
 	"eval":    {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).eval},
 	"evalsha": {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).evalsha},
 	"script":  {arity: -2, class: acl.Lock, subs: scriptSubs, handler: (*Server).script},
+	// FUNCTION KILL only: clients run no functions through the proxy.
+	"function": {arity: -2, class: acl.Lock, subs: functionSubs, handler: (*Server).function},
 	// Fencing tokens and fence_keys counters (fence.go).
 	"fence":  {arity: 3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).fence},
 	"incr":   {arity: 2, class: acl.Lock, keys: firstKey, handler: (*Server).incr},

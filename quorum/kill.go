@@ -27,6 +27,8 @@ type KillResult struct {
 // Redis nodes can; the engine counts any other node as failed for it.
 type scriptKiller interface {
 	killScript(ctx context.Context) (Kill, string, error)
+	// scriptBusy reports whether the node runs a script, stopping none.
+	scriptBusy(ctx context.Context) (bool, error)
 }
 
 var errNoKill = errors.New("quorum: the node cannot stop scripts")
@@ -69,6 +71,32 @@ func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
 	return r, nil
 }
 
+// ScriptBusy reports whether a node runs a script (FUNCTION KILL through
+// the proxy must stop none: clients run no functions through it). Every
+// node is asked, as by KillScript; it fails only when no node answered.
+func (e *Engine) ScriptBusy(ctx context.Context) (bool, error) {
+	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, n Node) (bool, error) {
+		k, ok := n.(scriptKiller)
+		if !ok {
+			return false, errNoKill
+		}
+		return k.scriptBusy(ctx)
+	})
+	answered := 0
+	for _, res := range results {
+		if res.err == nil {
+			if res.v {
+				return true, nil
+			}
+			answered++
+		}
+	}
+	if answered == 0 {
+		return false, &OutcomeError{Outcome: Outcome{Total: len(e.nodes), Failed: len(e.nodes)}, Unavailable: true, Failures: failures(results)}
+	}
+	return false, nil
+}
+
 type killAnswer struct {
 	kill Kill
 	text string
@@ -83,6 +111,16 @@ func (n *redisNode) killScript(ctx context.Context) (Kill, string, error) {
 		return killReply(n.c.Do(ctx, "FUNCTION", "KILL").Err())
 	}
 	return kill, text, err
+}
+
+// scriptBusy pings the node on a connection of its own: a node busy in a
+// script answers BUSY.
+func (n *redisNode) scriptBusy(ctx context.Context) (bool, error) {
+	err := n.c.Ping(ctx).Err()
+	if redis.HasErrorPrefix(err, "BUSY ") {
+		return true, nil
+	}
+	return false, err
 }
 
 // killReply classifies a SCRIPT KILL or FUNCTION KILL reply.
