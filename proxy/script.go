@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -26,7 +27,14 @@ type scriptCache struct {
 	// byEffect are the catalogue scripts wrapped for the calls the
 	// catalogue cannot take, by digest.
 	byEffect map[string]*quorum.Effect
+	// admitting holds a place for each admission running: one costs up
+	// to a few MiB (script.MaxTokens), so many clients sending new
+	// scripts at once wait for a place rather than multiply that.
+	admitting chan struct{}
 }
+
+// maxAdmitting bounds the admissions that run at once.
+const maxAdmitting = 4
 
 // served is how a script is run: a catalogue operation (the fast path),
 // or the admitted script, as admission printed it back, in the
@@ -42,7 +50,8 @@ type served struct {
 }
 
 func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *scriptCache {
-	return &scriptCache{wrap: wrap, bySHA: make(map[string]served), byEffect: make(map[string]*quorum.Effect)}
+	return &scriptCache{wrap: wrap, bySHA: make(map[string]served), byEffect: make(map[string]*quorum.Effect),
+		admitting: make(chan struct{}, maxAdmitting)}
 }
 
 // byItsEffect returns the catalogue script sv wrapped to run by its
@@ -91,7 +100,7 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 // learn decides how body is served and remembers it under its digest:
 // the catalogue first, then admission by what the script may do. It
 // returns the digest, and the refusal's reply when the body is not served.
-func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
+func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, resp.Reply, bool) {
 	sha := script.SHA1Hex(body)
 	if sc, known := script.ClassifySHA(sha); known {
 		return served{sc: sc, sha: sha}, sha, resp.Reply{}, true // a catalogue script: no need to remember it
@@ -101,6 +110,12 @@ func (c *scriptCache) learn(body []byte) (served, string, resp.Reply, bool) {
 	c.mu.Unlock()
 	if ok {
 		return sv, sha, resp.Reply{}, true
+	}
+	select {
+	case c.admitting <- struct{}{}:
+		defer func() { <-c.admitting }()
+	case <-ctx.Done():
+		return served{}, sha, resp.Error("ERR unsupported script: the proxy is busy admitting other scripts; try again"), false
 	}
 	sc, ok := script.ClassifyScript(body)
 	if ok {
@@ -157,7 +172,7 @@ func (s *Server) eval(r *request) resp.Reply {
 	if _, err := resp.Numkeys(r.args[2], len(r.args)-3); err != nil {
 		return resp.Error(err.Error())
 	}
-	sv, _, refusal, ok := s.scripts.learn(r.args[1])
+	sv, _, refusal, ok := s.scripts.learn(r.ctx, r.args[1])
 	if !ok {
 		return refusal
 	}
@@ -188,7 +203,7 @@ func (s *Server) script(r *request) resp.Reply {
 	// serveRESP has checked the subcommand and its argument count.
 	switch sub := strings.ToLower(string(r.args[1])); sub {
 	case "load":
-		_, sha, refusal, ok := s.scripts.learn(r.args[2])
+		_, sha, refusal, ok := s.scripts.learn(r.ctx, r.args[2])
 		if !ok {
 			return refusal
 		}
