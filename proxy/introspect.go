@@ -140,8 +140,9 @@ func (s *Server) timeCmd(r *request) resp.Reply {
 // DBSIZE
 //
 // The lock view of the keys (quorum.Engine.Keyspace): the largest count
-// that a quorum of the nodes each hold, the proxy's membership record left
-// out. When the nodes agree it is the number of keys the locks hold.
+// that a quorum of the nodes each hold, the proxies' membership record and
+// counters left out. When the nodes agree it is the number of keys the
+// locks hold.
 func (s *Server) dbsize(r *request) resp.Reply {
 	v, err := s.e.Keyspace(r.ctx)
 	if err != nil {
