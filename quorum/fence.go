@@ -20,7 +20,10 @@ package quorum
 //   - A FENCE also writes a hold record, holdPrefix + key = "T token",
 //     with the lock key's remaining TTL, so that it expires with the
 //     hold on that node. A repeated FENCE of the same hold returns the
-//     recorded T.
+//     recorded T, when a quorum of counted nodes holding the key have
+//     it (counterAnswers). The engine's release deletes the record with
+//     the key, its extend moves the record's expiry with the key's, and
+//     a write-back counts a node only where it wrote the record.
 //
 // FENCE key token runs two rounds. The read asks every node whether key
 // holds token (and its TTL), for the hold record and for the counter.
@@ -134,6 +137,7 @@ const (
 	CounterWritten   CounterWrite = 1  // the counter is now at least the value
 	CounterUnseeded  CounterWrite = 0  // the node's counters are not seeded: nothing written
 	CounterContended CounterWrite = -1 // exclusive, and the counter was there already
+	CounterNotHeld   CounterWrite = -2 // a FENCE whose key does not hold the token there: no record
 )
 
 // Fencer is a Node that keeps counters (fencenode.go for Redis). Each
@@ -194,7 +198,7 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 		ttl = e.cfg.MaxTTL // every operation ends within max_ttl (reseeding waits for it)
 	}
 	f := Fencing{Expires: start.Add(ttl - e.Drift(ttl))}
-	vals, holds := counterAnswers(reads)
+	vals, holds := counterAnswers(reads, e.counts, e.quorum)
 	t, ok := nextToken(vals, holds, 1, e.quorum)
 	if !ok {
 		return Fencing{}, counterUnavailable(reads, len(vals))
@@ -219,7 +223,7 @@ func (e *Engine) Incr(ctx context.Context, name string, by int64) (int64, error)
 	}
 	start := time.Now()
 	reads := e.readCounters(ctx, "", "", counterPrefix+name)
-	vals, _ := counterAnswers(reads)
+	vals, _ := counterAnswers(reads, e.counts, e.quorum)
 	t, ok := nextToken(vals, nil, by, e.quorum)
 	switch {
 	case !ok && len(vals) >= e.quorum:
@@ -242,7 +246,7 @@ func (e *Engine) Incr(ctx context.Context, name string, by int64) (int64, error)
 // returned for it; 0 for a counter never increased.
 func (e *Engine) Counter(ctx context.Context, name string) (int64, error) {
 	reads := e.readCounters(ctx, "", "", counterPrefix+name)
-	vals, _ := counterAnswers(reads)
+	vals, _ := counterAnswers(reads, e.counts, e.quorum)
 	if len(vals) < e.quorum {
 		return 0, counterUnavailable(reads, len(vals))
 	}
@@ -250,16 +254,28 @@ func (e *Engine) Counter(ctx context.Context, name string) (int64, error) {
 }
 
 // counterAnswers returns the counters of the nodes that answered seeded,
-// and the hold records any node had for the caller's hold.
-func counterAnswers(reads []result[CounterEntry]) (vals, holds []int64) {
-	for _, r := range reads {
+// and the hold records of the caller's hold that a quorum of counted
+// nodes holding the key agree on. A record on fewer is no proof that it
+// is this hold's: one left on a master a release missed (a stale copy),
+// or on the nodes a later holder's FENCE did not reach, may be an
+// earlier hold's of the same token. Every FENCE leaves its record on a
+// quorum (writeCounter counts only nodes that wrote it), so an earlier
+// hold's record is found on a quorum only while that hold lasts.
+func counterAnswers(reads []result[CounterEntry], counts func(int) bool, quorum int) (vals, holds []int64) {
+	seen := map[int64]int{}
+	for i, r := range reads {
 		switch {
 		case r.err != nil:
 		case r.v.State == CounterSeeded:
 			vals = append(vals, r.v.Value)
 		}
-		if r.err == nil && r.v.Held && r.v.Hold > 0 {
-			holds = append(holds, r.v.Hold)
+		if r.err == nil && r.v.Held && r.v.Hold > 0 && counts(i) {
+			seen[r.v.Hold]++
+		}
+	}
+	for t, n := range seen {
+		if n >= quorum {
+			holds = append(holds, t)
 		}
 	}
 	return vals, holds
@@ -326,6 +342,8 @@ func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v i
 		case r.v == CounterContended:
 			o.Denied++
 			contended++
+		case r.v == CounterNotHeld:
+			o.Denied++
 		default:
 			o.Quarantined++
 		}

@@ -142,8 +142,8 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 	// The hold record: written only where the key holds the token, read
 	// back for that token only, and gone with the key.
 	setKey(t, admin, "lock", "tok", 300*time.Millisecond)
-	if w, _ := n.WriteCounter(ctx, "lock", "other", fenceField, 5, false); w != CounterWritten {
-		t.Fatalf("WriteCounter for another token = %v; want written", w)
+	if w, _ := n.WriteCounter(ctx, "lock", "other", fenceField, 5, false); w != CounterNotHeld {
+		t.Fatalf("WriteCounter for another token = %v; want not held (the counter raised, no record)", w)
 	}
 	if en, _ := n.ReadCounter(ctx, "lock", "tok", fenceField); !en.Held || en.Hold != 0 || en.Value != 5 {
 		t.Errorf("ReadCounter = %+v; want held, no record, counter 5", en)

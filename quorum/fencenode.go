@@ -89,7 +89,7 @@ func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, 
 		return 0, err
 	}
 	switch CounterWrite(w) {
-	case CounterWritten, CounterUnseeded, CounterContended:
+	case CounterWritten, CounterUnseeded, CounterContended, CounterNotHeld:
 		return CounterWrite(w), nil
 	}
 	return 0, fmt.Errorf("counter write replied %d", w)

@@ -125,7 +125,9 @@ local found = {}
 for i, key in ipairs(KEYS) do
   local v = redis.call("get", key)
   if v == ARGV[1] then
-    redis.call("del", key)
+    -- The hold's fencing record (fence.go) ends with it: a later hold
+    -- with the same token is another hold.
+    redis.call("del", key, "` + holdPrefix + `" .. key)
     found[i] = 1
   elseif v == false then
     found[i] = -1
@@ -168,6 +170,8 @@ for _, key in ipairs(KEYS) do
     redis.call("set", key, ARGV[1], "PX", ttl)
   else
     redis.call("pexpire", key, ttl)
+    -- A fenced hold's record (fence.go) lives as long as the hold.
+    redis.call("pexpire", "` + holdPrefix + `" .. key, ttl)
   end
   if least == 0 or ttl < least then
     least = ttl

@@ -33,6 +33,9 @@ if #KEYS == 3 then
       local sp = string.find(rec, " ", 1, true)
       if sp and string.sub(rec, sp + 1) == ARGV[2] then
         hold = string.sub(rec, 1, sp - 1)
+        -- The record lives as long as the hold here (an extend the
+        -- record missed moved the key's expiry).
+        if pttl > 0 then redis.call("pexpire", KEYS[3], pttl) end
       end
     end
   end

@@ -2,7 +2,8 @@
 -- ARGV[1] is the field, ARGV[2] the value (a decimal without sign or
 -- leading zeros), ARGV[3] "1" for an exclusive write, ARGV[4] the token.
 -- Returns 1 written, 0 not seeded (nothing written), -1 exclusive and
--- the counter was at the value or above.
+-- the counter was at the value or above, -2 a FENCE whose key does not
+-- hold the token there (no record written).
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return 0
 end
@@ -25,8 +26,11 @@ if #KEYS == 3 then
     held = redis.call("hexists", KEYS[2], ARGV[4]) == 1
   end
   local pttl = redis.call("pttl", KEYS[2])
-  if held and pttl > 0 then
-    redis.call("set", KEYS[3], ARGV[2] .. " " .. ARGV[4], "PX", pttl)
+  if not (held and pttl > 0) then
+    -- The hold is not here: the counter is raised, but the node does
+    -- not count, so that every fenced hold leaves its record on a quorum.
+    return -2
   end
+  redis.call("set", KEYS[3], ARGV[2] .. " " .. ARGV[4], "PX", pttl)
 end
 return 1
