@@ -3,6 +3,7 @@ package quorum
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestScanCursorRoundTrip(t *testing.T) {
@@ -51,5 +52,34 @@ func TestQuorumScores(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("quorumScores = %v; want %v", got, want)
 		}
+	}
+}
+
+// BenchmarkInspectTraced measures what a trace (the proxy's slow log and
+// MONITOR) adds to a read over three instant fake nodes:
+//
+//	go test ./quorum -run '^$' -bench InspectTraced -count 5
+func BenchmarkInspectTraced(b *testing.B) {
+	fs := []*fakeNode{
+		(&fakeNode{addr: "a"}).with("k", "mine", time.Minute),
+		(&fakeNode{addr: "b"}).with("k", "mine", time.Minute),
+		(&fakeNode{addr: "c"}).with("k", "mine", time.Minute),
+	}
+	// A long node timeout: a loaded machine must not turn a slow
+	// goroutine start into a failed read.
+	e := New(Config{NodeTimeout: 5 * time.Second, MaxTTL: time.Hour}, asNodes(fs)...)
+	for _, traced := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "traced"}[traced], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx := b.Context()
+				if traced {
+					ctx = WithTrace(ctx, NewTrace(len(fs)))
+				}
+				if _, err := e.Inspect(ctx, "k"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
