@@ -123,6 +123,17 @@ func TestRedissonWriteLockSideBySide(t *testing.T) {
 		if v, err := unlock.Run(ctx, cl, latch("r2"), 1, 30000, a, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
 			t.Fatalf("repeated unlock = %d, %v; want 1 from the latch", v, err)
 		}
+		// An unlock once the lock is gone (it expired): nil, and the
+		// message and the latch as one Redis (the latch's "1" is ARGV[1]).
+		if err := unlock.Run(ctx, cl, latch("r3"), 1, 30000, a, "PUBLISH", 3000).Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("unlock of a lock gone: %v; want nil", err)
+		}
+		if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "1" {
+			t.Fatalf("message of the unlock of a lock gone = %v, %v; want 1 on %s", msg, err, channel)
+		}
+		if v, err := cl.Get(ctx, "redisson_unlock_latch:{rw}:r3").Result(); v != "1" || err != nil {
+			t.Errorf("latch of the unlock of a lock gone = %q, %v; want 1", v, err)
+		}
 
 		// Now B's; forceUnlock deletes whoever holds it on one Redis. The
 		// proxy refuses it (it deletes another token's hold) and B keeps it.

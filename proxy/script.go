@@ -102,6 +102,9 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 // returns the digest, and the refusal's reply when the body is not served.
 func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, resp.Reply, bool) {
 	sha := script.SHA1Hex(body)
+	if refusal, refused := redissonRefusal(sha); refused {
+		return served{}, sha, refusal, false
+	}
 	if sc, known := script.ClassifySHA(sha); known {
 		return served{sc: sc, sha: sha}, sha, resp.Reply{}, true // a catalogue script: no need to remember it
 	}
