@@ -529,6 +529,8 @@ func TestFenceModel(t *testing.T) {
 		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, incr: true, maxT: 3}, false},
 		{modelConfig{nodes: 5, holders: 2, calls: 1, maxT: 3}, false},
 		{modelConfig{nodes: 3, holders: 3, calls: 1, maxT: 3}, true},
+		// Two calls of one hold at once, as through two proxies.
+		{modelConfig{nodes: 3, holders: 2, calls: 2, ops: 3, maxT: 3}, true},
 	}
 	for _, c := range configs {
 		cfg := c.cfg
