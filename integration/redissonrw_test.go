@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
 // Redisson's RReadWriteLock and watchdog scripts, byte for byte as Java's
@@ -189,4 +191,53 @@ func TestRedissonWriteLockWatchdogOutlivesLease(t *testing.T) {
 			t.Fatalf("write lock after the renewals stopped: %v; want nil (acquired)", err)
 		}
 	})
+}
+
+// TestRedissonWriteLockThroughTwoProxies: one write lock seen through two
+// proxies over the same masters: taken through one, contended and renewed
+// through the other, released through the first with its message
+// delivered to a subscriber of the second, then taken through the second.
+func TestRedissonWriteLockThroughTwoProxies(t *testing.T) {
+	lock, unlock, renew := redis.NewScript(redissonWriteLock), redis.NewScript(redissonWriteUnlock), redis.NewScript(redissonRenewAll)
+	for _, down := range []int{0, 2} {
+		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			ctx := t.Context()
+			c := startNodes(t, 5)
+			for i := range down {
+				c.kill(i)
+			}
+			p1 := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, engineConfig(), c.addrs...).Client
+			p2 := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, engineConfig(), c.addrs...).Client
+			name, channel := "rw2", "redisson_rwlock:{rw2}"
+			a, b := "5e6f-0001:1:write", "5e6f-0002:3:write"
+			sub := p2.Subscribe(ctx, channel)
+			defer sub.Close()
+			if _, err := sub.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := lock.Run(ctx, p1, []string{name}, 30000, a).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("write lock through proxy 1: %v; want nil (acquired)", err)
+			}
+			if ms, err := lock.Run(ctx, p2, []string{name}, 30000, b).Int64(); err != nil || ms <= 0 {
+				t.Fatalf("contended write lock through proxy 2 = %d, %v; want the PTTL", ms, err)
+			}
+			if got, err := renew.Run(ctx, p2, []string{name}, 30000, a).Int64Slice(); err != nil || len(got) != 1 || got[0] != 1 {
+				t.Fatalf("renewal through proxy 2 = %v, %v; want [1]", got, err)
+			}
+			if v, err := unlock.Run(ctx, p1, []string{name, channel, "redisson_unlock_latch:{rw2}:q1"}, 1, 30000, a, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+				t.Fatalf("unlock through proxy 1 = %d, %v; want 1", v, err)
+			}
+			if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "1" {
+				t.Fatalf("unlock message through proxy 2 = %v, %v; want 1", msg, err)
+			}
+			if err := lock.Run(ctx, p2, []string{name}, 30000, b).Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("write lock through proxy 2 after the unlock: %v; want nil (acquired)", err)
+			}
+			for _, i := range c.live() {
+				if h := c.direct[i].HGetAll(ctx, name).Val(); len(h) != 2 || h["mode"] != "write" || h[b] != "1" {
+					t.Errorf("node %d holds %v; want B's write lock alone", i, h)
+				}
+			}
+		})
+	}
 }
