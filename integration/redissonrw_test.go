@@ -241,3 +241,31 @@ func TestRedissonWriteLockThroughTwoProxies(t *testing.T) {
 		})
 	}
 }
+
+// TestRedissonWatchdogPastItsTimeout: Redisson's defaults, a 30s lease
+// renewed by the watchdog every 10s (a third of it), through the proxy
+// for longer than the lease: the write lock and the RLock stay held and
+// another writer stays out (the write lock lapsed at 30s before).
+func TestRedissonWatchdogPastItsTimeout(t *testing.T) {
+	skipLong(t)
+	lock, renew, rlock := redis.NewScript(redissonWriteLock), redis.NewScript(redissonRenewAll), redis.NewScript(redissonLock)
+	_, p := setup(t, 5, proxy.Config{})
+	ctx := t.Context()
+	a, b := "9a9a-0001:1", "9a9a-0002:2"
+	if err := lock.Run(ctx, p.Client, []string{"wd"}, 30000, a+":write").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("write lock: %v; want nil (acquired)", err)
+	}
+	if err := rlock.Run(ctx, p.Client, []string{"wd-plain"}, 30000, a).Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("RLock: %v; want nil (acquired)", err)
+	}
+	for range 4 { // 40s
+		time.Sleep(10 * time.Second)
+		got, err := renew.Run(ctx, p.Client, []string{"wd", "wd-plain"}, 30000, a+":write", a).Int64Slice()
+		if err != nil || len(got) != 2 || got[0] != 1 || got[1] != 1 {
+			t.Fatalf("watchdog renewal = %v, %v; want [1 1]", got, err)
+		}
+		if ms, err := lock.Run(ctx, p.Client, []string{"wd"}, 30000, b+":write").Int64(); err != nil || ms <= 20000 {
+			t.Fatalf("another writer = %d, %v; want the PTTL of a renewed lock", ms, err)
+		}
+	}
+}
