@@ -31,7 +31,7 @@ import (
 // HELLO need no rule. With trust_fsync_always, add +config|get.
 var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +ssubscribe +unsubscribe +punsubscribe +sunsubscribe" +
 	" +fcall +function|load +function|list +function|delete +script|flush +type +pexpiretime +pexpireat +strlen +persist +hkeys +hdel +zrange +zrem +zadd" +
-	" +setnx +expire +expireat +ttl +unlink +hget +hincrby +hexists +hlen +zscore +zcount +zcard +zremrangebyscore +zrevrange +publish +spublish +select")
+	" +setnx +expire +expireat +ttl +unlink +hget +hincrby +hexists +hlen +zscore +zcount +zcard +zremrangebyscore +zrevrange +publish +spublish +select +scan +script|kill +function|kill")
 
 // startACLMaster starts a master whose default user is off and whose only
 // users are the proxy's, limited to proxyACL, and an admin for the test.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/bits"
 )
 
 // A quorum scan walks the nodes one after the other, each with its own
@@ -79,6 +80,7 @@ type keyScanner interface {
 // a quorum holds, not reserved, of type typ if typ is set ("string",
 // "hash", "zset"), and the next cursor. match, count and typ go to the
 // node's SCAN as given.
+// A scan that ends with too few nodes walked is unavailable (ended).
 func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count int64, typ string) (ScanCursor, []ScanKey, error) {
 	if len(e.nodes) > maxWalked {
 		return ScanCursor{}, nil, fmt.Errorf("quorum: a scan walks at most %d nodes", maxWalked)
@@ -87,7 +89,7 @@ func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count i
 	status := e.Status()[j]
 	ks, ok := e.nodes[j].(keyScanner)
 	if !ok || status.State != StateUp {
-		return e.passOver(cur), nil, nil
+		return e.ended(cur, nil)
 	}
 	hash := runHash(status.RunID)
 	at := cur.At
@@ -99,7 +101,7 @@ func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count i
 	cancel()
 	switch {
 	case err != nil:
-		return e.passOver(cur), nil, nil
+		return e.ended(cur, nil)
 	case next >= 1<<atBits:
 		return ScanCursor{}, nil, fmt.Errorf("quorum: node %d's cursor %d does not fit", j, next)
 	}
@@ -122,13 +124,13 @@ func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count i
 	if after := e.Status()[j]; after.RunID != status.RunID || after.State != StateUp {
 		// It restarted or failed during the SCAN: what it gave may come
 		// from a cursor it no longer knows, so it is not marked walked.
-		return e.passOver(cur), found, nil
+		return e.ended(cur, found)
 	}
 	if next != 0 {
 		return ScanCursor{Node: j, Walked: cur.Walked, At: next, RunHash: hash}, found, nil
 	}
 	cur.Walked |= 1 << j
-	return e.passOver(cur), found, nil
+	return e.ended(cur, found)
 }
 
 // passOver moves cur to the next node, from its start; past the last
@@ -138,6 +140,23 @@ func (e *Engine) passOver(cur ScanCursor) ScanCursor {
 		return ScanCursor{}
 	}
 	return ScanCursor{Node: cur.Node + 1, Walked: cur.Walked}
+}
+
+// ended moves cur on (passOver) and checks a scan that passed its last
+// node: a key a quorum holds is surely reported only when more nodes than
+// the quorum leaves out were walked to the end; with fewer, the scan is
+// unavailable (an empty answer would read as "no such keys").
+func (e *Engine) ended(cur ScanCursor, found []ScanKey) (ScanCursor, []ScanKey, error) {
+	if next := e.passOver(cur); next != (ScanCursor{}) {
+		return next, found, nil
+	}
+	n := len(e.nodes)
+	walked := bits.OnesCount64(uint64(cur.Walked))
+	if walked < n-Quorum(n)+1 {
+		o := Outcome{Total: n, Granted: walked, Failed: n - walked}
+		return ScanCursor{}, nil, &OutcomeError{Outcome: o, Unavailable: true}
+	}
+	return ScanCursor{}, found, nil
 }
 
 // typeName is a held key's type as TYPE names it.
