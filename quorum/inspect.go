@@ -68,8 +68,10 @@ func (e *Engine) inspect(ctx context.Context, key string) (State, uint16, error)
 		switch {
 		case r.err != nil:
 			o.Failed++
-		case r.v.Present && !e.counts(i):
-			o.Quarantined++ // it may have lost the key, or hold a stale one
+		case !e.counts(i):
+			// It may have lost the key (a restart without its data), or
+			// hold a stale one: present or not, its answer is unknown.
+			o.Quarantined++
 		case r.v.Present && (entryID{r.v.Type, r.v.Token}) == best:
 			o.Granted++
 			ttls = append(ttls, r.v.TTL)

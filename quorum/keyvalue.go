@@ -86,7 +86,7 @@ func (e *Engine) ReadKey(ctx context.Context, key string) (KeyValue, error) {
 		switch {
 		case r.err != nil:
 			o.Failed++
-		case r.v.Type != "none" && !e.counts(i):
+		case !e.counts(i): // present or not, unknown (inspect)
 			o.Quarantined++
 		case r.v.Type != "none" && ids[i] == best:
 			o.Granted++
