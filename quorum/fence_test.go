@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -241,5 +242,44 @@ func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
 	c, err := nodes[0].(Fencer).Counters(ctx)
 	if err != nil || c[counterPrefix+"n"] != 7 {
 		t.Errorf("the emptied node's counters = %v, %v; want seeded again, n at 7", c, err)
+	}
+}
+
+// slowWrites is a node whose counter writes take delay: the write-back
+// lands, late.
+type slowWrites struct {
+	*redisNode
+	delay time.Duration
+}
+
+func (s slowWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+	time.Sleep(s.delay)
+	return s.redisNode.WriteCounter(ctx, key, token, field, v, exclusive)
+}
+
+// TestFenceNoTokenAfterValidity: a FENCE whose write-back finishes after
+// the hold's validity ran out returns no token (ErrDenied): the next
+// holder may already hold the key. (Two rules refuse it: the masters,
+// where the key is gone, do not count the late write-back, and the
+// validity is checked again before the token is returned.)
+func TestFenceNoTokenAfterValidity(t *testing.T) {
+	var nodes []Node
+	for range 3 {
+		nodes = append(nodes, slowWrites{startRedis(t).node(t), 300 * time.Millisecond})
+	}
+	ctx := t.Context()
+	e := New(Config{NodeTimeout: 400 * time.Millisecond, MinTTL: 800 * time.Millisecond, MaxTTL: 5 * time.Second}, nodes...)
+	start := time.Now()
+	if _, err := e.Acquire(ctx, Lock{Keys: []string{"k"}, Token: "a"}, 1500*time.Millisecond); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if f, err := e.Fence(ctx, "k", "a"); err != nil || f.Token != 1 {
+		t.Fatalf("Fence within the validity = %+v, %v; want token 1", f, err)
+	}
+	// 250ms of the hold left at the read, less drift: the 300ms
+	// write-back ends past it.
+	time.Sleep(time.Until(start.Add(1250 * time.Millisecond)))
+	if f, err := e.Fence(ctx, "k", "a"); !errors.Is(err, ErrDenied) {
+		t.Errorf("Fence whose write-back ends after the validity = %+v, %v; want ErrDenied", f, err)
 	}
 }
