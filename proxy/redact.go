@@ -27,9 +27,23 @@ func redactArgs(name string, args [][]byte) []string {
 	case "auth":
 		hide(1, len(out))
 	case "hello":
+		// Options parsed as Redis parses them: SETNAME's name may be
+		// "auth".
 		for i := 2; i < len(out); i++ {
-			if strings.EqualFold(out[i], "auth") {
+			switch {
+			case strings.EqualFold(out[i], "auth"):
 				hide(i+1, i+3)
+				i += 2
+			case strings.EqualFold(out[i], "setname"):
+				i++
+			}
+		}
+	case "config":
+		// CONFIG SET name value ...: any value may be a password
+		// (requirepass, masterauth); the proxy sets none of them.
+		if len(out) > 1 && strings.EqualFold(out[1], "set") {
+			for i := 3; i < len(out); i += 2 {
+				hide(i, i+1)
 			}
 		}
 	case "set":
