@@ -110,16 +110,24 @@ func TestRunbookReadsAreQuorumReads(t *testing.T) {
 		if err != nil {
 			t.Fatalf("redis-cli --scan: %v: %s", err, out)
 		}
+		// A master slow past the node timeout counts as down for one
+		// page, which may repeat a key (SCAN's own rule), never miss one.
 		got := strings.Fields(string(out))
 		slices.Sort(got)
+		n := len(got)
+		if got = slices.Compact(got); len(got) != n {
+			t.Logf("redis-cli --scan %v repeated %d keys", extra, n-len(got))
+		}
 		want := slices.Clone(keys)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			t.Errorf("redis-cli --scan --pattern 'lock:*' %v = %v; want each lock once: %v", extra, got, want)
+			t.Errorf("redis-cli --scan --pattern 'lock:*' %v = %v; want each lock: %v", extra, got, want)
 		}
 	}
-	if got := scanAll(t, p.Client, "lock:*", 0, nil); len(got) != len(keys) {
-		t.Errorf("SCAN MATCH lock:* gave %d keys; want %d", len(got), len(keys))
+	got := scanAll(t, p.Client, "lock:*", 0, nil)
+	slices.Sort(got)
+	if got = slices.Compact(got); len(got) != len(keys) {
+		t.Errorf("SCAN MATCH lock:* gave %d distinct keys; want %d", len(got), len(keys))
 	}
 	ks, _, err := p.Client.ScanType(t.Context(), 0, "", 1000, "hash").Result()
 	if err != nil {
