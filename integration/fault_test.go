@@ -59,7 +59,7 @@ func startRun(t *testing.T, proxies int, po proxyOpts) *run {
 		addrs = append(addrs, ps.Addr)
 	}
 	r.watch()
-	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), po.effect, addrs...)
+	r.w = startWorkload(t, r.fc, r.seed, po.ttl, po.drift(po.ttl), po.families, addrs...)
 	return r
 }
 
@@ -96,7 +96,7 @@ func (r *run) finish(healed time.Duration, extra ...string) []string {
 	r.t.Helper()
 	r.w.runFor(r.t, healed+liveBound-r.fc.h.now(), loadLimit)
 	r.w.stop()
-	probe(r.t, r.fc.h, r.px[0].Addr, append(extra, r.w.keys...), r.po.ttl, r.po.drift(r.po.ttl), liveBound)
+	probe(r.t, r.fc.h, r.px[0].Addr, append(extra, r.w.keys...), r.w.familyOf, r.po.ttl, r.po.drift(r.po.ttl), liveBound)
 	r.lastPoll()
 	return r.w.check(r.t, healed, liveBound)
 }
@@ -204,17 +204,17 @@ func killTwoThenThird(r *run) (down []int, to time.Duration) {
 	return down, to
 }
 
-// The same through a script served by its effect: the workload locks
-// with go-zero's acquire script and releases with its release script.
-func TestFaultEffectScriptKillTwoThenThird(t *testing.T) {
-	killTwoThenThird(startRun(t, 1, proxyOpts{effect: true}))
+// The same with lock scripts served by their effect: each key is locked
+// by another family's scripts.
+func TestFaultFamiliesKillTwoThenThird(t *testing.T) {
+	killTwoThenThird(startRun(t, 1, proxyOpts{families: []string{famGoZero, famRedisson, famSesame}}))
 }
 
 // The Redlock page's counterexample: a lock held on exactly three of five
 // masters, one of the three restarts empty, and the two that never had it
 // come back. No second client may get the lock while the first holds it.
 func TestFaultRestartEmptyWhileHeldOnExactlyThree(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{})
+	r := startRun(t, 1, proxyOpts{families: []string{famSymfony, famSpring, famMutex}})
 	bad := restartWhileHeldOnThree(r, r.fc.restart)
 	reportViolations(t, r.fc.h, r.seed, bad)
 }
@@ -258,7 +258,7 @@ func restartWhileHeldOnThree(r *run, wipe func(i int)) []string {
 
 // A master stopped (SIGSTOP) for twice max_ttl, then another.
 func TestFaultFreezeOneMaster(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{})
+	r := startRun(t, 1, proxyOpts{families: allFamilies})
 	var healed time.Duration
 	for _, i := range r.pick(2) {
 		time.Sleep(time.Second)
@@ -273,7 +273,7 @@ func TestFaultFreezeOneMaster(t *testing.T) {
 // Two masters blackholed; then two that apply every write but lose the
 // replies; then three that do, when nothing may be granted.
 func TestFaultBlackholeAndLostReplies(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{})
+	r := startRun(t, 1, proxyOpts{families: allFamilies})
 	time.Sleep(time.Second)
 	two := r.pick(2)
 	for _, i := range two {
@@ -309,7 +309,7 @@ func TestFaultBlackholeAndLostReplies(t *testing.T) {
 
 // Every master answers later than the TTL: nothing is ever granted.
 func TestFaultAllMastersSlowerThanTTL(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{})
+	r := startRun(t, 1, proxyOpts{families: []string{famGoZero, famSpring, famMutex}})
 	time.Sleep(time.Second)
 	for i := range faultMasters {
 		r.fc.slow(i, faultTTL+100*time.Millisecond)
@@ -331,7 +331,7 @@ func TestFaultAllMastersSlowerThanTTL(t *testing.T) {
 // acquisitions wait on the masters. Nothing leaks past a TTL, and no OK
 // arrives after its validity (checker a).
 func TestFaultProxyKilledAndPaused(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{})
+	r := startRun(t, 1, proxyOpts{families: []string{famGoZero, famRedisson, famSesame, famSymfony, famSpring, famMutex}})
 	px := r.px[0]
 	time.Sleep(2 * time.Second)
 	px.kill()
@@ -359,7 +359,7 @@ func TestFaultProxyKilledAndPaused(t *testing.T) {
 // Two proxies serve the same masters, one master is blackholed and
 // another restarts empty, and one proxy pauses for a moment.
 func TestFaultTwoProxies(t *testing.T) {
-	r := startRun(t, 2, proxyOpts{})
+	r := startRun(t, 2, proxyOpts{families: []string{famNodeRedisson, famShedLock, famSetNX}})
 	m := r.pick(2)
 	time.Sleep(time.Second)
 	r.fc.blackhole(m[0])

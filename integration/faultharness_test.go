@@ -251,9 +251,9 @@ type proxyOpts struct {
 	driftFactor float64       // default 0.01
 	ttl         time.Duration // the workload's TTL; default faultTTL
 	probe       time.Duration // probe_interval; default 100ms
-	// effect makes the workload lock with go-zero's acquire script,
-	// which the proxy serves by its effect, instead of SET NX PX.
-	effect bool
+	// families names the lock families the workload's keys are locked
+	// by, in turn (faultfamily_test.go); default SET NX alone.
+	families []string
 }
 
 // defaults fills in the zero fields of po.

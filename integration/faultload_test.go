@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,8 +31,8 @@ type workload struct {
 	fc       *faultCluster
 	ttl      time.Duration // of every acquisition
 	drift    time.Duration // the proxy's drift allowance for ttl
-	effect   bool          // lock with go-zero's scripts (served by effect); set before the clients run
 	keys     []string
+	families map[string]*lockFamily // how each key is locked
 	seed     uint64
 	attempts atomic.Int64
 	oks      atomic.Int64
@@ -43,13 +44,26 @@ type workload struct {
 
 // startWorkload starts the clients, acquiring with ttl through proxies
 // whose drift allowance for it is drift; client c talks to
-// addrs[c%len(addrs)].
-func startWorkload(t *testing.T, fc *faultCluster, seed uint64, ttl, drift time.Duration, effect bool, addrs ...string) *workload {
+// addrs[c%len(addrs)]. Key k is locked by the lock family named
+// families[k%len(families)], or by SET NX without families; there are
+// loadKeys keys, or one per family if more.
+func startWorkload(t *testing.T, fc *faultCluster, seed uint64, ttl, drift time.Duration, families []string, addrs ...string) *workload {
 	t.Helper()
-	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift, effect: effect}
-	for k := range loadKeys {
-		w.keys = append(w.keys, "fault-"+strconv.Itoa(k))
+	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift, families: map[string]*lockFamily{}}
+	if len(families) == 0 {
+		families = []string{famSetNX}
 	}
+	w.families[""] = family(t, famSetNX)
+	for k := range max(loadKeys, len(families)) {
+		key := "fault-" + strconv.Itoa(k)
+		w.keys = append(w.keys, key)
+		w.families[key] = family(t, families[k%len(families)])
+	}
+	var names []string
+	for _, key := range w.keys {
+		names = append(names, key+": "+w.families[key].name)
+	}
+	t.Logf("lock families: %s", strings.Join(names, ", "))
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	t.Cleanup(w.stop)
@@ -123,11 +137,7 @@ func (w *workload) turn(c int, rdb *redis.Client, rng *rand.Rand, n int) {
 	key := w.keys[rng.IntN(len(w.keys))]
 	token := fmt.Sprintf("c%d-%d", c, n)
 	w.attempts.Add(1)
-	acq := acquire
-	if w.effect {
-		acq = acquireByEffect
-	}
-	res, start, _ := acq(w.fc.h, rdb, c, key, token, w.ttl, w.drift)
+	res, start, _ := acquireWith(w.fc.h, w.families[key], rdb, c, key, token, w.ttl, w.drift)
 	switch {
 	case res == resOK:
 		w.oks.Add(1)
@@ -144,16 +154,13 @@ func (w *workload) turn(c int, rdb *redis.Client, rng *rand.Rand, n int) {
 func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.Duration) {
 	h := w.fc.h
 	end := start + w.ttl - w.drift
-	w.fc.readHolders(c, opHeld, key, token)
+	f := w.families[key]
+	w.fc.readHolders(c, opHeld, f, key, token)
 	if h.now() < end-w.ttl/5 {
 		w.increment(c, key, token, end)
 	}
-	if w.effect {
-		releaseByScript(h, rdb, c, key, token, goZeroRelease)
-	} else {
-		release(h, rdb, c, key, token)
-	}
-	w.fc.readHolders(c, opGone, key, token)
+	releaseWith(h, f, rdb, c, key, token)
+	w.fc.readHolders(c, opGone, f, key, token)
 }
 
 // increment reads the key's counter, pauses, and writes it back plus one,
@@ -205,20 +212,6 @@ func acquire(h *history, rdb *redis.Client, c int, key, token string, ttl, drift
 	return res, start, end
 }
 
-// acquireByEffect locks with go-zero's acquire script (served by its
-// effect) and records it as an acquire: "OK" is the grant, nil taken.
-func acquireByEffect(h *history, rdb *redis.Client, c int, key, token string, ttl, drift time.Duration) (res string, start, end time.Duration) {
-	start = h.now()
-	v, err := goZeroLockScript.Run(context.Background(), rdb, []string{key}, token, strconv.FormatInt(ttl.Milliseconds(), 10)).Result()
-	end = h.now()
-	if err == nil && v != "OK" {
-		err = fmt.Errorf("go-zero acquire replied %#v", v)
-	}
-	res = result(err, resOK)
-	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res})
-	return res, start, end
-}
-
 // release runs the compare-and-delete script and records it.
 func release(h *history, rdb *redis.Client, c int, key, token string) string {
 	return releaseByScript(h, rdb, c, key, token, distlockRelease)
@@ -249,22 +242,17 @@ func result(err error, ok string) string {
 }
 
 // readHolders reads key on every master directly, at once, and records
-// which hold token and which could not be read.
-func (fc *faultCluster) readHolders(c int, kind, key, token string) {
+// which hold token (as family f shows it) and which could not be read.
+func (fc *faultCluster) readHolders(c int, kind string, f *lockFamily, key, token string) {
 	start := fc.h.now()
 	held := make([]bool, len(fc.masters))
 	unread := make([]bool, len(fc.masters))
 	var wg sync.WaitGroup
 	for i, m := range fc.masters {
 		wg.Go(func() {
-			v, err := m.direct.Get(context.Background(), key).Result()
-			switch {
-			case errors.Is(err, redis.Nil):
-			case err != nil:
-				unread[i] = true
-			default:
-				held[i] = v == token
-			}
+			ok, err := f.holds(context.Background(), m.direct, key, token)
+			unread[i] = err != nil
+			held[i] = ok && err == nil
 		})
 	}
 	wg.Wait()
@@ -280,17 +268,18 @@ func (fc *faultCluster) readHolders(c int, kind, key, token string) {
 	fc.h.add(o)
 }
 
-// probe, for each key in turn, tries to acquire it
-// (and release it) until it succeeds or limit passes.
-func probe(t *testing.T, h *history, addr string, keys []string, ttl, drift, limit time.Duration) {
+// probe, for each key in turn, tries to acquire it (and release it), as
+// familyOf says it is locked, until it succeeds or limit passes.
+func probe(t *testing.T, h *history, addr string, keys []string, familyOf func(key string) *lockFamily, ttl, drift, limit time.Duration) {
 	t.Helper()
 	rdb := proxyClient(t, addr)
 	deadline := time.Now().Add(limit)
 	for i, key := range keys {
 		for n := 0; time.Now().Before(deadline); n++ {
 			token := fmt.Sprintf("probe-%d-%d", i, n)
-			if res, _, _ := acquire(h, rdb, probeClient, key, token, ttl, drift); res == resOK {
-				release(h, rdb, probeClient, key, token)
+			f := familyOf(key)
+			if res, _, _ := acquireWith(h, f, rdb, probeClient, key, token, ttl, drift); res == resOK {
+				releaseWith(h, f, rdb, probeClient, key, token)
 				break
 			}
 			time.Sleep(20 * time.Millisecond)

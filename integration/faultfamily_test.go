@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// lockFamily is one served client's way of locking, as the fault
+// workload replays it: its acquire (granted, taken, or an error, as the
+// history records SET NX), its release, and how a master shows that a
+// token holds a key.
+type lockFamily struct {
+	name    string
+	acquire func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (granted bool, err error)
+	release func(ctx context.Context, rdb *redis.Client, key, token string) (any, error)
+	holds   func(ctx context.Context, m *redis.Client, key, token string) (bool, error)
+}
+
+// Scripts the families replay that no other test defines: node-redisson
+// 1.0.4's (dist/executor/CommandExecutor.js, the unlock as its pub/sub
+// executor completes it) and redis-semaphore 5.8's Mutex release
+// (lib/mutex/release.js), byte for byte.
+const (
+	nodeRedissonLock   = "\nif ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then\n  redis.call('hincrby', KEYS[1], ARGV[2], 1);\n  redis.call('pexpire', KEYS[1], ARGV[1]);\n  return nil;\nend\nreturn redis.call('pttl', KEYS[1]);"
+	nodeRedissonUnlock = "\nlocal val = redis.call('get', KEYS[3]);\nif val ~= false then\n  return tonumber(val);\nend\nif (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then\n  return nil;\nend\nlocal counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);\nif (counter > 0) then\n  redis.call('pexpire', KEYS[1], ARGV[2]);\n  redis.call('set', KEYS[3], 0, 'px', ARGV[4]);\n  return 0;\nelse\n  redis.call('del', KEYS[1]);\n  redis.call('publish', KEYS[2], ARGV[1]);\n  redis.call('set', KEYS[3], 1, 'px', ARGV[4]);\n  return 1;\nend"
+	mutexRelease       = "\n  local key = KEYS[1]\n  local identifier = ARGV[1]\n\n  if redis.call('get', key) == identifier then\n    return redis.call('del', key)\n  end\n\n  return 0\n  "
+)
+
+// The families' names, as scenarios choose them.
+const (
+	famSetNX        = "SET NX"
+	famGoZero       = "go-zero"
+	famRedisson     = "Redisson"
+	famNodeRedisson = "node-redisson"
+	famSesame       = "sesamecare"
+	famSymfony      = "Symfony"
+	famSpring       = "Spring"
+	famShedLock     = "ShedLock"
+	famMutex        = "redis-semaphore Mutex"
+)
+
+// family returns the named lock family; Symfony's scripts are read from
+// the installed php-symfony-lock (see symfonyScripts).
+func family(t *testing.T, name string) *lockFamily {
+	t.Helper()
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	run := func(body string, keys func(key, token string) []string, args func(token string, ttl time.Duration) []any) func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (any, error) {
+		s := redis.NewScript(body)
+		return func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (any, error) {
+			return s.Run(ctx, rdb, keys(key, token), args(token, ttl)...).Result()
+		}
+	}
+	oneKey := func(key, _ string) []string { return []string{key} }
+	// byReply is an acquire that is granted when the script replies ok
+	// and taken when it replies taken (nil counts as a reply).
+	byReply := func(eval func(context.Context, *redis.Client, string, string, time.Duration) (any, error), ok, taken any) func(context.Context, *redis.Client, string, string, time.Duration) (bool, error) {
+		return func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (bool, error) {
+			v, err := eval(ctx, rdb, key, token, ttl)
+			if errors.Is(err, redis.Nil) {
+				v, err = nil, nil
+			}
+			switch {
+			case err != nil:
+				return false, err
+			case v == ok:
+				return true, nil
+			case taken == "int" && isInt(v), v == taken:
+				return false, nil
+			}
+			return false, fmt.Errorf("%s acquire replied %#v", name, v)
+		}
+	}
+	release := func(body string, keys func(key, token string) []string, args func(token string, ttl time.Duration) []any) func(ctx context.Context, rdb *redis.Client, key, token string) (any, error) {
+		eval := run(body, keys, args)
+		return func(ctx context.Context, rdb *redis.Client, key, token string) (any, error) {
+			return eval(ctx, rdb, key, token, 0)
+		}
+	}
+	tokenOnly := func(token string, _ time.Duration) []any { return []any{token} }
+	tokenTTL := func(token string, ttl time.Duration) []any { return []any{token, ms(ttl)} }
+	setNX := func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (bool, error) {
+		err := rdb.SetArgs(ctx, key, token, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+		if errors.Is(err, redis.Nil) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	redissonKeys := func(key, token string) []string {
+		return []string{key, "redisson_lock__channel:{" + key + "}", "redisson_unlock_latch:{" + key + "}:" + token}
+	}
+	f := &lockFamily{name: name, holds: holdsString}
+	switch name {
+	case famSetNX:
+		f.acquire, f.release = setNX, release(distlockRelease, oneKey, tokenOnly)
+	case famGoZero:
+		f.acquire = byReply(run(goZeroLock, oneKey, tokenTTL), "OK", nil)
+		f.release = release(goZeroRelease, oneKey, tokenOnly)
+	case famRedisson:
+		f.acquire = byReply(run(redissonLock, oneKey, func(token string, ttl time.Duration) []any { return []any{ms(ttl), token} }), nil, "int")
+		f.release = release(redissonUnlock, redissonKeys, func(token string, _ time.Duration) []any {
+			return []any{"0", ms(faultTTL), token, "PUBLISH", "3000"}
+		})
+		f.holds = holdsField
+	case famNodeRedisson:
+		f.acquire = byReply(run(nodeRedissonLock, oneKey, func(token string, ttl time.Duration) []any { return []any{ms(ttl), token} }), nil, "int")
+		f.release = release(nodeRedissonUnlock, redissonKeys, func(token string, _ time.Duration) []any {
+			return []any{"0", ms(faultTTL), token, "3000"}
+		})
+		f.holds = holdsField
+	case famSesame:
+		f.acquire = byReply(run(sesameAcquire, oneKey, func(token string, ttl time.Duration) []any { return []any{"0", token, ms(ttl)} }), int64(1), int64(0))
+		f.release = release(sesameRelease, oneKey, func(token string, _ time.Duration) []any { return []any{"0", token} })
+	case famSymfony:
+		scripts := symfonyScripts(t)
+		if scripts == nil {
+			t.Skip("php-symfony-lock not installed")
+		}
+		// save (ARGV: microtime, token, ttl ms) replies true or false.
+		f.acquire = byReply(run(scripts[0].body, oneKey, func(token string, ttl time.Duration) []any {
+			return []any{strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 4, 64), token, ms(ttl)}
+		}), int64(1), nil)
+		f.release = release(scripts[3].body, oneKey, tokenOnly)
+		f.holds = holdsMember
+	case famSpring:
+		f.acquire = byReply(run(springObtain, oneKey, tokenTTL), int64(1), nil)
+		f.release = release(springSpinUnlock, oneKey, tokenOnly)
+	case famShedLock:
+		f.acquire, f.release = setNX, release(shedlockDelete, oneKey, tokenOnly)
+	case famMutex:
+		// redis-semaphore sends SET key id PX ms NX.
+		f.acquire = func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (bool, error) {
+			err := rdb.Do(ctx, "set", key, token, "PX", ms(ttl), "NX").Err()
+			if errors.Is(err, redis.Nil) {
+				return false, nil
+			}
+			return err == nil, err
+		}
+		f.release = release(mutexRelease, oneKey, tokenOnly)
+	default:
+		t.Fatalf("no lock family %q", name)
+	}
+	return f
+}
+
+func isInt(v any) bool { _, ok := v.(int64); return ok }
+
+// holdsString: the key's string value is the token.
+func holdsString(ctx context.Context, m *redis.Client, key, token string) (bool, error) {
+	v, err := m.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return v == token, err
+}
+
+// holdsField: the token is a field of the key's hash (Redisson).
+func holdsField(ctx context.Context, m *redis.Client, key, token string) (bool, error) {
+	return m.HExists(ctx, key, token).Result()
+}
+
+// holdsMember: the token is a member of the key's sorted set (Symfony).
+func holdsMember(ctx context.Context, m *redis.Client, key, token string) (bool, error) {
+	err := m.ZScore(ctx, key, token).Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// acquireWith locks with f and records it as an acquire: OK granted,
+// nil taken, an error reply, or unknown.
+func acquireWith(h *history, f *lockFamily, rdb *redis.Client, c int, key, token string, ttl, drift time.Duration) (res string, start, end time.Duration) {
+	start = h.now()
+	granted, err := f.acquire(context.Background(), rdb, key, token, ttl)
+	end = h.now()
+	res = result(err, resOK)
+	if err == nil && !granted {
+		res = resNil
+	}
+	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res})
+	return res, start, end
+}
+
+// releaseWith unlocks with f and records it with its reply.
+func releaseWith(h *history, f *lockFamily, rdb *redis.Client, c int, key, token string) string {
+	start := h.now()
+	v, err := f.release(context.Background(), rdb, key, token)
+	res := result(err, fmt.Sprint(v))
+	h.add(op{Client: c, Op: opRelease, Key: key, Token: token, Start: start, End: h.now(), Result: res})
+	return res
+}
+
+// familyOf is the family key is locked by: a workload key's, or SET NX
+// for a key a scenario locks itself.
+func (w *workload) familyOf(key string) *lockFamily {
+	if f, ok := w.families[key]; ok {
+		return f
+	}
+	return w.families[""]
+}
+
+// allFamilies is every served lock family, one key each. The scenarios
+// share them out (the README's fault table says which meets which fault)
+// rather than running each scenario once per family.
+var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, famSesame, famSymfony, famSpring, famShedLock, famMutex}
