@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,3 +210,30 @@ func (w *workload) familyOf(key string) *lockFamily {
 // share them out (the README's fault table says which meets which fault)
 // rather than running each scenario once per family.
 var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, famSesame, famSymfony, famSpring, famShedLock, famMutex}
+
+// checkFamiliesUsed reports a workload key whose family was never granted
+// and released (a release replying 1) by the workload's clients: the
+// checkers would have had nothing of it to judge.
+func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
+	t.Helper()
+	oks, released := map[string]int{}, map[string]int{}
+	for _, o := range ops {
+		switch {
+		case o.Client == probeClient:
+		case o.Op == opAcquire && o.Result == resOK:
+			oks[o.Key]++
+		case o.Op == opRelease && o.Result == "1":
+			released[o.Key]++
+		}
+	}
+	var bad, seen []string
+	for _, key := range w.keys {
+		name := w.families[key].name
+		seen = append(seen, fmt.Sprintf("%s %d OK, %d released", name, oks[key], released[key]))
+		if oks[key] == 0 || released[key] == 0 {
+			bad = append(bad, fmt.Sprintf("key %s (%s): %d OK and %d releases replying 1; the family went untested", key, name, oks[key], released[key]))
+		}
+	}
+	t.Logf("per family: %s", strings.Join(seen, "; "))
+	return bad
+}

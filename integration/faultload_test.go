@@ -297,6 +297,7 @@ func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
 	bad = append(bad, checkExclusion(ops)...)
 	bad = append(bad, checkCounter(ops, w.counters(t))...)
 	bad = append(bad, checkLiveness(ops, w.keys, healed, bound)...)
+	bad = append(bad, w.checkFamiliesUsed(t, ops)...)
 	held, judged := checkQuorumHeld(ops, len(w.fc.masters), time.Second, faultNodeTimeout)
 	bad = append(bad, held...)
 	if w.ttl-w.drift >= 400*time.Millisecond {
