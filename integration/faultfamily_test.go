@@ -92,6 +92,9 @@ func family(t *testing.T, name string) *lockFamily {
 		}
 		return err == nil, err
 	}
+	// Redisson's unlock sets an unlock latch for its command timeout,
+	// which must be within max_ttl (the fault suite's is 2s).
+	const latchMs = "1000"
 	redissonKeys := func(key, token string) []string {
 		return []string{key, "redisson_lock__channel:{" + key + "}", "redisson_unlock_latch:{" + key + "}:" + token}
 	}
@@ -105,13 +108,13 @@ func family(t *testing.T, name string) *lockFamily {
 	case famRedisson:
 		f.acquire = byReply(run(redissonLock, oneKey, func(token string, ttl time.Duration) []any { return []any{ms(ttl), token} }), nil, "int")
 		f.release = release(redissonUnlock, redissonKeys, func(token string, _ time.Duration) []any {
-			return []any{"0", ms(faultTTL), token, "PUBLISH", "3000"}
+			return []any{"0", ms(faultTTL), token, "PUBLISH", latchMs}
 		})
 		f.holds = holdsField
 	case famNodeRedisson:
 		f.acquire = byReply(run(nodeRedissonLock, oneKey, func(token string, ttl time.Duration) []any { return []any{ms(ttl), token} }), nil, "int")
 		f.release = release(nodeRedissonUnlock, redissonKeys, func(token string, _ time.Duration) []any {
-			return []any{"0", ms(faultTTL), token, "3000"}
+			return []any{"0", ms(faultTTL), token, latchMs}
 		})
 		f.holds = holdsField
 	case famSesame:
