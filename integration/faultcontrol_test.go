@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,39 +91,46 @@ func TestFaultClockJumpOnOneMaster(t *testing.T) {
 	r := startRun(t, 1, proxyOpts{})
 	order := r.pick(faultMasters)
 	time.Sleep(time.Second)
-	contend(r, r.fc.h, "clock-all", order[0], faultMasters)
+	// Held on all five, by each lock family in turn.
+	var all []string
+	for k, name := range allFamilies {
+		key := "clock-all-" + strconv.Itoa(k)
+		r.w.extra[key] = family(t, name)
+		all = append(all, key)
+		contend(r, r.fc.h, r.w.extra[key], key, order[0], faultMasters)
+	}
 
 	// Exactly a quorum, in a history of its own: the violation is expected.
 	h := newHistory()
 	r.fc.blackhole(order[3])
 	r.fc.blackhole(order[4])
 	time.Sleep(100 * time.Millisecond)
-	contend(r, h, "clock-quorum", order[0], 3)
+	contend(r, h, r.w.familyOf("clock-quorum"), "clock-quorum", order[0], 3)
 	bad := checkExclusion(h.snapshot())
 	if len(bad) == 0 {
 		t.Errorf("held on exactly three masters, one of which dropped the key early, no second holder was seen; want checker (a) to report one")
 	}
 	t.Logf("the documented limit, as checker (a) reports it: %s", strings.Join(bad, "; "))
-	reportViolations(t, r.fc.h, r.seed, r.finish(r.fc.h.now(), "clock-all"))
+	reportViolations(t, r.fc.h, r.seed, r.finish(r.fc.h.now(), all...))
 }
 
-// contend has client 100 acquire key for max_ttl on exactly held masters
-// (jump among them), heals every master, has master jump drop the key,
-// and has client 101 try for the key for the rest of the TTL, recording
-// in h.
-func contend(r *run, h *history, key string, jump, held int) {
+// contend has client 100 acquire key with family f for max_ttl on
+// exactly held masters (jump among them), heals every master, has master
+// jump drop the key, and has client 101 try for the key for the rest of
+// the TTL, recording in h.
+func contend(r *run, h *history, f *lockFamily, key string, jump, held int) {
 	t := r.t
 	t.Helper()
 	holder := proxyClient(t, r.px[0].Addr)
 	deadline := time.Now().Add(10 * time.Second)
 	for n := 0; ; n++ {
 		token := fmt.Sprintf("%s-a-%d", key, n)
-		res, _, _ := acquire(h, holder, 100, key, token, faultMaxTTL, r.po.drift(faultMaxTTL))
+		res, _, _ := acquireWith(h, f, holder, 100, key, token, faultMaxTTL, r.po.drift(faultMaxTTL))
 		if res == resOK {
-			if got := r.fc.holders(key, token); len(got) == held && slices.Contains(got, jump) {
+			if got := r.fc.holders(f, key, token); len(got) == held && slices.Contains(got, jump) {
 				break
 			}
-			release(h, holder, 100, key, token) // a node missed it under load: again
+			releaseWith(h, f, holder, 100, key, token) // a node missed it under load: again
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s not acquired within 10s: last %s", key, res)
@@ -138,7 +146,7 @@ func contend(r *run, h *history, key string, jump, held int) {
 	other := proxyClient(t, r.px[0].Addr)
 	start := time.Now()
 	for n := 0; time.Since(start) < faultMaxTTL-200*time.Millisecond; n++ {
-		acquire(h, other, 101, key, fmt.Sprintf("%s-b-%d", key, n), faultTTL, r.po.drift(faultTTL))
+		acquireWith(h, f, other, 101, key, fmt.Sprintf("%s-b-%d", key, n), faultTTL, r.po.drift(faultTTL))
 		time.Sleep(20 * time.Millisecond)
 	}
 }
@@ -168,7 +176,7 @@ func TestFaultFlushAllWhileHeldOnExactlyThree(t *testing.T) {
 		token := fmt.Sprintf("flush-a-%d", n)
 		res, _, _ := acquire(h, holder, 100, "flush", token, faultMaxTTL, r.po.drift(faultMaxTTL))
 		if res == resOK {
-			if got := r.fc.holders("flush", token); len(got) == 3 && slices.Contains(got, order[0]) {
+			if got := r.fc.holders(r.w.familyOf("flush"), "flush", token); len(got) == 3 && slices.Contains(got, order[0]) {
 				break
 			}
 			release(h, holder, 100, "flush", token)

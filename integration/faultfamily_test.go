@@ -200,10 +200,13 @@ func releaseWith(h *history, f *lockFamily, rdb *redis.Client, c int, key, token
 	return res
 }
 
-// familyOf is the family key is locked by: a workload key's, or SET NX
-// for a key a scenario locks itself.
+// familyOf is the family key is locked by: a workload key's, the one a
+// scenario locks its own key by (w.extra), or SET NX.
 func (w *workload) familyOf(key string) *lockFamily {
 	if f, ok := w.families[key]; ok {
+		return f
+	}
+	if f, ok := w.extra[key]; ok {
 		return f
 	}
 	return w.families[""]

@@ -33,6 +33,9 @@ type workload struct {
 	drift    time.Duration // the proxy's drift allowance for ttl
 	keys     []string
 	families map[string]*lockFamily // how each key is locked
+	// extra is how keys a scenario locks itself are, if not by SET NX;
+	// only the scenario's goroutine reads or writes it.
+	extra    map[string]*lockFamily
 	seed     uint64
 	attempts atomic.Int64
 	oks      atomic.Int64
@@ -49,7 +52,7 @@ type workload struct {
 // loadKeys keys, or one per family if more.
 func startWorkload(t *testing.T, fc *faultCluster, seed uint64, ttl, drift time.Duration, families []string, addrs ...string) *workload {
 	t.Helper()
-	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift, families: map[string]*lockFamily{}}
+	w := &workload{fc: fc, seed: seed, ttl: ttl, drift: drift, families: map[string]*lockFamily{}, extra: map[string]*lockFamily{}}
 	if len(families) == 0 {
 		families = []string{famSetNX}
 	}
@@ -310,11 +313,12 @@ func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
 	return bad
 }
 
-// holders returns the masters that hold token at key, read directly.
-func (fc *faultCluster) holders(key, token string) []int {
+// holders returns the masters that hold token at key (as family f shows
+// it), read directly.
+func (fc *faultCluster) holders(f *lockFamily, key, token string) []int {
 	var idx []int
 	for i, m := range fc.masters {
-		if v, err := m.direct.Get(context.Background(), key).Result(); err == nil && v == token {
+		if ok, err := f.holds(context.Background(), m.direct, key, token); err == nil && ok {
 			idx = append(idx, i)
 		}
 	}
