@@ -10,7 +10,7 @@ import (
 
 // TestAttack2ACLRunbookReads: the runbook's reads (SCAN, SCAN TYPE,
 // TYPE, HGETALL, STRLEN, DBSIZE) and SCRIPT KILL through a proxy whose
-// masters give its user only the README's least-privilege ACL: each
+// masters give its user only the docs' least-privilege ACL: each
 // answers as one Redis, and no master logs a denied command.
 func TestAttack2ACLRunbookReads(t *testing.T) {
 	masters := []*redisProc{startACLMaster(t), startACLMaster(t), startACLMaster(t)}

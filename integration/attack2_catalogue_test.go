@@ -12,7 +12,7 @@ import (
 // called while ANOTHER token holds the key, whose value it matches by
 // that length (getrange(k, 0, -2) of "tokX" is "tok"). Side by side
 // with one redis-server: the answer and what the key holds after, as one
-// Redis's but for the README's difference (-1: refused, not overwritten).
+// Redis's but for docs/compatibility.md's difference (-1: refused, not overwritten).
 func TestAttack2RedislockObtainOddTokenLengthOverAnotherHolder(t *testing.T) {
 	ref := direct(t, startRedis(t).Addr)
 	_, p := setup(t, 3, proxy.Config{})
@@ -32,7 +32,7 @@ func TestAttack2RedislockObtainOddTokenLengthOverAnotherHolder(t *testing.T) {
 		refV, _ := ref.Get(ctx, key).Result()
 		pV, _ := p.Client.Get(ctx, key).Result()
 		if tl == "-1" {
-			// The README's difference: one Redis overwrites another
+			// docs/compatibility.md's difference: one Redis overwrites another
 			// token's lock; the proxy refuses and keeps it.
 			if want != `"OK"` || refV != "tok" {
 				t.Errorf("one Redis: %q %v (key %q); want OK and the key overwritten", want, werr, refV)

@@ -85,7 +85,7 @@ func TestFaultNoValidityLeft(t *testing.T) {
 // emulates its effect on the key with PEXPIRE on that master alone, which
 // the proxy cannot see (its TIME does not move). Held on all five masters
 // the lock stays safe: four still hold it. Held on exactly three, a second
-// client gets it: the limit the README documents, and checker (a) reports
+// client gets it: the limit the docs document, and checker (a) reports
 // it.
 func TestFaultClockJumpOnOneMaster(t *testing.T) {
 	r := startRun(t, 1, proxyOpts{})

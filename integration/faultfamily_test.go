@@ -213,7 +213,7 @@ func (w *workload) familyOf(key string) *lockFamily {
 }
 
 // allFamilies is every served lock family the scenarios run, one key
-// each. The scenarios share them out (the README's fault table says which
+// each. The scenarios share them out (docs/tests.md's fault table says which
 // meets which fault) rather than running each scenario once per family.
 // Symfony is left out: a save refused for want of a quorum is undone
 // without its "__write__" member, which then denies the key on that node

@@ -184,7 +184,7 @@ func TestIncrFenceKeysCounter(t *testing.T) {
 }
 
 // TestFenceUnderLeastPrivilegeNodeACL: FENCE, INCR and GET of a counter,
-// and the seeding of a new deployment, need nothing beyond the README's
+// and the seeding of a new deployment, need nothing beyond the docs'
 // least-privilege ACL on the masters: no master logs a denied command.
 func TestFenceUnderLeastPrivilegeNodeACL(t *testing.T) {
 	masters := []*redisProc{startACLMaster(t), startACLMaster(t), startACLMaster(t)}

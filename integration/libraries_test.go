@@ -205,7 +205,7 @@ func TestPythonAsyncioLockSideBySide(t *testing.T) {
 	}
 }
 
-// delRefused is the proxy's answer to DEL (README, "Differences from one
+// delRefused is the proxy's answer to DEL (docs/compatibility.md, "Differences from one
 // Redis": DEL).
 const delRefused = "ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use"
 
@@ -215,7 +215,7 @@ const delRefused = "ERR DEL is refused: release a lock with its token through th
 // (over node-redis v4) and simple-redis-mutex 3.0 (over node-redis v5);
 // and ioredis's reconnect after the server closed an idle connection.
 // Semaphore's ZREM release and simple-redis-mutex's INCR fencing counter
-// are refused through the proxy (README, "Differences from one Redis":
+// are refused through the proxy (docs/compatibility.md, "Differences from one Redis":
 // other Redis commands), and so is redis-lock's DEL release.
 func TestNpmLockLibrariesSideBySide(t *testing.T) {
 	for _, lib := range []struct {
@@ -286,7 +286,7 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 // Predis, as Cache::lock() builds them: get, get with a callback, a
 // restored owner's release, block and its LockTimeoutException; and the
 // Redis funnel. forceRelease (a plain DEL) and the funnel's MGET script
-// are refused through the proxy (README, "Differences from one Redis":
+// are refused through the proxy (docs/compatibility.md, "Differences from one Redis":
 // DEL; EVAL of a script that is not a recognised lock script).
 func TestLaravelCacheLockSideBySide(t *testing.T) {
 	php := needTool(t, "php")
@@ -322,7 +322,7 @@ func TestLaravelCacheLockSideBySide(t *testing.T) {
 // redis-server: what they expect of the proxy is what one Redis does.
 // sesame.js and noderesp3.mjs are not run here: each also checks
 // something only the proxy does (db 1 refused; EVALSHA of a catalogue
-// digest never loaded, README "Differences from one Redis").
+// digest never loaded, docs/compatibility.md "Differences from one Redis").
 func TestFamilyScriptsAgainstOneRedis(t *testing.T) {
 	t.Run("redis-py Lock", func(t *testing.T) {
 		t.Parallel()

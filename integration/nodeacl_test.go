@@ -22,7 +22,7 @@ import (
 )
 
 // proxyACL is the least-privilege ACL rule of the proxy's own user on
-// the masters, as the README gives it: the commands the proxy sends
+// the masters, as docs/operations.md gives it: the commands the proxy sends
 // (INFO, TIME, the membership hash, EVALSHA and EVAL of its scripts, DEL
 // for allow_force_del; PING and the subscribe commands of the pub/sub
 // hub), those its own scripts call, and for the client scripts served by

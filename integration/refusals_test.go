@@ -10,7 +10,7 @@ import (
 
 // refusal is one documented way in which the proxy answers differently
 // from one Redis on purpose. row is the first cell of its row in the
-// README's "Differences from one Redis" table; match reports whether a
+// docs/compatibility.md's "Differences from one Redis" table; match reports whether a
 // pair of replies to c is this difference. reference answers questions
 // about the reference server's state, for the rows that depend on it.
 type refusal struct {
@@ -27,7 +27,7 @@ type referenceState interface {
 
 // refusals is the one list of the proxy's documented differences from one
 // Redis. The differential test fails on any difference not matched here,
-// and TestRefusalsMatchREADME keeps it and the README's table the same.
+// and TestRefusalsMatchREADME keeps it and the docs' table the same.
 var refusals = []refusal{
 	{"`SET` that is not a lock: without `NX`, or with `XX`, `GET`, `KEEPTTL`", func(c diffCmd, r, p respValue, _ referenceState) bool {
 		return c.name() == "set" && p.isError() &&
@@ -193,16 +193,16 @@ func matchRefusal(c diffCmd, r, p respValue, ref referenceState) *refusal {
 	return nil
 }
 
-// The README's table of differences and the refusals list name the same
-// rows, in the same order.
+// The table of differences (docs/compatibility.md, linked from the README)
+// and the refusals list name the same rows, in the same order.
 func TestRefusalsMatchREADME(t *testing.T) {
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/compatibility.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(b), "\n### Differences from one Redis\n")
 	if !ok {
-		t.Fatal("README has no \"### Differences from one Redis\" section")
+		t.Fatal("docs/compatibility.md has no \"### Differences from one Redis\" section")
 	}
 	var rows []string
 	for _, line := range strings.Split(section, "\n") {
@@ -220,6 +220,6 @@ func TestRefusalsMatchREADME(t *testing.T) {
 		want = append(want, r.row)
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
-		t.Errorf("README rows:\n%s\n\nrefusals:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+		t.Errorf("docs/compatibility.md rows:\n%s\n\nrefusals:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 }

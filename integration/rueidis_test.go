@@ -38,7 +38,7 @@ func TestRueidisSideBySide(t *testing.T) {
 
 	want := rueidisStory(t, ref.Addr)
 	got := rueidisStory(t, p.Addr)
-	// ForceWithContext's takeover is refused through the proxy (README,
+	// ForceWithContext's takeover is refused through the proxy (docs/compatibility.md,
 	// "Differences from one Redis": EVAL of a script that is not a
 	// recognised lock script): those two steps read differently.
 	differs := map[string]string{

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -602,25 +601,17 @@ func TestIntrospectionAsRedis(t *testing.T) {
 	}
 }
 
-// Every command the README's "What it refuses, and why" lists gets an
-// error in Redis's shape, one line, that gives the row's reason; the
-// connection stays usable.
+// Every command docs/compatibility.md's "What it refuses, and why" lists
+// gets an error in Redis's shape, one line, that gives the row's reason;
+// the connection stays usable.
 func TestRefusedCommandsSayWhy(t *testing.T) {
-	// The section lives in the README or, once moved, in docs/.
-	files, _ := filepath.Glob("../docs/*.md")
-	var sec string
-	ok := false
-	for _, f := range append([]string{"../README.md"}, files...) {
-		text, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, sec, ok = strings.Cut(string(text), "What it refuses, and why\n"); ok {
-			break
-		}
+	text, err := os.ReadFile("../docs/compatibility.md")
+	if err != nil {
+		t.Fatal(err)
 	}
+	_, sec, ok := strings.Cut(string(text), "\n### What it refuses, and why\n")
 	if !ok {
-		t.Fatal("no section \"What it refuses, and why\" in the README or docs/")
+		t.Fatal("no section \"What it refuses, and why\" in docs/compatibility.md")
 	}
 	sec, _, _ = strings.Cut(sec, "\n#") // to the next heading
 	_, p := setup(t, 3, proxy.Config{})
@@ -633,7 +624,7 @@ func TestRefusedCommandsSayWhy(t *testing.T) {
 		}
 		rows++
 		// The reason as the error gives it: no markdown, and a trailing
-		// pointer into the README, "(Section)", left out.
+		// pointer into the docs, "(Section)", left out.
 		why := strings.ReplaceAll(strings.TrimSuffix(cells[1], " |"), "`", "")
 		if i := strings.LastIndex(why, " ("); i > 0 && strings.HasSuffix(why, ")") && why[i+2] >= 'A' && why[i+2] <= 'Z' {
 			why = why[:i]
@@ -662,7 +653,7 @@ func TestRefusedCommandsSayWhy(t *testing.T) {
 		}
 	}
 	if rows < 10 {
-		t.Errorf("README's refusals table has %d rows", rows)
+		t.Errorf("the refusals table has %d rows", rows)
 	}
 	if v, err := rc.do(cmdOf("PING")); err != nil || v.String() != "+PONG" {
 		t.Errorf("PING after the refusals = %s, %v", v, err)

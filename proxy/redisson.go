@@ -39,7 +39,7 @@ var redissonRefused = map[string]string{
 	"47aed1b8133417c9bc009ffc08602e37ed4a1bb3": "RCountDownLatch",
 }
 
-// redissonWhy is why each refused type is not served; the README's
+// redissonWhy is why each refused type is not served; docs/compatibility.md's
 // Redisson table says the same.
 var redissonWhy = map[string]string{
 	"RReadWriteLock read lock":                "its readers share one hash and one expiry, kept alive by timeout keys the script names from KEYS[2], so one reader's renewal extends the others' holds",

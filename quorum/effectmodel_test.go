@@ -131,7 +131,7 @@ func (r *mRun) setNX(j int) bool {
 }
 
 // The scripts of the grammar: the shapes lock clients send (the
-// README's families) and the shapes of issue 16's findings.
+// docs/tests.md's families) and the shapes of issue 16's findings.
 var mScripts = []mScript{
 	{name: "SET NX PX acquire", keys: []mKind{mString}, run: func(r *mRun) (Value, bool) {
 		if r.setNX(0) {
