@@ -23,14 +23,14 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/redlock-proxy/redlock-proxy/acl"
-	"github.com/redlock-proxy/redlock-proxy/admin"
+	"github.com/redlock-proxy/redlock-proxy/internal/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/admin"
 	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
-	"github.com/redlock-proxy/redlock-proxy/metrics"
+	"github.com/redlock-proxy/redlock-proxy/internal/metrics"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
-	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
-	"github.com/redlock-proxy/redlock-proxy/tlsfiles"
+	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 )
 
 //go:embed config.toml

@@ -20,7 +20,7 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-proxy/redlock-proxy/metrics"
+	"github.com/redlock-proxy/redlock-proxy/internal/metrics"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/internal/testpki"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
-	"github.com/redlock-proxy/redlock-proxy/tlsfiles"
+	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 )
 
 // tlsProxy is a proxy over three real masters serving a plain and a TLS

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 )
 
 // TestKeyPatternsMatchRedis checks acl.Match, which the users' key

@@ -19,7 +19,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
-	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/internal/testpki"
-	"github.com/redlock-proxy/redlock-proxy/tlsfiles"
+	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 )
 
 // proxyACL is the least-privilege ACL rule of the proxy's own user on

@@ -14,9 +14,9 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/internal/testpki"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
-	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
-	"github.com/redlock-proxy/redlock-proxy/tlsfiles"
+	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 )
 
 // startTLSRedis runs a redis-server that serves TLS only (--port 0), with

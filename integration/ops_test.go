@@ -26,7 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
-	"github.com/redlock-proxy/redlock-proxy/metrics"
+	"github.com/redlock-proxy/redlock-proxy/internal/metrics"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 

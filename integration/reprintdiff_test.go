@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-proxy/redlock-proxy/script"
+	"github.com/redlock-proxy/redlock-proxy/internal/script"
 )
 
 // @sesamecare-oss/redlock 1.4's scripts (dist/scripts.js: node-redlock

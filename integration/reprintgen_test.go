@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-proxy/redlock-proxy/script"
+	"github.com/redlock-proxy/redlock-proxy/internal/script"
 )
 
 // TestReprintedProgramsBehaveAlike runs random programs (every statement

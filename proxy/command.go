@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/redlock-proxy/redlock-proxy/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 

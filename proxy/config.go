@@ -5,8 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redlock-proxy/redlock-proxy/acl"
-	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 )
 
 // Config holds the server's settings. The zero value of a field means its

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/testpki"
-	"github.com/redlock-proxy/redlock-proxy/tlsfiles"
+	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 )
 
 // TestServePlainAndTLS serves one server on a plain and a TLS listener at

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
-	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 

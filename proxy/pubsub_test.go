@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
-	"github.com/redlock-proxy/redlock-proxy/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 

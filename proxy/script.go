@@ -10,7 +10,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
-	"github.com/redlock-proxy/redlock-proxy/script"
+	"github.com/redlock-proxy/redlock-proxy/internal/script"
 )
 
 // maxCachedScripts bounds the scripts learned from EVAL and SCRIPT LOAD.
