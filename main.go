@@ -27,10 +27,10 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/admin"
 	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
 	"github.com/redlock-proxy/redlock-proxy/internal/metrics"
-	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
-	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 //go:embed config.toml

@@ -14,8 +14,8 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/internal/testpki"
-	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
+	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
 // tlsProxy is a proxy over three real masters serving a plain and a TLS

@@ -17,9 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
-	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/script"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
-	"github.com/redlock-proxy/redlock-proxy/internal/script"
 )
 
 // effectCommands is script's allow-list as the engine's wrapper takes it.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/script"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
-	"github.com/redlock-proxy/redlock-proxy/internal/script"
 )
 
 // maxCachedScripts bounds the scripts learned from EVAL and SCRIPT LOAD.

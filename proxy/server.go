@@ -16,8 +16,8 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
-	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )

@@ -18,8 +18,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
+	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
