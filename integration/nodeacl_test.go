@@ -27,7 +27,7 @@ import (
 // for allow_force_del; PING and the subscribe commands of the pub/sub
 // hub), those its own scripts call, and for the client scripts served by
 // their effect, FUNCTION LOAD and FCALL of their wrappers, those the
-// wrapper calls (snapshot and roll back) and script.Commands. AUTH and
+// wrapper calls (snapshot and roll back) and the allow-list (internal/lua). AUTH and
 // HELLO need no rule. With trust_fsync_always, add +config|get.
 var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +ssubscribe +unsubscribe +punsubscribe +sunsubscribe" +
 	" +fcall +function|load +function|list +function|delete +script|flush +type +pexpiretime +pexpireat +strlen +persist +hkeys +hdel +zrange +zrem +zadd" +

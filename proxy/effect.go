@@ -5,16 +5,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redlock-proxy/redlock-proxy/internal/script"
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
-// effectCommands is script's allow-list as the engine's wrapper takes it.
+// effectCommands is the allow-list as the engine's wrapper takes it.
 var effectCommands = func() map[string]int {
-	m := make(map[string]int, len(script.Commands))
-	for name, pos := range script.Commands {
-		m[name] = int(pos)
+	m := map[string]int{}
+	for name, keys := range lua.Commands() {
+		m[name] = int(keys)
 	}
 	return m
 }()

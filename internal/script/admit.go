@@ -8,36 +8,8 @@ import (
 
 	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
-)
 
-// Commands is the allow-list of what a served script may call, by
-// lower-case name, with where its keys are.
-var Commands = map[string]KeyPos{
-	// Strings.
-	"get": KeyFirst, "set": KeyFirst, "setnx": KeyFirst, "pexpire": KeyFirst,
-	"pexpireat": KeyFirst, "expire": KeyFirst, "expireat": KeyFirst,
-	"pttl": KeyFirst, "ttl": KeyFirst, "type": KeyFirst,
-	"getrange": KeyFirst, // bsm/redislock's re-entry by token prefix
-	"exists":   KeyAll, "del": KeyAll, "unlink": KeyAll,
-	// Hashes (Redisson).
-	"hget": KeyFirst, "hset": KeyFirst, "hincrby": KeyFirst, "hexists": KeyFirst,
-	"hdel": KeyFirst, "hlen": KeyFirst,
-	// Sorted sets, as Symfony uses them.
-	"zadd": KeyFirst, "zscore": KeyFirst, "zrem": KeyFirst, "zcount": KeyFirst,
-	"zcard": KeyFirst, "zremrangebyscore": KeyFirst, "zrange": KeyFirst,
-	"zrevrange": KeyFirst,
-	// No keys.
-	"time": KeyNone, "publish": KeyNone, "spublish": KeyNone,
-	"select": KeyNone, // database 0 only
-}
-
-// KeyPos says which arguments of a command are keys.
-type KeyPos uint8
-
-const (
-	KeyNone  KeyPos = iota // no key
-	KeyFirst               // the first argument
-	KeyAll                 // every argument
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
 // globals are the global names a served script may read; anything else
@@ -520,18 +492,18 @@ func (a *admitter) call(e *ast.FuncCallExpr) {
 		return
 	}
 	cmd := strings.ToLower(name.Value)
-	pos, allowed := Commands[cmd]
+	keys, allowed := lua.Command(cmd)
 	if !allowed {
 		a.refuse(e.Line(), "%s is not a lock command", strings.ToUpper(cmd))
 		return
 	}
 	args := e.Args[1:]
-	switch pos {
-	case KeyFirst:
+	switch keys {
+	case lua.FirstKey:
 		if len(args) > 0 {
 			a.key(args[0])
 		}
-	case KeyAll:
+	case lua.AllKeys:
 		for _, arg := range args {
 			a.key(arg)
 		}

@@ -2,6 +2,8 @@ package script
 
 import (
 	"github.com/yuin/gopher-lua/ast"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
 // Expressions, as print.go prints them.
@@ -121,7 +123,7 @@ func (p *printer) expr(e ast.Expr) {
 		}
 		p.w(formatNumber(f))
 	case *ast.StringExpr:
-		p.w(quoteString(e.Value))
+		p.w(lua.Quote(e.Value))
 	case *ast.Comma3Expr:
 		if e.AdjustRet {
 			p.w("(...)")

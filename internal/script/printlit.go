@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Names, strings and numbers, as print.go writes them.
@@ -23,24 +22,6 @@ func isName(s string) bool {
 		}
 	}
 	return true
-}
-
-// quoteString writes s as a double-quoted Lua string: printable ASCII as
-// itself, everything else, '"' and '\' as a three-digit decimal escape
-// (three digits always, so a digit after it is not read into it).
-func quoteString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c < 0x7f && c != '"' && c != '\\' {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "\\%03d", c)
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 var (
