@@ -1,6 +1,11 @@
-package main
+package app
 
-import "fmt"
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+)
 
 // fdReserve is how many file descriptors the proxy keeps for itself and
 // its nodes, out of the open-file limit, so that clients can never take
@@ -34,4 +39,28 @@ func fitClients(maxClients int, limit uint64, reserve int) (int, error) {
 			limit, max(room, 0), reserve, minClients)
 	}
 	return int(min(int64(maxClients), room)), nil
+}
+
+// fitFileLimit raises the open-file limit as far as it goes and lowers
+// cfg's max_clients, with a warning, to what it holds after reserve: a
+// client must never take a descriptor a node needs, or the nodes are
+// marked down with "too many open files" and every client loses its
+// quorum. It refuses to start when the limit leaves almost nothing.
+func fitFileLimit(cfg *proxy.Config, reserve int, log *slog.Logger) error {
+	limit, err := raiseFileLimit()
+	if err != nil {
+		log.Warn("open file limit unknown; max_clients not checked against it", "err", err)
+		return nil
+	}
+	want := cfg.WithDefaults().MaxClients
+	n, err := fitClients(want, limit, reserve)
+	if err != nil {
+		return err
+	}
+	if n < want {
+		log.Warn("max_clients lowered to fit the open file limit", "max_clients", want, "open_file_limit", limit,
+			"reserved", reserve, "now", n)
+	}
+	cfg.MaxClients = n
+	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ import (
 // deployConfig is deploy/config.toml as the proxy loads it.
 func deployConfig(t *testing.T) fileConfig {
 	t.Helper()
-	fc, err := loadConfig("deploy/config.toml", true)
+	fc, err := loadConfig(repoRoot+"deploy/config.toml", true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +50,16 @@ func port(t *testing.T, addr string) string {
 
 const deployConfigPath = "/etc/redlock-proxy/config.toml"
 
+// repoRoot is the repository's root from this package's directory.
+const repoRoot = "../../"
+
 // The shipped config serves clients on the default port, on every
 // interface, with the admin port on (the probes need it) and the default
 // shutdown_grace.
 func TestDeployConfigKeepsTheDefaults(t *testing.T) {
 	fc := deployConfig(t)
-	if port(t, fc.Listen) != port(t, defaultListen) {
-		t.Errorf("deploy/config.toml listen = %q; want the default port %s", fc.Listen, port(t, defaultListen))
+	if port(t, fc.Listen) != port(t, DefaultListen) {
+		t.Errorf("deploy/config.toml listen = %q; want the default port %s", fc.Listen, port(t, DefaultListen))
 	}
 	if host, _, _ := net.SplitHostPort(fc.Listen); host != "0.0.0.0" {
 		t.Errorf("deploy/config.toml listen = %q; want every interface (a container's loopback is its own)", fc.Listen)
@@ -73,7 +76,7 @@ func TestDeployConfigKeepsTheDefaults(t *testing.T) {
 // joined, as (keyword, rest) pairs.
 func dockerfile(t *testing.T) [][2]string {
 	t.Helper()
-	b, err := os.ReadFile("deploy/Dockerfile")
+	b, err := os.ReadFile(repoRoot + "deploy/Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,7 @@ func TestDockerfileMatchesConfig(t *testing.T) {
 // key with its values in order.
 func unitService(t *testing.T) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile("deploy/redlock-proxy.service")
+	b, err := os.ReadFile(repoRoot + "deploy/redlock-proxy.service")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +218,7 @@ func TestSystemdUnitMatchesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("deploy/redlock-proxy.service")
+	b, err := os.ReadFile(repoRoot + "deploy/redlock-proxy.service")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +252,7 @@ func lastLines(b []byte, n int) string {
 // manifests returns the Kubernetes objects in deploy/kubernetes by kind.
 func manifests(t *testing.T) map[string]map[string]any {
 	t.Helper()
-	b, err := os.ReadFile("deploy/kubernetes/redlock-proxy.yaml")
+	b, err := os.ReadFile(repoRoot + "deploy/kubernetes/redlock-proxy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +296,7 @@ func at(v any, path ...string) any {
 // is longer than the longest stop; a PodDisruptionBudget keeps a proxy up.
 func TestKubernetesManifestsMatchConfig(t *testing.T) {
 	fc := deployConfig(t)
-	shipped, err := os.ReadFile("deploy/config.toml")
+	shipped, err := os.ReadFile(repoRoot + "deploy/config.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
