@@ -16,123 +16,91 @@ import (
 // itself with a TTL is an extend. The conditions that would delete or
 // overwrite a lock held under another token are refused.
 
-// Redis 8.4's and Valkey's errors for these commands.
-var (
-	errDelexType      = resp.Error("ERR Key should be of string type if conditions are specified")
-	errDelexCondition = resp.Error("ERR Invalid condition. Use IFEQ, IFNE, IFDEQ, or IFDNE")
-	errWrongType      = resp.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
-	errDigestLength   = resp.Error(resp.ErrDigestLength.Error())
-)
-
 // DELEX key [IFEQ token | IFNE value | IFDEQ digest | IFDNE digest]
-func (s *Server) delex(r *request) resp.Reply {
+func (s *Server) delex(r *request) (resp.Reply, error) {
 	switch {
 	case len(r.args) == 2:
+		r.op = 0
 		return s.del(r) // Redis: DEL; here under DEL's rules (allow_force_del)
 	case len(r.args) != 4:
-		return s.refused(quorum.OpRelease, resp.Error("ERR wrong number of arguments for 'delex' command"))
+		return resp.Reply{}, &arityError{"delex"}
 	}
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return s.refused(quorum.OpRelease, rep)
+	if err := reservedKeys(r.args[1:2]); err != nil {
+		return resp.Reply{}, err
 	}
 	key, match := string(r.args[1]), r.args[3]
-	switch strings.ToUpper(string(r.args[2])) {
+	switch cond := strings.ToUpper(string(r.args[2])); cond {
 	case "IFEQ":
-		return s.releaseIfEqual(r, key, string(match), errDelexType)
+		return s.releaseIfEqual(r, key, string(match), errStringType)
 	case "IFDEQ":
 		if len(match) != 16 {
 			// Redis finds a missing key, or one of another type, first.
-			return s.beforeCondition(r, key, resp.Int(0), errDelexType, errDigestLength)
+			return s.beforeCondition(r, resp.Int(0), errStringType, resp.ErrDigestLength)
 		}
 		return s.releaseIfDigest(r, key, match)
 	case "IFNE", "IFDNE":
-		return s.refused(quorum.OpRelease, resp.Error("ERR DELEX "+strings.ToUpper(string(r.args[2]))+
-			" is refused by redlock-proxy: it deletes a lock held under another token; release with DELEX key IFEQ token"))
+		return resp.Reply{}, &conditionError{cmd: "DELEX", cond: cond}
 	}
-	return s.beforeCondition(r, key, resp.Int(0), errDelexType, errDelexCondition)
+	return s.beforeCondition(r, resp.Int(0), errStringType, errDelexCondition)
 }
 
 // DELIFEQ key token
-func (s *Server) delifeq(r *request) resp.Reply {
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return s.refused(quorum.OpRelease, rep)
+func (s *Server) delifeq(r *request) (resp.Reply, error) {
+	if err := reservedKeys(r.args[1:2]); err != nil {
+		return resp.Reply{}, err
 	}
 	return s.releaseIfEqual(r, string(r.args[1]), string(r.args[2]), errWrongType)
 }
 
 // releaseIfEqual releases key if a quorum holds it with token: 1 if it
 // did, 0 if the key was missing or held under another token.
-func (s *Server) releaseIfEqual(r *request, key, token string, wrongType resp.Reply) resp.Reply {
+func (s *Server) releaseIfEqual(r *request, key, token string, wrongType error) (resp.Reply, error) {
 	rel, err := s.e.Release(r.ctx, quorum.Lock{Keys: []string{key}, Token: token})
 	if err != nil {
-		return s.failOrWrongType(r, key, err, wrongType)
+		return resp.Reply{}, s.orWrongType(r, key, err, wrongType)
 	}
-	return resp.Int(int64(rel.Keys))
+	return resp.Int(int64(rel.Keys)), nil
 }
 
 // releaseIfDigest releases key if the token a quorum holds it with has
 // the given digest. The release itself compares the token on each node,
 // so a key taken again between the read and the release is left alone.
-func (s *Server) releaseIfDigest(r *request, key string, digest []byte) resp.Reply {
-	st, err := s.e.Inspect(r.ctx, key)
-	switch {
-	case err != nil:
-		return s.fail(err)
-	case !st.Held:
-		return resp.Int(0)
-	case st.Type != "":
-		return errDelexType
-	}
-	if ok, _ := resp.DigestMatches(digest, st.Token); !ok {
-		return resp.Int(0)
-	}
-	return s.releaseIfEqual(r, key, st.Token, errDelexType)
+func (s *Server) releaseIfDigest(r *request, key string, digest []byte) (resp.Reply, error) {
+	return s.read(r, r.args[1], resp.Int(0), errStringType, func(st quorum.State) (resp.Reply, error) {
+		if ok, _ := resp.DigestMatches(digest, st.Token); !ok {
+			return resp.Int(0), nil
+		}
+		return s.releaseIfEqual(r, key, st.Token, errStringType)
+	})
 }
 
 // beforeCondition answers a command whose condition is bad as Redis
 // does, which looks at the key first: missing if no quorum holds it,
 // wrongType if it is not a string, else bad.
-func (s *Server) beforeCondition(r *request, key string, missing, wrongType, bad resp.Reply) resp.Reply {
-	st, err := s.e.Inspect(r.ctx, key)
-	switch {
-	case err != nil:
-		return s.fail(err)
-	case !st.Held:
-		return missing
-	case st.Type != "":
-		return wrongType
-	}
-	return s.refused(quorum.OpRelease, bad)
+func (s *Server) beforeCondition(r *request, missing resp.Reply, wrongType, bad error) (resp.Reply, error) {
+	return s.read(r, r.args[1], missing, wrongType, func(quorum.State) (resp.Reply, error) {
+		return resp.Reply{}, bad
+	})
 }
 
-// failOrWrongType is the reply to a release or extend that no quorum
+// orWrongType is the error of a release or extend that no quorum
 // decided. The node scripts fail on a key of another type (a Redisson
 // hash), so a quorum's read of the key tells Redis's type error apart
 // from an outage.
-func (s *Server) failOrWrongType(r *request, key string, err error, wrongType resp.Reply) resp.Reply {
+func (s *Server) orWrongType(r *request, key string, err error, wrongType error) error {
 	if errors.Is(err, quorum.ErrUnavailable) {
 		if st, ierr := s.e.Inspect(r.ctx, key); ierr == nil && st.Held && st.Type != "" {
 			return wrongType
 		}
 	}
-	return s.fail(err)
+	return err
 }
 
 // DIGEST key
-func (s *Server) digest(r *request) resp.Reply {
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return s.refused(quorum.OpRead, rep)
-	}
-	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
-	switch {
-	case err != nil:
-		return s.fail(err)
-	case !st.Held:
-		return resp.Null()
-	case st.Type != "":
-		return errWrongType
-	}
-	return resp.Bulk(resp.Digest(st.Token))
+func (s *Server) digest(r *request) (resp.Reply, error) {
+	return s.read(r, r.args[1], resp.Null(), errWrongType, func(st quorum.State) (resp.Reply, error) {
+		return resp.Bulk(resp.Digest(st.Token)), nil
+	})
 }
 
 // SET key token IFEQ token PX milliseconds [GET] (or IFDEQ digest-of-token)
@@ -140,38 +108,37 @@ func (s *Server) digest(r *request) resp.Reply {
 // setIf serves a SET with a condition: the compare-and-set of the
 // token to itself is an extend. A condition that would give the key
 // another token, or set it over another holder's, is refused.
-func (s *Server) setIf(r *request, a resp.SetArgs, l quorum.Lock, ttl time.Duration) resp.Reply {
+func (s *Server) setIf(r *request, a resp.SetArgs, l quorum.Lock, ttl time.Duration) (resp.Reply, error) {
 	switch a.Cond {
 	case resp.IFNE, resp.IFDNE:
-		return s.refused(quorum.OpExtend, resp.Error("ERR SET "+condName[a.Cond]+
-			" is refused by redlock-proxy: it would overwrite a lock held under another token; extend with SET key token IFEQ token PX milliseconds"))
+		return resp.Reply{}, &conditionError{cmd: "SET", cond: condName[a.Cond]}
 	case resp.IFDEQ:
 		ok, err := resp.DigestMatches([]byte(a.Match), a.Token)
 		if err != nil {
 			// Redis finds a missing key, or one of another type, first.
-			return s.beforeCondition(r, a.Key, resp.Null(), errWrongType, errDigestLength)
+			return s.beforeCondition(r, resp.Null(), errWrongType, err)
 		}
 		if !ok {
-			return s.refused(quorum.OpExtend, errNewToken)
+			return resp.Reply{}, errNewToken
 		}
 	case resp.IFEQ:
 		if a.Match != a.Token {
-			return s.refused(quorum.OpExtend, errNewToken)
+			return resp.Reply{}, errNewToken
 		}
 	}
 	lease, err := s.e.Extend(r.ctx, l, ttl)
 	err = s.extended(lease, err)
 	switch {
 	case err == nil && a.Get:
-		return resp.Bulk(a.Token) // the old value: the token itself
+		return resp.Bulk(a.Token), nil // the old value: the token itself
 	case err == nil:
-		return resp.OK()
+		return resp.OK(), nil
 	case errors.Is(err, quorum.ErrDenied) && a.Get:
-		return s.heldByOther(r, a.Key, a.Token)
+		return s.heldByOther(r, a.Key, a.Token), nil
 	case errors.Is(err, quorum.ErrDenied):
-		return resp.Null()
+		return resp.Null(), nil
 	}
-	return s.failOrWrongType(r, a.Key, err, errWrongType)
+	return resp.Reply{}, s.orWrongType(r, a.Key, err, errWrongType)
 }
 
 // heldByOther is a denied SET IFEQ GET's reply. Redis replies with the
@@ -187,5 +154,3 @@ func (s *Server) heldByOther(r *request, key, token string) resp.Reply {
 }
 
 var condName = map[resp.Condition]string{resp.IFEQ: "IFEQ", resp.IFNE: "IFNE", resp.IFDEQ: "IFDEQ", resp.IFDNE: "IFDNE"}
-
-var errNewToken = resp.Error("ERR SET IFEQ with a new token is refused by redlock-proxy: a lock's token never changes; extend with SET key token IFEQ token PX milliseconds")

@@ -53,16 +53,16 @@ func (l *listing) line(now time.Time) string {
 }
 
 // clientList is CLIENT LIST [TYPE normal] [ID id ...], for admin users.
-func (s *Server) clientList(r *request) resp.Reply {
+func (s *Server) clientList(r *request) (resp.Reply, error) {
 	if !r.c.user.Can(acl.Admin) {
-		return noPermission("client|list").Reply()
+		return resp.Reply{}, noPermission("client|list")
 	}
 	var ids map[int64]bool
 	for i := 2; i < len(r.args); i++ {
 		switch opt := strings.ToLower(string(r.args[i])); {
 		case opt == "type" && i+1 < len(r.args):
 			if t := strings.ToLower(string(r.args[i+1])); t != "normal" {
-				return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", r.args[i+1]))
+				return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", r.args[i+1])), nil
 			}
 			i++
 		case opt == "id" && i+1 < len(r.args):
@@ -70,12 +70,12 @@ func (s *Server) clientList(r *request) resp.Reply {
 			for i++; i < len(r.args); i++ {
 				id, err := strconv.ParseInt(string(r.args[i]), 10, 64)
 				if err != nil || id <= 0 {
-					return resp.Error("ERR Invalid client ID")
+					return resp.Error("ERR Invalid client ID"), nil
 				}
 				ids[id] = true
 			}
 		default:
-			return resp.Error("ERR syntax error")
+			return resp.Error("ERR syntax error"), nil
 		}
 	}
 	var ls []*listing
@@ -91,16 +91,16 @@ func (s *Server) clientList(r *request) resp.Reply {
 	for _, l := range ls {
 		b.WriteString(l.line(now))
 	}
-	return resp.Verbatim(b.String())
+	return resp.Verbatim(b.String()), nil
 }
 
 // CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [TYPE normal] [SKIPME yes|no]
 //
 // For admin users. The old form replies OK or an error, the new one the
 // number of connections closed.
-func (s *Server) clientKill(r *request) resp.Reply {
+func (s *Server) clientKill(r *request) (resp.Reply, error) {
 	if !r.c.user.Can(acl.Admin) {
-		return noPermission("client|kill").Reply()
+		return resp.Reply{}, noPermission("client|kill")
 	}
 	var id int64
 	var addr, laddr, user string
@@ -109,7 +109,7 @@ func (s *Server) clientKill(r *request) resp.Reply {
 		addr, skipMe = string(r.args[2]), false
 	} else {
 		if len(r.args)%2 != 0 {
-			return resp.Error("ERR syntax error")
+			return resp.Error("ERR syntax error"), nil
 		}
 		for i := 2; i < len(r.args); i += 2 {
 			v := string(r.args[i+1])
@@ -117,7 +117,7 @@ func (s *Server) clientKill(r *request) resp.Reply {
 			case "id":
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n <= 0 {
-					return resp.Error("ERR client-id should be greater than 0")
+					return resp.Error("ERR client-id should be greater than 0"), nil
 				}
 				id = n
 			case "addr":
@@ -128,7 +128,7 @@ func (s *Server) clientKill(r *request) resp.Reply {
 				user = v
 			case "type":
 				if !strings.EqualFold(v, "normal") {
-					return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", v))
+					return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", v)), nil
 				}
 			case "skipme":
 				switch strings.ToLower(v) {
@@ -137,10 +137,10 @@ func (s *Server) clientKill(r *request) resp.Reply {
 				case "no":
 					skipMe = false
 				default:
-					return resp.Error("ERR syntax error")
+					return resp.Error("ERR syntax error"), nil
 				}
 			default:
-				return resp.Error("ERR syntax error")
+				return resp.Error("ERR syntax error"), nil
 			}
 		}
 	}
@@ -169,9 +169,9 @@ func (s *Server) clientKill(r *request) resp.Reply {
 	})
 	if old {
 		if killed == 0 {
-			return resp.Error("ERR No such client")
+			return resp.Error("ERR No such client"), nil
 		}
-		return resp.OK()
+		return resp.OK(), nil
 	}
-	return resp.Int(killed)
+	return resp.Int(killed), nil
 }

@@ -37,46 +37,46 @@ var commandGroups = map[string]string{
 //
 // What the proxy serves, in Redis 7.0's shapes: the commands of its
 // table, their arity and key positions from the table.
-func (s *Server) commandCmd(r *request) resp.Reply {
+func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 	if len(r.args) == 1 {
-		return commandInfos(sortedCommands())
+		return commandInfos(sortedCommands()), nil
 	}
 	switch strings.ToLower(string(r.args[1])) {
 	case "count":
-		return resp.Int(int64(len(commands)))
+		return resp.Int(int64(len(commands))), nil
 	case "list":
-		return commandList(r.args[2:])
+		return commandList(r.args[2:]), nil
 	case "info":
 		names := sortedCommands()
 		if len(r.args) > 2 {
 			names = lowerArgs(r.args[2:])
 		}
-		return commandInfos(names)
+		return commandInfos(names), nil
 	case "docs":
 		names := sortedCommands()
 		if len(r.args) > 2 {
 			names = lowerArgs(r.args[2:])
 		}
-		return commandDocs(names)
+		return commandDocs(names), nil
 	case "getkeys":
 		cm, ok := commands[strings.ToLower(string(r.args[2]))]
 		switch {
 		case !ok:
-			return resp.Error("ERR Invalid command specified")
+			return resp.Error("ERR Invalid command specified"), nil
 		case wrongArity(cm.arity, len(r.args)-2):
-			return resp.Error("ERR Invalid number of arguments specified for command")
+			return resp.Error("ERR Invalid number of arguments specified for command"), nil
 		}
 		keys := keysOf(cm.keys, r.args[2:])
 		if len(keys) == 0 {
-			return resp.Error("ERR The command has no key arguments")
+			return resp.Error("ERR The command has no key arguments"), nil
 		}
 		items := make([]resp.Reply, len(keys))
 		for i, k := range keys {
 			items[i] = resp.Bulk(string(k))
 		}
-		return resp.Array(items...)
+		return resp.Array(items...), nil
 	}
-	return resp.Error("ERR COMMAND " + strings.ToUpper(string(r.args[1])) + " is not supported by redlock-proxy")
+	return resp.Reply{}, &unsupportedError{cmd: "COMMAND", sub: r.args[1]}
 }
 
 func sortedCommands() []string {

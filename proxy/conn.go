@@ -168,38 +168,38 @@ func (s *Server) selectDB(r *request) resp.Reply {
 // CLIENT SETNAME name | GETNAME | SETINFO attr value | ID | LIST | INFO | KILL | NO-EVICT | NO-TOUCH
 //
 // serveRESP has checked the subcommand and its argument count.
-func (s *Server) clientCmd(r *request) resp.Reply {
+func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 	switch sub := strings.ToLower(string(r.args[1])); sub {
 	case "setname":
 		if !resp.ValidClientName(r.args[2]) {
-			return errBadClientName
+			return errBadClientName, nil
 		}
 		r.c.name = string(r.args[2])
-		return resp.OK()
+		return resp.OK(), nil
 	case "getname":
 		if r.c.name == "" {
-			return resp.Null()
+			return resp.Null(), nil
 		}
-		return resp.Bulk(r.c.name)
+		return resp.Bulk(r.c.name), nil
 	case "setinfo":
 		// Redis 7.2's rules.
 		attr := strings.ToLower(string(r.args[2]))
 		if attr != "lib-name" && attr != "lib-ver" {
-			return resp.Error(fmt.Sprintf("ERR Unrecognized option '%s'", r.args[2]))
+			return resp.Error(fmt.Sprintf("ERR Unrecognized option '%s'", r.args[2])), nil
 		}
 		if !resp.ValidClientName(r.args[3]) {
-			return resp.Error("ERR " + attr + " cannot contain spaces, newlines or special characters.")
+			return resp.Error("ERR " + attr + " cannot contain spaces, newlines or special characters."), nil
 		}
-		return resp.OK()
+		return resp.OK(), nil
 	case "id":
-		return resp.Int(r.c.id)
+		return resp.Int(r.c.id), nil
 	case "list":
 		return s.clientList(r)
 	case "info":
 		if r.c.list == nil {
-			return resp.Verbatim("")
+			return resp.Verbatim(""), nil
 		}
-		return resp.Verbatim(r.c.list.line(time.Now()))
+		return resp.Verbatim(r.c.list.line(time.Now())), nil
 	case "kill":
 		return s.clientKill(r)
 	case "no-evict", "no-touch":
@@ -207,13 +207,13 @@ func (s *Server) clientCmd(r *request) resp.Reply {
 		// and change nothing.
 		switch strings.ToLower(string(r.args[2])) {
 		case "on", "off":
-			return resp.OK()
+			return resp.OK(), nil
 		}
-		return resp.Error("ERR syntax error")
+		return resp.Error("ERR syntax error"), nil
 	}
 	// Redis has it, the proxy does not: among them TRACKING, which needs
 	// the keyspace's invalidations, and the proxy sees no node's writes.
-	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", cString(r.args[1], 128)))
+	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", cString(r.args[1], 128))), nil
 }
 
 // CLUSTER subcommand [arg ...], READONLY, READWRITE

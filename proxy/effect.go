@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -23,14 +22,14 @@ var effectCommands = func() map[string]int {
 // body runs on every node inside the engine's wrapper, each key is
 // decided by its own quorum, and the reply is the script's own, as a
 // quorum of the nodes that did what was decided gave it.
-func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
+func (s *Server) runEffect(r *request, eff *quorum.Effect) (resp.Reply, error) {
 	rest := r.args[3:]
 	nk, err := resp.Numkeys(r.args[2], len(rest))
 	if err != nil {
-		return resp.Error(err.Error())
+		return resp.Reply{}, err
 	}
-	if rep, bad := reservedKey(rest[:nk]); bad {
-		return rep
+	if err := reservedKeys(rest[:nk]); err != nil {
+		return resp.Reply{}, err
 	}
 	all := argStrings(rest)
 	keys, args := all[:nk:nk], all[nk:]
@@ -40,30 +39,21 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) resp.Reply {
 	}
 	switch {
 	case err != nil:
-		return s.effectError(err)
+		return resp.Reply{}, err // a node's refusal (quorum.RefusedError) among them
 	case res.Granted && !res.Lease.Expires.IsZero() && !res.Lease.Valid(time.Now()):
 		// Any key the run holds, beside a release too.
 		s.e.UndoEffect(r.ctx, res)
-		return s.fail(errLate)
+		return resp.Reply{}, errLate
 	case res.Granted && res.NewLock && s.Draining():
 		// Known only once it ran: a new lock while draining is given
 		// back at once, as an acquire refused, beside an extend or a
 		// release too.
 		s.e.UndoEffect(r.ctx, res)
-		return s.refused(quorum.OpAcquire, errDraining)
+		r.op = quorum.OpAcquire
+		return resp.Reply{}, errDraining
 	}
 	s.warnFailures(res.Lease.Failures)
-	return valueReply(res.Reply)
-}
-
-// effectError is the reply to a run that failed: the node's reason for a
-// refusal, else as any engine error.
-func (s *Server) effectError(err error) resp.Reply {
-	var refused *quorum.RefusedError
-	if errors.As(err, &refused) {
-		return resp.Error("ERR script refused: " + refused.Reason + "; nothing of it was kept")
-	}
-	return s.fail(err)
+	return valueReply(res.Reply), nil
 }
 
 // argStrings copies args as strings, all in one allocation: they live as

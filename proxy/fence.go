@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -13,71 +12,71 @@ import (
 )
 
 // FENCE key token
-func (s *Server) fence(r *request) resp.Reply {
+func (s *Server) fence(r *request) (resp.Reply, error) {
 	key := string(r.args[1])
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return rep
+	if err := reservedKeys(r.args[1:2]); err != nil {
+		return resp.Reply{}, err
 	}
 	f, err := s.e.Fence(r.ctx, key, string(r.args[2]))
 	switch {
 	case errors.Is(err, quorum.ErrDenied):
-		return resp.Error(fmt.Sprintf("NOTHELD the lock '%s' is not held by this token (or its validity ran out)", cString(r.args[1], 128)))
+		return resp.Reply{}, &notHeldError{r.args[1]}
 	case err != nil:
-		return s.fail(err)
+		return resp.Reply{}, err
 	}
-	return resp.Int(f.Token)
+	return resp.Int(f.Token), nil
 }
 
 // INCR key
-func (s *Server) incr(r *request) resp.Reply { return s.incrBy(r, 1) }
+func (s *Server) incr(r *request) (resp.Reply, error) { return s.incrBy(r, 1) }
 
 // INCRBY key increment
-func (s *Server) incrby(r *request) resp.Reply {
+func (s *Server) incrby(r *request) (resp.Reply, error) {
 	by, ok := resp.ParseInt(r.args[2])
 	switch {
 	case !ok:
-		return resp.Error(resp.ErrNotInteger.Error())
+		return resp.Reply{}, resp.ErrNotInteger
 	case by <= 0:
-		return resp.Error("ERR a fence_keys counter only grows: the increment must be above 0")
+		return resp.Reply{}, errCounterDown
 	}
 	return s.incrBy(r, by)
 }
 
 // incrBy serves INCR and INCRBY of a fence_keys counter, trying again
 // after a random pause while another INCR takes the same value.
-func (s *Server) incrBy(r *request, by int64) resp.Reply {
+func (s *Server) incrBy(r *request, by int64) (resp.Reply, error) {
 	if !s.counterKey(r.args[1]) {
-		return unknownCommand(r.args) // not a counter: refused as Redis's other commands are
+		return resp.Reply{}, &unknownCommandError{r.args} // not a counter: refused as Redis's other commands are
 	}
 	for {
 		v, err := s.e.Incr(r.ctx, string(r.args[1]), by)
 		if !errors.Is(err, quorum.ErrContended) {
 			if err != nil {
-				return s.fail(err)
+				return resp.Reply{}, err
 			}
-			return resp.Int(v)
+			return resp.Int(v), nil
 		}
 		t := time.NewTimer(time.Duration(rand.Int64N(int64(s.e.NodeTimeout()/5) + 1)))
 		select {
 		case <-t.C:
 		case <-r.ctx.Done():
 			t.Stop()
-			return s.fail(err)
+			return resp.Reply{}, err
 		}
 	}
 }
 
 // counterGet is GET of a fence_keys counter: at least the last value an
 // INCR returned; nil for a counter never increased.
-func (s *Server) counterGet(r *request) resp.Reply {
+func (s *Server) counterGet(r *request) (resp.Reply, error) {
 	v, err := s.e.Counter(r.ctx, string(r.args[1]))
 	switch {
 	case err != nil:
-		return s.fail(err)
+		return resp.Reply{}, err
 	case v == 0:
-		return resp.Null()
+		return resp.Null(), nil
 	}
-	return resp.Bulk(strconv.FormatInt(v, 10))
+	return resp.Bulk(strconv.FormatInt(v, 10)), nil
 }
 
 // counterKey reports whether key is a fence_keys counter.
@@ -97,15 +96,14 @@ var counterCommands = map[string]bool{"incr": true, "incrby": true, "get": true}
 // counterRefusal refuses a command that names a fence_keys counter, other
 // than INCR, INCRBY and GET: a counter lives in the masters' counters,
 // and one master's key of that name means nothing.
-func (s *Server) counterRefusal(name string, cm command, args [][]byte) (resp.Reply, bool) {
+func (s *Server) counterRefusal(name string, cm command, args [][]byte) error {
 	if counterCommands[name] || len(s.conf().FenceKeys) == 0 {
-		return resp.Reply{}, false
+		return nil
 	}
 	for _, k := range keysOf(cm.keys, args) {
 		if s.counterKey(k) {
-			return resp.Error(fmt.Sprintf("ERR '%s' is a fence_keys counter: only INCR, INCRBY and GET may name it",
-				cString(k, 128))), true
+			return &counterKeyError{k}
 		}
 	}
-	return resp.Reply{}, false
+	return nil
 }

@@ -40,7 +40,7 @@ func (s *Server) configValues() [][2]string {
 }
 
 // CONFIG GET parameter [parameter ...] | RESETSTAT | SET | REWRITE
-func (s *Server) configCmd(r *request) resp.Reply {
+func (s *Server) configCmd(r *request) (resp.Reply, error) {
 	switch strings.ToLower(string(r.args[1])) {
 	case "get":
 		var kv []resp.Reply
@@ -58,18 +58,18 @@ func (s *Server) configCmd(r *request) resp.Reply {
 				}
 			}
 		}
-		return resp.Map(kv...)
+		return resp.Map(kv...), nil
 	case "resetstat":
 		if !r.c.user.Can(acl.Admin) {
-			return noPermission("config|resetstat").Reply()
+			return resp.Reply{}, noPermission("config|resetstat")
 		}
 		s.stats.reset()
-		return resp.OK()
+		return resp.OK(), nil
 	case "help":
 		return resp.Array(resp.Status("CONFIG GET <pattern>: the read-only settings tools ask for."),
-			resp.Status("CONFIG RESETSTAT: reset INFO's statistics (admin)."))
+			resp.Status("CONFIG RESETSTAT: reset INFO's statistics (admin).")), nil
 	}
-	return resp.Error("ERR CONFIG " + strings.ToUpper(string(r.args[1])) + " is not supported: redlock-proxy reads its settings from config.toml (SIGHUP reloads it)")
+	return resp.Reply{}, &unsupportedError{cmd: "CONFIG", sub: r.args[1]}
 }
 
 // LATENCY LATEST | HISTORY event | RESET | HISTOGRAM [command ...] | DOCTOR | GRAPH event
@@ -143,10 +143,10 @@ func (s *Server) timeCmd(r *request) resp.Reply {
 // that a quorum of the nodes each hold, the proxies' membership record and
 // counters left out. When the nodes agree it is the number of keys the
 // locks hold.
-func (s *Server) dbsize(r *request) resp.Reply {
+func (s *Server) dbsize(r *request) (resp.Reply, error) {
 	v, err := s.e.Keyspace(r.ctx)
 	if err != nil {
-		return s.fail(err)
+		return resp.Reply{}, err
 	}
-	return resp.Int(v.Keys)
+	return resp.Int(v.Keys), nil
 }

@@ -15,94 +15,93 @@ import (
 var errLate = fmt.Errorf("%w: validity expired before the reply", quorum.ErrDenied)
 
 // SET key token NX PX milliseconds (or EX seconds, PXAT, EXAT; any order)
-func (s *Server) set(r *request) resp.Reply {
-	a, l, ttl, rep, ok := s.parseSet(r)
+func (s *Server) set(r *request) (resp.Reply, error) {
+	a, l, ttl, err := s.parseSet(r)
 	switch {
-	case !ok:
-		return s.refused(quorum.OpAcquire, rep)
+	case err != nil:
+		return resp.Reply{}, err
 	case a.Cond != resp.NoCondition:
+		r.op = quorum.OpExtend
 		return s.setIf(r, a, l, ttl) // an extend: served while draining (cas.go)
 	case s.Draining():
-		return s.refused(quorum.OpAcquire, errDraining)
+		return resp.Reply{}, errDraining
 	}
-	return s.outcome(s.acquire(r, l, ttl), resp.OK(), resp.Null(), "set")
+	return s.outcome(s.acquire(r, l, ttl), resp.OK(), resp.Null())
 }
 
-// parseSet reads SET's arguments as a lock and its TTL, or the reply
-// that refuses them.
-func (s *Server) parseSet(r *request) (resp.SetArgs, quorum.Lock, time.Duration, resp.Reply, bool) {
-	refuse := func(rep resp.Reply) (resp.SetArgs, quorum.Lock, time.Duration, resp.Reply, bool) {
-		return resp.SetArgs{}, quorum.Lock{}, 0, rep, false
-	}
+// parseSet reads SET's arguments as a lock and its TTL.
+func (s *Server) parseSet(r *request) (resp.SetArgs, quorum.Lock, time.Duration, error) {
 	a, err := resp.ParseSet(r.args)
 	if err != nil {
-		return refuse(resp.Error(err.Error()))
+		return resp.SetArgs{}, quorum.Lock{}, 0, err
 	}
 	ttl, err := a.TTL(time.Now().UnixMilli())
 	if err != nil {
-		return refuse(resp.Error(err.Error()))
+		return resp.SetArgs{}, quorum.Lock{}, 0, err
 	}
 	if a.Unit == resp.NoExpiry {
 		if s.conf().DefaultTTL == 0 {
-			return refuse(resp.Error("ERR a lock needs a TTL: SET key token NX PX milliseconds (or set default_ttl)"))
+			return resp.SetArgs{}, quorum.Lock{}, 0, errNeedsTTL
 		}
 		ttl = s.conf().DefaultTTL
 	}
-	if err := s.checkTTL(ttl, "set"); err != nil {
-		return refuse(resp.Error(err.Error()))
+	if err := s.checkTTL(ttl); err != nil {
+		return resp.SetArgs{}, quorum.Lock{}, 0, err
 	}
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return refuse(rep)
+	if err := reservedKeys(r.args[1:2]); err != nil {
+		return resp.SetArgs{}, quorum.Lock{}, 0, err
 	}
-	return a, quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl, resp.Reply{}, true
+	return a, quorum.Lock{Keys: []string{a.Key}, Token: a.Token}, ttl, nil
 }
 
-// reservedKey refuses the proxies' own keys (quorum.Reserved): the
+// reservedKeys refuses the proxies' own keys (quorum.Reserved): the
 // membership record, which a client could otherwise overwrite to hide a
 // node's restart, and the fencing counters and hold records, which it
 // could reset or forge.
-func reservedKey(keys [][]byte) (resp.Reply, bool) {
+func reservedKeys(keys [][]byte) error {
 	for _, k := range keys {
 		if quorum.Reserved(string(k)) {
-			return resp.Error("ERR key '" + string(cString(k, 128)) + "' is reserved for redlock-proxy"), true
+			return &reservedKeyError{k}
 		}
 	}
-	return resp.Reply{}, false
+	return nil
+}
+
+// read serves a read of one key as a quorum of the nodes agree on it: the
+// proxies' own keys refused, missing if no quorum holds the key,
+// wrongType (if not nil) if it holds one of another type than a string,
+// else what of makes of its state.
+func (s *Server) read(r *request, key []byte, missing resp.Reply, wrongType error, of func(quorum.State) (resp.Reply, error)) (resp.Reply, error) {
+	if err := reservedKeys([][]byte{key}); err != nil {
+		return resp.Reply{}, err
+	}
+	st, err := s.e.Inspect(r.ctx, string(key))
+	switch {
+	case err != nil:
+		return resp.Reply{}, err
+	case !st.Held:
+		return missing, nil
+	case st.Type != "" && wrongType != nil:
+		return resp.Reply{}, wrongType
+	}
+	return of(st)
 }
 
 // GET key
-func (s *Server) get(r *request) resp.Reply {
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return s.refused(quorum.OpRead, rep)
-	}
-	if s.counterKey(r.args[1]) {
+func (s *Server) get(r *request) (resp.Reply, error) {
+	if s.counterKey(r.args[1]) && !quorum.Reserved(string(r.args[1])) {
 		return s.counterGet(r)
 	}
-	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
-	switch {
-	case err != nil:
-		return s.fail(err)
-	case !st.Held:
-		return resp.Null()
-	case st.Type != "":
-		return resp.Error("WRONGTYPE Operation against a key holding the wrong kind of value")
-	}
-	return resp.Bulk(st.Token)
+	return s.read(r, r.args[1], resp.Null(), errWrongType, func(st quorum.State) (resp.Reply, error) {
+		return resp.Bulk(st.Token), nil
+	})
 }
 
 // PTTL key
-func (s *Server) pttl(r *request) resp.Reply {
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return s.refused(quorum.OpRead, rep)
-	}
-	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
-	switch {
-	case err != nil:
-		return s.fail(err)
-	case !st.Held:
-		return resp.Int(-2)
-	}
-	return validityMillis(st)
+func (s *Server) pttl(r *request) (resp.Reply, error) {
+	return s.read(r, r.args[1], resp.Int(-2), nil, func(st quorum.State) (resp.Reply, error) {
+		return validityMillis(st), nil
+	})
 }
 
 // validityMillis is a held key's validity as PTTL replies it: -1 for a
@@ -115,18 +114,18 @@ func validityMillis(st quorum.State) resp.Reply {
 }
 
 // TTL key
-func (s *Server) ttl(r *request) resp.Reply {
-	rep := s.pttl(r)
+func (s *Server) ttl(r *request) (resp.Reply, error) {
+	rep, err := s.pttl(r)
 	if ms, ok := rep.Integer(); ok && ms > 0 {
-		return resp.Int(ms / 1000) // rounded down: never more than is left
+		return resp.Int(ms / 1000), nil // rounded down: never more than is left
 	}
-	return rep
+	return rep, err
 }
 
 // EXISTS key [key ...]
-func (s *Server) exists(r *request) resp.Reply {
-	if rep, bad := reservedKey(r.args[1:]); bad {
-		return s.refused(quorum.OpRead, rep)
+func (s *Server) exists(r *request) (resp.Reply, error) {
+	if err := reservedKeys(r.args[1:]); err != nil {
+		return resp.Reply{}, err
 	}
 	// A key named twice is read once and counted twice, so that EXISTS k k
 	// is 0 or 2, never 1, while others lock and unlock k.
@@ -138,23 +137,23 @@ func (s *Server) exists(r *request) resp.Reply {
 	for key, k := range times {
 		st, err := s.e.Inspect(r.ctx, key)
 		if err != nil {
-			return s.fail(err)
+			return resp.Reply{}, err
 		}
 		if st.Held {
 			n += k
 		}
 	}
-	return resp.Int(n)
+	return resp.Int(n), nil
 }
 
 // DEL key [key ...]
-func (s *Server) del(r *request) resp.Reply {
+func (s *Server) del(r *request) (resp.Reply, error) {
 	latches := unlockLatches(r.args[1:])
 	if !s.conf().AllowForceDel && !latches {
-		return resp.Error("ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use")
+		return resp.Reply{}, errForceDel
 	}
-	if rep, bad := reservedKey(r.args[1:]); bad {
-		return rep
+	if err := reservedKeys(r.args[1:]); err != nil {
+		return resp.Reply{}, err
 	}
 	keys := make([]string, len(r.args)-1)
 	for i, k := range r.args[1:] {
@@ -162,12 +161,12 @@ func (s *Server) del(r *request) resp.Reply {
 	}
 	n, err := s.e.Delete(r.ctx, keys)
 	if err != nil {
-		return s.fail(err)
+		return resp.Reply{}, err
 	}
 	if !latches {
 		s.conf().Log.Info("forced delete", "keys", len(keys), "deleted", n, "addr", r.conn.RemoteAddr())
 	}
-	return resp.Int(int64(n))
+	return resp.Int(int64(n)), nil
 }
 
 // latchPrefix names Redisson's unlock latches: short-lived markers its
@@ -246,59 +245,46 @@ func (s *Server) extended(lease quorum.Lease, err error) error {
 }
 
 // checkTTL refuses a TTL outside [min_ttl, max_ttl].
-func (s *Server) checkTTL(ttl time.Duration, cmd string) error {
+func (s *Server) checkTTL(ttl time.Duration) error {
 	switch {
 	case ttl < s.e.MinTTL():
-		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is under min_ttl (%v)", cmd, ttl, s.e.MinTTL())
+		return &ttlError{ttl: ttl, bound: s.e.MinTTL()}
 	case ttl > s.e.MaxTTL():
-		return fmt.Errorf("ERR invalid expire time in '%s' command: %v is over max_ttl (%v)", cmd, ttl, s.e.MaxTTL())
+		return &ttlError{ttl: ttl, bound: s.e.MaxTTL(), over: true}
 	}
 	return nil
 }
 
-// commandName is the command the client sent, as Redis names it in an
-// error: "evalsha" for an EVALSHA, whatever its case.
-func commandName(r *request) string { return strings.ToLower(string(r.args[0])) }
-
 // parseMillis reads a TTL in milliseconds as a script argument carries it.
-func (s *Server) parseMillis(b []byte, cmd string) (time.Duration, error) {
+func (s *Server) parseMillis(b []byte) (time.Duration, error) {
 	ms, ok := resp.ParseInt(b)
 	switch {
 	case !ok:
 		return 0, resp.ErrNotInteger
 	case ms <= 0:
-		return 0, fmt.Errorf("ERR invalid expire time in '%s' command", cmd)
+		return 0, resp.ErrExpireTime
 	case ms > s.e.MaxTTL().Milliseconds(): // before multiplying: no overflow
-		return 0, fmt.Errorf("ERR invalid expire time in '%s' command: %dms is over max_ttl (%v)", cmd, ms, s.e.MaxTTL())
+		return 0, &ttlArgError{n: ms, unit: "ms", max: s.e.MaxTTL()}
 	}
 	ttl := time.Duration(ms) * time.Millisecond
-	return ttl, s.checkTTL(ttl, cmd)
+	return ttl, s.checkTTL(ttl)
 }
 
 // outcome turns an operation's error into its reply: success if none,
-// fail if the nodes denied it, an error reply if they could not decide.
-// cmd names the command the client sent, as Redis names it in errors.
-func (s *Server) outcome(err error, success, fail resp.Reply, cmd string) resp.Reply {
+// fail if the nodes denied it, else the error (errorReply's).
+func (s *Server) outcome(err error, success, fail resp.Reply) (resp.Reply, error) {
 	switch {
 	case err == nil:
-		return success
-	case errors.Is(err, quorum.ErrOverMaxTTL):
-		return resp.Error(fmt.Sprintf("ERR invalid expire time in '%s' command: the extended TTL would be over max_ttl (%v)", cmd, s.e.MaxTTL()))
+		return success, nil
+	case errors.Is(err, quorum.ErrOverMaxTTL): // a denial, but not "taken"
+		return resp.Reply{}, err
 	case errors.Is(err, quorum.ErrDenied):
 		if oe := (*quorum.OutcomeError)(nil); errors.As(err, &oe) {
 			s.warnFailures(oe.Failures)
 		}
-		return fail
+		return fail, nil
 	}
-	return s.fail(err)
-}
-
-// fail logs an operation that could not be decided and returns its reply.
-// Debug only: during an outage every request fails, and the engine's
-// monitor logs each node's state changes once instead.
-func (s *Server) fail(err error) resp.Reply {
-	s.conf().Log.Debug("no quorum", "err", err)
-	return replyForError(err)
+	return resp.Reply{}, err
 }
 
 func (s *Server) warnFailures(err error) {

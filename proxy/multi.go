@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -97,28 +96,28 @@ func writtenKeys(name string, args [][]byte) [][]byte {
 }
 
 // MULTI
-func (s *Server) multi(r *request) resp.Reply {
+func (s *Server) multi(r *request) (resp.Reply, error) {
 	if r.c.tx.multi {
-		return resp.Error("ERR MULTI calls can not be nested")
+		return resp.Reply{}, errNestedMulti
 	}
 	r.c.tx.multi = true
-	return resp.OK()
+	return resp.OK(), nil
 }
 
 // DISCARD
-func (s *Server) discard(r *request) resp.Reply {
+func (s *Server) discard(r *request) (resp.Reply, error) {
 	if !r.c.tx.multi {
-		return resp.Error("ERR DISCARD without MULTI")
+		return resp.Reply{}, errDiscardWithoutMulti
 	}
 	r.c.tx.reset()
-	return resp.OK()
+	return resp.OK(), nil
 }
 
 // WATCH key [key ...]
-func (s *Server) watch(r *request) resp.Reply {
+func (s *Server) watch(r *request) (resp.Reply, error) {
 	tx := &r.c.tx
 	if tx.multi {
-		return resp.Error("ERR WATCH inside MULTI is not allowed")
+		return resp.Reply{}, errWatchInMulti
 	}
 	for _, k := range r.args[1:] {
 		switch {
@@ -129,24 +128,20 @@ func (s *Server) watch(r *request) resp.Reply {
 			tx.many = true
 		}
 	}
-	return resp.OK()
+	return resp.OK(), nil
 }
 
 // UNWATCH
-func (s *Server) unwatch(r *request) resp.Reply {
+func (s *Server) unwatch(r *request) (resp.Reply, error) {
 	r.c.tx.reset() // outside MULTI: inside it UNWATCH is queued
-	return resp.OK()
+	return resp.OK(), nil
 }
 
-// errTxShape is the refusal of a transaction the proxy cannot run on a
-// quorum. Its code is Redis's for a discarded transaction.
-const errTxShape = "EXECABORT Transaction discarded: redlock-proxy runs a transaction only as WATCH key, GET key, MULTI, DEL key or PEXPIRE key ms, EXEC (a compare-and-delete or compare-and-pexpire)"
-
 // EXEC
-func (s *Server) exec(r *request) resp.Reply {
+func (s *Server) exec(r *request) (resp.Reply, error) {
 	tx := r.c.tx
 	if !tx.multi {
-		return resp.Error("ERR EXEC without MULTI")
+		return resp.Reply{}, errExecWithoutMulti
 	}
 	// The watch stays until this EXEC is done: another EXEC of the key
 	// must see its write.
@@ -155,11 +150,11 @@ func (s *Server) exec(r *request) resp.Reply {
 	r.c.tx.reset()
 	switch {
 	case tx.dirty:
-		return resp.Error("EXECABORT Transaction discarded because of previous errors.")
+		return resp.Reply{}, errTxDirty
 	case len(tx.queued) == 0:
-		return resp.Array()
+		return resp.Array(), nil
 	case len(tx.queued) != 1 || !tx.watching || tx.many || !tx.seen:
-		return resp.Error(errTxShape)
+		return resp.Reply{}, errTxShape
 	}
 	cmd := tx.queued[0]
 	name := strings.ToLower(string(cmd[0]))
@@ -169,25 +164,26 @@ func (s *Server) exec(r *request) resp.Reply {
 	case (name == "pexpire" || name == "expire") && len(cmd) == 3:
 		d, err := s.expireTTL(name, cmd[2])
 		if err != nil {
-			// Redis queues it and reports the error inside EXEC's reply.
-			return resp.Array(resp.Error(err.Error()))
+			// Redis queues it and reports the error inside EXEC's reply,
+			// in the queued command's name.
+			return resp.Array(s.replyForError(name, err)), nil
 		}
 		ttl = d
 	default:
-		return resp.Error(errTxShape)
+		return resp.Reply{}, errTxShape
 	}
 	if string(cmd[1]) != tx.key {
-		return resp.Error(errTxShape)
+		return resp.Reply{}, errTxShape
 	}
-	if rep, bad := reservedKey(cmd[1:2]); bad {
-		return rep
+	if err := reservedKeys(cmd[1:2]); err != nil {
+		return resp.Reply{}, err
 	}
 	// One EXEC of the key at a time, as one Redis runs them: the first
 	// one's write must fail the next.
 	tx.w.wk.exec.Lock()
 	defer tx.w.wk.exec.Unlock()
 	if tx.touched || tx.w.touched.Load() {
-		return resp.NullArray() // a connection wrote the watched key
+		return resp.NullArray(), nil // a connection wrote the watched key
 	}
 	if !tx.held {
 		return s.execOnFree(r, tx.key)
@@ -197,49 +193,49 @@ func (s *Server) exec(r *request) resp.Reply {
 		rel, err := s.e.Release(r.ctx, l)
 		switch {
 		case err != nil:
-			return s.fail(err)
+			return resp.Reply{}, err
 		case rel.Keys == 1:
 			s.watches.touch(tx.key, tx.w)
-			return resp.Array(resp.Int(1))
+			return resp.Array(resp.Int(1)), nil
 		}
-		return resp.NullArray() // the token no longer holds the key
+		return resp.NullArray(), nil // the token no longer holds the key
 	}
 	err := s.extended(s.e.Extend(r.ctx, l, ttl))
 	if err == nil {
 		s.watches.touch(tx.key, tx.w)
 	}
-	return s.outcome(err, resp.Array(resp.Int(1)), resp.NullArray(), name)
+	return s.outcome(err, resp.Array(resp.Int(1)), resp.NullArray())
 }
 
 // execOnFree answers a transaction whose GET found the key free: Redis
 // would run DEL or PEXPIRE on a missing key (0), unless the key was taken
 // since, which aborts EXEC.
-func (s *Server) execOnFree(r *request, key string) resp.Reply {
+func (s *Server) execOnFree(r *request, key string) (resp.Reply, error) {
 	st, err := s.e.Inspect(r.ctx, key)
 	switch {
 	case err != nil:
-		return s.fail(err)
+		return resp.Reply{}, err
 	case st.Held:
-		return resp.NullArray()
+		return resp.NullArray(), nil
 	}
-	return resp.Array(resp.Int(0))
+	return resp.Array(resp.Int(0)), nil
 }
 
 // expireTTL reads PEXPIRE's milliseconds or EXPIRE's seconds as a TTL
 // within the engine's bounds.
 func (s *Server) expireTTL(name string, arg []byte) (time.Duration, error) {
 	if name == "pexpire" {
-		return s.parseMillis(arg, name)
+		return s.parseMillis(arg)
 	}
 	secs, ok := resp.ParseInt(arg)
 	switch {
 	case !ok:
 		return 0, resp.ErrNotInteger
 	case secs <= 0:
-		return 0, fmt.Errorf("ERR invalid expire time in '%s' command", name)
+		return 0, resp.ErrExpireTime
 	case secs > int64(s.e.MaxTTL()/time.Second): // before multiplying: no overflow
-		return 0, fmt.Errorf("ERR invalid expire time in '%s' command: %ds is over max_ttl (%v)", name, secs, s.e.MaxTTL())
+		return 0, &ttlArgError{n: secs, unit: "s", max: s.e.MaxTTL()}
 	}
 	ttl := time.Duration(secs) * time.Second
-	return ttl, s.checkTTL(ttl, name)
+	return ttl, s.checkTTL(ttl)
 }

@@ -2,6 +2,9 @@ package proxy
 
 import "testing"
 
+// txShapeReply is the refusal of a transaction the proxy cannot run.
+const txShapeReply = "-EXECABORT Transaction discarded: redlock-proxy runs a transaction only as WATCH key, GET key, MULTI, DEL key or PEXPIRE key ms, EXEC (a compare-and-delete or compare-and-pexpire)\r\n"
+
 // step is one command of a session and the exact reply it must get.
 type step struct {
 	cmd  []string
@@ -29,7 +32,7 @@ func TestTransactionErrorsAsRedis(t *testing.T) {
 		{[]string{"MULTI"}, "-ERR MULTI calls can not be nested\r\n"},
 		{[]string{"WATCH", "k"}, "-ERR WATCH inside MULTI is not allowed\r\n"},
 		{[]string{"GET", "k"}, "+QUEUED\r\n"},
-		{[]string{"EXEC"}, "-" + errTxShape + "\r\n"},
+		{[]string{"EXEC"}, txShapeReply},
 		{[]string{"MULTI"}, "+OK\r\n"},
 		{[]string{"FOO", "bar"}, "-ERR unknown command 'FOO', with args beginning with: 'bar' \r\n"},
 		{[]string{"DEL", "k"}, "+QUEUED\r\n"},
@@ -124,7 +127,7 @@ func TestTransactionOtherBodiesRefused(t *testing.T) {
 	addr, minis := startServer(t, 3, Config{})
 	rc := dial(t, addr)
 	runSteps(t, rc, []step{{[]string{"SET", "k", "t1", "PX", "5000", "NX"}, "+OK\r\n"}})
-	shape := "-" + errTxShape + "\r\n"
+	shape := txShapeReply
 	bodies := []struct {
 		name  string
 		watch []string // WATCH's keys; none: no WATCH

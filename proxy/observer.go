@@ -1,9 +1,6 @@
 package proxy
 
-import (
-	"github.com/redlock-proxy/redlock-proxy/quorum"
-	"github.com/redlock-proxy/redlock-proxy/resp"
-)
+import "github.com/redlock-proxy/redlock-proxy/quorum"
 
 // Observer receives the server's own events, those the engine cannot
 // see: client connections and commands refused before they reach the
@@ -22,20 +19,4 @@ type Observer interface {
 	// a bad TTL or argument, a reserved key, a drain in progress, or,
 	// for SET and the reads, a refusal by arity, NOAUTH or NOPERM.
 	Refused(op quorum.Op)
-}
-
-// lockOps are the lock commands whose operation is known from their name,
-// so that a refusal before their handler (arity, NOAUTH, NOPERM) is
-// reported too. A script's operation is known only once it is classified.
-var lockOps = map[string]quorum.Op{
-	"set": quorum.OpAcquire, "get": quorum.OpRead, "pttl": quorum.OpRead, "ttl": quorum.OpRead, "exists": quorum.OpRead,
-	"delex": quorum.OpRelease, "delifeq": quorum.OpRelease, "digest": quorum.OpRead,
-}
-
-// refused reports a refusal of op, and returns its reply.
-func (s *Server) refused(op quorum.Op, rep resp.Reply) resp.Reply {
-	if s.obs != nil {
-		s.obs.Refused(op)
-	}
-	return rep
 }

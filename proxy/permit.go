@@ -36,17 +36,9 @@ func keysOf(spec keySpec, args [][]byte) [][]byte {
 	return nil
 }
 
-// permissionError is a user's refusal, worded as Redis 7.0's NOPERM.
-type permissionError struct{ msg string }
-
-func (e *permissionError) Error() string { return e.msg }
-
-// Reply is the refusal as the client sees it.
-func (e *permissionError) Reply() resp.Reply { return resp.Error(e.msg) }
-
 // permit checks that u may run command name with args, in Redis's order
 // (the command, then its keys). A nil u is a command allowed before AUTH.
-func permit(u *acl.User, name string, cm command, args [][]byte) *permissionError {
+func permit(u *acl.User, name string, cm command, args [][]byte) error {
 	if u == nil {
 		return nil
 	}
@@ -55,7 +47,7 @@ func permit(u *acl.User, name string, cm command, args [][]byte) *permissionErro
 	}
 	for _, k := range keysOf(cm.keys, args) {
 		if !u.CanKey(k) {
-			return &permissionError{"NOPERM this user has no permissions to access one of the keys used as arguments"}
+			return &permissionError{cmd: name, key: true}
 		}
 	}
 	return nil
@@ -63,6 +55,4 @@ func permit(u *acl.User, name string, cm command, args [][]byte) *permissionErro
 
 // noPermission is the refusal of a command, or of a subcommand named
 // "container|sub", to a user not allowed to run it.
-func noPermission(name string) *permissionError {
-	return &permissionError{"NOPERM this user has no permissions to run the '" + name + "' command"}
-}
+func noPermission(name string) error { return &permissionError{cmd: name} }

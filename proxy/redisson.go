@@ -1,7 +1,5 @@
 package proxy
 
-import "github.com/redlock-proxy/redlock-proxy/resp"
-
 // redissonRefused names, by the SHA-1 of its text, each script of the
 // Redisson types that the proxy cannot serve safely over independent
 // masters, as redisson/redisson 66863978b4a9 (2026-08-21) sends them
@@ -48,15 +46,4 @@ var redissonWhy = map[string]string{
 	"RPermitExpirableSemaphore":               "its permits are a counter without an expiry beside a sorted set of permit ids, and independent masters cannot keep a count of n permits exact",
 	"RSemaphore or RPermitExpirableSemaphore": "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
 	"RCountDownLatch":                         "its count is a counter without an expiry that must never reach zero early, and independent masters cannot keep it exact",
-}
-
-// redissonRefusal is the reply to a refused Redisson type's script with
-// digest sha, if it is one.
-func redissonRefusal(sha string) (resp.Reply, bool) {
-	typ, ok := redissonRefused[sha]
-	if !ok {
-		return resp.Reply{}, false
-	}
-	return resp.Error("ERR unsupported script: Redisson's " + typ + " is not served: " + redissonWhy[typ] +
-		" (see the README, Redisson)"), true
 }

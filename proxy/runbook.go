@@ -20,20 +20,20 @@ var objectSubs = map[string]int{"encoding": 3, "freq": 3, "help": 2, "idletime":
 // A quorum scan (quorum.Engine.Scan): the keys a quorum holds, with a
 // cursor that stays valid while a minority of the nodes is down or
 // restarts. Keys the user may not name are left out.
-func (s *Server) scan(r *request) resp.Reply {
+func (s *Server) scan(r *request) (resp.Reply, error) {
 	v, err := strconv.ParseUint(string(r.args[1]), 10, 64)
 	if err != nil {
-		return resp.Error("ERR invalid cursor")
+		return resp.Reply{}, errInvalidCursor
 	}
 	cur, err := quorum.DecodeCursor(v, s.e.Nodes())
 	if err != nil {
-		return resp.Error("ERR invalid cursor")
+		return resp.Reply{}, errInvalidCursor
 	}
 	var match, typ string
 	count := int64(0)
 	for i := 2; i < len(r.args); i += 2 {
 		if i+1 >= len(r.args) {
-			return resp.Error("ERR syntax error")
+			return resp.Reply{}, resp.ErrSyntax
 		}
 		arg := r.args[i+1]
 		switch strings.ToLower(string(r.args[i])) {
@@ -43,20 +43,20 @@ func (s *Server) scan(r *request) resp.Reply {
 			n, ok := resp.ParseInt(arg)
 			switch {
 			case !ok:
-				return resp.Error("ERR value is not an integer or out of range")
+				return resp.Reply{}, resp.ErrNotInteger
 			case n < 1:
-				return resp.Error("ERR syntax error")
+				return resp.Reply{}, resp.ErrSyntax
 			}
 			count = min(n, 1000) // each key found costs a quorum read
 		case "type":
 			typ = strings.ToLower(string(arg))
 		default:
-			return resp.Error("ERR syntax error")
+			return resp.Reply{}, resp.ErrSyntax
 		}
 	}
 	next, found, err := s.e.Scan(r.ctx, cur, match, count, typ)
 	if err != nil {
-		return s.fail(err)
+		return resp.Reply{}, err
 	}
 	keys := make([]resp.Reply, 0, len(found))
 	for _, k := range found {
@@ -64,106 +64,90 @@ func (s *Server) scan(r *request) resp.Reply {
 			keys = append(keys, resp.Bulk(k.Key))
 		}
 	}
-	return resp.Array(resp.Bulk(strconv.FormatUint(next.Encode(), 10)), resp.Array(keys...))
+	return resp.Array(resp.Bulk(strconv.FormatUint(next.Encode(), 10)), resp.Array(keys...)), nil
 }
 
 // TYPE key
-func (s *Server) typeCmd(r *request) resp.Reply {
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return rep
-	}
-	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
-	switch {
-	case err != nil:
-		return s.fail(err)
-	case !st.Held:
-		return resp.Status("none")
-	}
-	return resp.Status(st.TypeName())
+func (s *Server) typeCmd(r *request) (resp.Reply, error) {
+	return s.read(r, r.args[1], resp.Status("none"), nil, func(st quorum.State) (resp.Reply, error) {
+		return resp.Status(st.TypeName()), nil
+	})
 }
 
-// readKey reads key whole, as a quorum agrees on it, refusing the
-// reserved keys.
-func (s *Server) readKey(r *request, key []byte) (quorum.KeyValue, resp.Reply, bool) {
-	if rep, bad := reservedKey([][]byte{key}); bad {
-		return quorum.KeyValue{}, rep, false
+// readWhole serves a read of one key whole, as a quorum of the nodes
+// agree on it: the proxies' own keys refused, missing if no quorum holds
+// the key, WRONGTYPE if it is not of type typ (if not ""), else what of
+// makes of it.
+func (s *Server) readWhole(r *request, key []byte, missing resp.Reply, typ string, of func(quorum.KeyValue) (resp.Reply, error)) (resp.Reply, error) {
+	if err := reservedKeys([][]byte{key}); err != nil {
+		return resp.Reply{}, err
 	}
 	v, err := s.e.ReadKey(r.ctx, string(key))
-	if err != nil {
-		return quorum.KeyValue{}, s.fail(err), false
+	switch {
+	case err != nil:
+		return resp.Reply{}, err
+	case !v.Held:
+		return missing, nil
+	case typ != "" && v.Type != typ:
+		return resp.Reply{}, errWrongType
 	}
-	return v, resp.Reply{}, true
+	return of(v)
 }
 
 // HGETALL key
 //
 // A Redisson lock's holders and their counts.
-func (s *Server) hgetall(r *request) resp.Reply {
-	v, rep, ok := s.readKey(r, r.args[1])
-	switch {
-	case !ok:
-		return rep
-	case !v.Held:
-		return resp.Map()
-	case v.Type != "hash":
-		return errWrongType
-	}
-	kv := make([]resp.Reply, len(v.Items))
-	for i, it := range v.Items {
-		kv[i] = resp.Bulk(it)
-	}
-	return resp.Map(kv...)
+func (s *Server) hgetall(r *request) (resp.Reply, error) {
+	return s.readWhole(r, r.args[1], resp.Map(), "hash", func(v quorum.KeyValue) (resp.Reply, error) {
+		kv := make([]resp.Reply, len(v.Items))
+		for i, it := range v.Items {
+			kv[i] = resp.Bulk(it)
+		}
+		return resp.Map(kv...), nil
+	})
 }
 
 // HGET key field
-func (s *Server) hget(r *request) resp.Reply {
-	v, rep, ok := s.readKey(r, r.args[1])
-	switch {
-	case !ok:
-		return rep
-	case !v.Held:
-		return resp.Null()
-	case v.Type != "hash":
-		return errWrongType
-	}
-	for i := 0; i+1 < len(v.Items); i += 2 {
-		if v.Items[i] == string(r.args[2]) {
-			return resp.Bulk(v.Items[i+1])
+func (s *Server) hget(r *request) (resp.Reply, error) {
+	return s.readWhole(r, r.args[1], resp.Null(), "hash", func(v quorum.KeyValue) (resp.Reply, error) {
+		for i := 0; i+1 < len(v.Items); i += 2 {
+			if v.Items[i] == string(r.args[2]) {
+				return resp.Bulk(v.Items[i+1]), nil
+			}
 		}
-	}
-	return resp.Null()
+		return resp.Null(), nil
+	})
 }
 
 // ZRANGE key start stop [WITHSCORES]
 //
 // By index only: a sorted-set lock's members (Symfony's), with the
 // scores a quorum of the nodes reach.
-func (s *Server) zrange(r *request) resp.Reply {
+func (s *Server) zrange(r *request) (resp.Reply, error) {
 	withScores := false
 	for _, a := range r.args[4:] {
 		switch strings.ToLower(string(a)) {
 		case "withscores":
 			withScores = true
 		case "byscore", "bylex", "rev", "limit":
-			return resp.Error("ERR redlock-proxy serves ZRANGE key start stop [WITHSCORES] only")
+			return resp.Reply{}, errZrangeForm
 		default:
-			return resp.Error("ERR syntax error")
+			return resp.Reply{}, resp.ErrSyntax
 		}
 	}
 	start, ok1 := resp.ParseIntRange(r.args[2], math.MinInt64, math.MaxInt64)
 	stop, ok2 := resp.ParseIntRange(r.args[3], math.MinInt64, math.MaxInt64)
 	if !ok1 || !ok2 {
-		return resp.Error("ERR value is not an integer or out of range")
+		return resp.Reply{}, resp.ErrNotInteger
 	}
-	v, rep, ok := s.readKey(r, r.args[1])
-	switch {
-	case !ok:
-		return rep
-	case !v.Held:
-		return resp.Array()
-	case v.Type != "zset":
-		return errWrongType
-	}
+	return s.readWhole(r, r.args[1], resp.Array(), "zset", func(v quorum.KeyValue) (resp.Reply, error) {
+		return zrangeReply(v, start, stop, withScores, r.c.proto), nil
+	})
+}
+
+// zrangeReply is ZRANGE's reply of members start to stop of v, a sorted
+// set, with their scores if withScores.
+func zrangeReply(v quorum.KeyValue, start, stop int64, withScores bool, proto resp.Proto) resp.Reply {
 	n := int64(len(v.Items) / 2)
 	if start < 0 {
 		start = max(n+start, 0)
@@ -178,7 +162,7 @@ func (s *Server) zrange(r *request) resp.Reply {
 		switch {
 		case !withScores:
 			items = append(items, member)
-		case r.c.proto == resp.RESP3:
+		case proto == resp.RESP3:
 			items = append(items, resp.Array(member, resp.Double(score)))
 		default:
 			items = append(items, member, resp.Bulk(score))
@@ -190,60 +174,39 @@ func (s *Server) zrange(r *request) resp.Reply {
 // OBJECT ENCODING key
 //
 // The encoding every node that agrees on the key's value reports.
-func (s *Server) object(r *request) resp.Reply {
+func (s *Server) object(r *request) (resp.Reply, error) {
 	switch strings.ToLower(string(r.args[1])) {
 	case "encoding":
 	case "help":
-		return resp.Array(resp.Status("OBJECT ENCODING <key>: the encoding of a key a quorum holds."))
+		return resp.Array(resp.Status("OBJECT ENCODING <key>: the encoding of a key a quorum holds.")), nil
 	default:
-		return resp.Error("ERR OBJECT " + strings.ToUpper(string(r.args[1])) + " is not supported: each node keeps its own")
+		return resp.Reply{}, &unsupportedError{cmd: "OBJECT", sub: r.args[1]}
 	}
-	v, rep, ok := s.readKey(r, r.args[2])
-	switch {
-	case !ok:
-		return rep
-	case !v.Held:
-		return resp.Null()
-	case v.Encoding == "":
-		return resp.Error("ERR the nodes that hold the key report different encodings")
-	}
-	return resp.Bulk(v.Encoding)
+	return s.readWhole(r, r.args[2], resp.Null(), "", func(v quorum.KeyValue) (resp.Reply, error) {
+		if v.Encoding == "" {
+			return resp.Reply{}, errEncodings
+		}
+		return resp.Bulk(v.Encoding), nil
+	})
 }
 
 // STRLEN key
-func (s *Server) strlen(r *request) resp.Reply {
-	if rep, bad := reservedKey(r.args[1:2]); bad {
-		return rep
-	}
-	st, err := s.e.Inspect(r.ctx, string(r.args[1]))
-	switch {
-	case err != nil:
-		return s.fail(err)
-	case !st.Held:
-		return resp.Int(0)
-	case st.Type != "":
-		return errWrongType
-	}
-	return resp.Int(int64(len(st.Token)))
+func (s *Server) strlen(r *request) (resp.Reply, error) {
+	return s.read(r, r.args[1], resp.Int(0), errWrongType, func(st quorum.State) (resp.Reply, error) {
+		return resp.Int(int64(len(st.Token))), nil
+	})
 }
 
 // HLEN key
-func (s *Server) hlen(r *request) resp.Reply { return s.count(r, "hash") }
+func (s *Server) hlen(r *request) (resp.Reply, error) { return s.count(r, "hash") }
 
 // ZCARD key
-func (s *Server) zcard(r *request) resp.Reply { return s.count(r, "zset") }
+func (s *Server) zcard(r *request) (resp.Reply, error) { return s.count(r, "zset") }
 
 // count is the number of fields or members of a hash or sorted-set lock,
 // as a quorum of the nodes hold it.
-func (s *Server) count(r *request, typ string) resp.Reply {
-	v, rep, ok := s.readKey(r, r.args[1])
-	switch {
-	case !ok:
-		return rep
-	case !v.Held:
-		return resp.Int(0)
-	case v.Type != typ:
-		return errWrongType
-	}
-	return resp.Int(int64(len(v.Items) / 2))
+func (s *Server) count(r *request, typ string) (resp.Reply, error) {
+	return s.readWhole(r, r.args[1], resp.Int(0), typ, func(v quorum.KeyValue) (resp.Reply, error) {
+		return resp.Int(int64(len(v.Items) / 2)), nil
+	})
 }

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,25 +53,25 @@ func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *s
 }
 
 // byItsEffect returns the catalogue script sv wrapped to run by its
-// effect, admitting it on first use; or the refusal's reply.
-func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, resp.Reply, bool) {
+// effect, admitting it on first use.
+func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, error) {
 	c.mu.Lock()
 	eff, ok := c.byEffect[sv.sha]
 	c.mu.Unlock()
 	if ok {
-		return eff, resp.Reply{}, true
+		return eff, nil
 	}
 	body := sv.body
 	if body == nil {
 		src, known := script.KnownSource(sv.sha)
 		if !known {
-			return nil, unsupportedScript(sv.sc), false
+			return nil, &unsupportedScriptError{sv.sc.Name}
 		}
 		body = []byte(src)
 	}
 	adm, err := script.Admit(body)
 	if err != nil {
-		return nil, admitError(err), false
+		return nil, &admitError{err}
 	}
 	eff = c.wrap(adm.Source, adm.Literals)
 	c.mu.Lock()
@@ -82,7 +80,7 @@ func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, resp.Reply, bool) 
 		clear(c.byEffect)
 	}
 	c.byEffect[sv.sha] = eff
-	return eff, resp.Reply{}, true
+	return eff, nil
 }
 
 // lookup finds the script with digest sha: a catalogue script, or one a
@@ -99,26 +97,26 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 
 // learn decides how body is served and remembers it under its digest:
 // the catalogue first, then admission by what the script may do. It
-// returns the digest, and the refusal's reply when the body is not served.
-func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, resp.Reply, bool) {
+// returns the digest, and the refusal when the body is not served.
+func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, error) {
 	sha := script.SHA1Hex(body)
-	if refusal, refused := redissonRefusal(sha); refused {
-		return served{}, sha, refusal, false
+	if typ, refused := redissonRefused[sha]; refused {
+		return served{}, sha, &redissonError{typ}
 	}
 	if sc, known := script.ClassifySHA(sha); known {
-		return served{sc: sc, sha: sha}, sha, resp.Reply{}, true // a catalogue script: no need to remember it
+		return served{sc: sc, sha: sha}, sha, nil // a catalogue script: no need to remember it
 	}
 	c.mu.Lock()
 	sv, ok := c.bySHA[sha]
 	c.mu.Unlock()
 	if ok {
-		return sv, sha, resp.Reply{}, true
+		return sv, sha, nil
 	}
 	select {
 	case c.admitting <- struct{}{}:
 		defer func() { <-c.admitting }()
 	case <-ctx.Done():
-		return served{}, sha, resp.Error("ERR unsupported script: the proxy is busy admitting other scripts; try again"), false
+		return served{}, sha, errAdmitBusy
 	}
 	sc, ok := script.ClassifyScript(body)
 	if ok {
@@ -126,7 +124,7 @@ func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, r
 	} else {
 		adm, err := script.Admit(body)
 		if err != nil {
-			return served{}, sha, admitError(err), false
+			return served{}, sha, &admitError{err}
 		}
 		// The masters run the admitted tree as admission printed it,
 		// never the client's bytes: Redis's Lua lexer could read those
@@ -139,17 +137,7 @@ func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, r
 		clear(c.bySHA) // like SCRIPT FLUSH: clients recover through NOSCRIPT
 	}
 	c.bySHA[sha] = sv
-	return sv, sha, resp.Reply{}, true
-}
-
-// admitError is the reply to a script admission refused: Redis's own
-// compile error where Lua 5.1 would not compile it either.
-func admitError(err error) resp.Reply {
-	var r *script.Refusal
-	if errors.As(err, &r) && r.Compile {
-		return resp.Error(r.CompileError())
-	}
-	return resp.Error("ERR unsupported script: " + err.Error())
+	return sv, sha, nil
 }
 
 // flush forgets the learned scripts. Catalogue scripts stay known.
@@ -160,67 +148,56 @@ func (c *scriptCache) flush() {
 	clear(c.byEffect)
 }
 
-// unsupportedScript is the reply to a catalogue script that is not a lock
-// operation the proxy can run on a quorum.
-func unsupportedScript(sc script.Script) resp.Reply {
-	if sc.Name != "" {
-		return resp.Error("ERR unsupported script (" + sc.Name + "): redlock-proxy runs recognised lock scripts only")
-	}
-	return resp.Error("ERR unsupported script: redlock-proxy runs recognised lock scripts only (see its README)")
-}
-
 // EVAL script numkeys [key ...] [arg ...]
-func (s *Server) eval(r *request) resp.Reply {
+func (s *Server) eval(r *request) (resp.Reply, error) {
 	// Redis reads numkeys before it looks at the script.
 	if _, err := resp.Numkeys(r.args[2], len(r.args)-3); err != nil {
-		return resp.Error(err.Error())
+		return resp.Reply{}, err
 	}
-	sv, _, refusal, ok := s.scripts.learn(r.ctx, r.args[1])
-	if !ok {
-		return refusal
+	sv, _, err := s.scripts.learn(r.ctx, r.args[1])
+	if err != nil {
+		return resp.Reply{}, err
 	}
 	return s.run(r, sv)
 }
 
 // EVALSHA sha1 numkeys [key ...] [arg ...]
-func (s *Server) evalsha(r *request) resp.Reply {
+func (s *Server) evalsha(r *request) (resp.Reply, error) {
 	// Redis refuses a digest of the wrong length first, then numkeys, then
 	// an unknown digest.
 	if len(r.args[1]) != 40 {
-		return errNoScript
+		return resp.Reply{}, errNoScript
 	}
 	if _, err := resp.Numkeys(r.args[2], len(r.args)-3); err != nil {
-		return resp.Error(err.Error())
+		return resp.Reply{}, err
 	}
 	sv, ok := s.scripts.lookup(string(r.args[1]))
 	if !ok {
-		return errNoScript
+		return resp.Reply{}, errNoScript
 	}
 	return s.run(r, sv)
 }
 
-var errNoScript = resp.Error("NOSCRIPT No matching script. Please use EVAL.")
-
 // SCRIPT LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]
-func (s *Server) script(r *request) resp.Reply {
+func (s *Server) script(r *request) (resp.Reply, error) {
 	// serveRESP has checked the subcommand and its argument count.
 	switch sub := strings.ToLower(string(r.args[1])); sub {
 	case "load":
-		_, sha, refusal, ok := s.scripts.learn(r.ctx, r.args[2])
-		if !ok {
-			return refusal
+		_, sha, err := s.scripts.learn(r.ctx, r.args[2])
+		if err != nil {
+			return resp.Reply{}, err
 		}
-		return resp.Bulk(sha)
+		return resp.Bulk(sha), nil
 	case "exists":
 		found := make([]resp.Reply, len(r.args)-2)
 		for i, sha := range r.args[2:] {
 			_, ok := s.scripts.lookup(string(sha))
 			found[i] = resp.Int(btoi(ok))
 		}
-		return resp.Array(found...)
+		return resp.Array(found...), nil
 	case "flush":
 		if len(r.args) > 3 || len(r.args) == 3 && !strings.EqualFold(string(r.args[2]), "async") && !strings.EqualFold(string(r.args[2]), "sync") {
-			return resp.Error("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+			return resp.Reply{}, errScriptFlushOption
 		}
 		s.scripts.flush()
 		// As one Redis forgets its scripts: the nodes drop the wrapper's
@@ -229,64 +206,67 @@ func (s *Server) script(r *request) resp.Reply {
 		if n, err := s.e.FlushEffects(r.ctx); err != nil {
 			s.conf().Log.Warn("script flush did not reach every node", "flushed", n, "err", err)
 		}
-		return resp.OK()
+		return resp.OK(), nil
 	case "kill":
 		return s.scriptKill(r)
 	}
-	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try SCRIPT HELP.", cString(r.args[1], 128)))
+	return resp.Reply{}, &unknownSubcommandError{container: []byte("script"), sub: r.args[1]}
 }
 
 // scriptKill stops the script the masters run, as SCRIPT KILL does on
 // one Redis: OK when a node stopped one, Redis's UNKILLABLE when one has
 // written and runs on (it wins over OK: the script has not stopped
 // everywhere), NOTBUSY when no node that answered ran one.
-func (s *Server) scriptKill(r *request) resp.Reply {
+func (s *Server) scriptKill(r *request) (resp.Reply, error) {
 	k, err := s.e.KillScript(r.ctx)
 	switch {
 	case err != nil:
-		return s.fail(err)
+		return resp.Reply{}, err
 	case k.Unkillable > 0:
-		return resp.Error(k.UnkillableText)
+		return resp.Error(k.UnkillableText), nil // the node's own reply
 	case k.Killed > 0:
-		return resp.OK()
+		return resp.OK(), nil
 	}
-	return resp.Error("NOTBUSY No scripts in execution right now.")
+	return resp.Error(notBusy), nil
 }
+
+// notBusy is Redis's answer to a kill when no script runs.
+const notBusy = "NOTBUSY No scripts in execution right now."
 
 // FUNCTION KILL | HELP
 //
 // Clients run no functions through the proxy: what a master runs is a
 // client's EVAL (the wrapper, which may run as a function). So FUNCTION
 // KILL answers as one Redis busy in an EVAL, and stops nothing.
-func (s *Server) function(r *request) resp.Reply {
+func (s *Server) function(r *request) (resp.Reply, error) {
 	switch sub := strings.ToLower(string(r.args[1])); sub {
 	case "kill":
 		busy, err := s.e.ScriptBusy(r.ctx)
 		switch {
 		case err != nil:
-			return s.fail(err)
+			return resp.Reply{}, err
 		case busy:
-			return resp.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+			return resp.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."), nil
 		}
-		return resp.Error("NOTBUSY No scripts in execution right now.")
+		return resp.Error(notBusy), nil
 	case "help":
-		return resp.Array(resp.Status("FUNCTION KILL: as one Redis running no function (clients run none through redlock-proxy)."))
+		return resp.Array(resp.Status("FUNCTION KILL: as one Redis running no function (clients run none through redlock-proxy).")), nil
 	}
-	return resp.Error("ERR FUNCTION " + strings.ToUpper(string(r.args[1])) + " is not supported: redlock-proxy runs scripts by EVAL and EVALSHA only")
+	return resp.Reply{}, &unsupportedError{cmd: "FUNCTION", sub: r.args[1]}
 }
 
 // run serves a script: a catalogue operation, or by its effect. The
 // catalogue is a fast path only: a call it cannot take (no key, more keys
 // than the script reads, fewer arguments, a TTL or token length it cannot
 // read) runs by its effect, as one Redis would run it.
-func (s *Server) run(r *request, sv served) resp.Reply {
+func (s *Server) run(r *request, sv served) (resp.Reply, error) {
 	if sv.eff != nil {
 		return s.runEffect(r, sv.eff)
 	}
 	if !catalogueTakes(r.args, sv.sc) {
-		eff, rep, ok := s.scripts.byItsEffect(sv)
-		if !ok {
-			return rep
+		eff, err := s.scripts.byItsEffect(sv)
+		if err != nil {
+			return resp.Reply{}, err
 		}
 		return s.runEffect(r, eff)
 	}
@@ -333,38 +313,38 @@ type scriptCall struct {
 func (c scriptCall) arg(i int) []byte { return c.argv[i-1] }
 
 // splitCall checks numkeys and the argument count against what sc uses.
-func splitCall(args [][]byte, sc script.Script) (scriptCall, resp.Reply, bool) {
+func splitCall(args [][]byte, sc script.Script) (scriptCall, error) {
 	rest := args[3:]
 	nk, err := resp.Numkeys(args[2], len(rest))
 	switch {
 	case err != nil:
-		return scriptCall{}, resp.Error(err.Error()), false
+		return scriptCall{}, err
 	case nk == 0:
-		return scriptCall{}, resp.Error("ERR a lock script needs at least one key"), false
+		return scriptCall{}, errScriptNoKey
 	case nk > 1 && !sc.MultiKey:
-		return scriptCall{}, resp.Error("ERR this lock script takes exactly one key"), false
+		return scriptCall{}, errScriptManyKeys
 	}
 	c := scriptCall{keys: make([]string, nk), argv: rest[nk:]}
 	for i, k := range rest[:nk] {
 		c.keys[i] = string(k)
 	}
-	if rep, bad := reservedKey(rest[:nk]); bad {
-		return scriptCall{}, rep, false
+	if err := reservedKeys(rest[:nk]); err != nil {
+		return scriptCall{}, err
 	}
 	need := max(sc.TokenArg, sc.TTLArg, sc.PrefixArg, sc.ModeArg)
 	if len(c.argv) < need {
-		return scriptCall{}, resp.Error("ERR this lock script needs " + strconv.Itoa(need) + " arguments after its keys"), false
+		return scriptCall{}, &scriptArgsError{need}
 	}
-	return c, resp.Reply{}, true
+	return c, nil
 }
 
 // runScript runs a recognised lock script as a quorum operation and
 // answers with the script's own reply codes.
-func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
-	op := quorumOp(sc.Op)
-	c, rep, ok := splitCall(r.args, sc)
-	if !ok {
-		return s.refused(op, rep)
+func (s *Server) runScript(r *request, sc script.Script) (resp.Reply, error) {
+	r.op = quorumOp(sc.Op)
+	c, err := splitCall(r.args, sc)
+	if err != nil {
+		return resp.Reply{}, err
 	}
 	l := quorum.Lock{Keys: c.keys, Token: string(c.arg(sc.TokenArg))}
 	fail := resp.Int(sc.Fail)
@@ -385,34 +365,34 @@ func (s *Server) runScript(r *request, sc script.Script) resp.Reply {
 		return s.pttlScript(r, sc, l, fail)
 	}
 	if sc.TTLArg == 0 {
-		return unsupportedScript(sc) // a lock without a TTL is never taken
+		return resp.Reply{}, &unsupportedScriptError{sc.Name} // a lock without a TTL is never taken
 	}
-	ttl, err := s.parseMillis(c.arg(sc.TTLArg), commandName(r))
+	ttl, err := s.parseMillis(c.arg(sc.TTLArg))
 	if err != nil {
-		return s.refused(op, resp.Error(err.Error()))
+		return resp.Reply{}, err
 	}
 	switch sc.Op {
 	case script.OpAcquire:
 		if s.Draining() {
-			return s.refused(op, errDraining)
+			return resp.Reply{}, errDraining
 		}
 		if sc.PrefixArg > 0 {
 			n, err := strconv.Atoi(string(c.arg(sc.PrefixArg)))
 			if err != nil || n < 0 || n > len(l.Token) {
-				return resp.Error("ERR the token length argument must be an integer from 0 to the token's length")
+				return resp.Reply{}, errPrefixLength
 			}
 			l.PrefixLen = n
 		}
-		return s.outcome(s.acquire(r, l, ttl), success, fail, commandName(r))
+		return s.outcome(s.acquire(r, l, ttl), success, fail)
 	case script.OpExtend:
 		if sc.ModeArg > 0 && string(c.arg(sc.ModeArg)) == "0" {
-			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl, s.e.MaxTTL())), success, fail, commandName(r))
+			return s.outcome(s.extended(s.e.ExtendBy(r.ctx, l, ttl, s.e.MaxTTL())), success, fail)
 		}
-		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail, commandName(r))
+		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail)
 	case script.OpExtendOrAcquire:
-		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail, commandName(r))
+		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail)
 	}
-	return unsupportedScript(sc)
+	return resp.Reply{}, &unsupportedScriptError{sc.Name}
 }
 
 // quorumOp is the engine operation a script kind runs, for the observer.
@@ -430,32 +410,32 @@ func quorumOp(op script.Op) quorum.Op {
 
 // releaseScript answers a compare-and-delete: success only if a quorum
 // held every key, a count of released keys for multi-key scripts.
-func (s *Server) releaseScript(r *request, sc script.Script, l quorum.Lock, success, fail resp.Reply) resp.Reply {
+func (s *Server) releaseScript(r *request, sc script.Script, l quorum.Lock, success, fail resp.Reply) (resp.Reply, error) {
 	rel, err := s.e.Release(r.ctx, l)
 	switch {
 	case err != nil:
-		return s.fail(err)
+		return resp.Reply{}, err
 	case sc.Success == script.SuccessKeyCount:
-		return resp.Int(int64(rel.Keys))
+		return resp.Int(int64(rel.Keys)), nil
 	case rel.Keys == len(l.Keys):
-		return success
+		return success, nil
 	case sc.HasMissing && rel.Missing == len(l.Keys):
-		return resp.Int(sc.Missing)
+		return resp.Int(sc.Missing), nil
 	}
-	return fail
+	return fail, nil
 }
 
 // pttlScript answers an owner-checked PTTL with the quorum's conservative
 // validity, or the script's sentinel when the token does not hold the key.
-func (s *Server) pttlScript(r *request, sc script.Script, l quorum.Lock, fail resp.Reply) resp.Reply {
+func (s *Server) pttlScript(r *request, sc script.Script, l quorum.Lock, fail resp.Reply) (resp.Reply, error) {
 	st, err := s.e.Inspect(r.ctx, l.Keys[0])
 	switch {
 	case err != nil:
-		return s.fail(err)
+		return resp.Reply{}, err
 	case !st.Held || st.Token != l.Token:
-		return fail
+		return fail, nil
 	}
-	return validityMillis(st)
+	return validityMillis(st), nil
 }
 
 func btoi(b bool) int64 {

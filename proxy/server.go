@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -172,10 +171,6 @@ func (s *Server) Draining() bool { return s.draining.Load() }
 // Clients returns how many client connections are open.
 func (s *Server) Clients() int64 { return s.clients.Load() }
 
-// errDraining is the reply to an acquire while the server drains: an
-// error, so that clients never read it as "the lock is taken".
-var errDraining = resp.Error("DRAINING redlock-proxy is shutting down; acquire the lock through another proxy")
-
 // Shutdown drains, stops accepting, and lets every connection finish
 // the command it is running, reply, and close; it returns once Serve and
 // every connection have finished. If ctx ends first, it closes whatever
@@ -293,6 +288,12 @@ type request struct {
 	conn redcon.Conn
 	c    *client
 	args [][]byte // args[0] is the command name
+	// name is args[0] in lower case, as Redis names the command in errors.
+	name string
+	// op is the lock operation the command runs, for the observer's
+	// count of refusals: the table's, or what the handler found (a
+	// script's, once classified); zero for none.
+	op quorum.Op
 	// closeAfter closes the connection once the reply is written.
 	closeAfter bool
 	// validity is what an acquire granted, for MONITOR; zero if none.
@@ -312,11 +313,20 @@ type command struct {
 	// connection commands, which every user may run.
 	class acl.Class
 	keys  keySpec // where its keys are, for the users' key patterns
+	// op is the lock operation the command runs, known from its name
+	// (a script's is known once it is classified): its refusals, from
+	// arity on, are counted as that operation's.
+	op quorum.Op
 	// subs are a container command's subcommands (lower case) with their
 	// arities, Redis 7.0's whole list, so that an unknown subcommand and a
 	// wrong count get Redis's errors before the handler runs.
 	subs    map[string]int
-	handler func(s *Server, r *request) resp.Reply
+	handler func(s *Server, r *request) (resp.Reply, error)
+}
+
+// plain adapts a handler that answers every call with a reply.
+func plain(h func(s *Server, r *request) resp.Reply) func(s *Server, r *request) (resp.Reply, error) {
+	return func(s *Server, r *request) (resp.Reply, error) { return h(s, r), nil }
 }
 
 // Subcommands and their arities, as Redis 7.0's COMMAND INFO lists them.
@@ -348,49 +358,49 @@ var (
 // commands is the whole client surface of the proxy.
 var commands = map[string]command{
 	// Connection.
-	"ping":   {arity: -1, handler: (*Server).ping},
-	"echo":   {arity: 2, handler: (*Server).echo},
-	"quit":   {arity: -1, noAuth: true, handler: (*Server).quit},
-	"auth":   {arity: -2, noAuth: true, handler: (*Server).auth},
-	"hello":  {arity: -1, noAuth: true, handler: (*Server).hello},
-	"reset":  {arity: 1, noAuth: true, handler: (*Server).reset},
-	"select": {arity: 2, handler: (*Server).selectDB},
+	"ping":   {arity: -1, handler: plain((*Server).ping)},
+	"echo":   {arity: 2, handler: plain((*Server).echo)},
+	"quit":   {arity: -1, noAuth: true, handler: plain((*Server).quit)},
+	"auth":   {arity: -2, noAuth: true, handler: plain((*Server).auth)},
+	"hello":  {arity: -1, noAuth: true, handler: plain((*Server).hello)},
+	"reset":  {arity: 1, noAuth: true, handler: plain((*Server).reset)},
+	"select": {arity: 2, handler: plain((*Server).selectDB)},
 	"client": {arity: -2, subs: clientSubs, handler: (*Server).clientCmd},
 	// Cluster clients probe these and decide on Redis's exact text.
-	"cluster":   {arity: -2, subs: clusterSubs, handler: (*Server).clusterCmd},
-	"readonly":  {arity: 1, handler: (*Server).clusterCmd},
-	"readwrite": {arity: 1, handler: (*Server).clusterCmd},
-	"info":      {arity: -1, handler: (*Server).info},
+	"cluster":   {arity: -2, subs: clusterSubs, handler: plain((*Server).clusterCmd)},
+	"readonly":  {arity: 1, handler: plain((*Server).clusterCmd)},
+	"readwrite": {arity: 1, handler: plain((*Server).clusterCmd)},
+	"info":      {arity: -1, handler: plain((*Server).info)},
 	// Introspection for monitoring tools (introspect.go).
 	"config":  {arity: -2, subs: configSubs, handler: (*Server).configCmd},
-	"latency": {arity: -2, subs: latencySubs, handler: (*Server).latencyCmd},
-	"role":    {arity: 1, handler: (*Server).role},
-	"time":    {arity: 1, handler: (*Server).timeCmd},
+	"latency": {arity: -2, subs: latencySubs, handler: plain((*Server).latencyCmd)},
+	"role":    {arity: 1, handler: plain((*Server).role)},
+	"time":    {arity: 1, handler: plain((*Server).timeCmd)},
 	"dbsize":  {arity: 1, class: acl.Read, handler: (*Server).dbsize},
-	"slowlog": {arity: -2, class: acl.Admin, subs: slowlogSubs, handler: (*Server).slowlogCmd},
-	"monitor": {arity: 1, class: acl.Admin, handler: (*Server).monitorCmd},
+	"slowlog": {arity: -2, class: acl.Admin, subs: slowlogSubs, handler: plain((*Server).slowlogCmd)},
+	"monitor": {arity: 1, class: acl.Admin, handler: plain((*Server).monitorCmd)},
 	// "command" is added by command.go's init: it reads this table.
 	// Locks.
-	"set":    {arity: -3, grants: true, class: acl.Lock, keys: firstKey, handler: (*Server).set},
-	"get":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).get},
-	"pttl":   {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).pttl},
-	"ttl":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).ttl},
-	"exists": {arity: -2, class: acl.Read, keys: everyArg, handler: (*Server).exists},
+	"set":    {arity: -3, grants: true, class: acl.Lock, keys: firstKey, op: quorum.OpAcquire, handler: (*Server).set},
+	"get":    {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).get},
+	"pttl":   {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).pttl},
+	"ttl":    {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).ttl},
+	"exists": {arity: -2, class: acl.Read, keys: everyArg, op: quorum.OpRead, handler: (*Server).exists},
 	"del":    {arity: -2, class: acl.Admin, keys: everyArg, handler: (*Server).del},
 	// Runbook reads (runbook.go).
 	"scan":    {arity: -2, class: acl.Read, handler: (*Server).scan},
-	"type":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).typeCmd},
-	"hgetall": {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).hgetall},
-	"hget":    {arity: 3, class: acl.Read, keys: firstKey, handler: (*Server).hget},
-	"zrange":  {arity: -4, class: acl.Read, keys: firstKey, handler: (*Server).zrange},
-	"object":  {arity: -2, class: acl.Read, keys: subKey, subs: objectSubs, handler: (*Server).object},
-	"strlen":  {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).strlen},
-	"hlen":    {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).hlen},
-	"zcard":   {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).zcard},
+	"type":    {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).typeCmd},
+	"hgetall": {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).hgetall},
+	"hget":    {arity: 3, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).hget},
+	"zrange":  {arity: -4, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).zrange},
+	"object":  {arity: -2, class: acl.Read, keys: subKey, subs: objectSubs, op: quorum.OpRead, handler: (*Server).object},
+	"strlen":  {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).strlen},
+	"hlen":    {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).hlen},
+	"zcard":   {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).zcard},
 	// Redis 8.4's and Valkey's compare-and-delete and DIGEST (cas.go).
-	"delex":   {arity: -2, class: acl.Lock, keys: firstKey, handler: (*Server).delex},
-	"delifeq": {arity: 3, class: acl.Lock, keys: firstKey, handler: (*Server).delifeq},
-	"digest":  {arity: 2, class: acl.Read, keys: firstKey, handler: (*Server).digest},
+	"delex":   {arity: -2, class: acl.Lock, keys: firstKey, op: quorum.OpRelease, handler: (*Server).delex},
+	"delifeq": {arity: 3, class: acl.Lock, keys: firstKey, op: quorum.OpRelease, handler: (*Server).delifeq},
+	"digest":  {arity: 2, class: acl.Read, keys: firstKey, op: quorum.OpRead, handler: (*Server).digest},
 	"eval":    {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).eval},
 	"evalsha": {arity: -3, grants: true, class: acl.Lock, keys: scriptKeys, handler: (*Server).evalsha},
 	"script":  {arity: -2, class: acl.Lock, subs: scriptSubs, handler: (*Server).script},
@@ -401,12 +411,12 @@ var commands = map[string]command{
 	"incr":   {arity: 2, class: acl.Lock, keys: firstKey, handler: (*Server).incr},
 	"incrby": {arity: 3, class: acl.Lock, keys: firstKey, handler: (*Server).incrby},
 	// Pub/sub (pubsub.go).
-	"subscribe":    {arity: -2, class: acl.Read, handler: (*Server).subscribe},
-	"psubscribe":   {arity: -2, class: acl.Read, handler: (*Server).psubscribe},
-	"unsubscribe":  {arity: -1, handler: (*Server).unsubscribe},
-	"punsubscribe": {arity: -1, handler: (*Server).punsubscribe},
-	"ssubscribe":   {arity: -2, class: acl.Read, handler: (*Server).ssubscribe},
-	"sunsubscribe": {arity: -1, handler: (*Server).sunsubscribe},
+	"subscribe":    {arity: -2, class: acl.Read, handler: plain((*Server).subscribe)},
+	"psubscribe":   {arity: -2, class: acl.Read, handler: plain((*Server).psubscribe)},
+	"unsubscribe":  {arity: -1, handler: plain((*Server).unsubscribe)},
+	"punsubscribe": {arity: -1, handler: plain((*Server).punsubscribe)},
+	"ssubscribe":   {arity: -2, class: acl.Read, handler: plain((*Server).ssubscribe)},
+	"sunsubscribe": {arity: -1, handler: plain((*Server).sunsubscribe)},
 	// Transactions (multi.go).
 	"multi":   {arity: 1, handler: (*Server).multi},
 	"exec":    {arity: 1, grants: true, handler: (*Server).exec},
@@ -424,26 +434,27 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		c = &client{proto: resp.RESP2}
 		conn.SetContext(c)
 	}
-	if rep, refused := s.admit(c, name, cmd.Args); refused {
+	cm := commands[name]
+	r := &request{conn: conn, c: c, args: cmd.Args, name: name, op: cm.op}
+	if err := s.admit(c, name, cmd.Args); err != nil {
+		rep := s.errorReply(r, err)
 		s.stats.rejected(statName(name, cmd.Args), rep)
 		switch {
 		case name == "exec":
 			// As Redis: an EXEC refused before it runs (NOAUTH, arity)
 			// discards the transaction, MULTI or not.
 			c.tx.reset()
-			rep = resp.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(rep.Text(), "ERR "))
+			rep = s.replyForError(name, &execAbortError{err})
 		case c.tx.multi:
 			c.tx.dirty = true // as Redis: EXEC will abort
-		}
-		if op := lockOps[name]; op != 0 {
-			rep = s.refused(op, rep)
 		}
 		s.send(conn, c, rep)
 		return
 	}
 	if !subscribedOnly[name] && c.subscribed() {
-		s.stats.rejected(statName(name, cmd.Args), notInSubscribedMode(name))
-		s.send(conn, c, notInSubscribedMode(name))
+		rep := notInSubscribedMode(name)
+		s.stats.rejected(statName(name, cmd.Args), rep)
+		s.send(conn, c, rep)
 		return
 	}
 	if c.tx.multi && !runsInMulti[name] {
@@ -451,7 +462,6 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		s.send(conn, c, resp.Status("QUEUED"))
 		return
 	}
-	cm := commands[name]
 	if c.list != nil {
 		c.list.saw(name, c)
 	}
@@ -474,9 +484,12 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		tr = quorum.NewTrace(s.e.Nodes())
 		ctx = quorum.WithTrace(ctx, tr)
 	}
-	r := &request{ctx: ctx, conn: conn, c: c, args: cmd.Args}
+	r.ctx = ctx
 	start := time.Now()
-	rep := cm.handler(s, r)
+	rep, err := cm.handler(s, r)
+	if err != nil {
+		rep = s.errorReply(r, err)
+	}
 	took := time.Since(start)
 	s.stats.ran(statName(name, cmd.Args), took, rep)
 	s.record(r, done{name: name, args: cmd.Args, start: start, took: took, rep: rep, tr: tr, validity: r.validity})
@@ -516,7 +529,7 @@ func (s *Server) send(conn redcon.Conn, c *client, rep resp.Reply) {
 // admit refuses a command the proxy does not know (or a subcommand), one
 // with the wrong number of arguments, or one sent before AUTH, in Redis's
 // order.
-func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool) {
+func (s *Server) admit(c *client, name string, args [][]byte) error {
 	cm, ok := commands[name]
 	if !ok && c.tx.multi {
 		cm, ok = queuedOnly[name]
@@ -524,22 +537,22 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 	user := s.currentUser(c)
 	switch {
 	case !ok:
-		return unknownCommand(args), true
+		return &unknownCommandError{args}
 	case wrongArity(cm.arity, len(args)):
-		return resp.Error("ERR wrong number of arguments for '" + name + "' command"), true
+		return &arityError{name}
 	case cm.subs != nil && len(args) > 1:
 		sub := strings.ToLower(string(args[1]))
 		if a, known := cm.subs[sub]; !known {
-			return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try %s HELP.", cString(args[1], 128), strings.ToUpper(name))), true
+			return &unknownSubcommandError{container: []byte(name), sub: args[1]}
 		} else if wrongArity(a, len(args)) {
-			return resp.Error("ERR wrong number of arguments for '" + name + "|" + sub + "' command"), true
+			return &arityError{name + "|" + sub}
 		}
 	}
 	if user == nil && !cm.noAuth {
-		return resp.Error("NOAUTH Authentication required."), true
+		return errNoAuth
 	}
-	if rep, bad := s.counterRefusal(name, cm, args); bad {
-		return rep, true
+	if err := s.counterRefusal(name, cm, args); err != nil {
+		return err
 	}
 	if name == "del" && (c.tx.multi || unlockLatches(args[1:])) {
 		// A transaction's DEL is a compare-and-delete (multi.go); an
@@ -550,9 +563,9 @@ func (s *Server) admit(c *client, name string, args [][]byte) (resp.Reply, bool)
 		cm.class = acl.Admin // DELEX key without a condition is DEL key
 	}
 	if err := permit(user, name, cm, args); err != nil {
-		return err.Reply(), true
+		return err
 	}
-	return resp.Reply{}, false
+	return nil
 }
 
 func wrongArity(arity, n int) bool {
@@ -589,21 +602,4 @@ func cString(b []byte, n int) []byte {
 		b = b[:i]
 	}
 	return b[:min(len(b), max(n, 0))]
-}
-
-// replyForError is how every engine error looks on the wire: an outage is
-// an error that counts the nodes' answers (granted, denied, failed) and
-// the grants needed, never a nil.
-func replyForError(err error) resp.Reply {
-	var oe *quorum.OutcomeError
-	switch {
-	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable) && oe.Quarantined > 0:
-		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed, and quarantined grants do not count (see INFO)", oe.Outcome, quorum.Quorum(oe.Total)))
-	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable):
-		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed", oe.Outcome, quorum.Quorum(oe.Total)))
-	case errors.Is(err, context.DeadlineExceeded):
-		return resp.Error("NOQUORUM command timed out")
-	default:
-		return resp.Error("ERR " + err.Error())
-	}
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -331,31 +330,6 @@ func diff(want, got string) string {
 	return b.String()
 }
 
-func TestReplyForError(t *testing.T) {
-	nodeErr := &quorum.NodeError{Node: 2, Addr: "127.0.0.1:7003", Err: context.DeadlineExceeded}
-	tests := []struct {
-		name string
-		err  error
-		want string
-	}{
-		{"unavailable", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 5, Granted: 1, Denied: 1, Failed: 3}, Unavailable: true, Failures: nodeErr},
-			"(error) NOQUORUM 1 granted, 1 denied, 3 failed of 5 nodes; 3 needed"},
-		{"wrapped unavailable", fmt.Errorf("x: %w", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Failed: 3}, Unavailable: true}),
-			"(error) NOQUORUM 0 granted, 0 denied, 3 failed of 3 nodes; 2 needed"},
-		{"quarantined grant", &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Granted: 1, Denied: 1, Quarantined: 1}, Unavailable: true},
-			"(error) NOQUORUM 1 granted, 1 quarantined, 1 denied, 0 failed of 3 nodes; 2 needed, and quarantined grants do not count (see INFO)"},
-		{"command deadline", context.DeadlineExceeded, "(error) NOQUORUM command timed out"},
-		{"anything else", errors.New("boom"), "(error) ERR boom"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := replyForError(tt.err).String(); got != tt.want {
-				t.Errorf("replyForError(%v) = %s; want %s", tt.err, got, tt.want)
-			}
-		})
-	}
-}
-
 // TestDeniedIsNotAnOutage checks that the reply tells "taken" from
 // "unreachable" for every lock command.
 func TestDeniedIsNotAnOutage(t *testing.T) {
@@ -482,7 +456,7 @@ func refusedLines(out *ratelog.Lines) []string {
 // with ERR internal error and closes its own connection; the server and
 // its other clients carry on.
 func TestHandlerPanicClosesOnlyThatClient(t *testing.T) {
-	commands["testpanic"] = command{arity: 1, handler: func(*Server, *request) resp.Reply { panic("boom") }}
+	commands["testpanic"] = command{arity: 1, handler: func(*Server, *request) (resp.Reply, error) { panic("boom") }}
 	t.Cleanup(func() { delete(commands, "testpanic") })
 	addr, _ := startServer(t, 1, Config{})
 	other := dial(t, addr)

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -9,9 +10,21 @@ import (
 // in one place, so that every handler accepts and refuses exactly what
 // one redis-server does.
 
-// ErrNotInteger is Redis's reply to an argument that is not a 64-bit
-// decimal integer in its strict form.
-var ErrNotInteger = errors.New("ERR value is not an integer or out of range")
+// ErrArgument matches every error of this package: a command refused for
+// its arguments alone. The errors name the rule broken; the proxy words
+// the reply, as Redis words it.
+var ErrArgument = errors.New("resp: bad argument")
+
+// Errors an argument can be refused with, each matching ErrArgument.
+var (
+	// ErrNotInteger: not a 64-bit decimal integer in its strict form.
+	ErrNotInteger = argError("not an integer or out of range")
+	// ErrNumkeysOver and ErrNumkeysNegative: EVAL's numkeys out of range.
+	ErrNumkeysOver     = argError("numkeys over the number of arguments")
+	ErrNumkeysNegative = argError("numkeys negative")
+)
+
+func argError(msg string) error { return fmt.Errorf("%w: %s", ErrArgument, msg) }
 
 // ParseInt reads b as Redis's string2ll does: an optional '-', then
 // decimal digits without a leading zero ("0" alone is fine), nothing else
@@ -68,9 +81,9 @@ func Numkeys(b []byte, rest int) (int, error) {
 	case !ok:
 		return 0, ErrNotInteger
 	case n > int64(rest):
-		return 0, errors.New("ERR Number of keys can't be greater than number of args")
+		return 0, ErrNumkeysOver
 	case n < 0:
-		return 0, errors.New("ERR Number of keys can't be negative")
+		return 0, ErrNumkeysNegative
 	}
 	return int(n), nil
 }

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"testing"
@@ -45,28 +46,24 @@ func TestNumkeys(t *testing.T) {
 		in   string
 		rest int
 		want int
-		err  string
+		err  error
 	}{
-		{"1", 2, 1, ""},
-		{"0", 0, 0, ""},
-		{"+1", 2, 0, "ERR value is not an integer or out of range"},
-		{"01", 2, 0, "ERR value is not an integer or out of range"},
-		{"3", 2, 0, "ERR Number of keys can't be greater than number of args"},
-		{"-1", 2, 0, "ERR Number of keys can't be negative"},
+		{"1", 2, 1, nil},
+		{"0", 0, 0, nil},
+		{"+1", 2, 0, ErrNotInteger},
+		{"01", 2, 0, ErrNotInteger},
+		{"3", 2, 0, ErrNumkeysOver},
+		{"-1", 2, 0, ErrNumkeysNegative},
 	}
 	for _, tt := range tests {
 		got, err := Numkeys([]byte(tt.in), tt.rest)
-		if errText := errString(err); got != tt.want || errText != tt.err {
-			t.Errorf("Numkeys(%q, %d) = %d, %q; want %d, %q", tt.in, tt.rest, got, errText, tt.want, tt.err)
+		if got != tt.want || !errors.Is(err, tt.err) || (err == nil) != (tt.err == nil) {
+			t.Errorf("Numkeys(%q, %d) = %d, %v; want %d, %v", tt.in, tt.rest, got, err, tt.want, tt.err)
+		}
+		if err != nil && !errors.Is(err, ErrArgument) {
+			t.Errorf("Numkeys(%q, %d) error %v does not match ErrArgument", tt.in, tt.rest, err)
 		}
 	}
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 func TestValidClientName(t *testing.T) {

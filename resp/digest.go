@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,9 +11,9 @@ import (
 // bits in lower-case hex, with leading zeros.
 const digestLen = 16
 
-// ErrDigestLength is Redis 8.4's refusal of an IFDEQ or IFDNE digest of
-// the wrong length.
-var ErrDigestLength = errors.New("ERR must be exactly 16 hexadecimal characters")
+// ErrDigestLength refuses an IFDEQ or IFDNE digest of the wrong length,
+// as Redis 8.4 does. It matches ErrArgument.
+var ErrDigestLength = argError("digest not 16 hexadecimal characters")
 
 // Digest is value's digest as Redis 8.4's DIGEST replies it: the XXH3
 // 64-bit hash (seed 0) of its bytes, as 16 lower-case hex digits.

@@ -1,7 +1,6 @@
 package resp
 
 import (
-	"errors"
 	"math"
 	"strings"
 	"time"
@@ -40,13 +39,12 @@ type SetArgs struct {
 	Get        bool   // GET: reply with the old value (with a Condition only)
 }
 
-// Errors a SET can be refused with, worded as Redis words them where Redis
-// has the same error.
+// Errors a SET can be refused with, each matching ErrArgument.
 var (
-	ErrSyntax     = errors.New("ERR syntax error")
-	ErrExpireTime = errors.New("ERR invalid expire time in 'set' command")
-	ErrSetNotLock = errors.New("ERR redlock-proxy only takes locks: use SET key token NX PX milliseconds (or EX seconds)")
-	ErrSetOption  = errors.New("ERR redlock-proxy does not support XX, GET or KEEPTTL: a lock is SET key token NX PX milliseconds")
+	ErrSyntax     = argError("syntax error")
+	ErrExpireTime = argError("invalid expire time") // zero, negative, overflowing or past
+	ErrSetNotLock = argError("set without nx")      // a SET that takes no lock
+	ErrSetOption  = argError("set with xx, get or keepttl")
 )
 
 // setFlag is one SET option, as Redis 7's parseExtendedStringArguments
