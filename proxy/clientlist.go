@@ -62,7 +62,7 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 		switch opt := strings.ToLower(string(r.args[i])); {
 		case opt == "type" && i+1 < len(r.args):
 			if t := strings.ToLower(string(r.args[i+1])); t != "normal" {
-				return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", r.args[i+1])), nil
+				return resp.Reply{}, &clientTypeError{r.args[i+1]}
 			}
 			i++
 		case opt == "id" && i+1 < len(r.args):
@@ -70,12 +70,12 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 			for i++; i < len(r.args); i++ {
 				id, err := strconv.ParseInt(string(r.args[i]), 10, 64)
 				if err != nil || id <= 0 {
-					return resp.Error("ERR Invalid client ID"), nil
+					return resp.Reply{}, errClientID
 				}
 				ids[id] = true
 			}
 		default:
-			return resp.Error("ERR syntax error"), nil
+			return resp.Reply{}, resp.ErrSyntax
 		}
 	}
 	var ls []*listing
@@ -109,7 +109,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 		addr, skipMe = string(r.args[2]), false
 	} else {
 		if len(r.args)%2 != 0 {
-			return resp.Error("ERR syntax error"), nil
+			return resp.Reply{}, resp.ErrSyntax
 		}
 		for i := 2; i < len(r.args); i += 2 {
 			v := string(r.args[i+1])
@@ -117,7 +117,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 			case "id":
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil || n <= 0 {
-					return resp.Error("ERR client-id should be greater than 0"), nil
+					return resp.Reply{}, errClientIDZero
 				}
 				id = n
 			case "addr":
@@ -128,7 +128,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 				user = v
 			case "type":
 				if !strings.EqualFold(v, "normal") {
-					return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", v)), nil
+					return resp.Reply{}, &clientTypeError{[]byte(v)}
 				}
 			case "skipme":
 				switch strings.ToLower(v) {
@@ -137,10 +137,10 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 				case "no":
 					skipMe = false
 				default:
-					return resp.Error("ERR syntax error"), nil
+					return resp.Reply{}, resp.ErrSyntax
 				}
 			default:
-				return resp.Error("ERR syntax error"), nil
+				return resp.Reply{}, resp.ErrSyntax
 			}
 		}
 	}
@@ -169,7 +169,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 	})
 	if old {
 		if killed == 0 {
-			return resp.Error("ERR No such client"), nil
+			return resp.Reply{}, errNoSuchClient
 		}
 		return resp.OK(), nil
 	}

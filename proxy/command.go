@@ -45,7 +45,7 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 	case "count":
 		return resp.Int(int64(len(commands))), nil
 	case "list":
-		return commandList(r.args[2:]), nil
+		return commandList(r.args[2:])
 	case "info":
 		names := sortedCommands()
 		if len(r.args) > 2 {
@@ -62,13 +62,13 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 		cm, ok := commands[strings.ToLower(string(r.args[2]))]
 		switch {
 		case !ok:
-			return resp.Error("ERR Invalid command specified"), nil
+			return resp.Reply{}, errGetkeysCommand
 		case wrongArity(cm.arity, len(r.args)-2):
-			return resp.Error("ERR Invalid number of arguments specified for command"), nil
+			return resp.Reply{}, errGetkeysArity
 		}
 		keys := keysOf(cm.keys, r.args[2:])
 		if len(keys) == 0 {
-			return resp.Error("ERR The command has no key arguments"), nil
+			return resp.Reply{}, errGetkeysNoKeys
 		}
 		items := make([]resp.Reply, len(keys))
 		for i, k := range keys {
@@ -97,7 +97,7 @@ func lowerArgs(args [][]byte) []string {
 }
 
 // commandList is COMMAND LIST [FILTERBY PATTERN p | ACLCAT c | MODULE m].
-func commandList(args [][]byte) resp.Reply {
+func commandList(args [][]byte) (resp.Reply, error) {
 	keep := func(string) bool { return true }
 	switch {
 	case len(args) == 0:
@@ -113,10 +113,10 @@ func commandList(args [][]byte) resp.Reply {
 		case "module":
 			keep = func(string) bool { return false } // no modules
 		default:
-			return resp.Error("ERR syntax error")
+			return resp.Reply{}, resp.ErrSyntax
 		}
 	default:
-		return resp.Error("ERR syntax error")
+		return resp.Reply{}, resp.ErrSyntax
 	}
 	var items []resp.Reply
 	for _, name := range sortedCommands() {
@@ -124,7 +124,7 @@ func commandList(args [][]byte) resp.Reply {
 			items = append(items, resp.Bulk(name))
 		}
 	}
-	return resp.Array(items...)
+	return resp.Array(items...), nil
 }
 
 // commandInfos is COMMAND INFO's reply: one entry per name, nil for one

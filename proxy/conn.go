@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -17,31 +16,31 @@ import (
 const version = "7.0.0"
 
 // PING [message]
-func (s *Server) ping(r *request) resp.Reply {
+func (s *Server) ping(r *request) (resp.Reply, error) {
 	if len(r.args) <= 2 && r.c.subscribed() {
 		msg := ""
 		if len(r.args) == 2 {
 			msg = string(r.args[1])
 		}
-		return resp.Array(resp.Bulk("pong"), resp.Bulk(msg)) // Redis's reply in subscribed mode
+		return resp.Array(resp.Bulk("pong"), resp.Bulk(msg)), nil // Redis's reply in subscribed mode
 	}
 	switch len(r.args) {
 	case 1:
-		return resp.Status("PONG")
+		return resp.Status("PONG"), nil
 	case 2:
-		return resp.Bulk(string(r.args[1]))
+		return resp.Bulk(string(r.args[1])), nil
 	}
-	return resp.Error("ERR wrong number of arguments for 'ping' command")
+	return resp.Reply{}, &arityError{"ping"}
 }
 
 // ECHO message
-func (s *Server) echo(r *request) resp.Reply { return resp.Bulk(string(r.args[1])) }
+func (s *Server) echo(r *request) (resp.Reply, error) { return resp.Bulk(string(r.args[1])), nil }
 
 // QUIT
-func (s *Server) quit(r *request) resp.Reply {
+func (s *Server) quit(r *request) (resp.Reply, error) {
 	// ioredis waits for the server to close the connection.
 	r.closeAfter = true
-	return resp.OK()
+	return resp.OK(), nil
 }
 
 // RESET
@@ -51,7 +50,7 @@ func (s *Server) quit(r *request) resp.Reply {
 // confirmations, it speaks RESP2, loses its name and runs as the default
 // user, so where that user needs a password it must AUTH again (and is
 // under the pre-auth limits until it does).
-func (s *Server) reset(r *request) resp.Reply {
+func (s *Server) reset(r *request) (resp.Reply, error) {
 	c := r.c
 	c.tx.reset()
 	s.stopMonitor(c)
@@ -66,36 +65,36 @@ func (s *Server) reset(r *request) resp.Reply {
 	if c.user == nil {
 		markUnauthenticated(r.conn.NetConn())
 	}
-	return resp.Status("RESET")
+	return resp.Status("RESET"), nil
 }
 
 // AUTH [username] password
-func (s *Server) auth(r *request) resp.Reply {
+func (s *Server) auth(r *request) (resp.Reply, error) {
 	switch len(r.args) {
 	case 2:
 		if !s.users.Load().PasswordRequired() {
-			return resp.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return resp.Reply{}, errAuthNoPassword
 		}
 		return s.authenticate(r, acl.DefaultUser, r.args[1])
 	case 3:
 		return s.authenticate(r, string(r.args[1]), r.args[2])
 	}
-	return resp.Error("ERR syntax error")
+	return resp.Reply{}, resp.ErrSyntax
 }
 
 // authenticate logs r's connection in as user if pass is its password
 // (compared in constant time by acl). AUTH and HELLO's AUTH option both
 // call it. The password is never logged or shown.
-func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
+func (s *Server) authenticate(r *request, user string, pass []byte) (resp.Reply, error) {
 	us := s.users.Load()
 	u := us.Authenticate(user, pass)
 	if u == nil {
 		s.conf().Log.Info("authentication failed", "user", user, "addr", r.conn.RemoteAddr())
-		return resp.Error("WRONGPASS invalid username-password pair or user is disabled.")
+		return resp.Reply{}, errWrongPass
 	}
 	r.c.user, r.c.users, r.c.authed = u, us, true
 	markAuthenticated(r.conn.NetConn())
-	return resp.OK()
+	return resp.OK(), nil
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
@@ -104,37 +103,37 @@ func (s *Server) authenticate(r *request, user string, pass []byte) resp.Reply {
 // each taking effect at once (a SETNAME before a failed AUTH or a syntax
 // error stays), then the authentication check; the reply is in the new
 // protocol.
-func (s *Server) hello(r *request) resp.Reply {
+func (s *Server) hello(r *request) (resp.Reply, error) {
 	proto := r.c.proto
 	if len(r.args) >= 2 {
 		v, ok := resp.ParseInt(r.args[1])
 		switch {
 		case !ok:
-			return resp.Error("ERR Protocol version is not an integer or out of range")
+			return resp.Reply{}, errProtoNotInteger
 		case v != 2 && v != 3:
-			return resp.Error("NOPROTO unsupported protocol version")
+			return resp.Reply{}, errNoProto
 		}
 		proto = resp.Proto(v)
 	}
 	for i := 2; i < len(r.args); i++ {
 		switch opt := strings.ToLower(string(r.args[i])); {
 		case opt == "auth" && i+2 < len(r.args):
-			if rep := s.authenticate(r, string(r.args[i+1]), r.args[i+2]); rep.IsError() {
-				return rep
+			if _, err := s.authenticate(r, string(r.args[i+1]), r.args[i+2]); err != nil {
+				return resp.Reply{}, err
 			}
 			i += 2
 		case opt == "setname" && i+1 < len(r.args):
 			if !resp.ValidClientName(r.args[i+1]) {
-				return errBadClientName
+				return resp.Reply{}, errBadClientName
 			}
 			r.c.name = string(r.args[i+1])
 			i++
 		default:
-			return resp.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", r.args[i]))
+			return resp.Reply{}, &helloOptionError{r.args[i]}
 		}
 	}
 	if r.c.user == nil {
-		return resp.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return resp.Reply{}, errHelloNoAuth
 	}
 	r.c.proto = proto
 	return resp.Map(
@@ -146,23 +145,21 @@ func (s *Server) hello(r *request) resp.Reply {
 		resp.Bulk("role"), resp.Bulk("master"),
 		resp.Bulk("modules"), resp.Array(),
 		resp.Bulk("proxy_version"), resp.Bulk(buildinfo.Version()),
-	)
+	), nil
 }
 
-var errBadClientName = resp.Error("ERR Client names cannot contain spaces, newlines or special characters.")
-
 // SELECT index
-func (s *Server) selectDB(r *request) resp.Reply {
+func (s *Server) selectDB(r *request) (resp.Reply, error) {
 	n, ok := resp.ParseIntRange(r.args[1], math.MinInt32, math.MaxInt32)
 	switch {
 	case !ok:
-		return resp.Error("ERR value is not an integer or out of range")
+		return resp.Reply{}, resp.ErrNotInteger
 	case n < 0 || n >= 16:
-		return resp.Error("ERR DB index is out of range")
+		return resp.Reply{}, errDBIndex
 	case n != 0:
-		return resp.Error("ERR DB index is out of range: redlock-proxy serves database 0 only")
+		return resp.Reply{}, errDBZeroOnly
 	}
-	return resp.OK()
+	return resp.OK(), nil
 }
 
 // CLIENT SETNAME name | GETNAME | SETINFO attr value | ID | LIST | INFO | KILL | NO-EVICT | NO-TOUCH
@@ -172,7 +169,7 @@ func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 	switch sub := strings.ToLower(string(r.args[1])); sub {
 	case "setname":
 		if !resp.ValidClientName(r.args[2]) {
-			return errBadClientName, nil
+			return resp.Reply{}, errBadClientName
 		}
 		r.c.name = string(r.args[2])
 		return resp.OK(), nil
@@ -185,10 +182,10 @@ func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 		// Redis 7.2's rules.
 		attr := strings.ToLower(string(r.args[2]))
 		if attr != "lib-name" && attr != "lib-ver" {
-			return resp.Error(fmt.Sprintf("ERR Unrecognized option '%s'", r.args[2])), nil
+			return resp.Reply{}, &clientOptionError{r.args[2]}
 		}
 		if !resp.ValidClientName(r.args[3]) {
-			return resp.Error("ERR " + attr + " cannot contain spaces, newlines or special characters."), nil
+			return resp.Reply{}, &clientAttrError{attr}
 		}
 		return resp.OK(), nil
 	case "id":
@@ -209,14 +206,14 @@ func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 		case "on", "off":
 			return resp.OK(), nil
 		}
-		return resp.Error("ERR syntax error"), nil
+		return resp.Reply{}, resp.ErrSyntax
 	}
 	// Redis has it, the proxy does not: among them TRACKING, which needs
 	// the keyspace's invalidations, and the proxy sees no node's writes.
-	return resp.Error(fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", cString(r.args[1], 128))), nil
+	return resp.Reply{}, &unknownSubcommandError{container: []byte("client"), sub: r.args[1]}
 }
 
 // CLUSTER subcommand [arg ...], READONLY, READWRITE
-func (s *Server) clusterCmd(r *request) resp.Reply {
-	return resp.Error("ERR This instance has cluster support disabled")
+func (s *Server) clusterCmd(r *request) (resp.Reply, error) {
+	return resp.Reply{}, errClusterDisabled
 }

@@ -54,6 +54,24 @@ var (
 	errTxDirty             = refusal("exec after a refused command")
 	errTxShape             = refusal("a transaction of another shape than a compare-and-delete or compare-and-pexpire")
 	errScriptFlushOption   = refusal("script flush: unknown option")
+	// Connection and introspection commands.
+	errAuthNoPassword  = refusal("auth without a password to check")
+	errWrongPass       = refusal("wrong user or password")
+	errProtoNotInteger = refusal("hello: protocol version not an integer")
+	errNoProto         = refusal("hello: unsupported protocol version")
+	errHelloNoAuth     = refusal("hello: not authenticated")
+	errBadClientName   = refusal("client name with spaces or special characters")
+	errDBIndex         = refusal("database index out of range")
+	errDBZeroOnly      = refusal("a database other than 0")
+	errClusterDisabled = refusal("cluster command")
+	errClientID        = refusal("client list: invalid client id")
+	errClientIDZero    = refusal("client kill: client id below 1")
+	errNoSuchClient    = refusal("client kill: no such client")
+	errGetkeysCommand  = refusal("command getkeys: unknown command")
+	errGetkeysArity    = refusal("command getkeys: wrong number of arguments")
+	errGetkeysNoKeys   = refusal("command getkeys: a command without keys")
+	errSlowlogCount    = refusal("slowlog get: count below -1")
+	errNoPubSub        = refusal("pub/sub not configured")
 )
 
 // Errors found by reading the key, after the nodes saw the command.
@@ -99,6 +117,23 @@ var errorTexts = []struct {
 	{errTxDirty, "EXECABORT Transaction discarded because of previous errors."},
 	{errTxShape, "EXECABORT Transaction discarded: redlock-proxy runs a transaction only as WATCH key, GET key, MULTI, DEL key or PEXPIRE key ms, EXEC (a compare-and-delete or compare-and-pexpire)"},
 	{errScriptFlushOption, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"},
+	{errAuthNoPassword, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"},
+	{errWrongPass, "WRONGPASS invalid username-password pair or user is disabled."},
+	{errProtoNotInteger, "ERR Protocol version is not an integer or out of range"},
+	{errNoProto, "NOPROTO unsupported protocol version"},
+	{errHelloNoAuth, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"},
+	{errBadClientName, "ERR Client names cannot contain spaces, newlines or special characters."},
+	{errDBIndex, "ERR DB index is out of range"},
+	{errDBZeroOnly, "ERR DB index is out of range: redlock-proxy serves database 0 only"},
+	{errClusterDisabled, "ERR This instance has cluster support disabled"},
+	{errClientID, "ERR Invalid client ID"},
+	{errClientIDZero, "ERR client-id should be greater than 0"},
+	{errNoSuchClient, "ERR No such client"},
+	{errGetkeysCommand, "ERR Invalid command specified"},
+	{errGetkeysArity, "ERR Invalid number of arguments specified for command"},
+	{errGetkeysNoKeys, "ERR The command has no key arguments"},
+	{errSlowlogCount, "ERR count should be greater than or equal to -1"},
+	{errNoPubSub, "ERR pub/sub is not configured on this redlock-proxy"},
 	{errWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"},
 	{errStringType, "ERR Key should be of string type if conditions are specified"},
 	{errEncodings, "ERR the nodes that hold the key report different encodings"},
@@ -150,6 +185,16 @@ type (
 	admitError struct{ err error }
 	// execAbortError is the refusal of an EXEC before it runs: err's.
 	execAbortError struct{ err error }
+	// subscribedModeError refuses cmd on a subscribed RESP2 connection.
+	subscribedModeError struct{ cmd string }
+	// helloOptionError, clientOptionError, clientAttrError,
+	// clientTypeError and noSamplesError refuse an argument of HELLO,
+	// CLIENT SETINFO, CLIENT LIST or KILL and LATENCY GRAPH.
+	helloOptionError  struct{ opt []byte }
+	clientOptionError struct{ opt []byte }
+	clientAttrError   struct{ attr string }
+	clientTypeError   struct{ typ []byte }
+	noSamplesError    struct{ event []byte }
 	// notHeldError is FENCE's denial: the token does not hold key.
 	notHeldError struct{ key []byte }
 	// unsupportedError refuses a subcommand the proxy does not serve, of a
@@ -187,7 +232,17 @@ func (e *unsupportedScriptError) Error() string { return "proxy: unsupported scr
 func (e *redissonError) Error() string          { return "proxy: unsupported script: Redisson's " + e.typ }
 func (e *admitError) Error() string             { return "proxy: script not admitted: " + e.err.Error() }
 func (e *execAbortError) Error() string         { return "proxy: exec aborted: " + e.err.Error() }
-func (e *notHeldError) Error() string           { return fmt.Sprintf("proxy: %q not held by the token", e.key) }
+func (e *subscribedModeError) Error() string    { return "proxy: " + e.cmd + " in subscribed mode" }
+func (e *helloOptionError) Error() string       { return fmt.Sprintf("proxy: hello option %q", e.opt) }
+func (e *clientOptionError) Error() string {
+	return fmt.Sprintf("proxy: client setinfo option %q", e.opt)
+}
+func (e *clientAttrError) Error() string {
+	return "proxy: client setinfo " + e.attr + " with special characters"
+}
+func (e *clientTypeError) Error() string { return fmt.Sprintf("proxy: client type %q", e.typ) }
+func (e *noSamplesError) Error() string  { return fmt.Sprintf("proxy: no samples of %q", e.event) }
+func (e *notHeldError) Error() string    { return fmt.Sprintf("proxy: %q not held by the token", e.key) }
 func (e *unsupportedError) Error() string {
 	return fmt.Sprintf("proxy: %s %q not supported", e.cmd, e.sub)
 }
@@ -207,6 +262,12 @@ func (e *redissonError) Unwrap() error          { return errRefused }
 func (e *admitError) Unwrap() []error           { return []error{errRefused, e.err} }
 func (e *execAbortError) Unwrap() error         { return e.err }
 func (e *unsupportedError) Unwrap() error       { return errRefused }
+func (e *subscribedModeError) Unwrap() error    { return errRefused }
+func (e *helloOptionError) Unwrap() error       { return errRefused }
+func (e *clientOptionError) Unwrap() error      { return errRefused }
+func (e *clientAttrError) Unwrap() error        { return errRefused }
+func (e *clientTypeError) Unwrap() error        { return errRefused }
+func (e *noSamplesError) Unwrap() error         { return errRefused }
 
 // errorReply is the one path every error takes to the client: it counts
 // a lock command's refusal for the metrics (r.op), logs an undecided
@@ -258,6 +319,12 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 		admit       *admitError
 		unsub       *unsupportedError
 		notHeld     *notHeldError
+		subscribed  *subscribedModeError
+		helloOpt    *helloOptionError
+		clientOpt   *clientOptionError
+		clientAttr  *clientAttrError
+		clientType  *clientTypeError
+		noSamples   *noSamplesError
 	)
 	switch {
 	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable) && oe.Quarantined > 0:
@@ -302,6 +369,18 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 		return resp.Error("ERR unsupported script: Redisson's " + redisson.typ + " is not served: " + redissonWhy[redisson.typ] + " (see the README, Redisson)")
 	case errors.As(err, &notHeld):
 		return resp.Error(fmt.Sprintf("NOTHELD the lock '%s' is not held by this token (or its validity ran out)", cString(notHeld.key, 128)))
+	case errors.As(err, &subscribed):
+		return resp.Error(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", subscribed.cmd))
+	case errors.As(err, &helloOpt):
+		return resp.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", helloOpt.opt))
+	case errors.As(err, &clientOpt):
+		return resp.Error(fmt.Sprintf("ERR Unrecognized option '%s'", clientOpt.opt))
+	case errors.As(err, &clientAttr):
+		return resp.Error("ERR " + clientAttr.attr + " cannot contain spaces, newlines or special characters.")
+	case errors.As(err, &clientType):
+		return resp.Error(fmt.Sprintf("ERR Unknown client type '%.64s'", clientType.typ))
+	case errors.As(err, &noSamples):
+		return resp.Error("ERR No samples available for event '" + string(noSamples.event) + "'")
 	case errors.As(err, &unsub):
 		return resp.Error("ERR " + unsub.cmd + " " + strings.ToUpper(string(unsub.sub)) + unsupportedWhy[unsub.cmd])
 	case errors.As(err, &admit):
@@ -313,4 +392,27 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 		return resp.Error("ERR unsupported script: " + admit.err.Error())
 	}
 	return resp.Error("ERR " + err.Error())
+}
+
+// unknownCommand is Redis's reply to a command it does not know, with the
+// first arguments quoted as Redis quotes them.
+func unknownCommand(args [][]byte) resp.Reply {
+	name := string(args[0])
+	if why, ok := unsupported[strings.ToLower(name)]; ok {
+		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", strings.ToLower(name))
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return resp.Error(msg)
+	}
+	// Redis quotes arguments until the list reaches 128 bytes, each cut
+	// to what is left of that budget.
+	var b strings.Builder
+	for _, a := range args[1:] {
+		if b.Len() >= 128 {
+			break
+		}
+		fmt.Fprintf(&b, "'%s' ", cString(a, 128-b.Len()))
+	}
+	return resp.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", cString(args[0], 128), b.String()))
 }

@@ -70,7 +70,7 @@ func (in *infoRun) keyView(s *Server) (quorum.KeyView, error) {
 //
 // As Redis 7.0: no section, "default", "all" (every section) or
 // "everything"; names in any case; an unknown one adds nothing.
-func (s *Server) info(r *request) resp.Reply {
+func (s *Server) info(r *request) (resp.Reply, error) {
 	want := map[string]bool{}
 	for _, a := range r.args[1:] {
 		want[strings.ToLower(string(a))] = true
@@ -89,7 +89,7 @@ func (s *Server) info(r *request) resp.Reply {
 		b.WriteString("# " + sec.title + "\r\n")
 		sec.write(s, &b, in)
 	}
-	return resp.Verbatim(b.String())
+	return resp.Verbatim(b.String()), nil
 }
 
 func (s *Server) infoServer(b *strings.Builder, in *infoRun) {

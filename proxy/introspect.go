@@ -77,12 +77,12 @@ func (s *Server) configCmd(r *request) (resp.Reply, error) {
 // The latency monitor is off (latency-monitor-threshold 0), as in a Redis
 // that has not turned it on: no events. Per-command latency is tracked,
 // as Redis 7.0 does by default (latency-tracking yes).
-func (s *Server) latencyCmd(r *request) resp.Reply {
+func (s *Server) latencyCmd(r *request) (resp.Reply, error) {
 	switch strings.ToLower(string(r.args[1])) {
 	case "latest", "history":
-		return resp.Array()
+		return resp.Array(), nil
 	case "reset":
-		return resp.Int(0)
+		return resp.Int(0), nil
 	case "histogram":
 		names := s.stats.used()
 		if len(r.args) > 2 {
@@ -96,14 +96,14 @@ func (s *Server) latencyCmd(r *request) resp.Reply {
 			}
 			kv = append(kv, resp.Bulk(name), latencyHistogram(cs))
 		}
-		return resp.Map(kv...)
+		return resp.Map(kv...), nil
 	case "doctor":
-		return resp.Verbatim("I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n")
+		return resp.Verbatim("I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"), nil
 	case "graph":
-		return resp.Error("ERR No samples available for event '" + string(r.args[2]) + "'")
+		return resp.Reply{}, &noSamplesError{r.args[2]}
 	}
 	return resp.Array(resp.Status("LATENCY HISTOGRAM [<command> ...]: per-command latency in power-of-two µs buckets."),
-		resp.Status("LATENCY LATEST, HISTORY, RESET: the latency monitor, which is off."))
+		resp.Status("LATENCY LATEST, HISTORY, RESET: the latency monitor, which is off.")), nil
 }
 
 // latencyHistogram is one command's LATENCY HISTOGRAM entry: its calls,
@@ -125,16 +125,16 @@ func latencyHistogram(cs *cmdStats) resp.Reply {
 // ROLE
 //
 // A master with no replicas: the nodes are not the proxy's replicas.
-func (s *Server) role(r *request) resp.Reply {
-	return resp.Array(resp.Bulk("master"), resp.Int(0), resp.Array())
+func (s *Server) role(r *request) (resp.Reply, error) {
+	return resp.Array(resp.Bulk("master"), resp.Int(0), resp.Array()), nil
 }
 
 // TIME
 //
 // The proxy's own clock, which decides validity.
-func (s *Server) timeCmd(r *request) resp.Reply {
+func (s *Server) timeCmd(r *request) (resp.Reply, error) {
 	now := time.Now()
-	return resp.Array(resp.Bulk(strconv.FormatInt(now.Unix(), 10)), resp.Bulk(strconv.Itoa(now.Nanosecond()/1000)))
+	return resp.Array(resp.Bulk(strconv.FormatInt(now.Unix(), 10)), resp.Bulk(strconv.Itoa(now.Nanosecond()/1000))), nil
 }
 
 // DBSIZE

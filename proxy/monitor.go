@@ -26,7 +26,7 @@ type monitor struct {
 // For admin users: every command the proxy serves from now on, one line
 // each as Redis prints it, tokens and passwords redacted; after a command
 // that reached the nodes, a line of its outcome.
-func (s *Server) monitorCmd(r *request) resp.Reply {
+func (s *Server) monitorCmd(r *request) (resp.Reply, error) {
 	c := r.c
 	if c.ob == nil {
 		c.ob = newOutbox(r.conn.NetConn(), &s.running)
@@ -36,7 +36,7 @@ func (s *Server) monitorCmd(r *request) resp.Reply {
 		s.monitors.Store(c.id, &monitor{ob: c.ob, proto: c.proto})
 		s.nMonitors.Add(1)
 	}
-	return resp.OK()
+	return resp.OK(), nil
 }
 
 // stopMonitor ends c's MONITOR, if it runs one.

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/tidwall/redcon"
@@ -93,30 +92,33 @@ var subscribedOnly = map[string]bool{
 	"ping": true, "quit": true, "reset": true,
 }
 
-// notInSubscribedMode is Redis's refusal of another command.
-func notInSubscribedMode(name string) resp.Reply {
-	return resp.Error(fmt.Sprintf("ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context", name))
+// SUBSCRIBE channel [channel ...]
+func (s *Server) subscribe(r *request) (resp.Reply, error) {
+	return s.subscribeTopics(r, pubsub.Channel)
 }
 
-// SUBSCRIBE channel [channel ...]
-func (s *Server) subscribe(r *request) resp.Reply { return s.subscribeTopics(r, pubsub.Channel) }
-
 // PSUBSCRIBE pattern [pattern ...]
-func (s *Server) psubscribe(r *request) resp.Reply { return s.subscribeTopics(r, pubsub.Pattern) }
+func (s *Server) psubscribe(r *request) (resp.Reply, error) {
+	return s.subscribeTopics(r, pubsub.Pattern)
+}
 
 // UNSUBSCRIBE [channel ...]
-func (s *Server) unsubscribe(r *request) resp.Reply { return s.unsubscribeTopics(r, pubsub.Channel) }
+func (s *Server) unsubscribe(r *request) (resp.Reply, error) {
+	return s.unsubscribeTopics(r, pubsub.Channel)
+}
 
 // PUNSUBSCRIBE [pattern ...]
-func (s *Server) punsubscribe(r *request) resp.Reply {
+func (s *Server) punsubscribe(r *request) (resp.Reply, error) {
 	return s.unsubscribeTopics(r, pubsub.Pattern)
 }
 
 // SSUBSCRIBE shardchannel [shardchannel ...]
-func (s *Server) ssubscribe(r *request) resp.Reply { return s.subscribeTopics(r, pubsub.Shard) }
+func (s *Server) ssubscribe(r *request) (resp.Reply, error) {
+	return s.subscribeTopics(r, pubsub.Shard)
+}
 
 // SUNSUBSCRIBE [shardchannel ...]
-func (s *Server) sunsubscribe(r *request) resp.Reply {
+func (s *Server) sunsubscribe(r *request) (resp.Reply, error) {
 	return s.unsubscribeTopics(r, pubsub.Shard)
 }
 
@@ -125,9 +127,9 @@ var confirmWords = [3][2]string{{"unsubscribe", "subscribe"}, {"punsubscribe", "
 // subscribeTopics subscribes on the nodes, then confirms each topic to
 // the client in order, each followed by the messages that came for it
 // while the nodes confirmed.
-func (s *Server) subscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
+func (s *Server) subscribeTopics(r *request, kind pubsub.Kind) (resp.Reply, error) {
 	if s.hub == nil {
-		return resp.Error("ERR pub/sub is not configured on this redlock-proxy")
+		return resp.Reply{}, errNoPubSub
 	}
 	sb := s.subscriberOf(r)
 	var fresh []pubsub.Topic
@@ -159,7 +161,7 @@ func (s *Server) subscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
 		sb.flushEarlyLocked(t)
 	}
 	r.sent = true
-	return resp.Reply{}
+	return resp.Reply{}, nil
 }
 
 // flushEarlyLocked queues the messages held for t, now confirmed.
@@ -178,11 +180,11 @@ func (sb *subscriber) flushEarlyLocked(t pubsub.Topic) {
 // unsubscribeTopics confirms each topic named (every topic of the kind
 // when none is) and drops it; the nodes are unsubscribed once no client
 // holds it. No message for a topic follows its confirmation.
-func (s *Server) unsubscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
+func (s *Server) unsubscribeTopics(r *request, kind pubsub.Kind) (resp.Reply, error) {
 	word := confirmWords[kind][0]
 	if r.c.sub == nil {
 		if len(r.args) == 1 {
-			return resp.Push(resp.Bulk(word), resp.Null(), resp.Int(0))
+			return resp.Push(resp.Bulk(word), resp.Null(), resp.Int(0)), nil
 		}
 		s.subscriberOf(r) // the confirmations go through the outbox from now on
 	}
@@ -227,7 +229,7 @@ func (s *Server) unsubscribeTopics(r *request, kind pubsub.Kind) resp.Reply {
 		s.hub.Unsubscribe(sb, gone...)
 	}
 	r.sent = true
-	return resp.Reply{}
+	return resp.Reply{}, nil
 }
 
 // subscriberOf returns the connection's pub/sub state, making it on

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"runtime/debug"
@@ -324,11 +323,6 @@ type command struct {
 	handler func(s *Server, r *request) (resp.Reply, error)
 }
 
-// plain adapts a handler that answers every call with a reply.
-func plain(h func(s *Server, r *request) resp.Reply) func(s *Server, r *request) (resp.Reply, error) {
-	return func(s *Server, r *request) (resp.Reply, error) { return h(s, r), nil }
-}
-
 // Subcommands and their arities, as Redis 7.0's COMMAND INFO lists them.
 // CLIENT SETINFO is Redis 7.2's, which clients such as go-redis send.
 var (
@@ -358,27 +352,27 @@ var (
 // commands is the whole client surface of the proxy.
 var commands = map[string]command{
 	// Connection.
-	"ping":   {arity: -1, handler: plain((*Server).ping)},
-	"echo":   {arity: 2, handler: plain((*Server).echo)},
-	"quit":   {arity: -1, noAuth: true, handler: plain((*Server).quit)},
-	"auth":   {arity: -2, noAuth: true, handler: plain((*Server).auth)},
-	"hello":  {arity: -1, noAuth: true, handler: plain((*Server).hello)},
-	"reset":  {arity: 1, noAuth: true, handler: plain((*Server).reset)},
-	"select": {arity: 2, handler: plain((*Server).selectDB)},
+	"ping":   {arity: -1, handler: (*Server).ping},
+	"echo":   {arity: 2, handler: (*Server).echo},
+	"quit":   {arity: -1, noAuth: true, handler: (*Server).quit},
+	"auth":   {arity: -2, noAuth: true, handler: (*Server).auth},
+	"hello":  {arity: -1, noAuth: true, handler: (*Server).hello},
+	"reset":  {arity: 1, noAuth: true, handler: (*Server).reset},
+	"select": {arity: 2, handler: (*Server).selectDB},
 	"client": {arity: -2, subs: clientSubs, handler: (*Server).clientCmd},
 	// Cluster clients probe these and decide on Redis's exact text.
-	"cluster":   {arity: -2, subs: clusterSubs, handler: plain((*Server).clusterCmd)},
-	"readonly":  {arity: 1, handler: plain((*Server).clusterCmd)},
-	"readwrite": {arity: 1, handler: plain((*Server).clusterCmd)},
-	"info":      {arity: -1, handler: plain((*Server).info)},
+	"cluster":   {arity: -2, subs: clusterSubs, handler: (*Server).clusterCmd},
+	"readonly":  {arity: 1, handler: (*Server).clusterCmd},
+	"readwrite": {arity: 1, handler: (*Server).clusterCmd},
+	"info":      {arity: -1, handler: (*Server).info},
 	// Introspection for monitoring tools (introspect.go).
 	"config":  {arity: -2, subs: configSubs, handler: (*Server).configCmd},
-	"latency": {arity: -2, subs: latencySubs, handler: plain((*Server).latencyCmd)},
-	"role":    {arity: 1, handler: plain((*Server).role)},
-	"time":    {arity: 1, handler: plain((*Server).timeCmd)},
+	"latency": {arity: -2, subs: latencySubs, handler: (*Server).latencyCmd},
+	"role":    {arity: 1, handler: (*Server).role},
+	"time":    {arity: 1, handler: (*Server).timeCmd},
 	"dbsize":  {arity: 1, class: acl.Read, handler: (*Server).dbsize},
-	"slowlog": {arity: -2, class: acl.Admin, subs: slowlogSubs, handler: plain((*Server).slowlogCmd)},
-	"monitor": {arity: 1, class: acl.Admin, handler: plain((*Server).monitorCmd)},
+	"slowlog": {arity: -2, class: acl.Admin, subs: slowlogSubs, handler: (*Server).slowlogCmd},
+	"monitor": {arity: 1, class: acl.Admin, handler: (*Server).monitorCmd},
 	// "command" is added by command.go's init: it reads this table.
 	// Locks.
 	"set":    {arity: -3, grants: true, class: acl.Lock, keys: firstKey, op: quorum.OpAcquire, handler: (*Server).set},
@@ -411,12 +405,12 @@ var commands = map[string]command{
 	"incr":   {arity: 2, class: acl.Lock, keys: firstKey, handler: (*Server).incr},
 	"incrby": {arity: 3, class: acl.Lock, keys: firstKey, handler: (*Server).incrby},
 	// Pub/sub (pubsub.go).
-	"subscribe":    {arity: -2, class: acl.Read, handler: plain((*Server).subscribe)},
-	"psubscribe":   {arity: -2, class: acl.Read, handler: plain((*Server).psubscribe)},
-	"unsubscribe":  {arity: -1, handler: plain((*Server).unsubscribe)},
-	"punsubscribe": {arity: -1, handler: plain((*Server).punsubscribe)},
-	"ssubscribe":   {arity: -2, class: acl.Read, handler: plain((*Server).ssubscribe)},
-	"sunsubscribe": {arity: -1, handler: plain((*Server).sunsubscribe)},
+	"subscribe":    {arity: -2, class: acl.Read, handler: (*Server).subscribe},
+	"psubscribe":   {arity: -2, class: acl.Read, handler: (*Server).psubscribe},
+	"unsubscribe":  {arity: -1, handler: (*Server).unsubscribe},
+	"punsubscribe": {arity: -1, handler: (*Server).punsubscribe},
+	"ssubscribe":   {arity: -2, class: acl.Read, handler: (*Server).ssubscribe},
+	"sunsubscribe": {arity: -1, handler: (*Server).sunsubscribe},
 	// Transactions (multi.go).
 	"multi":   {arity: 1, handler: (*Server).multi},
 	"exec":    {arity: 1, grants: true, handler: (*Server).exec},
@@ -452,7 +446,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	if !subscribedOnly[name] && c.subscribed() {
-		rep := notInSubscribedMode(name)
+		rep := s.errorReply(r, &subscribedModeError{name})
 		s.stats.rejected(statName(name, cmd.Args), rep)
 		s.send(conn, c, rep)
 		return
@@ -570,29 +564,6 @@ func (s *Server) admit(c *client, name string, args [][]byte) error {
 
 func wrongArity(arity, n int) bool {
 	return arity > 0 && n != arity || arity < 0 && n < -arity
-}
-
-// unknownCommand is Redis's reply to a command it does not know, with the
-// first arguments quoted as Redis quotes them.
-func unknownCommand(args [][]byte) resp.Reply {
-	name := string(args[0])
-	if why, ok := unsupported[strings.ToLower(name)]; ok {
-		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", strings.ToLower(name))
-		if why != "" {
-			msg += " (" + why + ")"
-		}
-		return resp.Error(msg)
-	}
-	// Redis quotes arguments until the list reaches 128 bytes, each cut
-	// to what is left of that budget.
-	var b strings.Builder
-	for _, a := range args[1:] {
-		if b.Len() >= 128 {
-			break
-		}
-		fmt.Fprintf(&b, "'%s' ", cString(a, 128-b.Len()))
-	}
-	return resp.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", cString(args[0], 128), b.String()))
 }
 
 // cString is b as Redis's C formatting prints it with "%.Ns": cut at the

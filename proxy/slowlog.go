@@ -81,25 +81,25 @@ func slowArgs(args []string) []string {
 // Each entry has Redis's six fields and the total argument count (as
 // Redis 8.10's seventh), then the proxy's own: each node's part, as
 // "nodeN=addr,usec=…,calls=…,answer=granted|denied|answered|failed|down".
-func (s *Server) slowlogCmd(r *request) resp.Reply {
+func (s *Server) slowlogCmd(r *request) (resp.Reply, error) {
 	l := &s.slow
 	switch strings.ToLower(string(r.args[1])) {
 	case "len":
-		return resp.Int(int64(s.slowLen()))
+		return resp.Int(int64(s.slowLen())), nil
 	case "reset":
 		l.mu.Lock()
 		l.entries = nil
 		l.mu.Unlock()
-		return resp.OK()
+		return resp.OK(), nil
 	case "get":
 		count := int64(10)
 		if len(r.args) > 3 {
-			return resp.Error("ERR wrong number of arguments for 'slowlog|get' command")
+			return resp.Reply{}, &arityError{"slowlog|get"}
 		}
 		if len(r.args) == 3 {
 			n, ok := resp.ParseInt(r.args[2])
 			if !ok || n < -1 {
-				return resp.Error("ERR count should be greater than or equal to -1")
+				return resp.Reply{}, errSlowlogCount
 			}
 			count = n
 		}
@@ -114,10 +114,10 @@ func (s *Server) slowlogCmd(r *request) resp.Reply {
 		for i := len(entries) - 1; i >= len(entries)-int(count); i-- {
 			items = append(items, entries[i].reply(addrs))
 		}
-		return resp.Array(items...)
+		return resp.Array(items...), nil
 	}
 	return resp.Array(resp.Status("SLOWLOG GET [<count>]: the newest entries, each node's time last."),
-		resp.Status("SLOWLOG LEN, SLOWLOG RESET."))
+		resp.Status("SLOWLOG LEN, SLOWLOG RESET.")), nil
 }
 
 func (e slowEntry) reply(addrs []string) resp.Reply {
