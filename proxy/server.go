@@ -30,7 +30,7 @@ const warnEvery = time.Second
 // state.
 type Server struct {
 	cfg      atomic.Pointer[Config] // with defaults applied; swapped whole by Reload
-	e        *quorum.Engine
+	e        Engine
 	rc       *redcon.Server
 	users    atomic.Pointer[acl.Users]
 	obs      Observer                        // nil for none; fixed at New
@@ -84,7 +84,7 @@ type client struct {
 
 // New returns a server for engine e, or an error naming the first bad
 // setting in cfg.
-func New(cfg Config, e *quorum.Engine) (*Server, error) {
+func New(cfg Config, e Engine) (*Server, error) {
 	if err := cfg.Validate(e.MinTTL(), e.MaxTTL()); err != nil {
 		return nil, err
 	}
