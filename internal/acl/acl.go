@@ -28,8 +28,8 @@ const (
 	// CLIENT LIST.
 	Admin
 
-	// All is every class: the default user's.
-	All = Lock | Read | Admin
+	// all is every class: the default user's.
+	all = Lock | Read | Admin
 )
 
 var classNames = map[string]Class{"lock": Lock, "read": Read, "admin": Admin}
@@ -133,9 +133,9 @@ func New(c Config) (*Users, error) {
 	case us.byName[DefaultUser] != nil:
 		// The operator defined the default user: it has a password.
 	case c.RequirePass != "":
-		us.byName[DefaultUser] = &User{name: DefaultUser, digest: sha256.Sum256([]byte(c.RequirePass)), allow: All}
+		us.byName[DefaultUser] = &User{name: DefaultUser, digest: sha256.Sum256([]byte(c.RequirePass)), allow: all}
 	case len(c.Users) == 0:
-		u := &User{name: DefaultUser, nopass: true, allow: All}
+		u := &User{name: DefaultUser, nopass: true, allow: all}
 		us.byName[DefaultUser], us.start = u, u
 	}
 	return us, nil

@@ -72,7 +72,7 @@ func TestStartUser(t *testing.T) {
 			if got := us.PasswordRequired(); got == tt.wantOpen {
 				t.Errorf("PasswordRequired() = %v; want %v", got, !tt.wantOpen)
 			}
-			if u := us.Start(); u != nil && (u.Name() != DefaultUser || !u.Can(All)) {
+			if u := us.Start(); u != nil && (u.Name() != DefaultUser || !u.Can(all)) {
 				t.Errorf("Start() = %s allowed %v; want default allowed everything", u.Name(), u.allow)
 			}
 		})

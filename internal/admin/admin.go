@@ -38,7 +38,7 @@ func Handler(cfg Config) http.Handler {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		rd := Readiness(cfg.Status(), cfg.Draining())
+		rd := readiness(cfg.Status(), cfg.Draining())
 		w.Header().Set("Content-Type", "application/json")
 		if !rd.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -48,28 +48,28 @@ func Handler(cfg Config) http.Handler {
 	return mux
 }
 
-// Ready is /readyz's body.
-type Ready struct {
+// ready is /readyz's body.
+type ready struct {
 	Ready    bool        `json:"ready"`
 	Draining bool        `json:"draining"`
 	Up       int         `json:"up"`     // nodes whose grants count
 	Quorum   int         `json:"quorum"` // nodes needed
-	Nodes    []NodeState `json:"nodes"`
+	Nodes    []nodeState `json:"nodes"`
 }
 
-// NodeState is one node in /readyz's body.
-type NodeState struct {
+// nodeState is one node in /readyz's body.
+type nodeState struct {
 	Addr   string `json:"addr"`
 	State  string `json:"state"`
 	Reason string `json:"reason,omitempty"`
 }
 
-// Readiness judges the nodes' states: ready while a quorum of them is up
+// readiness judges the nodes' states: ready while a quorum of them is up
 // and the proxy is not draining.
-func Readiness(nodes []quorum.NodeStatus, draining bool) Ready {
-	rd := Ready{Draining: draining, Quorum: quorum.Quorum(len(nodes)), Nodes: make([]NodeState, len(nodes))}
+func readiness(nodes []quorum.NodeStatus, draining bool) ready {
+	rd := ready{Draining: draining, Quorum: quorum.Quorum(len(nodes)), Nodes: make([]nodeState, len(nodes))}
 	for i, n := range nodes {
-		rd.Nodes[i] = NodeState{Addr: n.Addr, State: n.State.String(), Reason: n.Reason}
+		rd.Nodes[i] = nodeState{Addr: n.Addr, State: n.State.String(), Reason: n.Reason}
 		if n.State == quorum.StateUp {
 			rd.Up++
 		}

@@ -35,8 +35,8 @@ func TestReadiness(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Readiness(tt.nodes, tt.draining); got.Ready != tt.want {
-				t.Errorf("Readiness = %+v; want ready %v", got, tt.want)
+			if got := readiness(tt.nodes, tt.draining); got.Ready != tt.want {
+				t.Errorf("readiness = %+v; want ready %v", got, tt.want)
 			}
 		})
 	}
@@ -62,7 +62,7 @@ func TestHandler(t *testing.T) {
 		t.Errorf("/metrics = %d %q; want the metrics handler's", code, body)
 	}
 	code, body := get("/readyz")
-	var rb Ready
+	var rb ready
 	if err := json.Unmarshal([]byte(body), &rb); err != nil {
 		t.Fatalf("/readyz body %q: %v", body, err)
 	}

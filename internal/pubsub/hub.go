@@ -45,48 +45,48 @@ type Config struct {
 	Username, Password string
 	// TLS, if set, wraps every node connection.
 	TLS *tls.Config
-	// Timeout bounds a dial with its AUTH, and each write. If zero, 1s is
+	// timeout bounds a dial with its AUTH, and each write. If zero, 1s is
 	// used.
-	Timeout time.Duration
+	timeout time.Duration
 	// RetryInterval is the wait before a down node is dialed again. If
 	// zero, 500ms is used.
 	RetryInterval time.Duration
-	// PingInterval is how often an idle subscriber connection is pinged;
+	// pingInterval is how often an idle subscriber connection is pinged;
 	// one silent for three intervals is dropped and dialed again. If zero,
 	// 1s is used.
-	PingInterval time.Duration
-	// Grace is how long Subscribe waits, once a quorum of nodes confirmed,
+	pingInterval time.Duration
+	// grace is how long Subscribe waits, once a quorum of nodes confirmed,
 	// for the other nodes that are up. If zero, 50ms is used.
-	Grace time.Duration
-	// Window is how long the copies of one publish are counted. If zero,
+	grace time.Duration
+	// window is how long the copies of one publish are counted. If zero,
 	// 5s is used.
-	Window time.Duration
-	// Settle is how long a publish that fewer than a quorum of the nodes
+	window time.Duration
+	// settle is how long a publish that fewer than a quorum of the nodes
 	// up sent waits for more copies before it is delivered anyway. If
 	// zero, 50ms is used.
-	Settle time.Duration
+	settle time.Duration
 	// Log receives the hub's logs. If nil, logs are discarded.
 	Log *slog.Logger
 }
 
 func (c Config) withDefaults() Config {
-	if c.Timeout == 0 {
-		c.Timeout = time.Second
+	if c.timeout == 0 {
+		c.timeout = time.Second
 	}
 	if c.RetryInterval == 0 {
 		c.RetryInterval = 500 * time.Millisecond
 	}
-	if c.PingInterval == 0 {
-		c.PingInterval = time.Second
+	if c.pingInterval == 0 {
+		c.pingInterval = time.Second
 	}
-	if c.Grace == 0 {
-		c.Grace = 50 * time.Millisecond
+	if c.grace == 0 {
+		c.grace = 50 * time.Millisecond
 	}
-	if c.Window == 0 {
-		c.Window = 5 * time.Second
+	if c.window == 0 {
+		c.window = 5 * time.Second
 	}
-	if c.Settle == 0 {
-		c.Settle = 50 * time.Millisecond
+	if c.settle == 0 {
+		c.settle = 50 * time.Millisecond
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -112,7 +112,7 @@ type Hub struct {
 	topics  map[Topic]map[Sink]struct{}
 	counted *collapser
 	changed chan struct{} // closed and replaced when a node confirms or comes up
-	closed  bool          // set by Close: a Settle timer that fires later delivers nothing
+	closed  bool          // set by Close: a settle timer that fires later delivers nothing
 }
 
 // New starts a hub over cfg.Nodes: one goroutine per node dials it and
@@ -125,7 +125,7 @@ func New(cfg Config) *Hub {
 		quorum:  len(cfg.Nodes)/2 + 1,
 		cancel:  cancel,
 		topics:  make(map[Topic]map[Sink]struct{}),
-		counted: newCollapser(len(cfg.Nodes), cfg.Window, maxCounted),
+		counted: newCollapser(len(cfg.Nodes), cfg.window, maxCounted),
 		changed: make(chan struct{}),
 	}
 	for i, addr := range cfg.Nodes {
@@ -151,7 +151,7 @@ func (h *Hub) Close() error {
 
 // Subscribe adds s to topics, subscribing on the nodes those no sink held
 // yet. It returns once every node that is up confirmed every topic, or a
-// quorum did and Grace passed, or ctx is done: from then on a publish on
+// quorum did and grace passed, or ctx is done: from then on a publish on
 // any of those nodes reaches s. A node still on its first dial counts as
 // up.
 func (h *Hub) Subscribe(ctx context.Context, s Sink, topics ...Topic) {
@@ -195,13 +195,6 @@ func (h *Hub) Unsubscribe(s Sink, topics ...Topic) {
 	}
 }
 
-// Topics returns how many topics are subscribed on the nodes.
-func (h *Hub) Topics() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.topics)
-}
-
 // Stats is what INFO reports of the hub.
 type Stats struct {
 	Channels, Patterns, Shards int // topics subscribed on the nodes, by kind
@@ -243,7 +236,7 @@ func (h *Hub) wait(ctx context.Context, topics []Topic) {
 			return
 		}
 		if confirmed >= h.quorum && grace == nil {
-			t := time.NewTimer(h.cfg.Grace)
+			t := time.NewTimer(h.cfg.grace)
 			defer t.Stop()
 			grace = t.C
 		}
@@ -284,7 +277,7 @@ func (h *Hub) broadcastLocked() {
 
 // deliver counts node i's copy of m, and hands m to its sinks once per
 // publish that a quorum of the nodes up has now sent. The first copy of a
-// publish fewer nodes sent starts a Settle timer that delivers it anyway.
+// publish fewer nodes sent starts a settle timer that delivers it anyway.
 func (h *Hub) deliver(i int, m Message) {
 	h.mu.Lock()
 	sinks := h.topics[m.Topic]
@@ -296,7 +289,7 @@ func (h *Hub) deliver(i int, m Message) {
 	if wait > 0 {
 		// The timer's goroutine ends with settle, which returns at once
 		// after Close; nothing waits for it.
-		time.AfterFunc(h.cfg.Settle, func() { h.settle(m, wait) })
+		time.AfterFunc(h.cfg.settle, func() { h.settle(m, wait) })
 	}
 	to := h.sinksLocked(m.Topic, due)
 	h.mu.Unlock()

@@ -106,7 +106,7 @@ func startNodes(t *testing.T, n int) []string {
 }
 
 func newHub(t *testing.T, addrs []string) *Hub {
-	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, PingInterval: 200 * time.Millisecond})
+	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, pingInterval: 200 * time.Millisecond})
 	t.Cleanup(func() { h.Close() })
 	return h
 }
@@ -123,7 +123,7 @@ func TestHubDeliversEachPublishOnce(t *testing.T) {
 	// Every node is up, so Subscribe must wait for all three however slow
 	// a loaded machine makes the last; Grace, for a node that does not
 	// answer, is left out of it (TestHubSubscribeDoesNotWaitForAFrozenNode).
-	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, PingInterval: 200 * time.Millisecond, Grace: time.Minute})
+	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, pingInterval: 200 * time.Millisecond, grace: time.Minute})
 	t.Cleanup(func() { h.Close() })
 	s := newSink()
 	subscribe(t, h, s, Topic{Channel, "ch"})
@@ -149,8 +149,8 @@ func TestHubDeliversEachPublishOnce(t *testing.T) {
 // the release done on a quorum (one Redis publishes after deleting).
 func TestHubWaitsForAQuorumOfCopies(t *testing.T) {
 	addrs := startNodes(t, 3)
-	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, PingInterval: 200 * time.Millisecond,
-		Grace: time.Minute, Settle: time.Minute})
+	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, pingInterval: 200 * time.Millisecond,
+		grace: time.Minute, settle: time.Minute})
 	t.Cleanup(func() { h.Close() })
 	s := newSink()
 	subscribe(t, h, s, Topic{Channel, "ch"})
@@ -209,8 +209,8 @@ func TestHubSharesNodeSubscriptions(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if n := h.Topics(); n != 0 {
-		t.Errorf("Topics() = %d after every sink left; want 0", n)
+	if st := h.Stats(); st.Channels+st.Patterns+st.Shards != 0 {
+		t.Errorf("Stats() = %+v after every sink left; want no topics", st)
 	}
 }
 
@@ -270,10 +270,10 @@ func TestHubSubscribeDoesNotWaitForAFrozenNode(t *testing.T) {
 	s := newSink()
 	start := time.Now()
 	subscribe(t, h, s, Topic{Channel, "ch"})
-	// A quorum confirmed; the frozen node costs Grace (50ms), not the 5s
+	// A quorum confirmed; the frozen node costs grace (50ms), not the 5s
 	// the caller allowed.
 	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("Subscribe with one node frozen took %v; want about Grace", d)
+		t.Errorf("Subscribe with one node frozen took %v; want about grace", d)
 	}
 	publishOn(t, addrs[1:], "ch", "0")
 	s.wantCount(t, 1)
@@ -296,7 +296,7 @@ func TestHubPingsAnIdleNode(t *testing.T) {
 	addrs := startNodes(t, 1)
 	base := pings(t, addrs[0]) // redistest's own, while it waited for the node
 	var logs syncBuffer
-	h := New(Config{Nodes: addrs, PingInterval: 50 * time.Millisecond, RetryInterval: 50 * time.Millisecond,
+	h := New(Config{Nodes: addrs, pingInterval: 50 * time.Millisecond, RetryInterval: 50 * time.Millisecond,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(func() { h.Close() })
 	// The dial's PING and three of the pinger's.

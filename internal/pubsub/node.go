@@ -57,7 +57,7 @@ func (n *node) run(ctx context.Context) {
 // dial connects, authenticates and checks that the node answers.
 func (n *node) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	cfg := n.h.cfg
-	d := net.Dialer{Timeout: cfg.Timeout}
+	d := net.Dialer{Timeout: cfg.timeout}
 	var conn net.Conn
 	var err error
 	if cfg.TLS != nil {
@@ -77,7 +77,7 @@ func (n *node) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 		b = appendCommand(b, "AUTH", cfg.Password)
 	}
 	b = appendCommand(b, "PING")
-	conn.SetDeadline(time.Now().Add(cfg.Timeout))
+	conn.SetDeadline(time.Now().Add(cfg.timeout))
 	r := bufio.NewReaderSize(conn, 4096)
 	if _, err := conn.Write(b); err != nil {
 		conn.Close()
@@ -125,7 +125,7 @@ func (n *node) serve(ctx context.Context, conn net.Conn, r *bufio.Reader) error 
 	defer close(done)
 	h.wg.Go(func() { n.ping(done) }) // ends with done
 	for {
-		conn.SetReadDeadline(time.Now().Add(3 * h.cfg.PingInterval))
+		conn.SetReadDeadline(time.Now().Add(3 * h.cfg.pingInterval))
 		v, err := readValue(r, 0)
 		if err != nil {
 			return err
@@ -136,10 +136,10 @@ func (n *node) serve(ctx context.Context, conn net.Conn, r *bufio.Reader) error 
 	}
 }
 
-// ping sends PING every PingInterval until done, so that a silent node
+// ping sends PING every pingInterval until done, so that a silent node
 // shows as a read timeout.
 func (n *node) ping(done <-chan struct{}) {
-	t := time.NewTicker(n.h.cfg.PingInterval)
+	t := time.NewTicker(n.h.cfg.pingInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -237,13 +237,13 @@ func commandName(k Kind, subscribe bool) string {
 	return name
 }
 
-// writeLocked writes b, within Timeout. A failed write drops the
+// writeLocked writes b, within timeout. A failed write drops the
 // connection: its reader then fails and dials again.
 func (n *node) writeLocked(b []byte) {
 	if n.conn == nil {
 		return
 	}
-	n.conn.SetWriteDeadline(time.Now().Add(n.h.cfg.Timeout))
+	n.conn.SetWriteDeadline(time.Now().Add(n.h.cfg.timeout))
 	if _, err := n.conn.Write(b); err != nil {
 		n.dropLocked()
 	}
