@@ -86,25 +86,7 @@ func (r *Refusal) Error() string {
 // and nothing reaches outside the globals a lock script needs. A refusal
 // is a *Refusal naming the construct and its line.
 func Admit(body []byte) (Admission, error) {
-	if bytes.IndexByte(body, 0) >= 0 {
-		return Admission{}, &Refusal{Reason: "the script contains a NUL byte"}
-	}
-	// Before gopher-lua's parser, whose cost grows with nesting: one
-	// linear pass, so that any body costs about its size.
-	line, tokens := syntaxLevels(body)
-	switch {
-	case line > 0:
-		return Admission{}, &Refusal{Line: line, Reason: tooManyLevels, Compile: true}
-	case len(body) > MaxBody:
-		return Admission{}, &Refusal{Reason: fmt.Sprintf("the script is over %d KiB (lock scripts take a few)", MaxBody>>10)}
-	case tokens > MaxTokens:
-		return Admission{}, &Refusal{Reason: fmt.Sprintf("the script has over %d tokens (lock scripts take a few hundred)", MaxTokens)}
-	}
-	chunk, err := parse.Parse(bytes.NewReader(body), "script")
-	if err != nil {
-		return Admission{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
-	}
-	toks, refusal := scan(body)
+	chunk, toks, refusal := parseBody(body)
 	if refusal != nil {
 		return Admission{}, refusal
 	}
@@ -121,6 +103,36 @@ func Admit(body []byte) (Admission, error) {
 		return Admission{}, refusal
 	}
 	return Admission{Literals: a.order, Source: src}, nil
+}
+
+// parseBody is the Lua front end: it parses body with gopher-lua, as
+// both admission and the catalogue's shapes read it, and refuses what
+// Lua 5.1 does not compile or reads otherwise than gopher-lua (reprint.go,
+// escape.go), and bodies past the bounds.
+func parseBody(body []byte) ([]ast.Stmt, tokens, *Refusal) {
+	if bytes.IndexByte(body, 0) >= 0 {
+		return nil, tokens{}, &Refusal{Reason: "the script contains a NUL byte"}
+	}
+	// Before gopher-lua's parser, whose cost grows with nesting: one
+	// linear pass, so that any body costs about its size.
+	line, n := syntaxLevels(body)
+	switch {
+	case line > 0:
+		return nil, tokens{}, &Refusal{Line: line, Reason: tooManyLevels, Compile: true}
+	case len(body) > MaxBody:
+		return nil, tokens{}, &Refusal{Reason: fmt.Sprintf("the script is over %d KiB (lock scripts take a few)", MaxBody>>10)}
+	case n > MaxTokens:
+		return nil, tokens{}, &Refusal{Reason: fmt.Sprintf("the script has over %d tokens (lock scripts take a few hundred)", MaxTokens)}
+	}
+	chunk, err := parse.Parse(bytes.NewReader(body), "script")
+	if err != nil {
+		return nil, tokens{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
+	}
+	toks, refusal := scan(body)
+	if refusal != nil {
+		return nil, tokens{}, refusal
+	}
+	return chunk, toks, nil
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

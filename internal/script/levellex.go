@@ -73,19 +73,19 @@ func (l *levelLexer) scan() (int, bool) {
 
 func (l *levelLexer) token(c byte) (int, bool) {
 	switch {
-	case isLuaNameStart(c):
+	case isWordByte(c) && !isDigitByte(c):
 		start := l.pos
-		for l.pos < len(l.src) && isLuaWordByte(l.src[l.pos]) {
+		for l.pos < len(l.src) && isWordByte(l.src[l.pos]) {
 			l.pos++
 		}
 		if t, ok := levelKeywords[string(l.src[start:l.pos])]; ok { // no allocation: a map index
 			return t, true
 		}
 		return parse.TIdent, true
-	case isDecimalDigit(c), c == '.' && isDecimalDigit(l.peek(1)):
+	case isDigitByte(c), c == '.' && isDigitByte(l.peek(1)):
 		// read_numeral: digits and dots, an exponent's sign, then any
 		// name bytes; its value is checked by the full parse.
-		for isDecimalDigit(l.peek(0)) || l.peek(0) == '.' {
+		for isDigitByte(l.peek(0)) || l.peek(0) == '.' {
 			l.pos++
 		}
 		if e := l.peek(0); e == 'e' || e == 'E' {
@@ -94,7 +94,7 @@ func (l *levelLexer) token(c byte) (int, bool) {
 				l.pos++
 			}
 		}
-		for l.pos < len(l.src) && isLuaWordByte(l.src[l.pos]) {
+		for l.pos < len(l.src) && isWordByte(l.src[l.pos]) {
 			l.pos++
 		}
 		return parse.TNumber, true

@@ -16,6 +16,8 @@ var allowedGlobals = []string{"redis", "KEYS", "ARGV", "tonumber", "string", "ip
 // undeclared name, or reading a global outside allowedGlobals.
 //
 // The rewrites keep the script's meaning:
+//   - redis.pcall becomes redis.call, and a literal command name passed
+//     to it is lower-cased;
 //   - "local k = KEYS[i]" or "= ARGV[i]" at the top level, never assigned
 //     again, is replaced by KEYS[i] or ARGV[i] wherever k is read;
 //   - "a > b" becomes "b < a", and "a >= b" becomes "b <= a";
@@ -174,6 +176,12 @@ func terminates(b *luaNode) bool { return len(b.kids) > 0 && b.kids[len(b.kids)-
 func isLocal(s *luaNode) bool { return s.kind == nLocal }
 
 func canonExpr(e *luaNode) *luaNode {
+	if e.kind == nCall && e.kids[0].kind == nField && e.kids[0].text == "pcall" && dotted(e.kids[0]) == "redis.pcall" {
+		e.kids[0].text = "call"
+	}
+	if e.kind == nCall && dotted(e.kids[0]) == "redis.call" && len(e.kids) > 1 && e.kids[1].kind == nStr {
+		e.kids[1].text = strings.ToLower(e.kids[1].text)
+	}
 	for i, k := range e.kids {
 		e.kids[i] = canonExpr(k)
 	}

@@ -18,8 +18,17 @@ func (p *printer) exprs(es []ast.Expr) {
 	}
 }
 
-// Operators are parenthesized by Lua 5.1's priorities (binaryPriority,
-// unaryPriority in luaparse.go).
+// Operator priorities from Lua 5.1's lparser.c: left and right.
+var binaryPriority = map[string][2]int{
+	"or": {1, 1}, "and": {2, 2},
+	"<": {3, 3}, ">": {3, 3}, "<=": {3, 3}, ">=": {3, 3}, "~=": {3, 3}, "==": {3, 3},
+	"..": {5, 4}, "+": {6, 6}, "-": {6, 6}, "*": {7, 7}, "/": {7, 7}, "%": {7, 7},
+	"^": {10, 9},
+}
+
+const unaryPriority = 8
+
+// Operators are parenthesized by Lua 5.1's priorities.
 
 // binary returns e's operator and operands if e is a binary operation.
 func binary(e ast.Expr) (op string, lhs, rhs ast.Expr, ok bool) {

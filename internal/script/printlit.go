@@ -10,6 +10,11 @@ import (
 
 // Names, strings and numbers, as print.go writes them.
 
+// luaKeywords are Lua 5.1's reserved words.
+var luaKeywords = []string{"and", "break", "do", "else", "elseif", "end", "false",
+	"for", "function", "if", "in", "local", "nil", "not", "or", "repeat",
+	"return", "then", "true", "until", "while"}
+
 // isName reports whether s can be written as a Lua name.
 func isName(s string) bool {
 	// goto is no Lua 5.1 word, but gopher-lua reserves it.

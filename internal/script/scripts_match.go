@@ -5,14 +5,14 @@ import (
 	"strconv"
 )
 
-// parseScript tokenizes, parses and canonicalizes a body.
+// parseScript parses body with the Lua front end (parseBody), and
+// converts and canonicalizes it. With holes, body is a template.
 func parseScript(body []byte, holes bool) (*luaNode, bool) {
-	toks, ok := luaLex(body, holes)
-	if !ok {
+	chunk, _, refusal := parseBody(body)
+	if refusal != nil {
 		return nil, false
 	}
-	canonCalls(toks)
-	tree, ok := luaParse(toks)
+	tree, ok := subset(chunk, holes)
 	if !ok || !canonicalize(tree) {
 		return nil, false
 	}
@@ -172,8 +172,13 @@ func returned(s *luaNode) (holeValue, bool) {
 
 // smallInt reads a plain decimal numeral of up to 9 digits.
 func smallInt(e *luaNode) (int64, bool) {
-	if e.kind != nNum || len(e.text) > 9 || !allDecimal(e.text) || len(e.text) > 1 && e.text[0] == '0' {
+	if e.kind != nNum || e.text == "" || len(e.text) > 9 || len(e.text) > 1 && e.text[0] == '0' {
 		return 0, false
+	}
+	for i := 0; i < len(e.text); i++ {
+		if !isDigitByte(e.text[i]) {
+			return 0, false
+		}
 	}
 	n, err := strconv.ParseInt(e.text, 10, 64)
 	return n, err == nil
