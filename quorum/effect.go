@@ -150,7 +150,8 @@ func (e *Engine) UndoEffect(ctx context.Context, res EffectResult) {
 }
 
 // undoKeys gives back on each node i the keys undo[i] names, each by a
-// compare-and-delete of its own holders: nothing else of the node.
+// compare-and-delete of its own holders and of the markers the run added
+// beside them: nothing else of the node.
 func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]keyUndo) {
 	if !slices.ContainsFunc(undo, func(u []keyUndo) bool { return len(u) > 0 }) {
 		return
@@ -162,7 +163,7 @@ func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]keyUndo) 
 			return struct{}{}, nil
 		}
 		for _, u := range undo[i] {
-			if err := en.undoEffect(ctx, keys[u.key:u.key+1], u.tokens); err != nil {
+			if err := en.undoEffect(ctx, keys[u.key], u); err != nil {
 				return struct{}{}, err
 			}
 		}

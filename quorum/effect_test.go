@@ -251,27 +251,75 @@ if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl
 }
 
 // TestUndoEffectRemovesOnlyOwnHolders checks the compare-and-delete that
-// undoes an effect-served acquire, for strings, hashes and sorted sets.
+// undoes an effect-served acquire, for strings, hashes and sorted sets: a
+// marker goes only with an own holder, and only with the value the run
+// gave it (else it may be another client's, who wrote the same constant).
 func TestUndoEffectRemovesOnlyOwnHolders(t *testing.T) {
 	p := startRedis(t)
 	admin, n := p.admin(t), p.node(t)
 	ctx := t.Context()
-	admin.Set(ctx, "s1", "tok", time.Minute)
-	admin.Set(ctx, "s2", "other", time.Minute)
-	admin.HSet(ctx, "h", "tok", 1, "other", 1)
-	admin.ZAdd(ctx, "z", redisZ(1, "tok"))
-	if err := n.undoEffect(ctx, []string{"s1", "s2", "h", "z"}, []string{"tok"}); err != nil {
-		t.Fatal(err)
+	write := []Marker{{Entry: "__write__", Value: "5"}}
+	tests := []struct {
+		name  string
+		setup func(key string)
+		u     keyUndo
+		want  string // what the key holds after, as dump prints it
+	}{
+		{"a string holding the token", func(k string) { admin.Set(ctx, k, "tok", time.Minute) },
+			keyUndo{tokens: []string{"tok"}}, "none"},
+		{"a string holding another's", func(k string) { admin.Set(ctx, k, "other", time.Minute) },
+			keyUndo{tokens: []string{"tok"}}, "other"},
+		{"a hash field", func(k string) { admin.HSet(ctx, k, "tok", 1, "other", 1) },
+			keyUndo{tokens: []string{"tok"}}, "other=1"},
+		{"a hash marker the run added", func(k string) { admin.HSet(ctx, k, "tok", 1, "mode", "write") },
+			keyUndo{tokens: []string{"tok"}, markers: []Marker{{Entry: "mode", Value: "write"}}}, "none"},
+		{"the last member", func(k string) { admin.ZAdd(ctx, k, redisZ(1, "tok")) },
+			keyUndo{tokens: []string{"tok"}}, "none"},
+		{"Symfony's save: the token and __write__", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "tok"), redisZ(5, "__write__")) },
+			keyUndo{tokens: []string{"tok"}, markers: write}, "none"},
+		{"__write__ since given another value", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "tok"), redisZ(6, "__write__")) },
+			keyUndo{tokens: []string{"tok"}, markers: write}, "__write__=6"},
+		{"__write__ without the token: another client's", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "other"), redisZ(5, "__write__")) },
+			keyUndo{tokens: []string{"tok"}, markers: write}, "__write__=5,other=5"},
+		{"a marker the run did not add", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "tok"), redisZ(5, "__write__")) },
+			keyUndo{tokens: []string{"tok"}}, "__write__=5"},
 	}
-	if admin.Exists(ctx, "s1").Val() != 0 || admin.Get(ctx, "s2").Val() != "other" {
-		t.Errorf("strings: s1 exists %d, s2 = %q; want s1 gone, s2 kept", admin.Exists(ctx, "s1").Val(), admin.Get(ctx, "s2").Val())
+	for i, tt := range tests {
+		key := fmt.Sprintf("k%d", i)
+		tt.setup(key)
+		if err := n.undoEffect(ctx, key, tt.u); err != nil {
+			t.Fatalf("%s: undoEffect: %v", tt.name, err)
+		}
+		if got := dumpKey(t, admin, key); got != tt.want {
+			t.Errorf("%s: after the undo the key holds %s; want %s", tt.name, got, tt.want)
+		}
 	}
-	if h := admin.HGetAll(ctx, "h").Val(); len(h) != 1 || h["other"] != "1" {
-		t.Errorf("hash after undo = %v; want only other's field", h)
+}
+
+// dumpKey prints what key holds: "none", a string's value, or a hash's
+// fields or a sorted set's members as entry=value, sorted.
+func dumpKey(t *testing.T, admin *redis.Client, key string) string {
+	t.Helper()
+	ctx := t.Context()
+	var out []string
+	switch typ := admin.Type(ctx, key).Val(); typ {
+	case "none":
+		return "none"
+	case "string":
+		return admin.Get(ctx, key).Val()
+	case "hash":
+		for f, v := range admin.HGetAll(ctx, key).Val() {
+			out = append(out, f+"="+v)
+		}
+	case "zset":
+		for _, z := range admin.ZRangeWithScores(ctx, key, 0, -1).Val() {
+			out = append(out, fmt.Sprintf("%v=%v", z.Member, z.Score))
+		}
+	default:
+		t.Fatalf("%s is a %s", key, typ)
 	}
-	if admin.Exists(ctx, "z").Val() != 0 {
-		t.Errorf("sorted set with only the token left still exists")
-	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
 }
 
 func TestClassifyEffect(t *testing.T) {

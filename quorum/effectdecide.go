@@ -52,10 +52,12 @@ type effectVotes struct {
 }
 
 // keyUndo is one key to give back on one node: each of tokens that holds
-// it there is removed (compare-and-delete).
+// it there is removed (compare-and-delete), then, if one did, each of
+// markers that still has the value the run gave it.
 type keyUndo struct {
-	key    int // among the call's distinct keys
-	tokens []string
+	key     int // among the call's distinct keys
+	tokens  []string
+	markers []Marker
 }
 
 // effectDecision is how one run is answered, and what is undone.
@@ -325,8 +327,9 @@ func (v effectVotes) tookNew(outs [][]keyOutcome, j int) bool {
 // of it: it is counted as having taken key j only when no answering
 // node held j before and so many counted nodes took j new that no
 // quorum can have held the token before (quorums intersect); the holders
-// to remove are those the others took j with. A node down before the run
-// was never called.
+// to remove are those the others took j with, and no marker (what it
+// wrote as one, and with which value, is unknown). A node down before
+// the run was never called.
 func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 	n := len(v.results)
 	for j := range v.nkeys {
@@ -340,7 +343,7 @@ func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 			if len(k.BeforeOwn) > 0 {
 				continue
 			}
-			d.landed[i] = append(d.landed[i], keyUndo{key: j, tokens: k.AfterOwn})
+			d.landed[i] = append(d.landed[i], keyUndo{key: j, tokens: k.AfterOwn, markers: k.Markers})
 			if v.counted[i] {
 				takenNew++
 			}

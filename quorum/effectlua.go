@@ -50,7 +50,8 @@ import (
 // where an array's value is its items, each {tag, value}, a proved key
 // is its number and any other key is
 //
-//	-1 - changed, own hold's pttl after, others, n, n own holders before, m, m own holders after
+//	-1 - changed, own hold's pttl after, others, n, n own holders before, m, m own holders after,
+//	p, p markers added (each its entry and value: an undo removes them)
 //
 // (wrapperTailSrc says how a number packs the same). A holder is a
 // string's value, a hash's field or a sorted set's member (whose score is
@@ -159,10 +160,11 @@ var wrapperFastKey string
 //go:embed lua/wrapper_tail.lua
 var wrapperTailSrc string
 
-// undoEffectScript removes from every key each holder that is one of ARGV
-// (the tokens an effect-served acquire wrote): a string holding one is
-// deleted, a hash field or sorted-set member is removed (and the key with
-// its last one). It returns how many it removed.
+// undoEffectScript gives back one key a run took new (keyUndo): a
+// string holding one of the run's own holders is deleted; of a hash or
+// sorted set, each own holder is removed, then, if one was there, each
+// marker the run added that still has the value it gave it (the key goes
+// with its last entry). It returns how many own holders it removed.
 var undoEffectScript = newScript(undoEffectSrc)
 
 //go:embed lua/undo_effect.lua

@@ -63,7 +63,17 @@ type KeyEffect struct {
 	// sorted-set members): a key several tokens hold is decided by every
 	// node (decideEffect). Zero where the wrapper does not report it.
 	Others int
+	// Markers are the markers (an entry that is a constant of the script,
+	// no one's hold, such as Symfony's "__write__" member) that the run
+	// added to a key no own holder held before: what an undo of the take
+	// removes beside AfterOwn. None for a string key.
+	Markers []Marker
 }
+
+// Marker is a hash field or sorted-set member a run wrote as a marker,
+// with the value it gave it (a field's value, a member's score as Redis
+// prints it).
+type Marker struct{ Entry, Value string }
 
 // nodeEffect is one node's answer to a wrapped script.
 type nodeEffect struct {
@@ -76,7 +86,7 @@ type nodeEffect struct {
 // nodes can; the engine treats any other node as failed for them.
 type effectNode interface {
 	runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error)
-	undoEffect(ctx context.Context, keys, tokens []string) error
+	undoEffect(ctx context.Context, key string, u keyUndo) error
 }
 
 // effectCall is one run's keys and arguments, made once for every node:
@@ -192,12 +202,16 @@ func compileLines(msg string, head int) string {
 	return msg[:j] + strconv.Itoa(n-head) + msg[k:]
 }
 
-func (n *redisNode) undoEffect(ctx context.Context, keys, tokens []string) error {
-	args := make([]any, len(tokens))
-	for i, t := range tokens {
-		args[i] = t
+func (n *redisNode) undoEffect(ctx context.Context, key string, u keyUndo) error {
+	args := make([]any, 0, 1+len(u.tokens)+2*len(u.markers))
+	args = append(args, len(u.tokens))
+	for _, t := range u.tokens {
+		args = append(args, t)
 	}
-	_, err := n.p.eval(ctx, undoEffectScript, keys, args...)
+	for _, m := range u.markers {
+		args = append(args, m.Entry, m.Value)
+	}
+	_, err := n.p.eval(ctx, undoEffectScript, []string{key}, args...)
 	return err
 }
 
@@ -292,10 +306,35 @@ func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
 			if k.AfterOwn, f, ok = holders(f); !ok {
 				return nodeEffect{}, errEffectReply
 			}
+			if k.Markers, f, ok = markers(f); !ok {
+				return nodeEffect{}, errEffectReply
+			}
 		}
 		ne.keys = append(ne.keys, k)
 	}
 	return ne, nil
+}
+
+// markers reads p, then p markers (each its entry and value), from the
+// front of f.
+func markers(f []any) ([]Marker, []any, bool) {
+	if len(f) < 1 {
+		return nil, nil, false
+	}
+	p, _ := f[0].(int64)
+	if p < 0 || int64(len(f)-1) < 2*p {
+		return nil, nil, false
+	}
+	var out []Marker
+	for i := range p {
+		e, ok1 := f[1+2*i].(string)
+		v, ok2 := f[2+2*i].(string)
+		if !ok1 || !ok2 {
+			return nil, nil, false
+		}
+		out = append(out, Marker{Entry: e, Value: v})
+	}
+	return out, f[1+2*p:], true
 }
 
 // decodeShort reads the wrapper's reply in its one-string form: a tag,

@@ -35,10 +35,10 @@ func (f *fakeEffectNode) runEffect(ctx context.Context, _ *Effect, _ effectCall,
 	}
 }
 
-func (f *fakeEffectNode) undoEffect(_ context.Context, keys, _ []string) error {
+func (f *fakeEffectNode) undoEffect(_ context.Context, key string, _ keyUndo) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.undone = append(f.undone, keys...)
+	f.undone = append(f.undone, key)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -428,5 +429,42 @@ func TestEffectRedissonModeIsAMarker(t *testing.T) {
 				body: `redis.call("hset", KEYS[1], ARGV[2], 1) return redis.call("pexpire", KEYS[1], ARGV[1])`,
 				args: []string{"30000", "other:2:write"}, refused: "another token's hold"},
 		})
+	})
+}
+
+// TestEffectReportsMarkersItAdded: a run that takes a key new reports the
+// markers it wrote beside its holders, with their values (what an undo
+// removes); a run on a key it already held, or a marker it left as it
+// was, reports none.
+func TestEffectReportsMarkersItAdded(t *testing.T) {
+	const save = `local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call("zadd", KEYS[1], now + 5000, ARGV[1])
+redis.call("zadd", KEYS[1], now + 5000, "__write__")
+redis.call("pexpireat", KEYS[1], now + 5000) return 1`
+	const rwlock = `redis.call("hset", KEYS[1], "mode", "write") redis.call("hincrby", KEYS[1], ARGV[1], 1)
+return redis.call("pexpire", KEYS[1], 5000)`
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		admin, n, e := formEngine(t, form)
+		ctx := t.Context()
+		run := func(body, key string, lits []string) KeyEffect {
+			t.Helper()
+			ne, err := n.runEffect(ctx, e.Wrap(body, testCommands, lits), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
+			if err != nil || ne.refused != "" || len(ne.keys) != 1 {
+				t.Fatalf("runEffect = %+v, %v", ne, err)
+			}
+			return ne.keys[0]
+		}
+		k := run(save, "z", []string{"__write__"})
+		score := admin.ZScore(ctx, "z", "tok").Val()
+		want := []Marker{{Entry: "__write__", Value: strconv.FormatFloat(score, 'f', -1, 64)}}
+		if !slices.Equal(k.Markers, want) || !slices.Equal(k.AfterOwn, []string{"tok"}) {
+			t.Errorf("a save on a free key reports %+v; want tok taken with markers %v", k, want)
+		}
+		if k := run(save, "z", []string{"__write__"}); k.Markers != nil || len(k.BeforeOwn) != 1 {
+			t.Errorf("a save on the caller's own hold reports %+v; want no markers", k)
+		}
+		if k := run(rwlock, "h", nil); !slices.Equal(k.Markers, []Marker{{Entry: "mode", Value: "write"}}) {
+			t.Errorf("a write lock on a free key reports %+v; want the marker mode=write", k)
+		}
 	})
 }

@@ -1,21 +1,36 @@
-local own = {}
-for _, t in ipairs(ARGV) do own[t] = true end
-local n = 0
-for _, key in ipairs(KEYS) do
-  local t = redis.call("type", key)["ok"]
-  if t == "string" then
-    if own[redis.call("get", key)] then
+-- KEYS[1] is a key a run took new on this node. ARGV[1] is how many of
+-- the arguments after it are the own holders the run took it with; the
+-- rest are pairs: a marker the run added beside them, and its value.
+local key, nt = KEYS[1], tonumber(ARGV[1])
+local t = redis.call("type", key)["ok"]
+if t == "string" then
+  local v = redis.call("get", key)
+  for i = 2, nt + 1 do
+    if ARGV[i] == v then
       redis.call("del", key)
-      n = n + 1
+      return 1
     end
-  elseif t == "hash" then
-    for _, m in ipairs(redis.call("hkeys", key)) do
-      if own[m] then redis.call("hdel", key, m); n = n + 1 end
-    end
-  elseif t == "zset" then
-    for _, m in ipairs(redis.call("zrange", key, 0, -1)) do
-      if own[m] then redis.call("zrem", key, m); n = n + 1 end
-    end
+  end
+  return 0
+end
+local get, rem
+if t == "hash" then get, rem = "hget", "hdel"
+elseif t == "zset" then get, rem = "zscore", "zrem"
+else return 0 end
+local n = 0
+for i = 2, nt + 1 do
+  if redis.call(get, key, ARGV[i]) then
+    redis.call(rem, key, ARGV[i])
+    n = n + 1
+  end
+end
+-- A marker goes only with an own holder still there, and only with the
+-- value the run gave it: no other token can have written the key since
+-- (it was the run's hold), whereas once the holders are gone another
+-- client may write the same constant.
+if n > 0 then
+  for i = nt + 2, #ARGV - 1, 2 do
+    if redis.call(get, key, ARGV[i]) == ARGV[i + 1] then redis.call(rem, key, ARGV[i]) end
   end
 end
 return n

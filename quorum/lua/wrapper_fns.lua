@@ -243,6 +243,24 @@ local function __rlp_slow()
     end
     return n, least
   end
+  -- added appends to out at n the count of the markers a has with a
+  -- value b did not give them (what the run added beside its holders),
+  -- then each one's entry and value; it returns the new n. An undo of
+  -- the run removes exactly these (undo_effect.lua): a marker is in no
+  -- one's hold, so nothing else says it was the run's.
+  function L.added(b, a, out, n)
+    local at = n + 1
+    n = at
+    out[at] = 0
+    if a.t ~= "hash" and a.t ~= "zset" or a.big then return n end
+    local own, hb = L.ownset(), L.holders(b)
+    for m, v in pairs(L.holders(a)) do
+      if hb[m] ~= v and L.mark(a, m, v, own) then
+        out[at], out[n + 1], out[n + 2], n = out[at] + 1, m, v, n + 2
+      end
+    end
+    return n
+  end
   -- keysok checks a command's arguments: each a key (kinds 2 and 4)
   -- that is one of KEYS, or SELECT's database 0.
   function L.keysok(c, kind, ...)

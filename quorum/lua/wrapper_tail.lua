@@ -100,8 +100,11 @@ end
 -- proved is one number,
 --   ((hold * 1024 + after) * 1024 + before) * 2 + changed
 -- and any other key is its fields one by one:
---   -1 - changed, hold, others, n, n own holders before, m, m own holders after
--- (others: how many other tokens' holders the key kept through the run).
+--   -1 - changed, hold, others, n, n own holders before, m, m own holders after,
+--   p, p markers added (each its entry and value)
+-- (others: how many other tokens' holders the key kept through the run;
+-- the markers are reported of a key no own holder held before the run,
+-- the one an undo gives back).
 local __rlp_tag, __rlp_val
 if not __rlp_ok then
   __rlp_tag = "e"
@@ -186,8 +189,15 @@ for i = 1, #__rlp_keys do
     if __rlp_same[i] then o[at] = -1 else o[at] = -2 end
     local ahold
     n = L.mine(st.s, o, at + 2)
+    local took = o[at + 3] == 0
     n, ahold = L.mine(__rlp_after[i], o, n)
     o[at + 1], o[at + 2] = ahold, L.others(st.s, __rlp_after[i])
+    if took and not __rlp_same[i] then
+      n = L.added(st.s, __rlp_after[i], o, n)
+    else
+      n = n + 1
+      o[n] = 0
+    end
   end
 end
 return __rlp_out
