@@ -215,11 +215,7 @@ func (w *workload) familyOf(key string) *lockFamily {
 // allFamilies is every served lock family the scenarios run, one key
 // each. The scenarios share them out (docs/tests.md's fault table says which
 // meets which fault) rather than running each scenario once per family.
-// Symfony is left out: a save refused for want of a quorum is undone
-// without its "__write__" member, which then denies the key on that node
-// for the TTL, and under contention those leftovers keep the key from
-// ever reaching a quorum (issue 16's fault-suite finding).
-var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, famSesame, famSpring, famShedLock, famMutex}
+var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, famSesame, famSymfony, famSpring, famShedLock, famMutex}
 
 // checkFamiliesUsed reports a workload key whose family was never granted
 // and released (a release replying 1) by the workload's clients: the
