@@ -159,8 +159,14 @@ func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.
 	end := start + w.ttl - w.drift
 	f := w.families[key]
 	w.fc.readHolders(c, opHeld, f, key, token)
+	if fences(c) {
+		fence(h, rdb, c, key, token)
+	}
 	if h.now() < end-w.ttl/5 {
 		w.increment(c, key, token, end)
+		if fences(c) {
+			fence(h, rdb, c, key, token) // a repeat: the same token, or a higher one after a loss
+		}
 	}
 	releaseWith(h, f, rdb, c, key, token)
 	w.fc.readHolders(c, opGone, f, key, token)
@@ -301,6 +307,8 @@ func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
 	bad = append(bad, checkCounter(ops, w.counters(t))...)
 	bad = append(bad, checkLiveness(ops, w.keys, healed, bound)...)
 	bad = append(bad, w.checkFamiliesUsed(t, ops)...)
+	fenced, tokens, differ := checkFencing(ops)
+	bad = append(bad, fenced...)
 	held, judged := checkQuorumHeld(ops, len(w.fc.masters), time.Second, faultNodeTimeout)
 	bad = append(bad, held...)
 	if w.ttl-w.drift >= 400*time.Millisecond {
@@ -309,7 +317,11 @@ func (w *workload) check(t *testing.T, healed, bound time.Duration) []string {
 		// reach the client.
 		bad = append(bad, checkLateOK(ops, nil)...)
 	}
-	t.Logf("%d attempts by %d clients, %d OK, %d ops recorded, %d quorum checks (d) judged", w.attempts.Load(), loadClients, w.oks.Load(), len(ops), judged)
+	t.Logf("%d attempts by %d clients, %d OK, %d ops recorded, %d quorum checks (d) judged, %d fencing tokens judged (%d repeats got another; no token: %v)",
+		w.attempts.Load(), loadClients, w.oks.Load(), len(ops), judged, tokens, differ, fenceFailures(ops))
+	if tokens == 0 && w.oks.Load() > 0 {
+		bad = append(bad, "no FENCE returned a token: the fencing checker had nothing to judge")
+	}
 	return bad
 }
 
