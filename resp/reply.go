@@ -93,10 +93,6 @@ func Double(text string) Reply { return Reply{kind: kindDouble, str: text} }
 // verbatim string of format txt in RESP3.
 func Verbatim(s string) Reply { return Reply{kind: kindVerbatim, str: s} }
 
-// IsZero reports whether r is the zero Reply, which no constructor
-// returns.
-func (r Reply) IsZero() bool { return r.kind == kindNone }
-
 // IsError reports whether r is an error reply.
 func (r Reply) IsError() bool { return r.kind == kindError }
 
@@ -108,9 +104,6 @@ func (r Reply) Text() string { return r.str }
 
 // Integer is the value an integer reply carries.
 func (r Reply) Integer() (int64, bool) { return r.n, r.kind == kindInt }
-
-// WriteTo writes r to w in RESP2.
-func (r Reply) WriteTo(w Writer) { r.WriteProto(w, RESP2) }
 
 // WriteProto writes r to w in the shapes of protocol p.
 func (r Reply) WriteProto(w Writer, p Proto) {

@@ -41,10 +41,10 @@ func TestReplyWriteProto(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var w2, w3 wire
-			tt.reply.WriteTo(&w2)
+			tt.reply.WriteProto(&w2, RESP2)
 			tt.reply.WriteProto(&w3, RESP3)
 			if got := w2.String(); got != tt.resp2 {
-				t.Errorf("%v.WriteTo = %q; want %q", tt.reply, got, tt.resp2)
+				t.Errorf("%v.WriteProto(RESP2) = %q; want %q", tt.reply, got, tt.resp2)
 			}
 			if got := w3.String(); got != tt.resp3 {
 				t.Errorf("%v.WriteProto(RESP3) = %q; want %q", tt.reply, got, tt.resp3)

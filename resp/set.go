@@ -11,10 +11,10 @@ type ExpiryUnit uint8
 
 const (
 	NoExpiry ExpiryUnit = iota // no EX, PX, EXAT or PXAT given
-	EX                         // seconds from now
-	PX                         // milliseconds from now
-	EXAT                       // Unix time in seconds
-	PXAT                       // Unix time in milliseconds
+	ex                         // seconds from now
+	px                         // milliseconds from now
+	exat                       // Unix time in seconds
+	pxat                       // Unix time in milliseconds
 )
 
 // Condition is a SET's compare-and-set option (Redis 8.4, Valkey 8.1).
@@ -33,7 +33,7 @@ const (
 type SetArgs struct {
 	Key, Token string
 	Unit       ExpiryUnit
-	Expiry     int64 // in Unit; > 0 unless Unit is NoExpiry
+	expiry     int64 // in Unit; > 0 unless Unit is NoExpiry
 	Cond       Condition
 	Match      string // the value or digest Cond compares with
 	Get        bool   // GET: reply with the old value (with a Condition only)
@@ -82,10 +82,10 @@ var setOptions = map[string]struct {
 	"XX":      {flagXX, conditions &^ flagXX, NoExpiry, NoCondition},
 	"GET":     {flagGet, 0, NoExpiry, NoCondition},
 	"KEEPTTL": {flagKeepTTL, flagEX | flagPX | flagEXAT | flagPXAT, NoExpiry, NoCondition},
-	"EX":      {flagEX, flagKeepTTL | flagPX | flagEXAT | flagPXAT, EX, NoCondition},
-	"PX":      {flagPX, flagKeepTTL | flagEX | flagEXAT | flagPXAT, PX, NoCondition},
-	"EXAT":    {flagEXAT, flagKeepTTL | flagEX | flagPX | flagPXAT, EXAT, NoCondition},
-	"PXAT":    {flagPXAT, flagKeepTTL | flagEX | flagPX | flagEXAT, PXAT, NoCondition},
+	"EX":      {flagEX, flagKeepTTL | flagPX | flagEXAT | flagPXAT, ex, NoCondition},
+	"PX":      {flagPX, flagKeepTTL | flagEX | flagEXAT | flagPXAT, px, NoCondition},
+	"EXAT":    {flagEXAT, flagKeepTTL | flagEX | flagPX | flagPXAT, exat, NoCondition},
+	"PXAT":    {flagPXAT, flagKeepTTL | flagEX | flagPX | flagEXAT, pxat, NoCondition},
 	"IFEQ":    {flagIFEQ, conditions &^ flagIFEQ, NoExpiry, IFEQ},
 	"IFNE":    {flagIFNE, conditions &^ flagIFNE, NoExpiry, IFNE},
 	"IFDEQ":   {flagIFDEQ, conditions &^ flagIFDEQ, NoExpiry, IFDEQ},
@@ -129,10 +129,10 @@ func ParseSet(args [][]byte) (SetArgs, error) {
 		switch {
 		case !ok:
 			return SetArgs{}, ErrNotInteger
-		case n <= 0, (s.Unit == EX || s.Unit == EXAT) && n > math.MaxInt64/1000:
+		case n <= 0, (s.Unit == ex || s.Unit == exat) && n > math.MaxInt64/1000:
 			return SetArgs{}, ErrExpireTime
 		}
-		s.Expiry = n
+		s.expiry = n
 	}
 	s.Get = flags&flagGet != 0
 	switch {
@@ -153,15 +153,15 @@ func (s SetArgs) TTL(nowMillis int64) (time.Duration, error) {
 	switch s.Unit {
 	case NoExpiry:
 		return 0, nil
-	case EX, EXAT:
-		if s.Expiry > maxMillis/1000 {
+	case ex, exat:
+		if s.expiry > maxMillis/1000 {
 			return 0, ErrExpireTime
 		}
-		ms = s.Expiry * 1000
+		ms = s.expiry * 1000
 	default:
-		ms = s.Expiry
+		ms = s.expiry
 	}
-	if s.Unit == EXAT || s.Unit == PXAT {
+	if s.Unit == exat || s.Unit == pxat {
 		ms -= nowMillis
 	}
 	if ms <= 0 || ms > maxMillis {

@@ -22,14 +22,14 @@ func TestParseSet(t *testing.T) {
 		want SetArgs
 		err  error
 	}{
-		{"redis-py order", "SET k t PX 5000 NX", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 5000}, nil},
-		{"redis-cli order", "SET k t NX PX 5000", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 5000}, nil},
-		{"go-redis lower case seconds", "set k t ex 8 nx", SetArgs{Key: "k", Token: "t", Unit: EX, Expiry: 8}, nil},
-		{"mixed case", "sEt k t Nx pX 10", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 10}, nil},
-		{"exat", "SET k t NX EXAT 2000000000", SetArgs{Key: "k", Token: "t", Unit: EXAT, Expiry: 2000000000}, nil},
-		{"pxat", "SET k t PXAT 2000000000000 NX", SetArgs{Key: "k", Token: "t", Unit: PXAT, Expiry: 2000000000000}, nil},
-		{"no expiry", "SET k t NX", SetArgs{Key: "k", Token: "t", Unit: NoExpiry, Expiry: 0}, nil},
-		{"nx twice is fine", "SET k t NX NX PX 5", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 5}, nil},
+		{"redis-py order", "SET k t PX 5000 NX", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 5000}, nil},
+		{"redis-cli order", "SET k t NX PX 5000", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 5000}, nil},
+		{"go-redis lower case seconds", "set k t ex 8 nx", SetArgs{Key: "k", Token: "t", Unit: ex, expiry: 8}, nil},
+		{"mixed case", "sEt k t Nx pX 10", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 10}, nil},
+		{"exat", "SET k t NX EXAT 2000000000", SetArgs{Key: "k", Token: "t", Unit: exat, expiry: 2000000000}, nil},
+		{"pxat", "SET k t PXAT 2000000000000 NX", SetArgs{Key: "k", Token: "t", Unit: pxat, expiry: 2000000000000}, nil},
+		{"no expiry", "SET k t NX", SetArgs{Key: "k", Token: "t", Unit: NoExpiry, expiry: 0}, nil},
+		{"nx twice is fine", "SET k t NX NX PX 5", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 5}, nil},
 		{"without nx", "SET k t PX 5000", SetArgs{}, ErrSetNotLock},
 		{"plain set", "SET k t", SetArgs{}, ErrSetNotLock},
 		{"xx", "SET k t XX PX 5000", SetArgs{}, ErrSetOption},
@@ -48,8 +48,8 @@ func TestParseSet(t *testing.T) {
 		{"plus sign", "SET k t NX PX +1000", SetArgs{}, ErrNotInteger},
 		{"leading zero", "SET k t NX PX 01000", SetArgs{}, ErrNotInteger},
 		{"minus zero", "SET k t NX PX -0", SetArgs{}, ErrNotInteger},
-		{"repeated expiry takes the last", "SET k t NX PX 1000 PX 20000", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 20000}, nil},
-		{"a replaced bad value is never read", "SET k t NX PX abc PX 20", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 20}, nil},
+		{"repeated expiry takes the last", "SET k t NX PX 1000 PX 20000", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 20000}, nil},
+		{"a replaced bad value is never read", "SET k t NX PX abc PX 20", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 20}, nil},
 		{"syntax before value", "SET k t NX PX abc EX 5", SetArgs{}, ErrSyntax},
 		{"nx and xx", "SET k t NX XX PX 5", SetArgs{}, ErrSyntax},
 		{"keepttl after px", "SET k t NX PX 5 KEEPTTL", SetArgs{}, ErrSyntax},
@@ -58,10 +58,10 @@ func TestParseSet(t *testing.T) {
 		// Redis 8.4's conditions (redis/redis tests/unit/type/string.tcl:1280-1595)
 		// and Valkey's IFEQ (valkey tests/unit/type/string.tcl "SET with IFEQ
 		// conditional - with xx", "- with nx": a syntax error).
-		{"ifeq", "SET k t IFEQ t PX 5000", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 5000, Cond: IFEQ, Match: "t"}, nil},
-		{"go-redis order", "set k t px 5000 ifeq t", SetArgs{Key: "k", Token: "t", Unit: PX, Expiry: 5000, Cond: IFEQ, Match: "t"}, nil},
+		{"ifeq", "SET k t IFEQ t PX 5000", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 5000, Cond: IFEQ, Match: "t"}, nil},
+		{"go-redis order", "set k t px 5000 ifeq t", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 5000, Cond: IFEQ, Match: "t"}, nil},
 		{"case insensitive", "SET k t IfEq o", SetArgs{Key: "k", Token: "t", Cond: IFEQ, Match: "o"}, nil},
-		{"ifeq with get", "SET k t IFEQ t GET EX 5", SetArgs{Key: "k", Token: "t", Unit: EX, Expiry: 5, Cond: IFEQ, Match: "t", Get: true}, nil},
+		{"ifeq with get", "SET k t IFEQ t GET EX 5", SetArgs{Key: "k", Token: "t", Unit: ex, expiry: 5, Cond: IFEQ, Match: "t", Get: true}, nil},
 		{"ifne", "SET k t IFNE o", SetArgs{Key: "k", Token: "t", Cond: IFNE, Match: "o"}, nil},
 		{"ifdeq", "SET k t IFDEQ 0123456789abcdef", SetArgs{Key: "k", Token: "t", Cond: IFDEQ, Match: "0123456789abcdef"}, nil},
 		{"ifdne", "SET k t IFDNE 0123456789abcdef", SetArgs{Key: "k", Token: "t", Cond: IFDNE, Match: "0123456789abcdef"}, nil},
@@ -75,7 +75,7 @@ func TestParseSet(t *testing.T) {
 		{"syntax before expiry value", "SET k t PX abc IFEQ", SetArgs{}, ErrSyntax},
 		{"expiry value before the lock check", "SET k t IFEQ t PX abc", SetArgs{}, ErrNotInteger},
 		{"condition and keepttl", "SET k t IFEQ t KEEPTTL", SetArgs{}, ErrSetOption},
-		{"ex just inside", "SET k t NX EX 9223372036854775", SetArgs{Key: "k", Token: "t", Unit: EX, Expiry: 9223372036854775}, nil},
+		{"ex just inside", "SET k t NX EX 9223372036854775", SetArgs{Key: "k", Token: "t", Unit: ex, expiry: 9223372036854775}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,15 +95,15 @@ func TestSetArgsTTL(t *testing.T) {
 		want time.Duration
 		err  error
 	}{
-		{"px", SetArgs{Unit: PX, Expiry: 1500}, 1500 * time.Millisecond, nil},
-		{"ex", SetArgs{Unit: EX, Expiry: 8}, 8 * time.Second, nil},
+		{"px", SetArgs{Unit: px, expiry: 1500}, 1500 * time.Millisecond, nil},
+		{"ex", SetArgs{Unit: ex, expiry: 8}, 8 * time.Second, nil},
 		{"none", SetArgs{Unit: NoExpiry}, 0, nil},
-		{"pxat ahead", SetArgs{Unit: PXAT, Expiry: now + 2500}, 2500 * time.Millisecond, nil},
-		{"exat ahead", SetArgs{Unit: EXAT, Expiry: now/1000 + 3}, 3 * time.Second, nil},
-		{"pxat past", SetArgs{Unit: PXAT, Expiry: now - 1}, 0, ErrExpireTime},
-		{"pxat now", SetArgs{Unit: PXAT, Expiry: now}, 0, ErrExpireTime},
-		{"ex overflows ms", SetArgs{Unit: EX, Expiry: 1 << 62}, 0, ErrExpireTime},
-		{"px overflows duration", SetArgs{Unit: PX, Expiry: 1 << 62}, 0, ErrExpireTime},
+		{"pxat ahead", SetArgs{Unit: pxat, expiry: now + 2500}, 2500 * time.Millisecond, nil},
+		{"exat ahead", SetArgs{Unit: exat, expiry: now/1000 + 3}, 3 * time.Second, nil},
+		{"pxat past", SetArgs{Unit: pxat, expiry: now - 1}, 0, ErrExpireTime},
+		{"pxat now", SetArgs{Unit: pxat, expiry: now}, 0, ErrExpireTime},
+		{"ex overflows ms", SetArgs{Unit: ex, expiry: 1 << 62}, 0, ErrExpireTime},
+		{"px overflows duration", SetArgs{Unit: px, expiry: 1 << 62}, 0, ErrExpireTime},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,7 +132,7 @@ func FuzzParseSet(f *testing.F) {
 		if a.Cond == NoCondition && (a.Get || a.Match != "") {
 			t.Fatalf("ParseSet(%q) = %+v; GET or a match value without a condition", cmd, a)
 		}
-		if a.Unit != NoExpiry && a.Expiry <= 0 {
+		if a.Unit != NoExpiry && a.expiry <= 0 {
 			t.Fatalf("ParseSet(%q) = %+v; accepted a non-positive expiry", cmd, a)
 		}
 		if ttl, err := a.TTL(0); err == nil && ttl < 0 {
