@@ -204,6 +204,16 @@ var canonicalizeTests = []struct {
 	{"local named like a global", `local redis = 1`, ``},
 	{"parenthesised assignment", `local x = 1 (x) = 2`, ``},
 	{"method call", `return ARGV[1]:upper()`, ``},
+	{"field by its name in brackets", `return redis["pcall"]("GET", KEYS[1])`, `return redis.call("get",KEYS[1])`},
+	{"index by a string that is no name", `return ARGV["a b"]`, `return ARGV["a b"]`},
+	{"two names in one local", `local a, b = 1, 2 return a`, ``},
+	{"two targets in one assignment", `local a = 1 local b = 2 a, b = b, a return a`, ``},
+	{"numeric for", `for i = 1, 2 do end`, ``},
+	{"vararg", `return ...`, ``},
+	{"do block", `do return 1 end`, ``},
+	{"else if is elseif", `if ARGV[1] then return 1 else if ARGV[2] then return 2 end end return 3`,
+		`if ARGV[1] then return 1 end if ARGV[2] then return 2 end return 3`},
+	{"refused by the front end (a numeral run into a name)", `return 5type`, ``},
 }
 
 func TestCanonicalize(t *testing.T) {
