@@ -11,9 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/admin"
@@ -190,84 +188,6 @@ func (a *App) serveAdmin(addr string, m *metrics.Metrics) error {
 	return nil
 }
 
-// Run serves clients until SIGTERM or SIGINT, or until ctx ends,
-// reloading on SIGHUP; then it drains (Drain) for shutdown_grace,
-// which a second signal or the last client leaving cuts short, and
-// shuts down: the listener closes and each command in flight gets its
-// reply. It closes a.
-func (a *App) Run(ctx context.Context) error {
-	defer a.Close()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	errc := make(chan error, 1)
-	ln := a.ln
-	a.ln = nil                              // the server's now: Shutdown closes it
-	go func() { errc <- a.srv.Serve(ln) }() // waited for below
-
-	for stop := false; !stop; {
-		select {
-		case err := <-errc:
-			return err
-		case <-ctx.Done():
-			stop = true
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				a.reload()
-				continue
-			}
-			stop = true
-		}
-	}
-	a.Drain()
-	a.mu.Lock()
-	timer := time.NewTimer(a.grace)
-	a.mu.Unlock()
-	defer timer.Stop()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for stop := false; !stop; {
-		select {
-		case err := <-errc:
-			return err
-		case <-timer.C:
-			stop = true
-		case <-tick.C:
-			stop = a.srv.Clients() == 0
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				a.reload()
-				continue
-			}
-			stop = true
-		}
-	}
-	a.log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), flushTime(a.pc))
-	defer cancel()
-	if err := a.srv.Shutdown(sctx); err != nil {
-		a.log.Warn("shutdown cut short", "err", err)
-	}
-	return <-errc
-}
-
-// reload is Reload for a signal: a refusal is logged.
-func (a *App) reload() {
-	if err := a.Reload(); err != nil {
-		a.log.Error("reload refused; the running config stays", "err", err)
-	}
-}
-
-// Drain starts the drain: /readyz turns 503 and acquires are refused at
-// once, while holders still release and extend. Run ends it.
-func (a *App) Drain() {
-	a.srv.Drain()
-	a.mu.Lock()
-	grace := a.grace
-	a.mu.Unlock()
-	a.log.Info("draining", "shutdown_grace", grace, "clients", a.srv.Clients())
-}
-
 // Close stops what New started: the admin endpoints, pub/sub, the engine
 // and the demo nodes, and the listener if Run never took it.
 func (a *App) Close() {
@@ -292,35 +212,4 @@ func (a *App) Close() {
 		a.demo.Close()
 		a.demo = nil
 	}
-}
-
-// flushTime bounds the wait, once the drain ends, for the commands in
-// flight: each ends within command_timeout; one more second for its reply
-// to be written.
-func flushTime(pc proxy.Config) time.Duration { return pc.WithDefaults().CommandTimeout + time.Second }
-
-// stopTime is the longest a stop takes: the drain, then flushTime. A
-// supervisor's stop timeout must be longer (deploy/).
-func (fc fileConfig) stopTime() time.Duration {
-	return fc.ShutdownGrace.Duration + flushTime(fc.proxyConfig(nil))
-}
-
-// Probe GETs url and returns an error unless it answers 200 within
-// timeout (-probe: a health check for an image without curl).
-func Probe(url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return fmt.Errorf("probe: %w", err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("probe: %w", err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("probe %s: %s", url, res.Status)
-	}
-	return nil
 }
