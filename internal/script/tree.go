@@ -92,8 +92,11 @@ func (c *converter) stmt(s ast.Stmt) *luaNode {
 		}
 		return c.node(nLocal, "", c.name(s.Names[0]), c.expr(s.Exprs[0]))
 	case *ast.AssignStmt:
+		if len(s.Lhs) != 1 || len(s.Rhs) != 1 {
+			return c.fail()
+		}
 		id, ok := s.Lhs[0].(*ast.IdentExpr)
-		if len(s.Lhs) != 1 || len(s.Rhs) != 1 || !ok {
+		if !ok {
 			return c.fail()
 		}
 		return c.node(nAssign, "", c.name(id.Value), c.expr(s.Rhs[0]))
