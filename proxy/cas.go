@@ -23,7 +23,7 @@ func (s *Server) delex(r *request) (resp.Reply, error) {
 		r.op = 0
 		return s.del(r) // Redis: DEL; here under DEL's rules (allow_force_del)
 	case len(r.args) != 4:
-		return resp.Reply{}, &arityError{"delex"}
+		return resp.Reply{}, withArgs(errArity, "delex")
 	}
 	if err := reservedKeys(r.args[1:2]); err != nil {
 		return resp.Reply{}, err
@@ -39,7 +39,7 @@ func (s *Server) delex(r *request) (resp.Reply, error) {
 		}
 		return s.releaseIfDigest(r, key, match)
 	case "IFNE", "IFDNE":
-		return resp.Reply{}, &conditionError{cmd: "DELEX", cond: cond}
+		return resp.Reply{}, withArgs(errDelexNotEqual, cond)
 	}
 	return s.beforeCondition(r, resp.Int(0), errStringType, errDelexCondition)
 }
@@ -111,7 +111,7 @@ func (s *Server) digest(r *request) (resp.Reply, error) {
 func (s *Server) setIf(r *request, a resp.SetArgs, l quorum.Lock, ttl time.Duration) (resp.Reply, error) {
 	switch a.Cond {
 	case resp.IFNE, resp.IFDNE:
-		return resp.Reply{}, &conditionError{cmd: "SET", cond: condName[a.Cond]}
+		return resp.Reply{}, withArgs(errSetNotEqual, condName[a.Cond])
 	case resp.IFDEQ:
 		ok, err := resp.DigestMatches([]byte(a.Match), a.Token)
 		if err != nil {

@@ -62,7 +62,7 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 		switch opt := strings.ToLower(string(r.args[i])); {
 		case opt == "type" && i+1 < len(r.args):
 			if t := strings.ToLower(string(r.args[i+1])); t != "normal" {
-				return resp.Reply{}, &clientTypeError{r.args[i+1]}
+				return resp.Reply{}, withArgs(errClientType, r.args[i+1])
 			}
 			i++
 		case opt == "id" && i+1 < len(r.args):
@@ -128,7 +128,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 				user = v
 			case "type":
 				if !strings.EqualFold(v, "normal") {
-					return resp.Reply{}, &clientTypeError{[]byte(v)}
+					return resp.Reply{}, withArgs(errClientType, v)
 				}
 			case "skipme":
 				switch strings.ToLower(v) {

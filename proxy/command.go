@@ -76,7 +76,7 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 		}
 		return resp.Array(items...), nil
 	}
-	return resp.Reply{}, &unsupportedError{cmd: "COMMAND", sub: r.args[1]}
+	return resp.Reply{}, withArgs(errCommandSubcommand, strings.ToUpper(string(r.args[1])))
 }
 
 func sortedCommands() []string {

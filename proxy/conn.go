@@ -30,7 +30,7 @@ func (s *Server) ping(r *request) (resp.Reply, error) {
 	case 2:
 		return resp.Bulk(string(r.args[1])), nil
 	}
-	return resp.Reply{}, &arityError{"ping"}
+	return resp.Reply{}, withArgs(errArity, "ping")
 }
 
 // ECHO message
@@ -129,7 +129,7 @@ func (s *Server) hello(r *request) (resp.Reply, error) {
 			r.c.name = string(r.args[i+1])
 			i++
 		default:
-			return resp.Reply{}, &helloOptionError{r.args[i]}
+			return resp.Reply{}, withArgs(errHelloOption, r.args[i])
 		}
 	}
 	if r.c.user == nil {
@@ -182,10 +182,10 @@ func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 		// Redis 7.2's rules.
 		attr := strings.ToLower(string(r.args[2]))
 		if attr != "lib-name" && attr != "lib-ver" {
-			return resp.Reply{}, &clientOptionError{r.args[2]}
+			return resp.Reply{}, withArgs(errClientOption, r.args[2])
 		}
 		if !resp.ValidClientName(r.args[3]) {
-			return resp.Reply{}, &clientAttrError{attr}
+			return resp.Reply{}, withArgs(errClientAttr, attr)
 		}
 		return resp.OK(), nil
 	case "id":
@@ -210,7 +210,7 @@ func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 	}
 	// Redis has it, the proxy does not: among them TRACKING, which needs
 	// the keyspace's invalidations, and the proxy sees no node's writes.
-	return resp.Reply{}, &unknownSubcommandError{container: []byte("client"), sub: r.args[1]}
+	return resp.Reply{}, withArgs(errUnknownSubcommand, cString(r.args[1], 128), "CLIENT")
 }
 
 // CLUSTER subcommand [arg ...], READONLY, READWRITE

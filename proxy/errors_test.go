@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,35 +37,42 @@ func TestErrorReply(t *testing.T) {
 		{"a node refused the script", "eval", 0, &quorum.RefusedError{Reason: "write outside KEYS"},
 			"ERR script refused: write outside KEYS; nothing of it was kept", false},
 		{"wrong type, read from the nodes", "get", quorum.OpRead, errWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value", false},
-		{"not held", "fence", 0, &notHeldError{[]byte("k")}, "NOTHELD the lock 'k' is not held by this token (or its validity ran out)", false},
-		{"reserved key", "type", quorum.OpRead, &reservedKeyError{[]byte("redlock-proxy:members")},
+		{"not held", "fence", 0, withArgs(errNotHeld, "k"), "NOTHELD the lock 'k' is not held by this token (or its validity ran out)", false},
+		{"reserved key", "type", quorum.OpRead, withArgs(errReservedKey, cString([]byte("redlock-proxy:members"), 128)),
 			"ERR key 'redlock-proxy:members' is reserved for redlock-proxy", true},
-		{"reserved key of a command without an operation", "fence", 0, &reservedKeyError{[]byte("redlock-proxy:members")},
+		{"reserved key of a command without an operation", "fence", 0, withArgs(errReservedKey, cString([]byte("redlock-proxy:members"), 128)),
 			"ERR key 'redlock-proxy:members' is reserved for redlock-proxy", false},
 		{"draining", "set", quorum.OpAcquire, errDraining, "DRAINING redlock-proxy is shutting down; acquire the lock through another proxy", true},
 		{"resp's argument error", "set", quorum.OpAcquire, resp.ErrSyntax, "ERR syntax error", true},
 		{"expire time in the command's name", "evalsha", quorum.OpAcquire, resp.ErrExpireTime, "ERR invalid expire time in 'evalsha' command", true},
-		{"ttl under min_ttl", "set", quorum.OpAcquire, &ttlError{ttl: 99 * time.Millisecond, bound: 100 * time.Millisecond},
+		{"ttl under min_ttl", "set", quorum.OpAcquire, withArgs(errTTLUnder, 99*time.Millisecond, 100*time.Millisecond),
 			"ERR invalid expire time in 'set' command: 99ms is under min_ttl (100ms)", true},
-		{"ttl over max_ttl", "set", quorum.OpAcquire, &ttlError{ttl: time.Hour, bound: time.Minute, over: true},
+		{"ttl over max_ttl", "set", quorum.OpAcquire, withArgs(errTTLOver, time.Hour, time.Minute),
 			"ERR invalid expire time in 'set' command: 1h0m0s is over max_ttl (1m0s)", true},
-		{"ttl argument over max_ttl", "pexpire", 0, &ttlArgError{n: 90, unit: "s", max: time.Minute},
+		{"ttl argument over max_ttl", "pexpire", 0, withArgs(errTTLArgOver, int64(90), "s", time.Minute),
 			"ERR invalid expire time in 'pexpire' command: 90s is over max_ttl (1m0s)", false},
-		{"arity of a subcommand", "client", 0, &arityError{"client|setname"}, "ERR wrong number of arguments for 'client|setname' command", false},
+		{"arity of a subcommand", "client", 0, withArgs(errArity, "client|setname"), "ERR wrong number of arguments for 'client|setname' command", false},
 		{"unknown command", "foo", 0, &unknownCommandError{[][]byte{[]byte("FOO"), []byte("bar")}},
 			"ERR unknown command 'FOO', with args beginning with: 'bar' ", false},
-		{"unknown subcommand", "script", 0, &unknownSubcommandError{[]byte("script"), []byte("foo")}, "ERR unknown subcommand 'foo'. Try SCRIPT HELP.", false},
-		{"no permission for a key", "get", quorum.OpRead, &permissionError{cmd: "get", key: true},
+		{"unknown subcommand", "script", 0, withArgs(errUnknownSubcommand, []byte("foo"), "SCRIPT"), "ERR unknown subcommand 'foo'. Try SCRIPT HELP.", false},
+		{"no permission for a key", "get", quorum.OpRead, errNoKeyPermission,
 			"NOPERM this user has no permissions to access one of the keys used as arguments", true},
-		{"no permission", "client", 0, &permissionError{cmd: "client|kill"}, "NOPERM this user has no permissions to run the 'client|kill' command", false},
-		{"condition refused", "delex", quorum.OpRelease, &conditionError{cmd: "DELEX", cond: "IFNE"},
+		{"no permission", "client", 0, noPermission("client|kill"), "NOPERM this user has no permissions to run the 'client|kill' command", false},
+		{"condition refused", "delex", quorum.OpRelease, withArgs(errDelexNotEqual, "IFNE"),
 			"ERR DELEX IFNE is refused by redlock-proxy: it deletes a lock held under another token; release with DELEX key IFEQ token", true},
-		{"unsupported subcommand", "object", quorum.OpRead, &unsupportedError{cmd: "OBJECT", sub: []byte("freq")},
+		{"unsupported subcommand", "object", quorum.OpRead, withArgs(errObjectSubcommand, "FREQ"),
 			"ERR OBJECT FREQ is not supported: each node keeps its own", true},
-		{"redisson type", "eval", 0, &redissonError{"RFairLock"},
+		{"redisson type", "eval", 0, withArgs(errRedissonType, "RFairLock", redissonWhy["RFairLock"]),
 			"ERR unsupported script: Redisson's RFairLock is not served: " + redissonWhy["RFairLock"] + " (see the README, Redisson)", false},
-		{"exec aborted by its cause", "exec", 0, &execAbortError{&arityError{"exec"}},
+		{"exec aborted by its cause", "exec", 0, &execAbortError{withArgs(errArity, "exec")},
 			"EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command", false},
+		{"a key with a NUL and a verb, as Redis prints it", "type", quorum.OpRead, withArgs(errReservedKey, cString([]byte("redlock-proxy:%s\x00x"), 128)),
+			"ERR key 'redlock-proxy:%s' is reserved for redlock-proxy", true},
+		{"a command's name with a verb", "x%d", 0, resp.ErrExpireTime, "ERR invalid expire time in 'x%d' command", false},
+		{"a command's name with a verb, beside values", "x%d", 0, withArgs(errTTLUnder, time.Millisecond, time.Second),
+			"ERR invalid expire time in 'x%d' command: 1ms is under min_ttl (1s)", false},
+		{"unnamed catalogue script", "evalsha", quorum.OpAcquire, unsupportedScript(""),
+			"ERR unsupported script: redlock-proxy runs recognised lock scripts only (see its README)", true},
 		{"anything else", "get", quorum.OpRead, errors.New("boom"), "ERR boom", false},
 	}
 	obs := &counter{}
@@ -113,5 +121,17 @@ func TestReservedKeyReadsAreCountedRefusals(t *testing.T) {
 	}
 	if got := obs.refusals(quorum.OpRead); got != int64(len(cmds)) {
 		t.Errorf("refused reads after %d reserved-key reads = %d; want %d", len(cmds), got, len(cmds))
+	}
+}
+
+// TestErrorTextsAreEachTheirOwn: each sentinel gets its own row's text,
+// not one of another row that it also matches.
+func TestErrorTextsAreEachTheirOwn(t *testing.T) {
+	s, _ := newTestServer(t, 1, Config{})
+	for _, row := range errorTexts {
+		want := strings.ReplaceAll(row.text, "{cmd}", "set")
+		if got := s.replyForError("set", row.err).Text(); !strings.Contains(row.text, "%") && got != want {
+			t.Errorf("replyForError(set, %v) = %q; want %q", row.err, got, want)
+		}
 	}
 }

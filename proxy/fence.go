@@ -20,7 +20,7 @@ func (s *Server) fence(r *request) (resp.Reply, error) {
 	f, err := s.e.Fence(r.ctx, key, string(r.args[2]))
 	switch {
 	case errors.Is(err, quorum.ErrDenied):
-		return resp.Reply{}, &notHeldError{r.args[1]}
+		return resp.Reply{}, withArgs(errNotHeld, cString(r.args[1], 128))
 	case err != nil:
 		return resp.Reply{}, err
 	}
@@ -102,7 +102,7 @@ func (s *Server) counterRefusal(name string, cm command, args [][]byte) error {
 	}
 	for _, k := range keysOf(cm.keys, args) {
 		if s.counterKey(k) {
-			return &counterKeyError{k}
+			return withArgs(errCounterKey, cString(k, 128))
 		}
 	}
 	return nil

@@ -69,7 +69,7 @@ func (s *Server) configCmd(r *request) (resp.Reply, error) {
 		return resp.Array(resp.Status("CONFIG GET <pattern>: the read-only settings tools ask for."),
 			resp.Status("CONFIG RESETSTAT: reset INFO's statistics (admin).")), nil
 	}
-	return resp.Reply{}, &unsupportedError{cmd: "CONFIG", sub: r.args[1]}
+	return resp.Reply{}, withArgs(errConfigSubcommand, strings.ToUpper(string(r.args[1])))
 }
 
 // LATENCY LATEST | HISTORY event | RESET | HISTOGRAM [command ...] | DOCTOR | GRAPH event
@@ -100,7 +100,7 @@ func (s *Server) latencyCmd(r *request) (resp.Reply, error) {
 	case "doctor":
 		return resp.Verbatim("I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"), nil
 	case "graph":
-		return resp.Reply{}, &noSamplesError{r.args[2]}
+		return resp.Reply{}, withArgs(errNoSamples, r.args[2])
 	}
 	return resp.Array(resp.Status("LATENCY HISTOGRAM [<command> ...]: per-command latency in power-of-two µs buckets."),
 		resp.Status("LATENCY LATEST, HISTORY, RESET: the latency monitor, which is off.")), nil

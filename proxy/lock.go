@@ -61,7 +61,7 @@ func (s *Server) parseSet(r *request) (resp.SetArgs, quorum.Lock, time.Duration,
 func reservedKeys(keys [][]byte) error {
 	for _, k := range keys {
 		if quorum.Reserved(string(k)) {
-			return &reservedKeyError{k}
+			return withArgs(errReservedKey, cString(k, 128))
 		}
 	}
 	return nil
@@ -248,9 +248,9 @@ func (s *Server) extended(lease quorum.Lease, err error) error {
 func (s *Server) checkTTL(ttl time.Duration) error {
 	switch {
 	case ttl < s.e.MinTTL():
-		return &ttlError{ttl: ttl, bound: s.e.MinTTL()}
+		return withArgs(errTTLUnder, ttl, s.e.MinTTL())
 	case ttl > s.e.MaxTTL():
-		return &ttlError{ttl: ttl, bound: s.e.MaxTTL(), over: true}
+		return withArgs(errTTLOver, ttl, s.e.MaxTTL())
 	}
 	return nil
 }
@@ -264,7 +264,7 @@ func (s *Server) parseMillis(b []byte) (time.Duration, error) {
 	case ms <= 0:
 		return 0, resp.ErrExpireTime
 	case ms > s.e.MaxTTL().Milliseconds(): // before multiplying: no overflow
-		return 0, &ttlArgError{n: ms, unit: "ms", max: s.e.MaxTTL()}
+		return 0, withArgs(errTTLArgOver, ms, "ms", s.e.MaxTTL())
 	}
 	ttl := time.Duration(ms) * time.Millisecond
 	return ttl, s.checkTTL(ttl)

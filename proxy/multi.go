@@ -234,7 +234,7 @@ func (s *Server) expireTTL(name string, arg []byte) (time.Duration, error) {
 	case secs <= 0:
 		return 0, resp.ErrExpireTime
 	case secs > int64(s.e.MaxTTL()/time.Second): // before multiplying: no overflow
-		return 0, &ttlArgError{n: secs, unit: "s", max: s.e.MaxTTL()}
+		return 0, withArgs(errTTLArgOver, secs, "s", s.e.MaxTTL())
 	}
 	ttl := time.Duration(secs) * time.Second
 	return ttl, s.checkTTL(ttl)

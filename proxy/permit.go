@@ -47,7 +47,7 @@ func permit(u *acl.User, name string, cm command, args [][]byte) error {
 	}
 	for _, k := range keysOf(cm.keys, args) {
 		if !u.CanKey(k) {
-			return &permissionError{cmd: name, key: true}
+			return errNoKeyPermission
 		}
 	}
 	return nil
@@ -55,4 +55,4 @@ func permit(u *acl.User, name string, cm command, args [][]byte) error {
 
 // noPermission is the refusal of a command, or of a subcommand named
 // "container|sub", to a user not allowed to run it.
-func noPermission(name string) error { return &permissionError{cmd: name} }
+func noPermission(name string) error { return withArgs(errNoPermission, name) }

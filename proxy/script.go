@@ -65,7 +65,7 @@ func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, error) {
 	if body == nil {
 		src, known := script.KnownSource(sv.sha)
 		if !known {
-			return nil, &unsupportedScriptError{sv.sc.Name}
+			return nil, unsupportedScript(sv.sc.Name)
 		}
 		body = []byte(src)
 	}
@@ -101,7 +101,7 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, error) {
 	sha := script.SHA1Hex(body)
 	if typ, refused := redissonRefused[sha]; refused {
-		return served{}, sha, &redissonError{typ}
+		return served{}, sha, withArgs(errRedissonType, typ, redissonWhy[typ])
 	}
 	if sc, known := script.ClassifySHA(sha); known {
 		return served{sc: sc, sha: sha}, sha, nil // a catalogue script: no need to remember it
@@ -210,7 +210,7 @@ func (s *Server) script(r *request) (resp.Reply, error) {
 	case "kill":
 		return s.scriptKill(r)
 	}
-	return resp.Reply{}, &unknownSubcommandError{container: []byte("script"), sub: r.args[1]}
+	return resp.Reply{}, withArgs(errUnknownSubcommand, cString(r.args[1], 128), "SCRIPT")
 }
 
 // scriptKill stops the script the masters run, as SCRIPT KILL does on
@@ -252,7 +252,7 @@ func (s *Server) function(r *request) (resp.Reply, error) {
 	case "help":
 		return resp.Array(resp.Status("FUNCTION KILL: as one Redis running no function (clients run none through redlock-proxy).")), nil
 	}
-	return resp.Reply{}, &unsupportedError{cmd: "FUNCTION", sub: r.args[1]}
+	return resp.Reply{}, withArgs(errFunctionSubcommand, strings.ToUpper(string(r.args[1])))
 }
 
 // run serves a script: a catalogue operation, or by its effect. The
@@ -333,7 +333,7 @@ func splitCall(args [][]byte, sc script.Script) (scriptCall, error) {
 	}
 	need := max(sc.TokenArg, sc.TTLArg, sc.PrefixArg, sc.ModeArg)
 	if len(c.argv) < need {
-		return scriptCall{}, &scriptArgsError{need}
+		return scriptCall{}, withArgs(errScriptArgs, need)
 	}
 	return c, nil
 }
@@ -365,7 +365,7 @@ func (s *Server) runScript(r *request, sc script.Script) (resp.Reply, error) {
 		return s.pttlScript(r, sc, l, fail)
 	}
 	if sc.TTLArg == 0 {
-		return resp.Reply{}, &unsupportedScriptError{sc.Name} // a lock without a TTL is never taken
+		return resp.Reply{}, unsupportedScript(sc.Name) // a lock without a TTL is never taken
 	}
 	ttl, err := s.parseMillis(c.arg(sc.TTLArg))
 	if err != nil {
@@ -392,7 +392,7 @@ func (s *Server) runScript(r *request, sc script.Script) (resp.Reply, error) {
 	case script.OpExtendOrAcquire:
 		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail)
 	}
-	return resp.Reply{}, &unsupportedScriptError{sc.Name}
+	return resp.Reply{}, unsupportedScript(sc.Name)
 }
 
 // quorumOp is the engine operation a script kind runs, for the observer.
@@ -443,4 +443,13 @@ func btoi(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// unsupportedScript refuses a catalogue script, named name ("" if none),
+// that is not a lock operation the proxy runs on a quorum.
+func unsupportedScript(name string) error {
+	if name != "" {
+		return withArgs(errUnsupportedNamed, name)
+	}
+	return errUnsupportedScript
 }

@@ -446,7 +446,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		return
 	}
 	if !subscribedOnly[name] && c.subscribed() {
-		rep := s.errorReply(r, &subscribedModeError{name})
+		rep := s.errorReply(r, withArgs(errSubscribedMode, name))
 		s.stats.rejected(statName(name, cmd.Args), rep)
 		s.send(conn, c, rep)
 		return
@@ -533,13 +533,13 @@ func (s *Server) admit(c *client, name string, args [][]byte) error {
 	case !ok:
 		return &unknownCommandError{args}
 	case wrongArity(cm.arity, len(args)):
-		return &arityError{name}
+		return withArgs(errArity, name)
 	case cm.subs != nil && len(args) > 1:
 		sub := strings.ToLower(string(args[1]))
 		if a, known := cm.subs[sub]; !known {
-			return &unknownSubcommandError{container: []byte(name), sub: args[1]}
+			return withArgs(errUnknownSubcommand, cString(args[1], 128), strings.ToUpper(name))
 		} else if wrongArity(a, len(args)) {
-			return &arityError{name + "|" + sub}
+			return withArgs(errArity, name+"|"+sub)
 		}
 	}
 	if user == nil && !cm.noAuth {

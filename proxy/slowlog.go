@@ -94,7 +94,7 @@ func (s *Server) slowlogCmd(r *request) (resp.Reply, error) {
 	case "get":
 		count := int64(10)
 		if len(r.args) > 3 {
-			return resp.Reply{}, &arityError{"slowlog|get"}
+			return resp.Reply{}, withArgs(errArity, "slowlog|get")
 		}
 		if len(r.args) == 3 {
 			n, ok := resp.ParseInt(r.args[2])
