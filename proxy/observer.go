@@ -17,6 +17,8 @@ type Observer interface {
 	ProtocolError()
 	// Refused reports a lock command refused before any node saw it:
 	// a bad TTL or argument, a reserved key, a drain in progress, or,
-	// for SET and the reads, a refusal by arity, NOAUTH or NOPERM.
+	// for a command whose operation its name tells (the command table's
+	// op: SET, the reads, DELEX, DELIFEQ), a refusal by arity, NOAUTH or
+	// NOPERM. errorReply is its one caller.
 	Refused(op quorum.Op)
 }
