@@ -73,14 +73,21 @@ func (f *fakeEngine) KillScript(context.Context) (quorum.KillResult, error) {
 }
 func (f *fakeEngine) ScriptBusy(context.Context) (bool, error) { return false, f.op() }
 
-// serveFake serves a proxy over e and returns its address.
-func serveFake(t *testing.T, e Engine, cfg Config) string {
+// newFakeServer returns a server over e.
+func newFakeServer(t *testing.T, e Engine, cfg Config) *Server {
 	t.Helper()
 	cfg.Log = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s, err := New(cfg, e)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	return s
+}
+
+// serveFake serves a proxy over e and returns its address.
+func serveFake(t *testing.T, e Engine, cfg Config) string {
+	t.Helper()
+	s := newFakeServer(t, e, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -76,7 +76,7 @@ func TestErrorReply(t *testing.T) {
 		{"anything else", "get", quorum.OpRead, errors.New("boom"), "ERR boom", false},
 	}
 	obs := &counter{}
-	s, _ := newTestServer(t, 1, Config{Observer: obs})
+	s := newFakeServer(t, &fakeEngine{}, Config{Observer: obs})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := obs.refusals(tt.op)
@@ -127,7 +127,7 @@ func TestReservedKeyReadsAreCountedRefusals(t *testing.T) {
 // TestErrorTextsAreEachTheirOwn: each sentinel gets its own row's text,
 // not one of another row that it also matches.
 func TestErrorTextsAreEachTheirOwn(t *testing.T) {
-	s, _ := newTestServer(t, 1, Config{})
+	s := newFakeServer(t, &fakeEngine{}, Config{})
 	for _, row := range errorTexts {
 		want := strings.ReplaceAll(row.text, "{cmd}", "set")
 		if got := s.replyForError("set", row.err).Text(); !strings.Contains(row.text, "%") && got != want {
