@@ -220,6 +220,7 @@ var errorTexts = []struct {
 	{errStringType, "ERR Key should be of string type if conditions are specified"},
 	{errEncodings, "ERR the nodes that hold the key report different encodings"},
 	{errNotHeld, "NOTHELD the lock '%s' is not held by this token (or its validity ran out)"},
+	{errLate, "ERR quorum: denied: validity expired before the reply"},
 }
 
 // errorReply is the one path every error takes to the client: it counts
