@@ -47,7 +47,7 @@ type App struct {
 	log     *slog.Logger
 	level   *slog.LevelVar
 	running fileConfig   // as the process started; static keys stay so
-	pc      proxy.Config // the server's config at start
+	pc      proxy.Config // the server's config, as New or the last Reload set it (mu)
 	reserve int          // file descriptors kept from clients (fdReserve)
 
 	demo   *embedded // nil with real nodes
@@ -59,7 +59,7 @@ type App struct {
 	admin  *http.Server     // nil without admin_listen
 	served chan struct{}    // closed when admin's Serve returns
 
-	mu    sync.Mutex // serializes Reload; guards grace
+	mu    sync.Mutex // serializes Reload; guards pc and grace
 	grace time.Duration
 }
 

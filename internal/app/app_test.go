@@ -65,9 +65,13 @@ func TestAppReloadsAndDrains(t *testing.T) {
 		t.Fatalf("PING %s: %v", addr, err)
 	}
 
-	write(base + "log_level = \"debug\"\nmax_ttl = \"1m\"\n")
+	write(base + "log_level = \"debug\"\nmax_ttl = \"1m\"\ncommand_timeout = \"3s\"\n")
 	if err := a.Reload(); err != nil {
 		t.Fatalf("Reload: %v", err)
+	}
+	// A command in flight at shutdown may take the reloaded command_timeout.
+	if got := flushTime(a.pc); got != 4*time.Second {
+		t.Errorf("flush time after reloading command_timeout 3s = %v; want 4s", got)
 	}
 	if a.level.Level() != slog.LevelDebug {
 		t.Errorf("log level after Reload = %v; want DEBUG", a.level.Level())

@@ -40,7 +40,7 @@ func (a *App) Reload() error {
 		return err
 	}
 	a.level.Set(slog.Level(next.LogLevel))
-	a.grace = next.ShutdownGrace.Duration
+	a.pc, a.grace = nc, next.ShutdownGrace.Duration
 	a.log.Info("config reloaded", "tls_certificates", a.certs != nil, "log_level", next.LogLevel, "max_clients", next.MaxClients,
 		"idle_timeout", next.IdleTimeout.Duration, "shutdown_grace", a.grace)
 	return nil

@@ -63,7 +63,10 @@ func (a *App) Run(ctx context.Context) error {
 		}
 	}
 	a.log.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), flushTime(a.pc))
+	a.mu.Lock()
+	flush := flushTime(a.pc) // the command_timeout now in force
+	a.mu.Unlock()
+	sctx, cancel := context.WithTimeout(context.Background(), flush)
 	defer cancel()
 	if err := a.srv.Shutdown(sctx); err != nil {
 		a.log.Warn("shutdown cut short", "err", err)
