@@ -2,194 +2,180 @@ package quorum
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
-const (
-	// maxBatch caps the operations in one pipeline.
-	maxBatch = 256
-	// queueLen is how many operations may wait for the sender; a caller
-	// that finds the queue full waits, within its deadline, for room.
-	queueLen = 1024
-)
+// unboundedWait is how long an operation without a deadline may wait for
+// its reply before its connection counts as hung (go-redis's default
+// read timeout).
+const unboundedWait = 3 * time.Second
 
 // errClosed is a node's answer once Close has begun.
 var errClosed = errors.New("node closed")
 
-// pipeline sends one node's operations to it with at most one write in
-// flight. A caller that finds the node idle sends its operation itself,
-// at once; callers that find it busy queue up, and the pipeline's sender
-// sends everything queued as one go-redis pipeline (one write) when the
-// node is free again. Replies come back in order, one per operation. A
-// caller waits only until its own deadline: an operation whose deadline
-// passed before it was sent is not sent, and a late reply is dropped.
+// errOverdue fails the operations without a deadline on a connection
+// dropped because a reply is overdue. It is a timeout, for the breaker.
+var errOverdue = fmt.Errorf("node reply overdue: %w", os.ErrDeadlineExceeded)
+
+// pipeline sends one node's operations over one connection, with any
+// number of them in flight. A caller queues its operation; the first
+// caller to find no write under way writes everything queued, its own
+// included, as one write, then what queued meanwhile, until the queue is
+// empty. The connection's reader (one goroutine per connection) matches
+// the replies to the operations in order, and hands each its reply. No
+// goroutine or channel stands between a caller and its write.
+//
+// A caller waits only until its own deadline: an operation whose deadline
+// passed before it was written is not written, and a reply that arrives
+// after it is dropped. A reply overdue past its operation's deadline
+// drops the connection (the node is stalled, or the link is); the other
+// operations on it wait out their own deadlines.
 type pipeline struct {
-	c    *redis.Client
-	log  *slog.Logger // for what the node refuses of the proxy's setup
 	addr string
-	// conn is the one connection operations go out on, so that they skip
-	// the pool (and its health check, a system call per command). Only
-	// the slot's holder touches it; nil until first used, and again after
-	// a failure may have left it with unread replies.
-	conn *redis.Conn
-	// stale asks the slot's next holder to drop conn: the node was marked
-	// down, and conn may lead to a process that is gone.
+	log  *slog.Logger // for what the node refuses of the proxy's setup
+	// dial opens a connection to the node, ready for commands (AUTH, and
+	// the run_id watch, done): a *nodeConn's first bytes are replies.
+	dial func(ctx context.Context) (net.Conn, *wire.Reader, error)
+	// stale asks the next write to retire the connection: the node was
+	// marked down, and it may lead to a process that is gone.
 	stale atomic.Bool
-	queue chan *op
-	// slot holds a token while nothing is in flight; whoever takes it
-	// may write to the node.
-	slot    chan struct{}
-	taken   atomic.Bool   // the sender holds an operation it took
-	quit    chan struct{} // closed by close
-	running sync.WaitGroup
-	once    sync.Once
 	// noFunctions is set once the node refused FUNCTION LOAD or FCALL
 	// (an ACL without them, a server without functions): scripts with a
 	// library then run as scripts.
 	noFunctions atomic.Bool
+	quit        chan struct{} // closed by close
+	readers     sync.WaitGroup
+
+	mu      sync.Mutex
+	queue   []*op // waiting for the writer
+	spare   []*op // the last batch's slice, for the next queue
+	writing bool  // a caller is writing; it writes what queues meanwhile
+	closed  bool
+	conn    *nodeConn          // the connection operations go out on; nil until dialed
+	conns   map[*nodeConn]bool // every connection with a reader, retired ones too
+	buf     []byte             // the writer's encoding buffer
 }
 
-// op is one queued command and its caller's context. cmd holds the reply
-// once done is closed.
+// op is one command, its caller's context, and, once done is closed, its
+// reply.
 type op struct {
-	ctx  context.Context
-	cmd  *redis.Cmd
-	s    *script // for a script: its body, to resend on NOSCRIPT
-	done chan struct{}
+	ctx   context.Context
+	cmd   []byte    // the command, encoded
+	limit time.Time // its deadline, or when its reply is overdue if none
+	val   any
+	err   error
+	done  chan struct{}
 }
 
-func newPipeline(c *redis.Client, log *slog.Logger) *pipeline {
+func (o *op) finish(v any, err error) {
+	o.val, o.err = v, err
+	close(o.done)
+}
+
+// newPipeline returns the pipeline to the node at addr, which dial
+// connects to.
+func newPipeline(addr string, dial func(ctx context.Context) (net.Conn, *wire.Reader, error), log *slog.Logger) *pipeline {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &pipeline{
-		c: c, log: log, addr: c.Options().Addr, queue: make(chan *op, queueLen),
-		slot: make(chan struct{}, 1), quit: make(chan struct{}),
-	}
-	p.slot <- struct{}{}
-	p.running.Go(p.send)
-	return p
+	return &pipeline{addr: addr, log: log, dial: dial, quit: make(chan struct{}), conns: map[*nodeConn]bool{}}
 }
 
-// close stops the sender and waits for the pipeline in flight, which ends
-// by its operations' deadlines. Callers still waiting get errClosed.
+// close fails every operation queued or in flight with errClosed, closes
+// the connections and waits for their readers.
 func (p *pipeline) close() {
-	p.once.Do(func() {
-		close(p.quit)
-		p.running.Wait()
-		<-p.slot // wait out a caller sending on its own; none takes it again
-		if p.conn != nil {
-			p.conn.Close()
-		}
-	})
-}
-
-// connection returns the connection to send on. The slot must be held.
-func (p *pipeline) connection() *redis.Conn {
-	if p.stale.Swap(false) && p.conn != nil {
-		p.conn.Close()
-		p.conn = nil
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
 	}
-	if p.conn == nil {
-		p.conn = p.c.Conn()
+	p.closed = true
+	close(p.quit)
+	conns := make([]*nodeConn, 0, len(p.conns))
+	for cn := range p.conns {
+		conns = append(conns, cn)
 	}
-	return p.conn
-}
-
-// check drops the connection after err, unless err is a reply (an error
-// reply or nil): a timeout or I/O failure may leave replies unread on it.
-// The slot must be held.
-func (p *pipeline) check(err error) {
-	if err == nil {
-		return // no errors.As target to allocate
+	p.mu.Unlock()
+	for _, cn := range conns {
+		p.fail(cn, errClosed)
 	}
-	var reply redis.Error
-	if !errors.As(err, &reply) && p.conn != nil {
-		p.conn.Close()
-		p.conn = nil
-	}
+	p.readers.Wait()
 }
 
 // do sends args as one command and returns it with its reply.
 func (p *pipeline) do(ctx context.Context, args ...any) (*redis.Cmd, error) {
-	return p.run(ctx, redis.NewCmd(ctx, args...), nil)
+	cmd := redis.NewCmd(ctx, args...)
+	p.process(ctx, cmd)
+	return cmd, cmd.Err()
 }
 
-// eval runs s: by its function (FCALL) when it has a library and the
-// node has functions, else by its SHA-1 (EVALSHA); and loads what the
-// node does not have (retry).
-func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...any) (*redis.Cmd, error) {
-	keysArgs := make([]any, 0, len(keys)+len(args))
-	for _, k := range keys {
-		keysArgs = append(keysArgs, k)
-	}
-	return p.evalKeyed(ctx, s, len(keys), append(keysArgs, args...))
-}
-
-// evalKeyed is eval of keysArgs, the first nkeys of them keys: callers
-// that run one script on every node build it once.
-func (p *pipeline) evalKeyed(ctx context.Context, s *script, nkeys int, keysArgs []any) (*redis.Cmd, error) {
-	cmdArgs := make([]any, 3, 4+len(keysArgs))
-	cmdArgs[2] = nkeys
-	if s.fn != "" && !s.noLib.Load() && !p.noFunctions.Load() {
-		cmdArgs[0], cmdArgs[1] = fcallArg, s.fnArg
-		cmdArgs = append(cmdArgs, keysArgs...)
-		if s.chunk != "" {
-			cmdArgs = append(cmdArgs, s.chunkArg)
+// process sends cmd and sets its reply.
+func (p *pipeline) process(ctx context.Context, cmd *redis.Cmd) {
+	v, err := p.send(ctx, wire.AppendCommand(nil, cmd.Args()))
+	switch v := v.(type) {
+	case nil:
+		if err == nil {
+			err = redis.Nil
 		}
-		return p.run(ctx, redis.NewCmd(ctx, cmdArgs...), s)
+		cmd.SetErr(err)
+	case wire.Error:
+		cmd.SetErr(v)
+	default:
+		cmd.SetVal(v)
 	}
-	cmdArgs[0], cmdArgs[1] = evalshaArg, s.shaArg
-	return p.run(ctx, redis.NewCmd(ctx, append(cmdArgs, keysArgs...)...), s)
 }
 
-// The command names as go-redis takes them, made once.
-var fcallArg, evalshaArg any = "fcall", "evalsha"
+// reply is send with an error reply as the error, and a nil reply as
+// redis.Nil, as go-redis returns them.
+func (p *pipeline) reply(ctx context.Context, cmd []byte) (any, error) {
+	v, err := p.send(ctx, cmd)
+	switch e := v.(type) {
+	case nil:
+		if err == nil {
+			err = redis.Nil
+		}
+		return nil, err
+	case wire.Error:
+		return nil, e
+	}
+	return v, err
+}
 
-func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.Cmd, error) {
-	select {
-	case <-p.quit:
+// send sends cmd, one encoded command, and returns its reply: an error
+// reply as a wire.Error value, and an I/O failure, a deadline or
+// errClosed as the error.
+func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
+	o := &op{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		return nil, errClosed
-	default:
 	}
-	// An idle node: nothing to batch with, so no hand-off to the sender.
-	if len(p.queue) == 0 && !p.taken.Load() {
-		select {
-		case <-p.slot:
-			cmd = p.direct(ctx, cmd, s)
-			p.slot <- struct{}{}
-			return cmd, cmd.Err()
-		default:
-		}
-	}
-	o := &op{ctx: ctx, cmd: cmd, s: s, done: make(chan struct{})}
-	select {
-	case p.queue <- o: // a one-case select: no locks on the other channels
-	default:
-		select {
-		case p.queue <- o:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-p.quit:
-			return nil, errClosed
-		}
+	p.queue = append(p.queue, o)
+	if p.writing {
+		p.mu.Unlock()
+	} else {
+		p.writing = true
+		p.flush()
 	}
 	select {
 	case <-o.done:
 		if err := ctx.Err(); err != nil {
 			return nil, err // a late reply is not an answer
 		}
-		return o.cmd, o.cmd.Err()
+		return o.val, o.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-p.quit:
@@ -197,295 +183,298 @@ func (p *pipeline) run(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.C
 	}
 }
 
-// direct sends cmd on its own, under ctx, and again (retry) if the node
-// lacks the script or library.
-func (p *pipeline) direct(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
-	p.connection().Process(ctx, cmd)
-	if needsBody(cmd, s) {
-		cmd = withBody(ctx, cmd, s)
-		p.connection().Process(ctx, cmd)
-	}
-	if needsLibrary(cmd) {
-		cmd = p.retry(ctx, cmd, s)
-	}
-	p.check(cmd.Err())
-	return cmd
-}
-
-// needsBody reports whether cmd, an EVALSHA of s, failed because the
-// node lacks the script.
-func needsBody(cmd *redis.Cmd, s *script) bool {
-	return s != nil && cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
-}
-
-// withBody is cmd as EVAL of s's body, unsent.
-func withBody(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
-	args := cmd.Args()
-	args[0], args[1] = "eval", s.src
-	return redis.NewCmd(ctx, args...)
-}
-
-// needsLibrary reports whether an FCALL failed because the node lacks
-// the library, refuses functions or is over maxmemory.
-func needsLibrary(cmd *redis.Cmd) bool {
-	err := cmd.Err()
-	if err == nil || cmd.Args()[0] != "fcall" {
-		return false
-	}
-	return isReplyError(err, "ERR Function not found") || refusesFunctions(err) || overMaxmemory(err) ||
-		redis.HasErrorPrefix(err, "RLPNOBODY")
-}
-
-// overMaxmemory reports whether err is a node's OOM refusal. Over
-// maxmemory a node refuses a whole FCALL (or FUNCTION LOAD) of a function
-// without flags, where a script runs and only its writes that add memory
-// fail: a release or an extend still works as a script, as on one Redis.
-func overMaxmemory(err error) bool {
-	return redis.HasErrorPrefix(err, "OOM")
-}
-
-// refusesFunctions reports whether err is a node's refusal of a function
-// command: its ACL, or a server without them.
-func refusesFunctions(err error) bool {
-	return redis.HasErrorPrefix(err, "NOPERM") || isReplyError(err, "ERR unknown command") ||
-		isReplyError(err, "ERR unknown subcommand")
-}
-
-// isReplyError reports whether err is a reply from the node that starts
-// with prefix.
-func isReplyError(err error, prefix string) bool {
-	var reply redis.Error
-	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), prefix)
-}
-
-// refusedFunctions turns functions off for the node, saying so once.
-func (p *pipeline) refusedFunctions(err error) {
-	if p.noFunctions.Swap(true) {
-		return
-	}
-	fix := "the server has no functions (Redis 7 has)"
-	if redis.HasErrorPrefix(err, "NOPERM") {
-		fix = "its ACL needs +fcall +function|load"
-	}
-	p.log.Warn("node refuses functions: scripts served by effect run there as scripts, which costs it more",
-		"node", p.addr, "fix", fix, "err", err)
-}
-
-// retry runs a failed FCALL of s again: after loading its library, or,
-// if the node will not load it or is over maxmemory, as a script
-// (EVALSHA, then EVAL). The slot must be held.
-func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
-	args := cmd.Args()
-	switch {
-	case overMaxmemory(cmd.Err()):
-		// This call runs as a script; the next tries its function again.
-	case refusesFunctions(cmd.Err()):
-		p.refusedFunctions(cmd.Err())
-	default:
-		var err error
-		if !redis.HasErrorPrefix(cmd.Err(), "RLPNOBODY") {
-			load := redis.NewCmd(ctx, "function", "load", s.lib)
-			p.connection().Process(ctx, load)
-			if err = load.Err(); err != nil && isReplyError(err, "ERR Library '"+s.fn+"' already exists") {
-				err = nil
-			}
-			if err != nil && !refusesFunctions(err) && !overMaxmemory(err) && !isReplyError(err, "ERR") {
-				return load // the node failed, not the library
-			}
-		}
-		if err == nil {
-			// The library is there; a node that loaded it new, or lacks
-			// the chunk, gets the chunk with the call.
-			cmd = redis.NewCmd(ctx, withChunk(args, s)...)
-			p.connection().Process(ctx, cmd)
-			if err = cmd.Err(); !redis.HasErrorPrefix(err, "RLPNOCOMPILE") {
-				return cmd
-			}
-		}
-		switch {
-		case refusesFunctions(err):
-			p.refusedFunctions(err)
-		case overMaxmemory(err):
-		default:
-			// The library does not load, or the chunk does not compile,
-			// where the script may still run (or fail to compile with
-			// Redis's own words): run it so.
-			if !s.noLib.Swap(true) {
-				p.log.Warn("a wrapped script's library does not load; it runs as a script on every node",
-					"node", p.addr, "library", s.fn, "err", err)
-			}
-		}
-	}
-	if s.chunk != "" && args[0] == "fcall" {
-		args = args[:len(args)-1] // the chunk's tag is the function's, not the script's
-	}
-	args[0], args[1] = "evalsha", s.sha
-	cmd = redis.NewCmd(ctx, args...)
-	p.connection().Process(ctx, cmd)
-	if needsBody(cmd, s) {
-		cmd = withBody(ctx, cmd, s)
-		p.connection().Process(ctx, cmd)
-	}
-	return cmd
-}
-
-// send is the sender: it takes what is queued and sends it, until close.
-func (p *pipeline) send() {
-	batch := make([]*op, 0, maxBatch)
-	for {
-		select {
-		case o := <-p.queue:
-			p.taken.Store(true)
-			batch = append(batch, o)
-		case <-p.quit:
-			return
-		}
-		select {
-		case <-p.slot: // the write in flight has its reply
-		case <-p.quit:
-			return
-		}
-		// Let the callers that are ready to run queue their operations
-		// first, while they keep coming: under load this makes the batch
-		// several times larger.
+// flush writes what is queued, batch after batch, until nothing is. p.mu
+// must be held, and writing set; flush clears it and unlocks p.mu.
+func (p *pipeline) flush() {
+	if cn := p.conn; cn != nil && cn.busy.Load() > 0 {
+		// The node has operations in flight, so this one waits for their
+		// replies anyway: let the callers that are ready to run queue
+		// theirs first, while they keep coming, and write them all at
+		// once. Under load this makes a write carry several times more.
+		p.mu.Unlock()
 		for range 4 {
-			n := len(p.queue)
+			n := p.queued()
 			runtime.Gosched()
-			if len(p.queue) == n {
+			if p.queued() == n {
 				break
 			}
 		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case o := <-p.queue:
-				batch = append(batch, o)
-			default:
-				break more
-			}
-		}
-		p.exec(batch)
-		p.taken.Store(false)
-		p.slot <- struct{}{}
-		for _, o := range batch {
-			close(o.done)
-		}
-		clear(batch)
-		batch = batch[:0]
+		p.mu.Lock()
 	}
+	for len(p.queue) > 0 && !p.closed {
+		batch := p.queue
+		p.queue = p.spare
+		p.mu.Unlock()
+		p.write(batch)
+		clear(batch)
+		p.mu.Lock()
+		p.spare = batch[:0]
+	}
+	p.writing = false
+	p.mu.Unlock()
 }
 
-// exec sends the batch's live operations as one pipeline, under the
-// latest of their deadlines, and then resends as EVAL the scripts the
-// node did not have.
-func (p *pipeline) exec(batch []*op) {
-	pipe := p.connection().Pipeline()
+// write sends the batch's live operations as one write. Only the writer
+// calls it.
+func (p *pipeline) write(batch []*op) {
+	live := batch[:0]
 	var latest time.Time
-	bounded := true
+	now := time.Now()
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
-			o.cmd.SetErr(err) // its caller has given up: not sent
+			o.finish(nil, err) // its caller has given up: not sent
 			continue
 		}
 		d, ok := o.ctx.Deadline()
-		bounded = bounded && ok
-		if d.After(latest) {
-			latest = d
+		if !ok {
+			d = now.Add(unboundedWait)
 		}
-		pipe.Process(o.ctx, o.cmd)
+		o.limit = d
+		latest = later(latest, d)
+		live = append(live, o)
 	}
-	if pipe.Len() == 0 {
+	if len(live) == 0 {
 		return
 	}
-	var ctx context.Context = context.Background()
-	if bounded {
-		ctx = deadlineContext(latest)
+	cn, err := p.connection(latest)
+	if err != nil {
+		for _, o := range live {
+			o.finish(nil, err)
+		}
+		return
 	}
-	cmds, _ := pipe.Exec(ctx) // each command holds its own reply or error
-	p.checkAll(cmds)
-	var again []*op
-	for _, o := range batch {
-		if needsBody(o.cmd, o.s) && o.ctx.Err() == nil {
-			o.cmd = withBody(o.ctx, o.cmd, o.s)
-			again = append(again, o)
+	buf := live[0].cmd
+	if len(live) > 1 {
+		buf = p.buf[:0]
+		for _, o := range live {
+			buf = append(buf, o.cmd...)
+		}
+		if cap(buf) <= 1<<20 {
+			p.buf = buf // a big batch's buffer is not kept
 		}
 	}
-	if len(again) > 0 {
-		pipe = p.connection().Pipeline()
-		for _, o := range again {
-			pipe.Process(o.ctx, o.cmd)
+	if err := cn.push(live); err != nil {
+		for _, o := range live {
+			o.finish(nil, err)
 		}
-		cmds, _ = pipe.Exec(ctx)
-		p.checkAll(cmds)
+		return
 	}
-	// A library the node lacks: loaded once, then each call again, one by
-	// one (a node has a library missing only after a restart or a flush).
-	for _, o := range batch {
-		if o.s != nil && needsLibrary(o.cmd) && o.ctx.Err() == nil {
-			o.cmd = p.retry(o.ctx, o.cmd, o.s)
-			p.check(o.cmd.Err())
+	// A write blocks only on a full socket buffer (a stalled node); the
+	// deadline moves in steps, not with every write.
+	if latest.Sub(cn.wdl) > 10*time.Millisecond {
+		cn.wdl = latest
+		cn.c.SetWriteDeadline(latest)
+	}
+	if _, err := cn.c.Write(buf); err != nil {
+		p.fail(cn, err)
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// connection returns the connection to write on, dialing one by limit if
+// there is none. Only the writer calls it.
+func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
+	p.mu.Lock()
+	cn := p.conn
+	if p.stale.Swap(false) && cn != nil {
+		p.conn = nil
+		p.mu.Unlock()
+		p.retire(cn)
+		cn = nil
+	} else {
+		p.mu.Unlock()
+	}
+	if cn != nil {
+		return cn, nil
+	}
+	c, rd, err := p.dial(deadlineContext(limit))
+	if err != nil {
+		return nil, err
+	}
+	cn = &nodeConn{c: c, rd: rd}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		c.Close()
+		return nil, errClosed
+	}
+	p.conn = cn
+	p.conns[cn] = true
+	p.readers.Add(1)
+	p.mu.Unlock()
+	go p.read(cn)
+	return cn, nil
+}
+
+// retire lets cn finish the operations in flight on it, then closes it.
+func (p *pipeline) retire(cn *nodeConn) {
+	if cn == nil {
+		return
+	}
+	cn.mu.Lock()
+	cn.retired = true
+	idle := cn.head == len(cn.inflight)
+	cn.mu.Unlock()
+	if idle {
+		cn.c.Close() // its reader sees the close and ends
+	}
+}
+
+// fail ends cn after err: it is closed, and the operations in flight on
+// it fail with err; after errOverdue, those with a deadline of their own
+// wait it out instead.
+func (p *pipeline) fail(cn *nodeConn, err error) {
+	cn.mu.Lock()
+	if cn.err == nil {
+		cn.err = err
+	}
+	ops := cn.inflight[cn.head:]
+	cn.inflight, cn.head = nil, 0
+	cn.busy.Store(0)
+	cn.mu.Unlock()
+	cn.c.Close()
+	p.mu.Lock()
+	if p.conn == cn {
+		p.conn = nil
+	}
+	p.mu.Unlock()
+	for _, o := range ops {
+		if err == errOverdue {
+			if _, ok := o.ctx.Deadline(); ok {
+				continue
+			}
+		}
+		o.finish(nil, err)
+	}
+}
+
+// read is cn's reader: it hands each reply to the operation it answers,
+// in order, until cn fails.
+func (p *pipeline) read(cn *nodeConn) {
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, cn)
+		p.mu.Unlock()
+		p.readers.Done()
+	}()
+	for {
+		v, err := cn.rd.Next()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				if cn.overdue() {
+					p.fail(cn, errOverdue)
+					return
+				}
+				continue
+			}
+			p.fail(cn, err)
+			return
+		}
+		o, done := cn.pop()
+		if o == nil {
+			p.fail(cn, fmt.Errorf("%w: a reply to no command", wire.ErrProtocol))
+			return
+		}
+		o.finish(v, nil)
+		if done {
+			p.fail(cn, errClosed) // retired, and nothing left in flight
+			return
 		}
 	}
 }
 
-// checkAll is check over the commands a pipeline sent, as its Exec
-// returns them (after Exec, the pipeline's Cmds is empty).
-func (p *pipeline) checkAll(cmds []redis.Cmder) {
-	for _, c := range cmds {
-		p.check(c.Err())
+// nodeConn is one connection to the node and the operations in flight on
+// it, oldest first.
+type nodeConn struct {
+	c  net.Conn
+	rd *wire.Reader // only the reader touches it
+	// wdl is the write deadline set; only the writer touches it.
+	wdl time.Time
+
+	mu       sync.Mutex
+	inflight []*op // inflight[head:] await their replies, in order
+	head     int
+	rdl      time.Time // the read deadline set; zero for none
+	retired  bool
+	err      error // set once cn failed: nothing more goes out on it
+	// busy is len(inflight) - head, for the writer to read without mu.
+	busy atomic.Int32
+}
+
+// push appends ops, about to be written, to those in flight.
+func (cn *nodeConn) push(ops []*op) error {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.err != nil {
+		return cn.err
 	}
-}
-
-// script is a Lua script run on nodes, with its SHA-1; and, for one with
-// a library form, the library and its one function's name, and the
-// chunk, if any, that the function compiles and keeps (wrapperBodiesSrc):
-// a call of fn ends with the chunk's SHA-1, or with the chunk and "+"
-// and its SHA-1 where the node lacks it.
-type script struct {
-	src, sha string
-	lib, fn  string
-	chunk    string
-	// shaArg, fnArg and chunkArg, loadArg are sha, fn and the chunk's
-	// two tags as command arguments, made once.
-	shaArg, fnArg, chunkArg, loadArg any
-	// noLib is set once a node failed to load the library or compile the
-	// chunk: it runs as a script everywhere.
-	noLib atomic.Bool
-}
-
-func newScript(src string) *script {
-	h := sha1.Sum([]byte(src))
-	s := &script{src: src, sha: hex.EncodeToString(h[:])}
-	s.shaArg = s.sha
-	return s
-}
-
-// withLibrary gives s a library form: lib, whose one function is fn,
-// and the chunk it runs (none: fn is the script).
-func (s *script) withLibrary(fn string, lib libraryForm) *script {
-	s.fn, s.lib, s.fnArg, s.chunk = fn, lib.text, fn, lib.chunk
-	if s.chunk != "" {
-		h := sha1.Sum([]byte(s.chunk))
-		sha := hex.EncodeToString(h[:])
-		s.chunkArg, s.loadArg = sha, "+"+sha
+	if cn.head == len(cn.inflight) && (cn.rdl.IsZero() || ops[0].limit.Before(cn.rdl)) {
+		cn.rdl = ops[0].limit
+		cn.c.SetReadDeadline(cn.rdl)
 	}
-	return s
+	cn.inflight = append(cn.inflight, ops...)
+	cn.busy.Add(int32(len(ops)))
+	return nil
 }
 
-// withChunk is args, a call of s's function, with its last argument (the
-// chunk's SHA-1) replaced by the chunk and its load tag.
-func withChunk(args []any, s *script) []any {
-	if s.chunk == "" {
-		return args
+// pop takes the oldest operation in flight; done reports that cn is
+// retired and has nothing more in flight.
+func (cn *nodeConn) pop() (o *op, done bool) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.head == len(cn.inflight) {
+		return nil, false
 	}
-	out := make([]any, 0, len(args)+1)
-	out = append(out, args[:len(args)-1]...)
-	return append(out, s.chunk, s.loadArg)
+	o = cn.inflight[cn.head]
+	cn.inflight[cn.head] = nil
+	cn.head++
+	cn.busy.Add(-1)
+	switch {
+	case cn.head == len(cn.inflight):
+		cn.inflight, cn.head = cn.inflight[:0], 0
+		return o, cn.retired
+	case cn.head > 1024 && cn.head > len(cn.inflight)/2:
+		n := copy(cn.inflight, cn.inflight[cn.head:])
+		clear(cn.inflight[n:])
+		cn.inflight, cn.head = cn.inflight[:n], 0
+	}
+	return o, false
+}
+
+// overdue is called when a read timed out: it reports whether the oldest
+// operation in flight is past its deadline, and otherwise moves the read
+// deadline to that operation's (none while nothing is in flight).
+func (cn *nodeConn) overdue() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	var next time.Time
+	if cn.head < len(cn.inflight) {
+		next = cn.inflight[cn.head].limit
+		if !time.Now().Before(next) {
+			return true
+		}
+	}
+	cn.rdl = next
+	cn.c.SetReadDeadline(next)
+	return false
+}
+
+// queued is how many operations wait for the writer.
+func (p *pipeline) queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
 }
 
 // deadlineContext is a context that is never cancelled and only carries a
-// deadline, which go-redis sets on the connection (ContextTimeoutEnabled):
-// a pipeline needs no timer of its own.
+// deadline: a dial for a batch needs no timer of its own.
 type deadlineContext time.Time
 
 func (d deadlineContext) Deadline() (time.Time, bool) { return time.Time(d), true }

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
 // countingConn counts the writes on a node connection.
@@ -29,61 +30,100 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
-// testPipeline returns a pipeline to addr over a client with the node's
-// settings, whose connections count their writes; both are closed when
-// the test ends.
+// testPipeline returns a pipeline to addr whose connections count their
+// writes; it is closed when the test ends.
 func testPipeline(t *testing.T, addr string) (*pipeline, *atomic.Int64) {
 	t.Helper()
 	writes := new(atomic.Int64)
-	c := redis.NewClient(&redis.Options{
-		Addr: addr, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true,
-		DialerRetries: 1, DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return countingConn{Conn: conn, writes: writes}, nil
-		},
-	})
-	p := newPipeline(c, nil)
-	t.Cleanup(func() {
-		p.close()
-		c.Close()
-	})
+	p := newPipeline(addr, countingDial(addr, writes, false), nil)
+	t.Cleanup(p.close)
 	return p, writes
+}
+
+// handshakePipeline is testPipeline whose connections, like the node's
+// while the engine watches run_ids, each make a round trip (a PING)
+// before they carry a command: on a frozen node the first write waits in
+// the dial, and everything sent meanwhile queues.
+func handshakePipeline(t *testing.T, addr string) (*pipeline, *atomic.Int64) {
+	t.Helper()
+	writes := new(atomic.Int64)
+	p := newPipeline(addr, countingDial(addr, writes, true), nil)
+	t.Cleanup(p.close)
+	return p, writes
+}
+
+func countingDial(addr string, writes *atomic.Int64, handshake bool) func(context.Context) (net.Conn, *wire.Reader, error) {
+	return func(ctx context.Context) (net.Conn, *wire.Reader, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		c := countingConn{Conn: conn, writes: writes}
+		rd := wire.NewReader(c, 512)
+		if handshake {
+			if _, err := roundTrip(c, rd, "ping"); err != nil {
+				c.Close()
+				return nil, nil, err
+			}
+		}
+		return c, rd, nil
+	}
+}
+
+// inFlight is how many operations wait for their replies.
+func (p *pipeline) inFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for cn := range p.conns {
+		cn.mu.Lock()
+		n += len(cn.inflight) - cn.head
+		cn.mu.Unlock()
+	}
+	return n
+}
+
+// waitFor waits up to 5s for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s after 5s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // waitQueued waits until n operations wait in p's queue.
 func waitQueued(t *testing.T, p *pipeline, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(p.queue) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d operations queued after 5s; want %d", len(p.queue), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, fmt.Sprint(n, " operations queued"), func() bool { return p.queued() >= n })
 }
 
-// occupy sends a PING that finds the node idle and so is sent at once,
-// and returns once it is in flight: on a frozen node it keeps the node
-// busy until d or the thaw, and everything sent meanwhile queues.
+// waitInFlight waits until n operations are in flight.
+func waitInFlight(t *testing.T, p *pipeline, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprint(n, " operations in flight"), func() bool { return p.inFlight() >= n })
+}
+
+// occupy sends a PING and returns once it is written (or, on a
+// handshakePipeline, being written): on a frozen node it waits until d or
+// the thaw.
 func occupy(t *testing.T, wg *sync.WaitGroup, p *pipeline, d time.Duration) {
+	t.Helper()
 	wg.Go(func() {
 		ctx, cancel := context.WithTimeout(t.Context(), d)
 		defer cancel()
 		p.do(ctx, "ping")
 	})
-	deadline := time.Now().Add(5 * time.Second)
-	for len(p.slot) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the PING did not take the node within 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the PING under way", func() bool {
+		p.mu.Lock()
+		w := p.writing
+		p.mu.Unlock()
+		return w || p.inFlight() > 0
+	})
 }
 
 // Many callers at once each get their own reply, not a neighbour's.
@@ -109,16 +149,13 @@ func TestPipelineRepliesInOrder(t *testing.T) {
 	wg.Wait()
 }
 
-// Operations queued while the node is busy go out together, in one
-// write, not one write each.
+// Operations queued while a write is under way (here: the first, which
+// waits for its connection's handshake with a frozen node) go out
+// together, in one write, not one write each.
 func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 	proc := startRedis(t)
-	p, writes := testPipeline(t, proc.Addr)
-	if _, err := p.do(t.Context(), "ping"); err != nil { // dial outside the count
-		t.Fatalf("PING: %v", err)
-	}
+	p, writes := handshakePipeline(t, proc.Addr)
 	proc.Freeze(t)
-	start := writes.Load()
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 10*time.Second)
 	const ops = 100
@@ -133,28 +170,55 @@ func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 			}
 		})
 	}
-	waitQueued(t, p, ops-1) // the sender holds the first
+	waitQueued(t, p, ops)
 	proc.Thaw()
 	wg.Wait()
 	if n := failed.Load(); n > 0 {
 		t.Fatalf("%d of %d operations failed", n, ops)
 	}
-	// One write for the PING and one for the batch; a new connection or a
-	// split batch may add one or two.
-	if got := writes.Load() - start; got > 4 {
+	// One write for the handshake, one for the PING (the writer's batch)
+	// and one for what queued behind it; a split batch may add one.
+	if got := writes.Load(); got > 4 {
 		t.Errorf("a PING and %d operations queued behind it took %d writes; want at most 4", ops, got)
 	}
 }
 
-// An operation whose deadline passes while it waits fails with its own
-// deadline, is never sent, and does not hold up the operations behind it.
-func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
+// Operations go out at once, whatever is in flight: several batches are
+// in flight together on a frozen node, and each caller gets its own
+// reply, in order, once it thaws.
+func TestPipelineManyBatchesInFlight(t *testing.T) {
 	proc := startRedis(t)
-	admin := proc.admin(t)
-	p, _ := testPipeline(t, proc.Addr)
+	p, writes := testPipeline(t, proc.Addr)
 	if _, err := p.do(t.Context(), "ping"); err != nil {
 		t.Fatalf("PING: %v", err)
 	}
+	proc.Freeze(t)
+	start := writes.Load()
+	var wg sync.WaitGroup
+	const ops = 10
+	for i := range ops {
+		wg.Go(func() {
+			msg := fmt.Sprint("m", i)
+			if cmd, err := p.do(t.Context(), "echo", msg); err != nil || cmd.Val() != msg {
+				t.Errorf("ECHO %s = %v, %v", msg, cmd.Val(), err)
+			}
+		})
+		waitInFlight(t, p, i+1) // written before the one before it has a reply
+	}
+	if got := writes.Load() - start; got != ops {
+		t.Errorf("%d operations sent one after another on a frozen node took %d writes; want %d", ops, got, ops)
+	}
+	proc.Thaw()
+	wg.Wait()
+}
+
+// An operation whose deadline passes while it waits for the writer fails
+// with its own deadline, is never sent, and does not hold up the
+// operations behind it.
+func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
+	proc := startRedis(t)
+	admin := proc.admin(t)
+	p, _ := handshakePipeline(t, proc.Addr)
 	proc.Freeze(t)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 10*time.Second)
@@ -163,9 +227,9 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 	start := time.Now()
 	_, err := p.do(ctx, "set", "late", "x")
 	if elapsed := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || elapsed > time.Second {
-		t.Errorf("SET on a busy frozen node = %v after %v; want a deadline error after about 100ms", err, elapsed)
+		t.Errorf("SET behind a write under way on a frozen node = %v after %v; want a deadline error after about 100ms", err, elapsed)
 	}
-	// The sender still holds the expired SET; a live one queues behind
+	// The expired SET still waits in the queue; a live one queues behind
 	// it, and both go in one batch.
 	wg.Go(func() {
 		cmd, err := p.do(t.Context(), "set", "after", "x")
@@ -173,7 +237,7 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 			t.Errorf("SET after the expired one = %v, %v; want OK", cmd, err)
 		}
 	})
-	waitQueued(t, p, 1)
+	waitQueued(t, p, 2)
 	proc.Thaw()
 	wg.Wait()
 	if n, err := admin.Exists(t.Context(), "late").Result(); err != nil || n != 0 {
@@ -181,9 +245,9 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 	}
 }
 
-// A batch that times out does not leave its connection in use: go-redis
-// refuses a connection after a timeout, so every operation sent on it
-// afterwards would fail at once, unsent.
+// A reply overdue past its operation's deadline drops the connection
+// (and with it every reply still to come on it), and the next operation
+// goes out on a new one.
 func TestPipelineBatchTimeoutDropsConnection(t *testing.T) {
 	proc := startRedis(t)
 	admin := proc.admin(t)
@@ -194,21 +258,18 @@ func TestPipelineBatchTimeoutDropsConnection(t *testing.T) {
 	proc.Freeze(t)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 100*time.Millisecond)
-	// Queued behind the PING, the SET goes out in a batch once the PING
-	// times out, and times out in turn.
+	// Sent behind the PING, the SET times out in turn.
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	if _, err := p.do(ctx, "set", "batched", "x"); err == nil {
 		t.Errorf("SET batched on a frozen node = nil; want a timeout")
 	}
 	wg.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(p.slot) == 0 { // the sender ends the batch at its deadline
-		if time.Now().After(deadline) {
-			t.Fatalf("the batch still in flight after 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the connection dropped", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.conn == nil && len(p.conns) == 0
+	})
 	proc.Thaw()
 	if _, err := p.do(t.Context(), "set", "after", "x"); err != nil {
 		t.Errorf("SET after a batch timed out = %v; want OK", err)
@@ -259,6 +320,13 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatalf("SCRIPT FLUSH: %v", err)
 	}
+	// The lock operations' path, without go-redis's commands.
+	if v, err := p.call(t.Context(), s, nil, "called"); err != nil || v != "called" {
+		t.Errorf("script by call on an idle node = %v, %v; want called", v, err)
+	}
+	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatalf("SCRIPT FLUSH: %v", err)
+	}
 	proc.Freeze(t)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 10*time.Second)
@@ -271,7 +339,7 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 			}
 		})
 	}
-	waitQueued(t, p, 19)
+	waitInFlight(t, p, 21)
 	proc.Thaw()
 	wg.Wait()
 }
@@ -312,17 +380,15 @@ func TestPipelineLoadsLibraryTheNodeLacks(t *testing.T) {
 			check(cmd, err, want)
 		})
 	}
-	waitQueued(t, p, 19)
+	waitInFlight(t, p, 21)
 	proc.Thaw()
 	wg.Wait()
 
 	// The function was missing when called, the library is there when
 	// loaded.
-	<-p.slot
 	lost := redis.NewCmd(t.Context(), "fcall", s.fn, 0, "raced")
 	lost.SetErr(replyError("ERR Function not found"))
 	cmd = p.retry(t.Context(), lost, s)
-	p.slot <- struct{}{}
 	check(cmd, cmd.Err(), "raced")
 	if p.noFunctions.Load() || s.noLib.Load() {
 		t.Errorf("noFunctions = %v, noLib = %v; want both false", p.noFunctions.Load(), s.noLib.Load())
@@ -382,14 +448,12 @@ func TestPipelineRunsScriptWhoseLibraryDoesNotLoad(t *testing.T) {
 	}
 }
 
-// close stops the sender, fails the callers still queued, and leaves no
+// close fails the callers waiting, closes the connection, and leaves no
 // goroutine behind.
 func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 	proc := startRedis(t)
 	before := runtime.NumGoroutine()
-	c := redis.NewClient(&redis.Options{Addr: proc.Addr, Protocol: 2, MaxRetries: -1, ContextTimeoutEnabled: true, DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
-	p := newPipeline(c, nil)
+	p := newPipeline(proc.Addr, countingDial(proc.Addr, new(atomic.Int64), false), nil)
 	for range 10 {
 		if _, err := p.do(t.Context(), "ping"); err != nil {
 			t.Fatalf("PING: %v", err)
@@ -407,7 +471,7 @@ func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 			errs <- err
 		})
 	}
-	waitQueued(t, p, 4) // the sender holds the first
+	waitInFlight(t, p, 6)
 	start := time.Now()
 	p.close()
 	for range 5 {
@@ -422,12 +486,133 @@ func TestPipelineCloseLeavesNoGoroutine(t *testing.T) {
 		t.Errorf("PING after close = %v; want %v", err, errClosed)
 	}
 	wg.Wait()
-	c.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > before {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d goroutines 5s after close; %d before the pipeline", runtime.NumGoroutine(), before)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A connection that drops in the middle of a batch's replies gives each
+// operation answered before the drop its own reply, fails the others at
+// once (not at their deadlines) with an error that is not an answer, and
+// the next operation goes out on a new connection.
+func TestPipelineConnectionDroppedMidBatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	const ops, answered = 6, 3
+	served := make(chan error, 2)
+	go func() {
+		// The first connection: read all the commands, answer some, send
+		// half of the next reply, and close.
+		c, err := ln.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		var got []byte
+		buf := make([]byte, 4096)
+		for n := 0; n < ops; {
+			m, err := c.Read(buf)
+			if err != nil {
+				served <- err
+				return
+			}
+			got = append(got, buf[:m]...)
+			for {
+				_, size, err := wire.Parse(got)
+				if err != nil || size == 0 {
+					break
+				}
+				got, n = got[size:], n+1
+			}
+		}
+		var out []byte
+		for i := range answered {
+			out = wire.AppendBulk(out, fmt.Sprint("m", i))
+		}
+		out = append(out, "$2\r\nm"...)
+		c.Write(out)
+		c.Close()
+		// The second: answer one PING.
+		c, err = ln.Accept()
+		if err != nil {
+			served <- err
+			return
+		}
+		defer c.Close()
+		if _, err := c.Read(buf); err != nil {
+			served <- err
+			return
+		}
+		_, err = c.Write([]byte("+PONG\r\n"))
+		served <- err
+	}()
+	p, _ := testPipeline(t, ln.Addr().String())
+	var wg sync.WaitGroup
+	errs := make([]error, ops)
+	vals := make([]any, ops)
+	start := time.Now()
+	for i := range ops {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			cmd, err := p.do(ctx, "echo", fmt.Sprint("m", i))
+			vals[i], errs[i] = cmd.Val(), err
+		})
+		if i < ops-1 {
+			waitInFlight(t, p, i+1) // in this order; the last is answered at once
+		}
+	}
+	wg.Wait()
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("the callers waited %v; want them failed at the drop, not at their 5s deadlines", elapsed)
+	}
+	for i := range ops {
+		switch {
+		case i < answered && (errs[i] != nil || vals[i] != fmt.Sprint("m", i)):
+			t.Errorf("ECHO m%d = %v, %v; want its own reply", i, vals[i], errs[i])
+		case i >= answered && (errs[i] == nil || isTimeout(errs[i]) || errors.Is(errs[i], redis.Nil)):
+			t.Errorf("ECHO m%d after the drop = %v, %v; want an I/O error", i, vals[i], errs[i])
+		}
+	}
+	if cmd, err := p.do(t.Context(), "ping"); err != nil || cmd.Val() != "PONG" {
+		t.Errorf("PING after the drop = %v, %v; want PONG on a new connection", cmd.Val(), err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("server: %v", err)
+	}
+}
+
+// A node that dies with operations in flight fails them at once, not at
+// their deadlines.
+func TestPipelineNodeKilledWithBatchesInFlight(t *testing.T) {
+	proc := startRedis(t)
+	p, _ := testPipeline(t, proc.Addr)
+	if _, err := p.do(t.Context(), "ping"); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	proc.Freeze(t)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range 5 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			if _, err := p.do(ctx, "set", fmt.Sprint("k", i), "x"); err == nil || isTimeout(err) {
+				t.Errorf("SET on a node killed meanwhile = %v; want an I/O error", err)
+			}
+		})
+	}
+	waitInFlight(t, p, 5)
+	proc.Kill()
+	wg.Wait()
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Errorf("the callers waited %v; want them failed when the node died", elapsed)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
 // NodeOptions are the settings for a real Redis node.
@@ -39,7 +41,10 @@ type NodeOptions struct {
 type redisNode struct {
 	addr string
 	c    *redis.Client // for one-off commands
-	p    *pipeline     // the lock operations, batched over c
+	p    *pipeline     // the lock operations, on a connection of its own
+	// user, pass and tls are how p's connections log in (dial).
+	user, pass string
+	tls        *tls.Config
 	// onRunID, once the engine watches, gets each new connection's run_id
 	// (probe.go).
 	onRunID atomic.Pointer[func(runID string)]
@@ -83,7 +88,8 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		// command, so a restart is seen before a grant from it can count.
 		OnConnect: n.connected,
 	})
-	n.p = newPipeline(n.c, opts.Log)
+	n.user, n.pass, n.tls = opts.Username, opts.Password, tlsConfig
+	n.p = newPipeline(addr, n.dial, opts.Log)
 	n.p.noFunctions.Store(opts.NoFunctions)
 	return n
 }
@@ -202,15 +208,36 @@ func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (boo
 		// PX always goes out, so Redis refuses a TTL under 1ms as the
 		// script does: SetArgs drops a TTL <= 0 and would set a key that
 		// never expires.
-		_, err := n.p.do(ctx, "set", l.Keys[0], l.Token, "px", px, "nx")
+		_, err := n.p.reply(ctx, appendSetNX(l.Keys[0], l.Token, px))
 		return setNXResult(err)
 	}
-	cmd, err := n.p.eval(ctx, acquireScript, l.Keys, l.Token, px, prefixLen)
+	v, err := n.p.call(ctx, acquireScript, l.Keys, l.Token, px, prefixLen)
 	if err != nil {
 		return false, err
 	}
-	v, err := cmd.Int64()
-	return v == 1, err
+	i, err := int64Reply(v)
+	return i == 1, err
+}
+
+// appendSetNX is SET key token PX px NX, encoded.
+func appendSetNX(key, token string, px int64) []byte {
+	b := make([]byte, 0, 64+len(key)+len(token))
+	b = wire.AppendArray(b, 6)
+	b = wire.AppendBulk(b, "set")
+	b = wire.AppendBulk(b, key)
+	b = wire.AppendBulk(b, token)
+	b = wire.AppendBulk(b, "px")
+	b = wire.AppendBulkInt(b, px)
+	return wire.AppendBulk(b, "nx")
+}
+
+// int64Reply is v as an integer reply.
+func int64Reply(v any) (int64, error) {
+	i, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("replied %T where an integer was due", v)
+	}
+	return i, nil
 }
 
 // setNXResult turns a SET NX PX reply into the node's answer.
@@ -226,13 +253,19 @@ func setNXResult(err error) (bool, error) {
 }
 
 func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
-	cmd, err := n.p.eval(ctx, releaseScript, l.Keys, l.Token)
+	v, err := n.p.call(ctx, releaseScript, l.Keys, l.Token)
 	if err != nil {
 		return nil, err
 	}
-	vals, err := cmd.Int64Slice()
-	if err != nil {
-		return nil, err
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("release replied %T", v)
+	}
+	vals := make([]int64, len(items))
+	for i, it := range items {
+		if vals[i], err = int64Reply(it); err != nil {
+			return nil, err
+		}
 	}
 	return foundResult(vals, len(l.Keys))
 }
@@ -255,11 +288,11 @@ func foundResult(vals []int64, keys int) ([]Found, error) {
 }
 
 func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
-	cmd, err := n.p.eval(ctx, extendScript, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds())
+	v, err := n.p.call(ctx, extendScript, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds())
 	if err != nil {
 		return 0, err
 	}
-	ms, err := cmd.Int64()
+	ms, err := int64Reply(v)
 	if err != nil {
 		return 0, err
 	}

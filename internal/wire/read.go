@@ -1,0 +1,199 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"io"
+)
+
+// Error is an error reply, such as "ERR unknown command" or "NOSCRIPT
+// ...". Its RedisError method is go-redis's mark of a reply (as opposed
+// to an I/O failure): redis.HasErrorPrefix and errors.As into a
+// redis.Error see it as one.
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
+// RedisError marks e as a reply from the server.
+func (Error) RedisError() {}
+
+// ErrProtocol is what Next returns for bytes that are not a RESP2 reply;
+// the connection cannot be used after it.
+var ErrProtocol = errors.New("wire: protocol error")
+
+var ok any = "OK"
+
+// maxDepth bounds nested arrays, as Redis bounds a script's reply.
+const maxDepth = 1024
+
+// Reader reads replies from r into a buffer of its own. A read that fails
+// (a deadline) loses nothing: the bytes read so far stay buffered, and
+// the next call to Next goes on from them.
+type Reader struct {
+	r    io.Reader
+	buf  []byte
+	head int // the first unparsed byte
+	tail int // the end of what was read
+}
+
+// NewReader reads from r, with a buffer of size bytes to start with.
+func NewReader(r io.Reader, size int) *Reader {
+	return &Reader{r: r, buf: make([]byte, max(size, 512))}
+}
+
+// Buffered reports how many bytes are read but not yet parsed.
+func (rd *Reader) Buffered() int { return rd.tail - rd.head }
+
+// Next reads one whole reply and returns it as go-redis does over RESP2:
+// a simple or bulk string as a string, an integer as an int64, an array
+// as []any, a nil bulk string or array as nil, and an error reply as an
+// Error value (not as the error result, which is for I/O and protocol
+// failures only).
+func (rd *Reader) Next() (any, error) {
+	for {
+		if rd.tail > rd.head {
+			v, n, err := Parse(rd.buf[rd.head:rd.tail])
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				rd.head += n
+				if rd.head == rd.tail {
+					rd.head, rd.tail = 0, 0
+				}
+				return v, nil
+			}
+		}
+		if err := rd.fill(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill reads more bytes, making room first.
+func (rd *Reader) fill() error {
+	if rd.head > 0 && rd.tail == len(rd.buf) {
+		rd.tail = copy(rd.buf, rd.buf[rd.head:rd.tail])
+		rd.head = 0
+	}
+	if rd.tail == len(rd.buf) {
+		grown := make([]byte, 2*len(rd.buf))
+		rd.tail = copy(grown, rd.buf[rd.head:rd.tail])
+		rd.head = 0
+		rd.buf = grown
+	}
+	n, err := rd.r.Read(rd.buf[rd.tail:])
+	rd.tail += n
+	if n > 0 {
+		return nil // an error with bytes comes back on the next read
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// Parse parses the one reply that b begins with. It returns the reply and
+// its length in bytes, or a length of 0 if b holds only part of it.
+func Parse(b []byte) (v any, n int, err error) {
+	return parse(b, 0)
+}
+
+func parse(b []byte, depth int) (any, int, error) {
+	line, n, err := readLine(b)
+	if n == 0 || err != nil {
+		return nil, 0, err
+	}
+	switch line[0] {
+	case '+':
+		if string(line[1:]) == "OK" {
+			return ok, n, nil // the commonest reply, without an allocation
+		}
+		return string(line[1:]), n, nil
+	case '-':
+		return Error(line[1:]), n, nil
+	case ':':
+		i, err := parseInt(line[1:])
+		if err != nil {
+			return nil, 0, err
+		}
+		return i, n, nil
+	case '$':
+		size, err := parseInt(line[1:])
+		switch {
+		case err != nil || size < -1:
+			return nil, 0, ErrProtocol
+		case size == -1:
+			return nil, n, nil
+		case int64(len(b)-n) < size+2:
+			return nil, 0, nil
+		}
+		end := n + int(size)
+		if b[end] != '\r' || b[end+1] != '\n' {
+			return nil, 0, ErrProtocol
+		}
+		return string(b[n:end]), end + 2, nil
+	case '*':
+		count, err := parseInt(line[1:])
+		switch {
+		case err != nil || count < -1:
+			return nil, 0, ErrProtocol
+		case count == -1:
+			return nil, n, nil
+		case depth >= maxDepth:
+			return nil, 0, ErrProtocol
+		case count > int64(len(b)-n)/3:
+			// Each item takes at least 3 bytes (":0\r\n" takes 4): the
+			// rest cannot all be here, and a bogus count allocates nothing.
+			return nil, 0, nil
+		}
+		items := make([]any, count)
+		for i := range items {
+			v, m, err := parse(b[n:], depth+1)
+			if m == 0 || err != nil {
+				return nil, 0, err
+			}
+			items[i] = v
+			n += m
+		}
+		return items, n, nil
+	}
+	return nil, 0, ErrProtocol
+}
+
+// readLine returns b's first line without its CRLF, and its length with
+// it; a length of 0 if the line is not all there.
+func readLine(b []byte) ([]byte, int, error) {
+	i := bytes.IndexByte(b, '\r')
+	switch {
+	case i < 0 || i+1 == len(b):
+		return nil, 0, nil
+	case i == 0 || b[i+1] != '\n':
+		return nil, 0, ErrProtocol
+	}
+	return b[:i], i + 2, nil
+}
+
+func parseInt(b []byte) (int64, error) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, ErrProtocol
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, ErrProtocol
+		}
+		v = v*10 + uint64(c-'0') // 19 digits do not overflow a uint64
+	}
+	switch {
+	case neg && v <= 1<<63:
+		return -int64(v), nil
+	case !neg && v < 1<<63:
+		return int64(v), nil
+	}
+	return 0, ErrProtocol
+}

@@ -1,0 +1,96 @@
+package quorum
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/wire"
+)
+
+// dialTimeout bounds a dial of the pipeline's connection, as go-redis's
+// DialTimeout does the client's.
+const dialTimeout = time.Second
+
+// dial opens the pipeline's connection to the node and readies it as
+// go-redis readies one of its own (NewRedisNode's settings): TLS if set,
+// AUTH if there is a password, and, while the engine watches, the node's
+// run_id reported before the connection carries a command. All of it
+// ends by ctx's deadline.
+func (n *redisNode) dial(ctx context.Context) (net.Conn, *wire.Reader, error) {
+	d := net.Dialer{Timeout: dialTimeout}
+	c, err := d.DialContext(ctx, "tcp", n.addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n.tls != nil {
+		tc := tls.Client(c, n.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		c = tc
+	}
+	rd := wire.NewReader(c, 32<<10)
+	if err := n.ready(ctx, c, rd); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return c, rd, nil
+}
+
+// ready logs in on a new connection and reports its run_id.
+func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) error {
+	f := n.onRunID.Load()
+	if n.pass == "" && f == nil {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	} else {
+		c.SetDeadline(time.Now().Add(unboundedWait))
+	}
+	if n.pass != "" {
+		args := []any{"auth", n.pass}
+		if n.user != "" {
+			args = []any{"auth", n.user, n.pass}
+		}
+		if _, err := roundTrip(c, rd, args...); err != nil {
+			return err
+		}
+	}
+	if f != nil {
+		v, err := roundTrip(c, rd, "info", "server")
+		if err != nil {
+			return err
+		}
+		text, _ := v.(string)
+		p, err := parseInfo(text)
+		if err != nil {
+			return err
+		}
+		(*f)(p.RunID)
+	}
+	return c.SetDeadline(time.Time{})
+}
+
+// roundTrip sends one command on c and reads its reply: an error reply
+// as the error.
+func roundTrip(c net.Conn, rd *wire.Reader, args ...any) (any, error) {
+	if _, err := c.Write(wire.AppendCommand(nil, args)); err != nil {
+		return nil, err
+	}
+	v, err := rd.Next()
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := v.(wire.Error); ok {
+		return nil, e
+	}
+	if rd.Buffered() > 0 {
+		return nil, fmt.Errorf("%w: more than one reply to %v", wire.ErrProtocol, args[0])
+	}
+	return v, nil
+}

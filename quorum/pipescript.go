@@ -1,0 +1,264 @@
+package quorum
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/wire"
+)
+
+// eval runs s: by its function (FCALL) when it has a library and the
+// node has functions, else by its SHA-1 (EVALSHA); and loads what the
+// node does not have (retry).
+func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...any) (*redis.Cmd, error) {
+	keysArgs := make([]any, 0, len(keys)+len(args))
+	for _, k := range keys {
+		keysArgs = append(keysArgs, k)
+	}
+	return p.evalKeyed(ctx, s, len(keys), append(keysArgs, args...))
+}
+
+// evalKeyed is eval of keysArgs, the first nkeys of them keys: callers
+// that run one script on every node build it once.
+func (p *pipeline) evalKeyed(ctx context.Context, s *script, nkeys int, keysArgs []any) (*redis.Cmd, error) {
+	cmdArgs := make([]any, 3, 4+len(keysArgs))
+	cmdArgs[2] = nkeys
+	if s.fn != "" && !s.noLib.Load() && !p.noFunctions.Load() {
+		cmdArgs[0], cmdArgs[1] = fcallArg, s.fnArg
+		cmdArgs = append(cmdArgs, keysArgs...)
+		if s.chunk != "" {
+			cmdArgs = append(cmdArgs, s.chunkArg)
+		}
+		return p.script(ctx, redis.NewCmd(ctx, cmdArgs...), s)
+	}
+	cmdArgs[0], cmdArgs[1] = evalshaArg, s.shaArg
+	return p.script(ctx, redis.NewCmd(ctx, append(cmdArgs, keysArgs...)...), s)
+}
+
+// call runs s, a script without a library, with keys and args, by its
+// SHA-1, and by its body where the node lacks it; and returns its reply
+// as reply does. The lock operations take this path, without go-redis's
+// command objects.
+func (p *pipeline) call(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
+	v, err := p.reply(ctx, appendScript(nil, "evalsha", s.sha, keys, args))
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && ctx.Err() == nil {
+		v, err = p.reply(ctx, appendScript(nil, "eval", s.src, keys, args))
+	}
+	return v, err
+}
+
+// appendScript appends the command verb (EVAL or EVALSHA) of script with
+// keys and args.
+func appendScript(b []byte, verb, script string, keys []string, args []any) []byte {
+	if b == nil {
+		size := 64 + len(script)
+		for _, k := range keys {
+			size += 16 + len(k)
+		}
+		for _, a := range args {
+			if s, ok := a.(string); ok {
+				size += len(s)
+			}
+			size += 16
+		}
+		b = make([]byte, 0, size)
+	}
+	b = wire.AppendArray(b, 3+len(keys)+len(args))
+	b = wire.AppendBulk(b, verb)
+	b = wire.AppendBulk(b, script)
+	b = wire.AppendBulkInt(b, int64(len(keys)))
+	for _, k := range keys {
+		b = wire.AppendBulk(b, k)
+	}
+	for _, a := range args {
+		b = wire.AppendArg(b, a)
+	}
+	return b
+}
+
+// The command names as go-redis takes them, made once.
+var fcallArg, evalshaArg any = "fcall", "evalsha"
+
+// script sends cmd, a call of s, and again (retry) if the node lacks the
+// script or its library.
+func (p *pipeline) script(ctx context.Context, cmd *redis.Cmd, s *script) (*redis.Cmd, error) {
+	p.process(ctx, cmd)
+	if needsBody(cmd, s) && ctx.Err() == nil {
+		cmd = withBody(ctx, cmd, s)
+		p.process(ctx, cmd)
+	}
+	if needsLibrary(cmd) && ctx.Err() == nil {
+		cmd = p.retry(ctx, cmd, s)
+	}
+	return cmd, cmd.Err()
+}
+
+// needsBody reports whether cmd, an EVALSHA of s, failed because the
+// node lacks the script.
+func needsBody(cmd *redis.Cmd, s *script) bool {
+	return s != nil && cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT")
+}
+
+// withBody is cmd as EVAL of s's body, unsent.
+func withBody(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
+	args := cmd.Args()
+	args[0], args[1] = "eval", s.src
+	return redis.NewCmd(ctx, args...)
+}
+
+// needsLibrary reports whether an FCALL failed because the node lacks
+// the library, refuses functions or is over maxmemory.
+func needsLibrary(cmd *redis.Cmd) bool {
+	err := cmd.Err()
+	if err == nil || cmd.Args()[0] != "fcall" {
+		return false
+	}
+	return isReplyError(err, "ERR Function not found") || refusesFunctions(err) || overMaxmemory(err) ||
+		redis.HasErrorPrefix(err, "RLPNOBODY")
+}
+
+// overMaxmemory reports whether err is a node's OOM refusal. Over
+// maxmemory a node refuses a whole FCALL (or FUNCTION LOAD) of a function
+// without flags, where a script runs and only its writes that add memory
+// fail: a release or an extend still works as a script, as on one Redis.
+func overMaxmemory(err error) bool {
+	return redis.HasErrorPrefix(err, "OOM")
+}
+
+// refusesFunctions reports whether err is a node's refusal of a function
+// command: its ACL, or a server without them.
+func refusesFunctions(err error) bool {
+	return redis.HasErrorPrefix(err, "NOPERM") || isReplyError(err, "ERR unknown command") ||
+		isReplyError(err, "ERR unknown subcommand")
+}
+
+// isReplyError reports whether err is a reply from the node that starts
+// with prefix.
+func isReplyError(err error, prefix string) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), prefix)
+}
+
+// refusedFunctions turns functions off for the node, saying so once.
+func (p *pipeline) refusedFunctions(err error) {
+	if p.noFunctions.Swap(true) {
+		return
+	}
+	fix := "the server has no functions (Redis 7 has)"
+	if redis.HasErrorPrefix(err, "NOPERM") {
+		fix = "its ACL needs +fcall +function|load"
+	}
+	p.log.Warn("node refuses functions: scripts served by effect run there as scripts, which costs it more",
+		"node", p.addr, "fix", fix, "err", err)
+}
+
+// retry runs a failed FCALL of s again: after loading its library, or,
+// if the node will not load it or is over maxmemory, as a script
+// (EVALSHA, then EVAL). The slot must be held.
+func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
+	args := cmd.Args()
+	switch {
+	case overMaxmemory(cmd.Err()):
+		// This call runs as a script; the next tries its function again.
+	case refusesFunctions(cmd.Err()):
+		p.refusedFunctions(cmd.Err())
+	default:
+		var err error
+		if !redis.HasErrorPrefix(cmd.Err(), "RLPNOBODY") {
+			load := redis.NewCmd(ctx, "function", "load", s.lib)
+			p.process(ctx, load)
+			if err = load.Err(); err != nil && isReplyError(err, "ERR Library '"+s.fn+"' already exists") {
+				err = nil
+			}
+			if err != nil && !refusesFunctions(err) && !overMaxmemory(err) && !isReplyError(err, "ERR") {
+				return load // the node failed, not the library
+			}
+		}
+		if err == nil {
+			// The library is there; a node that loaded it new, or lacks
+			// the chunk, gets the chunk with the call.
+			cmd = redis.NewCmd(ctx, withChunk(args, s)...)
+			p.process(ctx, cmd)
+			if err = cmd.Err(); !redis.HasErrorPrefix(err, "RLPNOCOMPILE") {
+				return cmd
+			}
+		}
+		switch {
+		case refusesFunctions(err):
+			p.refusedFunctions(err)
+		case overMaxmemory(err):
+		default:
+			// The library does not load, or the chunk does not compile,
+			// where the script may still run (or fail to compile with
+			// Redis's own words): run it so.
+			if !s.noLib.Swap(true) {
+				p.log.Warn("a wrapped script's library does not load; it runs as a script on every node",
+					"node", p.addr, "library", s.fn, "err", err)
+			}
+		}
+	}
+	if s.chunk != "" && args[0] == "fcall" {
+		args = args[:len(args)-1] // the chunk's tag is the function's, not the script's
+	}
+	args[0], args[1] = "evalsha", s.sha
+	cmd = redis.NewCmd(ctx, args...)
+	p.process(ctx, cmd)
+	if needsBody(cmd, s) {
+		cmd = withBody(ctx, cmd, s)
+		p.process(ctx, cmd)
+	}
+	return cmd
+}
+
+// script is a Lua script run on nodes, with its SHA-1; and, for one with
+// a library form, the library and its one function's name, and the
+// chunk, if any, that the function compiles and keeps (wrapperBodiesSrc):
+// a call of fn ends with the chunk's SHA-1, or with the chunk and "+"
+// and its SHA-1 where the node lacks it.
+type script struct {
+	src, sha string
+	lib, fn  string
+	chunk    string
+	// shaArg, fnArg and chunkArg, loadArg are sha, fn and the chunk's
+	// two tags as command arguments, made once.
+	shaArg, fnArg, chunkArg, loadArg any
+	// noLib is set once a node failed to load the library or compile the
+	// chunk: it runs as a script everywhere.
+	noLib atomic.Bool
+}
+
+func newScript(src string) *script {
+	h := sha1.Sum([]byte(src))
+	s := &script{src: src, sha: hex.EncodeToString(h[:])}
+	s.shaArg = s.sha
+	return s
+}
+
+// withLibrary gives s a library form: lib, whose one function is fn,
+// and the chunk it runs (none: fn is the script).
+func (s *script) withLibrary(fn string, lib libraryForm) *script {
+	s.fn, s.lib, s.fnArg, s.chunk = fn, lib.text, fn, lib.chunk
+	if s.chunk != "" {
+		h := sha1.Sum([]byte(s.chunk))
+		sha := hex.EncodeToString(h[:])
+		s.chunkArg, s.loadArg = sha, "+"+sha
+	}
+	return s
+}
+
+// withChunk is args, a call of s's function, with its last argument (the
+// chunk's SHA-1) replaced by the chunk and its load tag.
+func withChunk(args []any, s *script) []any {
+	if s.chunk == "" {
+		return args
+	}
+	out := make([]any, 0, len(args)+1)
+	out = append(out, args[:len(args)-1]...)
+	return append(out, s.chunk, s.loadArg)
+}
