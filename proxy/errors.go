@@ -136,6 +136,9 @@ var (
 	errStringType = errors.New("proxy: conditions on a key of another type")
 	errEncodings  = errors.New("proxy: nodes report different encodings")
 	errNotHeld    = errors.New("proxy: fence of a lock the token does not hold")
+	// errBusy and errNotBusy: whether the nodes run a script, for a kill.
+	errBusy    = errors.New("proxy: a node runs a script")
+	errNotBusy = errors.New("proxy: no node runs a script")
 )
 
 // errorTexts are the replies of the sentinel errors: {cmd} is the
@@ -221,6 +224,8 @@ var errorTexts = []struct {
 	{errEncodings, "ERR the nodes that hold the key report different encodings"},
 	{errNotHeld, "NOTHELD the lock '%s' is not held by this token (or its validity ran out)"},
 	{errLate, "ERR quorum: denied: validity expired before the reply"},
+	{errBusy, "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."},
+	{errNotBusy, "NOTBUSY No scripts in execution right now."},
 }
 
 // errorReply is the one path every error takes to the client: it counts

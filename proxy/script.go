@@ -227,11 +227,8 @@ func (s *Server) scriptKill(r *request) (resp.Reply, error) {
 	case k.Killed > 0:
 		return resp.OK(), nil
 	}
-	return resp.Error(notBusy), nil
+	return resp.Reply{}, errNotBusy
 }
-
-// notBusy is Redis's answer to a kill when no script runs.
-const notBusy = "NOTBUSY No scripts in execution right now."
 
 // FUNCTION KILL | HELP
 //
@@ -246,9 +243,9 @@ func (s *Server) function(r *request) (resp.Reply, error) {
 		case err != nil:
 			return resp.Reply{}, err
 		case busy:
-			return resp.Error("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."), nil
+			return resp.Reply{}, errBusy
 		}
-		return resp.Error(notBusy), nil
+		return resp.Reply{}, errNotBusy
 	case "help":
 		return resp.Array(resp.Status("FUNCTION KILL: as one Redis running no function (clients run none through redlock-proxy).")), nil
 	}
