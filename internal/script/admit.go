@@ -1,13 +1,11 @@
 package script
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
-	"github.com/yuin/gopher-lua/parse"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
@@ -65,14 +63,6 @@ func (r *Refusal) CompileError() string {
 	return fmt.Sprintf("ERR Error compiling script (new function): user_script:%d: %s", r.Line, r.Reason)
 }
 
-// MaxBody and MaxTokens bound the script admission parses: lock scripts
-// take a few KiB and a few hundred tokens, and gopher-lua's parser
-// allocates about 500 bytes a token.
-const (
-	MaxBody   = 64 << 10
-	MaxTokens = 8192
-)
-
 func (r *Refusal) Error() string {
 	if r.Line > 0 {
 		return fmt.Sprintf("%s (line %d)", r.Reason, r.Line)
@@ -104,38 +94,6 @@ func Admit(body []byte) (Admission, error) {
 	}
 	return Admission{Literals: a.order, Source: src}, nil
 }
-
-// parseBody is the Lua front end: it parses body with gopher-lua, as
-// both admission and the catalogue's shapes read it, and refuses what
-// Lua 5.1 does not compile or reads otherwise than gopher-lua (reprint.go,
-// escape.go), and bodies past the bounds.
-func parseBody(body []byte) ([]ast.Stmt, tokens, *Refusal) {
-	if bytes.IndexByte(body, 0) >= 0 {
-		return nil, tokens{}, &Refusal{Reason: "the script contains a NUL byte"}
-	}
-	// Before gopher-lua's parser, whose cost grows with nesting: one
-	// linear pass, so that any body costs about its size.
-	line, n := syntaxLevels(body)
-	switch {
-	case line > 0:
-		return nil, tokens{}, &Refusal{Line: line, Reason: tooManyLevels, Compile: true}
-	case len(body) > MaxBody:
-		return nil, tokens{}, &Refusal{Reason: fmt.Sprintf("the script is over %d KiB (lock scripts take a few)", MaxBody>>10)}
-	case n > MaxTokens:
-		return nil, tokens{}, &Refusal{Reason: fmt.Sprintf("the script has over %d tokens (lock scripts take a few hundred)", MaxTokens)}
-	}
-	chunk, err := parse.Parse(bytes.NewReader(body), "script")
-	if err != nil {
-		return nil, tokens{}, &Refusal{Reason: "the script does not parse: " + oneLine(err.Error())}
-	}
-	toks, refusal := scan(body)
-	if refusal != nil {
-		return nil, tokens{}, refusal
-	}
-	return chunk, toks, nil
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // admitter walks the chunk once; the first refusal sticks.
 type admitter struct {
