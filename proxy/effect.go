@@ -34,7 +34,7 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) (resp.Reply, error) {
 	all := argStrings(rest)
 	keys, args := all[:nk:nk], all[nk:]
 	res, err := s.e.RunEffect(r.ctx, eff, keys, args)
-	if res.Op == quorum.EffectHold && split(err) && s.pauseForRetry(r) {
+	if res.Retry && s.pauseForRetry(r) {
 		res, err = s.e.RunEffect(r.ctx, eff, keys, args) // see split
 	}
 	switch {

@@ -63,6 +63,10 @@ type EffectResult struct {
 	// NewLock is true for a granted run that holds some key no holding
 	// node held before: a new lock, beside an extend or a release too.
 	NewLock bool
+	// Retry is true, beside an error, for a run that may be sent once
+	// more: it tried a hold, the nodes split undecided, and it is undone
+	// wherever it changed something (a retry changes no node twice).
+	Retry bool
 	// keys are the call's distinct keys, and landed, per node, what the
 	// run may have taken new there: what UndoEffect gives back.
 	keys   []string
@@ -122,7 +126,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		e.observe(op, start, d.err)
 	}
 	if d.err != nil {
-		return EffectResult{Op: d.op}, d.err
+		return EffectResult{Op: d.op, Retry: d.retry}, d.err
 	}
 	res := EffectResult{Op: d.op, Granted: d.granted, Reply: results[d.reply].v.reply, Took: d.took, NewLock: d.newLock, keys: uniq, landed: d.landed}
 	if d.op == EffectHold && d.granted {

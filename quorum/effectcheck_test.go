@@ -3,8 +3,10 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -21,9 +23,11 @@ import (
 // real servers apart (effect_test.go, effectwrap_test.go), so what is
 // proved here is the decision: every world of 3 and 5 nodes, 1 or 2 keys,
 // each node up, quarantined, failed after it ran (its reply lost) or
-// failed before it ran, each key free, held by the caller (on a quorum,
-// or as a stale copy on a minority), or by other clients, with every
-// script of the grammar, one call or sequences of two.
+// failed before it ran (its dial refused), each key free, held by the
+// caller (on a quorum, or as a stale copy on a minority), or by other
+// clients, with every script of the grammar, one call or sequences of
+// two. A call the decision allows to be tried again (mayRetry) is tried
+// again on the world its first attempt and undo left, as the proxy does.
 //
 // Checked after each call, once the decision's undo is applied:
 //   - a key decided held for the caller is held by its token, with the
@@ -36,6 +40,9 @@ import (
 //     added there; on a node that failed, only the caller's, and only of a
 //     key the caller did not hold on a quorum before;
 //   - a refused run leaves every node's holders as they were;
+//   - one client command changes each node at most once: tried again, a
+//     node ends as one run (from its state with an undo's removals of
+//     the caller's holders) and an undo leave it;
 //   - an answer is one a single Redis gives: some state of the keys the
 //     nodes show (a quorum's holders always in it), run by the same
 //     script, gives the same reply and did the same to every key;
@@ -48,7 +55,7 @@ const (
 	nodeUp avail = iota
 	nodeQuarantined
 	nodeLost // ran the script, its reply lost: failed
-	nodeCut  // failed before the script reached it
+	nodeCut  // failed before the script reached it: its dial refused
 )
 
 // mNode is one node of a world.
@@ -77,7 +84,7 @@ type checkParams struct {
 
 // checkStats counts what a sweep covered.
 type checkStats struct {
-	worlds, runs, answered, noQuorum, refused int
+	worlds, runs, answered, noQuorum, refused, retried int
 }
 
 // checker runs sweeps against one decision and collects violations.
@@ -99,6 +106,8 @@ var (
 	mElapsed     = 5 * time.Millisecond
 	mNodeTimeout = 50 * time.Millisecond
 	errLostReply = errors.New("i/o timeout")
+	// errDialRefused proves the run never reached the node.
+	errDialRefused = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 )
 
 func (c *checker) fail(format string, args ...any) {
@@ -240,13 +249,97 @@ func quorumHolders(w []mNode, j, q int, counted bool) []string {
 	return out
 }
 
-// call runs sc for caller tok on world w, decides it, applies the undo
-// and checks the result. It returns the world after, and who is told
-// what (nil when a violation ends the sequence).
+// call runs sc for caller tok on world w as the proxy does: one attempt,
+// decided and undone, and, where the decision allows it, one more on the
+// world the first left. It checks each attempt and that the command
+// changed each node at most once, and returns the world after and who is
+// told what (nil when a violation ends the sequence).
 func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elapsed time.Duration) ([]mNode, [][]string) {
 	if elapsed == 0 {
 		elapsed = mElapsed
 	}
+	after, d, gaveUp := c.attempt(w, sc, tok, elapsed)
+	if after == nil {
+		return nil, nil
+	}
+	if d.retry {
+		c.stats.retried++
+		var gaveUp2 []bool
+		w1 := after
+		if after, d, gaveUp2 = c.attempt(w1, sc, tok, elapsed); after == nil {
+			return nil, nil
+		}
+		for j := range gaveUp {
+			gaveUp[j] = gaveUp[j] || gaveUp2[j]
+		}
+		if i := appliedTwice(w, after, sc, tok); i >= 0 {
+			c.fail("%s by %s over %s: tried again over %s, node %d ends as %v, not what one run (and its undo) leaves",
+				sc.name, tok, worldString(w), worldString(w1), i, after[i].s)
+			return nil, nil
+		}
+	}
+	where := func() string { return fmt.Sprintf("%s by %s over %s (%v)", sc.name, tok, worldString(w), elapsed) }
+
+	// Who is told what: a key answered held is the caller's; a release
+	// attempt gives it up, however it is answered.
+	for j := range sc.keys {
+		if gaveUp[j] {
+			told[j] = slices.DeleteFunc(told[j], func(t string) bool { return t == tok })
+		}
+		if d.err == nil && d.keys[j] == keyHeld && !slices.Contains(told[j], tok) {
+			told[j] = append(told[j], tok)
+		}
+		if limit := sc.keyLimit(j); limit > 0 && len(told[j]) > limit {
+			c.fail("%s: %v are told they hold key %d (limit %d)", where(), told[j], j, limit)
+			return nil, nil
+		}
+	}
+	return after, told
+}
+
+// appliedTwice returns a node whose state after a command tried twice is
+// not one that a single run of sc leaves, or -1. A single run may start
+// from the node's state with the caller's holders of some keys removed
+// (an undo of a node that failed may remove them), and the caller's
+// holders of some keys may be removed after it (its undo).
+func appliedTwice(w, after []mNode, sc mScript, tok string) int {
+	nk := len(sc.keys)
+	strip := func(s mState, keys int) mState {
+		s = s.clone()
+		for j := range nk {
+			if keys&(1<<j) != 0 {
+				s[j] = s[j].remove(tok)
+			}
+		}
+		return s
+	}
+	same := func(a, b mState) bool {
+		return slices.EqualFunc(a, b, func(x, y mKey) bool { return slices.Equal(x, y) })
+	}
+	for i, nd := range w {
+		ok := false
+		for from := 0; from < 1<<nk && !ok; from++ {
+			b := strip(nd.s, from)
+			r := &mRun{s: b.clone(), tok: tok, ttl: mTTL, limit: sc.limit}
+			if _, refused := sc.run(r); refused {
+				r.s = b
+			}
+			for undo := 0; undo < 1<<nk && !ok; undo++ {
+				ok = same(after[i].s, strip(b, undo)) || same(after[i].s, strip(r.s, undo))
+			}
+		}
+		if !ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// attempt runs sc for caller tok once on world w, decides it, applies the
+// undo and checks the result. It returns the world after (nil when a
+// violation ends the sequence), the decision, and the keys the run took
+// the caller's holder away from somewhere (a release attempt).
+func (c *checker) attempt(w []mNode, sc mScript, tok string, elapsed time.Duration) ([]mNode, effectDecision, []bool) {
 	c.stats.runs++
 	n, q := len(w), len(w)/2+1
 	after := make([]mNode, n)
@@ -258,7 +351,7 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elaps
 		after[i] = mNode{a: nd.a, s: nd.s.clone()}
 		counted[i] = nd.a == nodeUp
 		if nd.a == nodeCut {
-			results[i] = failedVote(errLostReply)
+			results[i] = failedVote(errDialRefused)
 			continue
 		}
 		r := &mRun{s: after[i].s, tok: tok, ttl: mTTL, limit: sc.limit}
@@ -303,14 +396,14 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elaps
 				case w[i].a == nodeUp || w[i].a == nodeQuarantined:
 					if w[i].s[u.key].find(e.tok) >= 0 {
 						c.fail("%s: the undo removes %s's hold of key %d on node %d, which the run did not take", where(), e.tok, u.key, i)
-						return nil, nil
+						return nil, effectDecision{}, nil
 					}
 				case e.tok != tok:
 					c.fail("%s: the undo removes another token (%s) of key %d on failed node %d", where(), e.tok, u.key, i)
-					return nil, nil
+					return nil, effectDecision{}, nil
 				case slices.Contains(beforeQ[u.key], tok):
 					c.fail("%s: the undo removes the caller's hold of key %d on failed node %d, held on a quorum before", where(), u.key, i)
-					return nil, nil
+					return nil, effectDecision{}, nil
 				}
 			}
 			after[i].s[u.key] = mUndo(k, u.tokens)
@@ -331,7 +424,7 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elaps
 			for j := range sc.keys {
 				if !sameHolders(w[i].s[j], after[i].s[j]) {
 					c.fail("%s: a refused run leaves node %d key %d as %v (was %v)", where(), i, j, after[i].s[j], w[i].s[j])
-					return nil, nil
+					return nil, effectDecision{}, nil
 				}
 			}
 		}
@@ -348,11 +441,11 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elaps
 		c.stats.answered++
 		if refusedAny {
 			c.fail("%s: a node refused but the run is answered", where())
-			return nil, nil
+			return nil, effectDecision{}, nil
 		}
 		if !c.oneRedis(w, sc, tok, d, results[d.reply].v.reply) {
 			c.fail("%s: answered %v with keys %v: no single Redis in a state the nodes show answers so", where(), results[d.reply].v.reply, d.keys)
-			return nil, nil
+			return nil, effectDecision{}, nil
 		}
 		if d.granted {
 			for j, k := range d.keys {
@@ -367,31 +460,17 @@ func (c *checker) call(w []mNode, sc mScript, tok string, told [][]string, elaps
 				}
 				if holding < q {
 					c.fail("%s: key %d answered held (ttl %v) but %d counted nodes hold it", where(), j, d.ttl, holding)
-					return nil, nil
+					return nil, effectDecision{}, nil
 				}
 				if v := validity(d.ttl, elapsed, 0.01); v <= 0 || d.validity > v {
 					c.fail("%s: key %d answered held with validity %v; %v is left", where(), j, d.validity, v)
-					return nil, nil
+					return nil, effectDecision{}, nil
 				}
 			}
 		}
 	}
 
-	// Who is told what: a key answered held is the caller's; a release
-	// attempt gives it up, however it is answered.
-	for j := range sc.keys {
-		if gaveUp[j] {
-			told[j] = slices.DeleteFunc(told[j], func(t string) bool { return t == tok })
-		}
-		if d.err == nil && d.keys[j] == keyHeld && !slices.Contains(told[j], tok) {
-			told[j] = append(told[j], tok)
-		}
-		if limit := sc.keyLimit(j); limit > 0 && len(told[j]) > limit {
-			c.fail("%s: %v are told they hold key %d (limit %d)", where(), told[j], j, limit)
-			return nil, nil
-		}
-	}
-	return after, told
+	return after, d, gaveUp
 }
 
 // oneRedis reports whether some state of the keys that the nodes show,
@@ -510,9 +589,9 @@ func runChecker(decide decideFunc, scripts []mScript, sizes []int, stopAt int) *
 			}
 			c.sweep(checkParams{n: n, avails: all, scripts: fam, callers: callers, multiset: n > 3, maxDown: down})
 			// Sequences of two calls by two clients, for single-key
-			// families (5 nodes: at most 1 not up).
+			// families (at most 1 of 3 nodes not up, 2 of 5).
 			if len(fam[0].keys) == 1 {
-				c.sweep(checkParams{n: n, avails: all, scripts: fam, callers: []string{"A", "B"}, multiset: n > 3, seq: true, maxDown: n / 3})
+				c.sweep(checkParams{n: n, avails: all, scripts: fam, callers: []string{"A", "B"}, multiset: n > 3, seq: true, maxDown: (n - 1) / 2})
 			}
 		}
 		// Runs that leave a take 8ms of validity, or none (ttl 10s,
@@ -528,8 +607,8 @@ func runChecker(decide decideFunc, scripts []mScript, sizes []int, stopAt int) *
 func TestEffectDecisionExhaustive(t *testing.T) {
 	start := time.Now()
 	c := runChecker(decideEffect, mScripts, []int{3, 5}, 0)
-	t.Logf("%d worlds, %d runs decided (%d answered, %d no quorum, %d refused) in %v",
-		c.stats.worlds, c.stats.runs, c.stats.answered, c.stats.noQuorum, c.stats.refused, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d worlds, %d runs decided (%d answered, %d no quorum, %d refused; %d tried again) in %v",
+		c.stats.worlds, c.stats.runs, c.stats.answered, c.stats.noQuorum, c.stats.refused, c.stats.retried, time.Since(start).Round(time.Millisecond))
 	for _, v := range c.violations {
 		t.Error(v)
 	}
@@ -539,6 +618,7 @@ func TestEffectDecisionExhaustive(t *testing.T) {
 // control: decisions broken as the proxy's once were must fail it.
 func TestEffectCheckerCatchesBrokenDecisions(t *testing.T) {
 	semaphores := slices.DeleteFunc(slices.Clone(mScripts), func(sc mScript) bool { return sc.limit == 0 })
+	hashes := slices.DeleteFunc(slices.Clone(mScripts), func(sc mScript) bool { return sc.keys[0] != mHash })
 	for _, tt := range []struct {
 		name    string
 		decide  decideFunc
@@ -549,6 +629,8 @@ func TestEffectCheckerCatchesBrokenDecisions(t *testing.T) {
 		{"no rule for keys other tokens hold", decideNoShared, semaphores},
 		{"validity not charged the run's time", decideNoElapsed, mScripts},
 		{"no validity asked of a key held beside a release", decideReleaseNoValidity, mScripts},
+		{"any split hold tried again", decideRetryAnySplit, mScripts},
+		{"a split re-entry tried again", decideRetryAnySplit, hashes},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := runChecker(tt.decide, tt.scripts, []int{3, 5}, 1)
@@ -566,6 +648,18 @@ func decideFirstReply(v effectVotes) effectDecision {
 	d := decideEffect(v)
 	if d.err == nil {
 		d.reply = slices.IndexFunc(v.results, func(r result[nodeEffect]) bool { return r.err == nil && r.v.refused == "" })
+	}
+	return d
+}
+
+// decideRetryAnySplit decides as decideEffect, but any hold that fails
+// undecided with the answering nodes split is tried again, as the proxy
+// did: a re-entry counted on some nodes and not undone is counted twice.
+func decideRetryAnySplit(v effectVotes) effectDecision {
+	d := decideEffect(v)
+	var oe *OutcomeError
+	if errors.As(d.err, &oe) && oe.Unavailable && oe.Outcome.Granted > 0 && oe.Outcome.Denied > 0 {
+		d.retry = d.op == EffectHold
 	}
 	return d
 }

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"errors"
+	"net"
 	"slices"
 	"time"
 )
@@ -82,6 +83,9 @@ type effectDecision struct {
 	// where undo[i] says so, and all of it if the proxy gives a granted
 	// hold back later (UndoEffect).
 	landed, undo [][]keyUndo
+	// retry: the run failed undecided, split, and once undone it leaves
+	// nothing that another try would change again (mayRetry).
+	retry bool
 }
 
 // decideFunc is the decision's type: the checker runs a broken one too.
@@ -161,6 +165,7 @@ func decideEffect(v effectVotes) effectDecision {
 	}
 	if lack != nil {
 		d.undo, d.err = d.landed, &OutcomeError{Outcome: *lack, Unavailable: true, Failures: fails}
+		d.retry = d.mayRetry(v, *lack)
 		return d
 	}
 	// Every held key needs validity left, beside a release too: a reply
@@ -202,6 +207,7 @@ func decideEffect(v effectVotes) effectDecision {
 	if d.reply < 0 {
 		o := Outcome{Total: n, Granted: best, Denied: v.answered() - best, Failed: v.failed(), Quarantined: v.quarantined()}
 		d.undo, d.err = d.landed, &OutcomeError{Outcome: o, Unavailable: true, Failures: fails}
+		d.retry = d.mayRetry(v, o)
 		return d
 	}
 
@@ -231,6 +237,57 @@ func decideEffect(v effectVotes) effectDecision {
 		}
 	}
 	return d
+}
+
+// mayRetry reports whether a run that failed undecided with outcome o,
+// all it landed undone, may be sent once more (the proxy does, a moment
+// later: most often a holder's key was expiring a few milliseconds apart
+// on the nodes). It tried a hold, the nodes that answered split (some
+// granted, some not), and no node keeps a change of it that another try
+// would make again: one client command changes each node at most once (a
+// re-entry counted twice stays counted twice). Every key an answering
+// node changed is undone there (taken new), and a node that failed is
+// either known not to have run it (never sent) or undone on every key an
+// answering node changed.
+func (d *effectDecision) mayRetry(v effectVotes, o Outcome) bool {
+	if d.op != EffectHold || o.Granted == 0 || o.Denied == 0 {
+		return false
+	}
+	undone := func(i, j int) bool {
+		return slices.ContainsFunc(d.undo[i], func(u keyUndo) bool { return u.key == j })
+	}
+	changed := make([]bool, v.nkeys)
+	for i, r := range v.results {
+		if r.err != nil || r.v.refused != "" {
+			continue
+		}
+		for j := range v.nkeys {
+			if keyOf(r.v, j).Changed {
+				if !undone(i, j) {
+					return false
+				}
+				changed[j] = true
+			}
+		}
+	}
+	for i, r := range v.results {
+		if r.err == nil || unsent(r.err) {
+			continue
+		}
+		for j := range v.nkeys {
+			if changed[j] && !undone(i, j) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// unsent reports a node's failure that proves the run never reached it:
+// a node down before the run (never called) or a refused dial.
+func unsent(err error) bool {
+	var oe *net.OpError
+	return errors.Is(err, ErrNodeDown) || errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // keyOf is node effect ne's report on key j (none when the node reported

@@ -3,7 +3,9 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -164,6 +166,40 @@ func TestDecideEffectNewLock(t *testing.T) {
 				nodeTimeout: 50 * time.Millisecond, driftFactor: 0.01})
 			if d.err != nil || !d.granted || d.took != tt.took || d.newLock != tt.newLock {
 				t.Errorf("decideEffect = err %v granted %v took %v newLock %v; want granted, took %v newLock %v", d.err, d.granted, d.took, d.newLock, tt.took, tt.newLock)
+			}
+		})
+	}
+}
+
+// TestDecideEffectRetry: a hold that fails undecided, split, may be tried
+// again only when nothing it may have changed on a node stays once it is
+// undone (one client command changes each node at most once).
+func TestDecideEffectRetry(t *testing.T) {
+	s := 10 * time.Second
+	lost := &NodeError{Err: errors.New("i/o timeout")}
+	refused := &NodeError{Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	down := &NodeError{Err: ErrNodeDown}
+	denied := vote(nilReply, KeyEffect{})
+	tests := []struct {
+		name    string
+		results []result[nodeEffect]
+		retry   bool
+	}{
+		{"a take undone, the others down before the run", []result[nodeEffect]{vote(okReply, took(s)), denied, denied, failedVote(down), failedVote(refused)}, true},
+		{"a take undone, a node whose reply was lost and is not undone", []result[nodeEffect]{vote(okReply, took(s)), denied, denied, failedVote(down), failedVote(lost)}, false},
+		// Held on a quorum, so the node whose reply was lost is undone too.
+		{"replies split, the takes undone on every node that may have run", []result[nodeEffect]{vote(intReply(1), took(s)), vote(intReply(1), took(s)), vote(intReply(2), took(s)), denied, failedVote(lost)}, true},
+		{"a re-entry (not undone)", []result[nodeEffect]{vote(nilReply, extended(s)), vote(intReply(5000), KeyEffect{}), failedVote(refused)}, false},
+		{"replies split, a node whose reply was lost and is not undone", []result[nodeEffect]{vote(intReply(1), took(s)), vote(intReply(2), took(s)), denied, failedVote(lost), failedVote(lost)}, false},
+		{"a release", []result[nodeEffect]{vote(intReply(1), released()), vote(intReply(0), readOwn()), failedVote(refused)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := len(tt.results)
+			d := decideEffect(effectVotes{results: tt.results, nkeys: 1, counted: slices.Repeat([]bool{true}, n), quorum: n/2 + 1,
+				nodeTimeout: 50 * time.Millisecond, driftFactor: 0.01})
+			if !errors.Is(d.err, ErrUnavailable) || d.retry != tt.retry {
+				t.Errorf("decideEffect = err %v retry %v; want ErrUnavailable, retry %v", d.err, d.retry, tt.retry)
 			}
 		})
 	}
