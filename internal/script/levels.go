@@ -433,7 +433,11 @@ func (p *levelParser) constructor() bool {
 				return false
 			}
 			if t == '=' {
-				if !p.next() || !p.next() || !p.expr() {
+				// name = expr: step over the name, then the "=".
+				if !p.next() {
+					return false
+				}
+				if !p.next() || !p.expr() {
 					return false
 				}
 			} else if !p.expr() {
