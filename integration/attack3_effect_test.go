@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
 // TestEffectTokenPastArgv1023IsServed: a script served by effect whose
-// token is its 1100th argument takes the lock as one Redis does: OK, then
-// nil for a second caller, and the holder's compare-and-delete frees it.
-// The wrapper reports such a key field by field (its place among the own
+// token is its 1100th argument (max_args raised) and whose reply is an
+// array takes the lock as one Redis does: [1], then [0] for a second
+// caller, the key held on every master. The wrapper reports such a key field by field (its place among the own
 // tokens does not fit the one-number form); that form must carry the
 // marker count the decoder reads after the holders.
 func TestEffectTokenPastArgv1023IsServed(t *testing.T) {
@@ -34,5 +35,5 @@ return {0}`
 	if v, err := p.Client.Eval(ctx, body, []string{"big:k"}, args("tok-b")...).Result(); err != nil || fmt.Sprint(v) != "[0]" {
 		t.Errorf("a second caller's EVAL = %v, %v; want [0] (held)", v, err)
 	}
-	c.wantHeldEverywhere(t, "big:k", "tok-a", 30*1e9)
+	c.wantHeldEverywhere(t, "big:k", "tok-a", 30*time.Second)
 }
