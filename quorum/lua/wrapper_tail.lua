@@ -183,6 +183,8 @@ for i = 1, #__rlp_keys do
       n = n + 4
       if bi > 0 then o[n], o[n + 1], n = 1, bi, n + 2 else o[n], n = 0, n + 1 end
       if ai > 0 then o[n], o[n + 1], n = 1, ai, n + 1 else o[n] = 0 end
+      n = n + 1
+      o[n] = 0 -- no markers: the fast path has none
     end
   else
     local L, at = __rlp_slowfns, n + 1
