@@ -77,6 +77,9 @@ func (rd *Reader) fill() error {
 		rd.head = 0
 	}
 	if rd.tail == len(rd.buf) {
+		if len(rd.buf) > 2*maxBulk {
+			return ErrProtocol // no reply of a node is this long
+		}
 		grown := make([]byte, 2*len(rd.buf))
 		rd.tail = copy(grown, rd.buf[rd.head:rd.tail])
 		rd.head = 0
@@ -98,6 +101,11 @@ func (rd *Reader) fill() error {
 func Parse(b []byte) (v any, n int, err error) {
 	return parse(b, 0)
 }
+
+// maxBulk is the longest bulk string a node may send: Redis's own limit
+// (proto-max-bulk-len, 512 MB by default). A longer one is a broken or
+// hostile stream, and its length could overflow the bounds arithmetic.
+const maxBulk = 512 << 20
 
 func parse(b []byte, depth int) (any, int, error) {
 	line, n, err := readLine(b)
@@ -121,7 +129,7 @@ func parse(b []byte, depth int) (any, int, error) {
 	case '$':
 		size, err := parseInt(line[1:])
 		switch {
-		case err != nil || size < -1:
+		case err != nil || size < -1 || size > maxBulk:
 			return nil, 0, ErrProtocol
 		case size == -1:
 			return nil, n, nil
