@@ -190,6 +190,7 @@ var errorTexts = []struct {
 	{errConfigSubcommand, "ERR CONFIG %s is not supported: redlock-proxy reads its settings from config.toml (SIGHUP reloads it)"},
 	{errCommandSubcommand, "ERR COMMAND %s is not supported by redlock-proxy"},
 	{errCounterDown, "ERR a fence_keys counter only grows: the increment must be above 0"},
+	{quorum.ErrOverflow, "ERR increment or decrement would overflow"},
 	{errNestedMulti, "ERR MULTI calls can not be nested"},
 	{errDiscardWithoutMulti, "ERR DISCARD without MULTI"},
 	{errExecWithoutMulti, "ERR EXEC without MULTI"},

@@ -447,6 +447,10 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	}
 	if !subscribedOnly[name] && c.subscribed() {
 		rep := s.errorReply(r, withArgs(errSubscribedMode, name))
+		if name == "exec" { // as Redis: every refusal of EXEC discards
+			c.tx.reset()
+			rep = s.replyForError(name, &execAbortError{withArgs(errSubscribedMode, name)})
+		}
 		s.stats.rejected(statName(name, cmd.Args), rep)
 		s.send(conn, c, rep)
 		return

@@ -19,6 +19,9 @@ var (
 	// ErrOverMaxTTL means ExtendBy would have left a key with a TTL over
 	// its limit; nothing was extended.
 	ErrOverMaxTTL = errors.New("quorum: ttl over max_ttl")
+	// ErrOverflow means a counter's increment would pass the largest
+	// 64-bit integer; nothing was written.
+	ErrOverflow = errors.New("quorum: increment or value is out of range")
 )
 
 // Outcome counts the nodes' answers to one operation.

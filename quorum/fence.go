@@ -227,7 +227,7 @@ func (e *Engine) Incr(ctx context.Context, name string, by int64) (int64, error)
 	t, ok := nextToken(vals, nil, by, e.quorum)
 	switch {
 	case !ok && len(vals) >= e.quorum:
-		return 0, errors.New("quorum: increment or value is out of range")
+		return 0, ErrOverflow
 	case !ok:
 		return 0, counterUnavailable(reads, len(vals))
 	}
