@@ -12,24 +12,12 @@ import (
 // redisson/redisson commit 66863978b4a92093b97c1f8c96f182a77e81d50e
 // (2026-08-21), file (under redisson/src/main/java/org/redisson/) and
 // lines, each with the KEYS and ARGV layout Redisson sends for a lock
-// named "r" (RReadWriteLock's isLocked, a read, is served and left out).
+// named "r" (RReadWriteLock's read lock is served: redissonrwread_test.go).
 var redissonRefusedScripts = []struct {
 	typ, cite, body string
 	keys            []string
 	args            []any
 }{
-	{"RReadWriteLock read lock", "RedissonReadLock.java:58-76",
-		"local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call('hset', KEYS[1], 'mode', 'read'); redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('set', KEYS[2] .. ':1', 1); redis.call('pexpire', KEYS[2] .. ':1', ARGV[1]); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); local key = KEYS[2] .. ':' .. ind;redis.call('set', key, 1); redis.call('pexpire', key, ARGV[1]); local remainTime = redis.call('pttl', KEYS[1]); redis.call('pexpire', KEYS[1], math.max(remainTime, ARGV[1])); return nil; end;return redis.call('pttl', KEYS[1]);",
-		[]string{"r", "{r}:8c1f-0001:1:rwlock_timeout"}, []any{30000, "8c1f-0001:1", "8c1f-0001:1:write"}},
-	{"RReadWriteLock read lock", "RedissonReadLock.java:87-137",
-		"local val = redis.call('get', KEYS[5]); if val ~= false then return tonumber(val);end; local mode = redis.call('hget', KEYS[1], 'mode'); if (mode == false) then redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return nil; end; local lockExists = redis.call('hexists', KEYS[1], ARGV[2]); if (lockExists == 0) then return nil;end; local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end;redis.call('del', KEYS[3] .. ':' .. (counter+1)); if (redis.call('hlen', KEYS[1]) > 1) then local maxRemainTime = -3; local keys = redis.call('hkeys', KEYS[1]); for n, key in ipairs(keys) do counter = tonumber(redis.call('hget', KEYS[1], key)); if type(counter) == 'number' then for i=counter, 1, -1 do local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i); maxRemainTime = math.max(remainTime, maxRemainTime);end; end; end; if maxRemainTime > 0 then redis.call('pexpire', KEYS[1], maxRemainTime); redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0; end;if mode == 'write' then redis.call('set', KEYS[5], 0, 'px', ARGV[4]); return 0;end; end; redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[4]); return 1; ",
-		[]string{"r", "redisson_rwlock:{r}", "{r}:8c1f-0001:1:rwlock_timeout", "r", "redisson_unlock_latch:{r}:req1"}, []any{0, "8c1f-0001:1", "PUBLISH", 3000}},
-	{"RReadWriteLock read lock", "RedissonReadLock.java:168-173",
-		"if (redis.call('hget', KEYS[1], 'mode') == 'read') then redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1; end; return 0; ",
-		[]string{"r", "redisson_rwlock:{r}"}, []any{0, "PUBLISH"}},
-	{"RReadWriteLock read lock", "renewal/ReadLockTask.java:93-116",
-		"local result = {} local argIdx = 2 for i = 1, #KEYS, 2 do local anyAlive = false; local lockNamesCount = tonumber(ARGV[argIdx]); argIdx = argIdx + 1; for k = 1, lockNamesCount do local counter = redis.call('hget', KEYS[i], ARGV[argIdx]); if (counter ~= false) then anyAlive = true; for c=counter, 1, -1 do redis.call('pexpire', KEYS[i+1] .. ':' .. ARGV[argIdx] .. ':rwlock_timeout:' .. c, ARGV[1]); end; end; argIdx = argIdx + 1; end; if (anyAlive) then redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); else table.insert(result, 0); end; end; return result;",
-		[]string{"r", "{r}"}, []any{30000, 1, "8c1f-0001:1"}},
 	{"RFairLock", "RedissonFairLock.java:78-93",
 		"local queue = redis.call('lrange', KEYS[1], 0, -1);local i = 1;while i <= #queue and queue[i] ~= ARGV[1] do i = i + 1;end;i = i + 1;while i <= #queue do redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i]);i = i + 1;end;redis.call('zrem', KEYS[2], ARGV[1]);redis.call('lrem', KEYS[1], 0, ARGV[1]);",
 		[]string{"redisson_lock_queue:{r}", "redisson_lock_timeout:{r}"}, []any{"8c1f-0001:1", 5000}},

@@ -37,6 +37,13 @@ type Engine interface {
 	Incr(ctx context.Context, name string, by int64) (int64, error)
 	Counter(ctx context.Context, name string) (int64, error)
 
+	// Redisson's read lock (quorum/rwlock.go).
+	TakeRead(ctx context.Context, l quorum.ReadLock, ttl time.Duration) (quorum.ReadTaken, error)
+	UndoRead(ctx context.Context, t quorum.ReadTaken)
+	UnlockRead(ctx context.Context, u quorum.ReadUnlock) (quorum.Value, error)
+	ForceUnlockRead(ctx context.Context, key, channel, message, publish string) (int64, error)
+	RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error)
+
 	// Scripts run by their effect, and the masters' script state.
 	Wrap(body string, commands map[string]int, literals []string) *quorum.Effect
 	RunEffect(ctx context.Context, eff *quorum.Effect, keys, args []string) (quorum.EffectResult, error)

@@ -71,6 +71,19 @@ func (f *fakeEngine) FlushEffects(context.Context) (int, error)       { return 0
 func (f *fakeEngine) KillScript(context.Context) (quorum.KillResult, error) {
 	return quorum.KillResult{}, f.op()
 }
+func (f *fakeEngine) TakeRead(context.Context, quorum.ReadLock, time.Duration) (quorum.ReadTaken, error) {
+	return quorum.ReadTaken{}, f.op()
+}
+func (f *fakeEngine) UndoRead(context.Context, quorum.ReadTaken) { f.op() }
+func (f *fakeEngine) UnlockRead(context.Context, quorum.ReadUnlock) (quorum.Value, error) {
+	return quorum.Value{}, f.op()
+}
+func (f *fakeEngine) ForceUnlockRead(context.Context, string, string, string, string) (int64, error) {
+	return 0, f.op()
+}
+func (f *fakeEngine) RenewRead(context.Context, []string, []string, time.Duration) ([]int64, error) {
+	return nil, f.op()
+}
 func (f *fakeEngine) ScriptBusy(context.Context) (bool, error) { return false, f.op() }
 
 // newFakeServer returns a server over e.

@@ -89,6 +89,8 @@ var (
 	errUnsupportedScript   = refusal("a catalogue script the proxy does not run")
 	errUnsupportedNamed    = refusal("a named catalogue script the proxy does not run")
 	errRedissonType        = refusal("a refused redisson type's script")
+	errRedissonLayout      = refusal("a redisson read lock script with another layout")
+	errForceUnlock         = refusal("redisson forceUnlock without allow_force_del")
 	errAdmitBusy           = refusal("every admission place taken")
 	errScriptFlushOption   = refusal("script flush: unknown option")
 	errInvalidCursor       = refusal("invalid scan cursor")
@@ -181,6 +183,8 @@ var errorTexts = []struct {
 	{errUnsupportedScript, "ERR unsupported script: redlock-proxy runs recognised lock scripts only (see its README)"},
 	{errUnsupportedNamed, "ERR unsupported script (%s): redlock-proxy runs recognised lock scripts only"},
 	{errRedissonType, "ERR unsupported script: Redisson's %s is not served: %s (see the README, Redisson)"},
+	{errRedissonLayout, "ERR Redisson's read lock %s is served only as Redisson calls it: %s"},
+	{errForceUnlock, "ERR Redisson's forceUnlock is refused: it deletes every holder's lock; release with unlock, or set allow_force_del for admin use"},
 	{errAdmitBusy, "ERR unsupported script: the proxy is busy admitting other scripts; try again"},
 	{errScriptFlushOption, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"},
 	{errInvalidCursor, "ERR invalid cursor"},

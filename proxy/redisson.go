@@ -6,10 +6,6 @@ package proxy
 // (integration/redissonrefused_test.go replays each). They are refused
 // naming the type before admission, so nothing of them reaches a node.
 var redissonRefused = map[string]string{
-	"95553a6ff11176c18e71344e89d116b06fd6f753": "RReadWriteLock read lock",
-	"6e1b10e11ac0a3ed8e902562ecd32ce01b553039": "RReadWriteLock read lock",
-	"27dbe744e95c1d854a7f556cc6817030de2d0d01": "RReadWriteLock read lock",
-	"38d2b478dfbe264ab67c221b7e4be62245f00ba0": "RReadWriteLock read lock",
 	"d1ddef65ad80886b5d36e023c99930044ddd653a": "RFairLock",
 	"d20501c26a30adf6fb0fe9883bbbcc497e6157e2": "RFairLock",
 	"8f6ed299ffd259f0539c20f89253998c0777ea75": "RFairLock",
@@ -40,10 +36,9 @@ var redissonRefused = map[string]string{
 // redissonWhy is why each refused type is not served; docs/compatibility.md's
 // Redisson table says the same.
 var redissonWhy = map[string]string{
-	"RReadWriteLock read lock":                "its readers share one hash and one expiry, kept alive by timeout keys the script names from KEYS[2], so one reader's renewal extends the others' holds",
-	"RFairLock":                               "its wait queue is a list and a sorted set of thread timeouts, trimmed in unbounded loops, which no quorum decides",
-	"RSemaphore":                              "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
-	"RPermitExpirableSemaphore":               "its permits are a counter without an expiry beside a sorted set of permit ids, and independent masters cannot keep a count of n permits exact",
+	"RFairLock":                 "its wait queue is a list and a sorted set of thread timeouts, trimmed in unbounded loops, which no quorum decides",
+	"RSemaphore":                "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
+	"RPermitExpirableSemaphore": "its permits are a counter without an expiry beside a sorted set of permit ids, and independent masters cannot keep a count of n permits exact",
 	"RSemaphore or RPermitExpirableSemaphore": "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
 	"RCountDownLatch":                         "its count is a counter without an expiry that must never reach zero early, and independent masters cannot keep it exact",
 }

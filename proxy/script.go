@@ -45,6 +45,8 @@ type served struct {
 	// catalogue cannot take.
 	sha  string
 	body []byte
+	// rw is a Redisson read lock script, served by its own operation.
+	rw rwScript
 }
 
 func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *scriptCache {
@@ -86,6 +88,9 @@ func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, error) {
 // lookup finds the script with digest sha: a catalogue script, or one a
 // client sent before.
 func (c *scriptCache) lookup(sha string) (served, bool) {
+	if rw, ok := redissonServed[strings.ToLower(sha)]; ok {
+		return served{rw: rw}, true
+	}
 	if sc, ok := script.ClassifySHA(sha); ok {
 		return served{sc: sc, sha: strings.ToLower(sha)}, true
 	}
@@ -100,6 +105,9 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 // returns the digest, and the refusal when the body is not served.
 func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, error) {
 	sha := script.SHA1Hex(body)
+	if rw, ok := redissonServed[sha]; ok {
+		return served{rw: rw}, sha, nil
+	}
 	if typ, refused := redissonRefused[sha]; refused {
 		return served{}, sha, withArgs(errRedissonType, typ, redissonWhy[typ])
 	}
@@ -257,6 +265,9 @@ func (s *Server) function(r *request) (resp.Reply, error) {
 // than the script reads, fewer arguments, a TTL or token length it cannot
 // read) runs by its effect, as one Redis would run it.
 func (s *Server) run(r *request, sv served) (resp.Reply, error) {
+	if sv.rw != rwNone {
+		return s.runReadLock(r, sv.rw)
+	}
 	if sv.eff != nil {
 		return s.runEffect(r, sv.eff)
 	}

@@ -1,0 +1,205 @@
+package proxy
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/resp"
+)
+
+// rwScript is one of Redisson's read lock scripts the proxy serves as a
+// quorum operation of its own (quorum/rwlock.go).
+type rwScript uint8
+
+const (
+	rwNone   rwScript = iota
+	rwTake            // RedissonReadLock.tryLockInnerAsync
+	rwUnlock          // RedissonReadLock.unlockInnerAsync
+	rwForce           // RedissonReadLock.forceUnlockAsync
+	rwRenew           // renewal/ReadLockTask: the watchdog
+)
+
+// redissonServed names, by the SHA-1 of its text, each read lock script
+// served, as redisson/redisson 66863978b4a9 sends them
+// (integration/redissonrwread_test.go replays each).
+var redissonServed = map[string]rwScript{
+	"95553a6ff11176c18e71344e89d116b06fd6f753": rwTake,
+	"6e1b10e11ac0a3ed8e902562ecd32ce01b553039": rwUnlock,
+	"27dbe744e95c1d854a7f556cc6817030de2d0d01": rwForce,
+	"38d2b478dfbe264ab67c221b7e4be62245f00ba0": rwRenew,
+}
+
+// rwNames names each script in errors.
+var rwNames = [...]string{rwTake: "tryLock", rwUnlock: "unlock", rwForce: "forceUnlock", rwRenew: "watchdog renewal"}
+
+// runReadLock serves a read lock script called with Redisson's KEYS and
+// ARGV layout; any other call is refused, since the scripts name keys
+// from their arguments.
+func (s *Server) runReadLock(r *request, op rwScript) (resp.Reply, error) {
+	rest := r.args[3:]
+	nk, err := resp.Numkeys(r.args[2], len(rest))
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	if err := reservedKeys(rest[:nk]); err != nil {
+		return resp.Reply{}, err
+	}
+	keys, args := make([]string, nk), make([]string, len(rest)-nk)
+	for i, k := range rest[:nk] {
+		keys[i] = string(k)
+	}
+	for i, a := range rest[nk:] {
+		args[i] = string(a)
+	}
+	layout := func(want string) error { return withArgs(errRedissonLayout, rwNames[op], want) }
+	switch op {
+	case rwTake:
+		if nk != 2 || len(args) != 3 {
+			return resp.Reply{}, layout("2 keys (the lock, the timeout prefix) and 3 arguments (lease, name, write name)")
+		}
+		return s.takeRead(r, quorum.ReadLock{Key: keys[0], TimeoutPrefix: keys[1], Name: args[1], WriteName: args[2]}, rest[nk])
+	case rwUnlock:
+		if nk != 5 || len(args) != 4 {
+			return resp.Reply{}, layout("5 keys (the lock, the channel, the timeout prefix, the key prefix, the latch) and 4 arguments (message, name, publish command, latch timeout)")
+		}
+		return s.unlockRead(r, quorum.ReadUnlock{Key: keys[0], Channel: keys[1], TimeoutPrefix: keys[2], KeyPrefix: keys[3], Latch: keys[4],
+			Message: args[0], Name: args[1], Publish: args[2], LatchPX: args[3]})
+	case rwForce:
+		if nk != 2 || len(args) != 2 {
+			return resp.Reply{}, layout("2 keys (the lock, the channel) and 2 arguments (message, publish command)")
+		}
+		r.op = quorum.OpRelease
+		if !s.conf().AllowForceDel {
+			return resp.Reply{}, errForceUnlock
+		}
+		if !publishCommand(args[1]) {
+			return resp.Reply{}, layout("PUBLISH or SPUBLISH as the publish command")
+		}
+		v, err := s.e.ForceUnlockRead(r.ctx, keys[0], keys[1], args[0], args[1])
+		if err != nil {
+			return resp.Reply{}, err
+		}
+		return resp.Int(v), nil
+	case rwRenew:
+		return s.renewRead(r, keys, args, layout)
+	}
+	return resp.Reply{}, errUnsupportedScript
+}
+
+// publishCommand reports whether cmd is one a read lock script may send
+// its message with.
+func publishCommand(cmd string) bool {
+	return strings.EqualFold(cmd, "publish") || strings.EqualFold(cmd, "spublish")
+}
+
+// reservedPrefix refuses a timeout prefix whose keys could be the
+// proxies' own.
+func reservedPrefix(prefix string) error {
+	if quorum.ReservedPrefix(prefix) {
+		return withArgs(errReservedKey, cString([]byte(prefix+":"), 128))
+	}
+	return nil
+}
+
+// takeRead serves a read lock's take: nil when granted, the PTTL when a
+// writer holds it.
+func (s *Server) takeRead(r *request, l quorum.ReadLock, leaseArg []byte) (resp.Reply, error) {
+	r.op = quorum.OpAcquire
+	ttl, err := s.parseMillis(leaseArg)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	if err := reservedPrefix(l.TimeoutPrefix); err != nil {
+		return resp.Reply{}, err
+	}
+	if s.Draining() {
+		return resp.Reply{}, errDraining
+	}
+	t, err := s.e.TakeRead(r.ctx, l, ttl)
+	if split(err) && s.pauseForRetry(r) {
+		t, err = s.e.TakeRead(r.ctx, l, ttl)
+	}
+	var oe *quorum.OutcomeError
+	switch {
+	case err == nil && !t.Lease.Valid(time.Now()):
+		s.e.UndoRead(r.ctx, t)
+		return resp.Reply{}, errLate
+	case err == nil:
+		s.warnFailures(t.Lease.Failures)
+		r.validity = t.Lease.Validity
+		return resp.Null(), nil
+	case errors.As(err, &oe) && !oe.Unavailable && !oe.Expired:
+		s.warnFailures(oe.Failures)
+		return resp.Int(t.PTTL.Milliseconds()), nil
+	}
+	return resp.Reply{}, err
+}
+
+// unlockRead serves a read lock's unlock.
+func (s *Server) unlockRead(r *request, u quorum.ReadUnlock) (resp.Reply, error) {
+	r.op = quorum.OpRelease
+	if !publishCommand(u.Publish) {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwUnlock], "PUBLISH or SPUBLISH as the publish command")
+	}
+	if px, err := strconv.ParseInt(u.LatchPX, 10, 64); err != nil || px <= 0 {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwUnlock], "a latch timeout in milliseconds above 0")
+	}
+	if err := reservedPrefix(u.TimeoutPrefix); err != nil {
+		return resp.Reply{}, err
+	}
+	v, err := s.e.UnlockRead(r.ctx, u)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	return valueReply(v), nil
+}
+
+// renewRead serves the read locks' watchdog renewal: KEYS are pairs (a
+// lock, its key prefix); ARGV the lease, then per pair a count and that
+// many reader names.
+func (s *Server) renewRead(r *request, keys, args []string, layout func(string) error) (resp.Reply, error) {
+	r.op = quorum.OpExtend
+	const want = "pairs of keys (a lock, its key prefix), and the lease, then for each pair a count and that many names"
+	if len(keys) == 0 || len(keys)%2 != 0 || len(args) < 1 {
+		return resp.Reply{}, layout(want)
+	}
+	at := 1
+	for i := 1; i < len(keys); i += 2 {
+		if err := reservedPrefix(keys[i]); err != nil {
+			return resp.Reply{}, err
+		}
+		if at >= len(args) {
+			return resp.Reply{}, layout(want)
+		}
+		c, err := strconv.Atoi(args[at])
+		if err != nil || c < 0 || c > len(args)-at-1 {
+			return resp.Reply{}, layout(want)
+		}
+		for _, name := range args[at+1 : at+1+c] {
+			// A name's timeout keys are the prefix, ":", the name, ...
+			if err := reservedPrefix(keys[i] + ":" + name); err != nil {
+				return resp.Reply{}, err
+			}
+		}
+		at += 1 + c
+	}
+	if at != len(args) {
+		return resp.Reply{}, layout(want)
+	}
+	ttl, err := s.parseMillis([]byte(args[0]))
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	got, err := s.e.RenewRead(r.ctx, keys, args, ttl)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	items := make([]resp.Reply, len(got))
+	for i, v := range got {
+		items[i] = resp.Int(v)
+	}
+	return resp.Array(items...), nil
+}

@@ -1,0 +1,210 @@
+package quorum
+
+// Redisson's read lock (RReadWriteLock's readLock()), served as quorum
+// operations of its own. Its scripts name keys the generic effect path
+// cannot take: each reader's hold has a timeout key named from KEYS[2]
+// (take, unlock) or from the hash's fields (the unlock's expiry, the
+// watchdog's renewal). The proxy knows these exact script bodies by
+// their SHA-1 and calls the operations here, which run Redisson's
+// logic per node (lua/rwlock_*.lua) and decide by the Redlock rules.
+//
+// On one node, a reader holds the lock while the hash has its field
+// (mode "read", or mode "write" with the same thread's write lock), and
+// the hash lives at least as long as the reader's timeout key, which has
+// the reader's lease: a take sets the hash's expiry to at least the
+// lease, and an unlock shortens it no further than the longest timeout
+// key left. The write lock (the effect path) takes a node only where
+// the hash is missing, and a reader only where it is not another's
+// write lock. Each needs a quorum, so a reader's quorum and a writer's
+// meet in a node that denied the later of them while the earlier held:
+// never a writer beside a reader (rwlockcheck_test.go checks it).
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+)
+
+// ReadLock names one reader of a read lock, with Redisson's KEYS and
+// ARGV (RedissonReadLock.tryLockInnerAsync).
+type ReadLock struct {
+	Key           string // KEYS[1]: the lock's hash
+	TimeoutPrefix string // KEYS[2]: the reader's timeout keys are this, ":", n
+	Name          string // ARGV[2]: the reader (client id and thread)
+	WriteName     string // ARGV[3]: the same thread's write lock
+}
+
+// ReadTaken is a read lock take's outcome.
+type ReadTaken struct {
+	Lease Lease // when granted
+	// PTTL is a denial's reply: how long until a quorum could grant.
+	PTTL   time.Duration
+	l      ReadLock
+	nonce  string
+	landed []bool
+}
+
+// ReadUnlock is a read lock's unlock, with Redisson's KEYS and ARGV
+// (RedissonReadLock.unlockInnerAsync).
+type ReadUnlock struct {
+	Key, Channel, TimeoutPrefix, KeyPrefix, Latch string // KEYS[1..5]
+	Message, Name, Publish, LatchPX               string // ARGV[1..4]
+}
+
+// errNoRWLock: a node that cannot run the read lock's scripts (a fake).
+var errNoRWLock = errors.New("node cannot run read lock scripts")
+
+// rwNode is a Node that runs the read lock's scripts.
+type rwNode interface {
+	takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error)
+	undoRead(ctx context.Context, l ReadLock, nonce string) error
+	unlockRead(ctx context.Context, u ReadUnlock) (readRelease, error)
+	forceUnlockRead(ctx context.Context, key string) (int64, error)
+	renewRead(ctx context.Context, keys, args []string) ([]int64, error)
+	publish(ctx context.Context, cmd, channel, message string) error
+}
+
+// rwOp runs op on every node that can run the read lock's scripts.
+func rwOp[T any](ctx context.Context, e *Engine, op func(context.Context, rwNode) (T, error)) []result[T] {
+	return fanOut(ctx, e, func(ctx context.Context, n Node) (T, error) {
+		rn, ok := n.(rwNode)
+		if !ok {
+			var zero T
+			return zero, errNoRWLock
+		}
+		return op(ctx, rn)
+	})
+}
+
+// countedNodes says, per node, whether its answers count (not quarantined).
+func (e *Engine) countedNodes() []bool {
+	c := make([]bool, len(e.nodes))
+	for i := range c {
+		c[i] = e.counts(i)
+	}
+	return c
+}
+
+// TakeRead takes a read lock for one reader with the given lease (Redlock
+// steps 1-5, as Acquire). Granted: err is nil. Denied (a writer holds
+// it): err matches ErrDenied and PTTL is the reply. Otherwise err
+// matches ErrUnavailable, or ErrDenied with the validity run out; what
+// the take may have added is undone wherever it may have landed.
+func (e *Engine) TakeRead(ctx context.Context, l ReadLock, ttl time.Duration) (ReadTaken, error) {
+	start := time.Now()
+	nonce := newNonce()
+	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (readTake, error) {
+		return n.takeRead(ctx, l, ttl, nonce)
+	})
+	fails := failures(results)
+	d := decideReadTake(readTakeVotes{results: results, counted: e.countedNodes(), quorum: e.quorum,
+		ttl: ttl, elapsed: time.Since(start), driftFactor: e.cfg.DriftFactor, failures: fails})
+	e.observe(OpAcquire, start, d.err)
+	t := ReadTaken{PTTL: d.pttl, l: l, nonce: nonce, landed: d.landed}
+	if d.err != nil {
+		e.undoRead(ctx, l, nonce, d.undo)
+		return t, d.err
+	}
+	if obs := e.cfg.Observer; obs != nil {
+		obs.LeaseGranted(OpAcquire, d.validity, ttl)
+	}
+	t.Lease = Lease{Validity: d.validity, Expires: start.Add(ttl - e.Drift(ttl)), Granted: d.granted, Failures: fails}
+	return t, nil
+}
+
+// UndoRead gives a granted take back (its validity ran out before the
+// reply, or the proxy is draining): on each node where it may have
+// landed, the hold it added, by its nonce.
+func (e *Engine) UndoRead(ctx context.Context, t ReadTaken) {
+	e.undoRead(ctx, t.l, t.nonce, t.landed)
+}
+
+// undoRead removes the take with nonce on the nodes undo names. As
+// Acquire's undo, it goes past the breaker and the caller's cancellation.
+func (e *Engine) undoRead(ctx context.Context, l ReadLock, nonce string, undo []bool) {
+	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, n Node) (struct{}, error) {
+		rn, ok := n.(rwNode)
+		if i := e.index(n); !ok || i < 0 || !undo[i] {
+			return struct{}{}, nil
+		}
+		return struct{}{}, rn.undoRead(ctx, l, nonce)
+	})
+}
+
+// UnlockRead releases one hold of a reader and answers as Redisson's
+// unlock on one Redis: nil (not held), 0 (still locked) or 1 (free now),
+// or an earlier run's latched answer. The unlock message is published
+// once the quorum has decided, on every node (the proxies' subscribers
+// get it once), when one Redis would publish it.
+func (e *Engine) UnlockRead(ctx context.Context, u ReadUnlock) (Value, error) {
+	start := time.Now()
+	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (readRelease, error) {
+		return n.unlockRead(ctx, u)
+	})
+	d := decideReadRelease(results, e.countedNodes(), e.quorum, failures(results))
+	e.observe(OpRelease, start, d.err)
+	if d.err != nil {
+		return Value{}, d.err
+	}
+	if d.publish {
+		e.publishAll(ctx, u.Publish, u.Channel, u.Message)
+	}
+	return d.reply, nil
+}
+
+// ForceUnlockRead deletes a read lock, whoever holds it, as Redisson's
+// forceUnlock: 1 if it was read-locked (the message is then published),
+// else 0.
+func (e *Engine) ForceUnlockRead(ctx context.Context, key, channel, message, publish string) (int64, error) {
+	start := time.Now()
+	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (int64, error) {
+		return n.forceUnlockRead(ctx, key)
+	})
+	v, err := decideReadForce(results, e.countedNodes(), e.quorum, failures(results))
+	e.observe(OpRelease, start, err)
+	if err == nil && v == 1 {
+		e.publishAll(ctx, publish, channel, message)
+	}
+	return v, err
+}
+
+// RenewRead runs Redisson's read lock watchdog renewal (keys: pairs of a
+// lock's hash and its key prefix; args: the lease, then per pair a count
+// and the reader names) and answers 1 or 0 per pair, each decided by its
+// own quorum (decideReadRenew).
+func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
+	start := time.Now()
+	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
+		return n.renewRead(ctx, keys, args)
+	})
+	valid := validity(ttl, time.Since(start), e.cfg.DriftFactor) > 0 || brokenNoValidity()
+	out, err := decideReadRenew(results, e.countedNodes(), e.quorum, len(keys)/2, valid, failures(results))
+	e.observe(OpExtend, start, err)
+	return out, err
+}
+
+// publishAll sends a decided release's message on every node; the
+// proxies' pub/sub hubs deliver the copies once. A node that misses it
+// only costs a waiter its retry.
+func (e *Engine) publishAll(ctx context.Context, cmd, channel, message string) {
+	rwOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n rwNode) (struct{}, error) {
+		return struct{}{}, n.publish(ctx, cmd, channel, message)
+	})
+}
+
+// ReservedPrefix reports whether a key named prefix, ":" and anything
+// (a read lock's timeout key) can be one of the proxies' own keys.
+func ReservedPrefix(prefix string) bool {
+	p := prefix + ":"
+	return Reserved(prefix) || strings.HasPrefix(CountersKey, p) || strings.HasPrefix(MembersKey, p) ||
+		strings.HasPrefix(p, CountersKey)
+}
+
+func newNonce() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

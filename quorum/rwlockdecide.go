@@ -1,0 +1,257 @@
+package quorum
+
+import (
+	"errors"
+	"slices"
+	"time"
+)
+
+// The read lock's decisions (rwlock.go), pure: no I/O, no clock.
+
+// readTake is one node's answer to a read lock's take: granted, or
+// denied with the key's PTTL there (negative: no expiry).
+type readTake struct {
+	granted bool
+	pttl    time.Duration
+}
+
+// readTakeVotes is everything decideReadTake reads.
+type readTakeVotes struct {
+	results      []result[readTake]
+	counted      []bool // counted[i]: node i's grant counts (not quarantined)
+	quorum       int
+	ttl, elapsed time.Duration
+	driftFactor  float64
+	failures     error
+}
+
+// readTakeDecision is how a take is answered, and where it is undone.
+type readTakeDecision struct {
+	err      error // nil: granted; *OutcomeError otherwise
+	validity time.Duration
+	// pttl is a denial's reply: how long until a quorum of nodes could
+	// grant, by their PTTLs (negative: one of them has no expiry).
+	pttl    time.Duration
+	granted int // counted nodes that granted
+	// landed[i]: the take may hold on node i (it granted there, or it
+	// failed, and was called: a lost reply may hide a grant); undo is
+	// landed when the take is not granted, else none.
+	landed, undo []bool
+}
+
+// decideReadTake decides a read lock's take as Acquire decides a lock:
+// granted by a quorum of counted nodes with validity left. A reader and
+// a writer each need a quorum, and a node grants a reader only where no
+// other's write lock is, and a writer only where no read lock is; two
+// quorums meet in a node, so a reader is never granted beside a writer
+// (readers share: they never deny each other). Anything else is undone
+// wherever the take may have landed.
+func decideReadTake(v readTakeVotes) readTakeDecision {
+	n := len(v.results)
+	d := readTakeDecision{landed: make([]bool, n), undo: make([]bool, n)}
+	o := Outcome{Total: n}
+	var pttls []time.Duration
+	for i, r := range v.results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v.granted && !v.counted[i]:
+			o.Quarantined++
+		case r.v.granted:
+			o.Granted++
+		default:
+			o.Denied++
+			pttls = append(pttls, r.v.pttl)
+		}
+	}
+	for i, r := range v.results {
+		d.landed[i] = r.err == nil && r.v.granted || r.err != nil && !errors.Is(r.err, ErrNodeDown)
+	}
+	d.granted = o.Granted
+	d.validity = validity(v.ttl, v.elapsed, v.driftFactor)
+	d.err = verdict(o, v.quorum, v.failures)
+	if d.err == nil && d.validity <= 0 && !brokenNoValidity() {
+		d.err = &OutcomeError{Outcome: o, Expired: true, Failures: v.failures}
+	}
+	if d.err == nil {
+		return d
+	}
+	copy(d.undo, d.landed)
+	if errors.Is(d.err, ErrDenied) && !d.err.(*OutcomeError).Expired {
+		d.pttl = freeAfter(pttls, v.quorum-o.Granted)
+	}
+	return d
+}
+
+// freeAfter is when need of the denying nodes' holds (their PTTLs) have
+// all run out: the need-th shortest, negative if that one has no expiry.
+func freeAfter(pttls []time.Duration, need int) time.Duration {
+	s := slices.Clone(pttls)
+	slices.SortFunc(s, func(a, b time.Duration) int {
+		switch {
+		case a == b, a < 0 && b < 0:
+			return 0
+		case a < 0:
+			return 1
+		case b < 0, a < b:
+			return -1
+		}
+		return 1
+	})
+	if need < 1 || need > len(s) {
+		return -1
+	}
+	return s[need-1]
+}
+
+// readRelease is one node's answer to a read lock's unlock.
+type readRelease struct {
+	// latched: an earlier run of the same request answered latch here
+	// (Redisson's unlock latch), and this run did nothing.
+	latched bool
+	latch   Value
+	// held: the reader held the lock here, and one hold is released.
+	held bool
+	// free: no read or write lock is left here.
+	free bool
+}
+
+// readReleaseDecision is an unlock's reply, and whether to publish.
+type readReleaseDecision struct {
+	err     error
+	reply   Value // nil, 0 or 1, as Redisson's unlock answers
+	publish bool
+}
+
+// decideReadRelease decides a read lock's unlock as one Redis answers
+// it, from a quorum of agreeing answers: released (a quorum released a
+// hold, or had latched the request) is 1 when a quorum of nodes is left
+// free (a writer may take it: the message is published) and 0 when not;
+// not held (a quorum held nothing of the reader) is nil, with the
+// message when a quorum has no lock at all, as one Redis publishes then
+// too. A latched answer is the earlier run's, when a quorum latched
+// alike. Fewer answers, or no quorum for either, is unavailable.
+// Releasing never makes a holder, so nothing is undone.
+func decideReadRelease(results []result[readRelease], counted []bool, quorum int, failures error) readReleaseDecision {
+	o := Outcome{Total: len(results)}
+	held, notHeld, free, fresh := 0, 0, 0, 0
+	var latched []Value
+	for i, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+			continue
+		case !counted[i]:
+			o.Quarantined++
+			continue
+		case r.v.latched:
+			latched = append(latched, r.v.latch)
+			held++
+			if r.v.latch.Kind == ValueInt && r.v.latch.Int == 1 {
+				free++
+			}
+			continue
+		case r.v.held:
+			held++
+		default:
+			notHeld++
+		}
+		fresh++
+		if r.v.free {
+			free++
+		}
+	}
+	o.Granted, o.Denied = held, notHeld
+	unavailable := &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
+	switch {
+	case held+notHeld < quorum:
+		return readReleaseDecision{err: unavailable}
+	case len(latched) >= quorum:
+		for _, l := range latched {
+			if countEqual(latched, l) >= quorum {
+				return readReleaseDecision{reply: l}
+			}
+		}
+		return readReleaseDecision{err: unavailable}
+	case held >= quorum:
+		d := readReleaseDecision{reply: Value{Kind: ValueInt}}
+		if free >= quorum {
+			d.reply.Int, d.publish = 1, fresh > 0
+		}
+		return d
+	case notHeld >= quorum:
+		return readReleaseDecision{reply: Value{Kind: ValueNil}, publish: free >= quorum}
+	}
+	return readReleaseDecision{err: unavailable}
+}
+
+func countEqual(vs []Value, v Value) int {
+	n := 0
+	for _, w := range vs {
+		if w.equal(v) {
+			n++
+		}
+	}
+	return n
+}
+
+// decideReadRenew decides a watchdog renewal key by key: renewed (1)
+// when a quorum of counted nodes renewed it with validity left, 0 when a
+// quorum answered that no name held it, or validity ran out; with
+// neither, the whole call is unavailable (Redisson stops renewing a lock
+// answered 0: a guess would drop a lock still held). renewed[i] are node
+// i's answers, one per key.
+func decideReadRenew(results []result[[]int64], counted []bool, quorum, keys int, valid bool, failures error) ([]int64, error) {
+	out := make([]int64, keys)
+	for j := range keys {
+		o := Outcome{Total: len(results)}
+		for i, r := range results {
+			switch {
+			case r.err != nil || len(r.v) != keys:
+				o.Failed++
+			case !counted[i]:
+				o.Quarantined++
+			case r.v[j] == 1:
+				o.Granted++
+			default:
+				o.Denied++
+			}
+		}
+		switch {
+		case o.Granted >= quorum && valid:
+			out[j] = 1
+		case o.Granted >= quorum, o.Denied >= quorum:
+			out[j] = 0
+		default:
+			return nil, &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
+		}
+	}
+	return out, nil
+}
+
+// decideReadForce decides a forceUnlock: 1 when any node that answered
+// deleted a read lock (it is gone wherever it was read-locked), 0 when
+// none did; unavailable when fewer than a quorum of counted nodes
+// answered, since those that did not may hold it.
+func decideReadForce(results []result[int64], counted []bool, quorum int, failures error) (int64, error) {
+	o := Outcome{Total: len(results)}
+	var deleted int64
+	for i, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+			continue
+		case r.v == 1:
+			deleted = 1
+		}
+		if counted[i] {
+			o.Granted++
+		} else {
+			o.Quarantined++
+		}
+	}
+	if o.Granted < quorum {
+		return 0, &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
+	}
+	return deleted, nil
+}

@@ -1,0 +1,150 @@
+package quorum
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// rwTakeVotes builds one result per node from a string: g granted, d
+// denied (PTTL 100ms times its place), f failed, q granted while
+// quarantined.
+func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
+	v := readTakeVotes{quorum: Quorum(len(s)), ttl: ttl, elapsed: elapsed, driftFactor: 0.01}
+	for i, c := range s {
+		r := result[readTake]{}
+		switch c {
+		case 'g', 'q':
+			r.v.granted = true
+		case 'd':
+			r.v.pttl = time.Duration(i+1) * 100 * time.Millisecond
+		case 'f':
+			r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
+		case 'x':
+			r.err = &NodeError{Node: i, Err: ErrNodeDown}
+		}
+		v.results = append(v.results, r)
+		v.counted = append(v.counted, c != 'q')
+	}
+	return v
+}
+
+func TestDecideReadTake(t *testing.T) {
+	for _, tc := range []struct {
+		nodes   string
+		elapsed time.Duration
+		want    error // nil: granted
+		pttl    time.Duration
+		undo    string // per node: u undone, - not
+	}{
+		{"ggggg", 0, nil, 0, "-----"},
+		{"gggdd", 0, nil, 0, "-----"},
+		{"ggxxg", 0, nil, 0, "-----"},
+		{"ggfdd", 0, ErrUnavailable, 0, "uuu--"},
+		{"ggddd", 0, ErrDenied, 300 * time.Millisecond, "uu---"}, // one more must free: the shortest PTTL
+		{"gdddd", 0, ErrDenied, 300 * time.Millisecond, "u----"},
+		{"ggqdd", 0, ErrUnavailable, 0, "uuu--"}, // a quarantined grant could have made it
+		{"ffxgg", 0, ErrUnavailable, 0, "uu-uu"},
+		{"ggggg", time.Second, ErrDenied, 0, "uuuuu"}, // validity ran out
+		{"ggd", 0, nil, 0, "---"},
+		{"gdd", 0, ErrDenied, 200 * time.Millisecond, "u--"},
+	} {
+		d := decideReadTake(rwTakeVotes(tc.nodes, time.Second, tc.elapsed))
+		if tc.want == nil && d.err != nil || tc.want != nil && !errors.Is(d.err, tc.want) {
+			t.Errorf("%s: err %v; want %v", tc.nodes, d.err, tc.want)
+		}
+		if d.pttl != tc.pttl {
+			t.Errorf("%s: pttl %v; want %v", tc.nodes, d.pttl, tc.pttl)
+		}
+		undo := ""
+		for _, u := range d.undo {
+			undo += map[bool]string{true: "u", false: "-"}[u]
+		}
+		if undo != tc.undo {
+			t.Errorf("%s: undo %s; want %s", tc.nodes, undo, tc.undo)
+		}
+	}
+}
+
+func TestDecideReadRelease(t *testing.T) {
+	rel := func(s string) ([]result[readRelease], []bool) {
+		var rs []result[readRelease]
+		var counted []bool
+		for i, c := range s {
+			r := result[readRelease]{}
+			switch c {
+			case 'H': // held, free after
+				r.v = readRelease{held: true, free: true}
+			case 'h': // held, others still there
+				r.v = readRelease{held: true}
+			case 'N': // nothing here at all
+				r.v = readRelease{free: true}
+			case 'n': // others' lock, not the reader's
+			case 'L':
+				r.v = readRelease{latched: true, latch: Value{Kind: ValueInt, Int: 1}}
+			case 'f':
+				r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
+			}
+			rs = append(rs, r)
+			counted = append(counted, true)
+		}
+		return rs, counted
+	}
+	for _, tc := range []struct {
+		nodes   string
+		reply   string // nil, 0, 1 or err
+		publish bool
+	}{
+		{"HHHHH", "1", true},
+		{"HHHhh", "1", true},
+		{"HHhhh", "0", false},
+		{"HHHff", "1", true},
+		{"HHfff", "err", false},
+		{"HHnnf", "err", false},
+		{"nnnHH", "nil", false},
+		{"NNNhh", "nil", true}, // gone on a quorum: one Redis publishes too
+		{"LLLff", "1", false},  // the latch answers, and publishes nothing
+		{"LLHHf", "1", true},
+	} {
+		rs, counted := rel(tc.nodes)
+		d := decideReadRelease(rs, counted, Quorum(len(rs)), nil)
+		got := "err"
+		switch {
+		case d.err != nil:
+			if !errors.Is(d.err, ErrUnavailable) {
+				t.Errorf("%s: %v; want unavailable", tc.nodes, d.err)
+			}
+		case d.reply.Kind == ValueNil:
+			got = "nil"
+		default:
+			got = string(rune('0' + d.reply.Int))
+		}
+		if got != tc.reply || d.publish != tc.publish {
+			t.Errorf("%s: reply %s, publish %v; want %s, %v", tc.nodes, got, d.publish, tc.reply, tc.publish)
+		}
+	}
+}
+
+func TestDecideReadRenewAndForce(t *testing.T) {
+	ok := func(v ...int64) result[[]int64] { return result[[]int64]{v: v} }
+	fail := result[[]int64]{err: errors.New("down")}
+	all := []bool{true, true, true, true, true}
+	got, err := decideReadRenew([]result[[]int64]{ok(1, 0), ok(1, 0), ok(1, 0), ok(0, 0), fail}, all, 3, 2, true, nil)
+	if err != nil || got[0] != 1 || got[1] != 0 {
+		t.Errorf("renew = %v, %v; want [1 0]", got, err)
+	}
+	if _, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(0), fail, fail}, all, 3, 1, true, nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("renew split = %v; want unavailable", err)
+	}
+	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(1), fail, fail}, all, 3, 1, false, nil); err != nil || got[0] != 0 {
+		t.Errorf("renew past validity = %v, %v; want [0]", got, err)
+	}
+	f := func(v int64) result[int64] { return result[int64]{v: v} }
+	ff := result[int64]{err: errors.New("down")}
+	if v, err := decideReadForce([]result[int64]{f(0), f(1), f(0), ff, ff}, all, 3, nil); v != 1 || err != nil {
+		t.Errorf("force = %d, %v; want 1", v, err)
+	}
+	if _, err := decideReadForce([]result[int64]{f(1), f(1), ff, ff, ff}, all, 3, nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("force with 2 of 5 = %v; want unavailable", err)
+	}
+}

@@ -1,0 +1,109 @@
+package quorum
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The read lock's scripts (rwlock.go), one atomic step each on a node.
+var (
+	//go:embed lua/rwlock_take.lua
+	rwTakeSrc string
+	//go:embed lua/rwlock_undo.lua
+	rwUndoSrc string
+	//go:embed lua/rwlock_unlock.lua
+	rwUnlockSrc string
+	//go:embed lua/rwlock_force.lua
+	rwForceSrc string
+	//go:embed lua/rwlock_renew.lua
+	rwRenewSrc string
+	//go:embed lua/rwlock_publish.lua
+	rwPublishSrc string
+
+	rwTakeScript    = newScript(rwTakeSrc)
+	rwUndoScript    = newScript(rwUndoSrc)
+	rwUnlockScript  = newScript(rwUnlockSrc)
+	rwForceScript   = newScript(rwForceSrc)
+	rwRenewScript   = newScript(rwRenewSrc)
+	rwPublishScript = newScript(rwPublishSrc)
+)
+
+func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error) {
+	cmd, err := n.p.eval(ctx, rwTakeScript, []string{l.Key, l.TimeoutPrefix}, ttl.Milliseconds(), l.Name, l.WriteName, nonce)
+	if err != nil {
+		return readTake{}, err
+	}
+	vals, err := cmd.Int64Slice()
+	if err != nil || len(vals) != 2 {
+		return readTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
+	}
+	return readTake{granted: vals[0] == 1, pttl: time.Duration(vals[1]) * time.Millisecond}, nil
+}
+
+func (n *redisNode) undoRead(ctx context.Context, l ReadLock, nonce string) error {
+	_, err := n.p.eval(ctx, rwUndoScript, []string{l.Key, l.TimeoutPrefix}, l.Name, nonce)
+	return err
+}
+
+func (n *redisNode) unlockRead(ctx context.Context, u ReadUnlock) (readRelease, error) {
+	cmd, err := n.p.eval(ctx, rwUnlockScript, []string{u.Key, u.Channel, u.TimeoutPrefix, u.KeyPrefix, u.Latch},
+		u.Message, u.Name, u.Publish, u.LatchPX)
+	if err != nil {
+		return readRelease{}, err
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return readRelease{}, err
+	}
+	return readReleaseResult(vals)
+}
+
+// readReleaseResult decodes rwlock_unlock.lua's reply.
+func readReleaseResult(vals []any) (readRelease, error) {
+	if len(vals) != 2 {
+		return readRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
+	}
+	kind, ok := vals[0].(int64)
+	switch {
+	case !ok:
+	case kind == 0:
+		// Redisson answers tonumber(latch): nil when it is not a number.
+		s, _ := vals[1].(string)
+		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return readRelease{latched: true, latch: Value{Kind: ValueInt, Int: v}}, nil
+		}
+		return readRelease{latched: true}, nil
+	case kind == 1 || kind == 2:
+		free, _ := vals[1].(int64)
+		return readRelease{held: kind == 2, free: free == 1}, nil
+	}
+	return readRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
+}
+
+func (n *redisNode) forceUnlockRead(ctx context.Context, key string) (int64, error) {
+	cmd, err := n.p.eval(ctx, rwForceScript, []string{key})
+	if err != nil {
+		return 0, err
+	}
+	return cmd.Int64()
+}
+
+func (n *redisNode) renewRead(ctx context.Context, keys, args []string) ([]int64, error) {
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	cmd, err := n.p.eval(ctx, rwRenewScript, keys, a...)
+	if err != nil {
+		return nil, err
+	}
+	return cmd.Int64Slice()
+}
+
+func (n *redisNode) publish(ctx context.Context, cmd, channel, message string) error {
+	_, err := n.p.eval(ctx, rwPublishScript, []string{channel}, cmd, message)
+	return err
+}
