@@ -118,10 +118,9 @@ func (s *Server) takeRead(r *request, l quorum.ReadLock, leaseArg []byte) (resp.
 	if s.Draining() {
 		return resp.Reply{}, errDraining
 	}
+	// Not tried again when split: its undo on a node whose reply was
+	// lost can run before the take lands there.
 	t, err := s.e.TakeRead(r.ctx, l, ttl)
-	if split(err) && s.pauseForRetry(r) {
-		t, err = s.e.TakeRead(r.ctx, l, ttl)
-	}
 	var oe *quorum.OutcomeError
 	switch {
 	case err == nil && !t.Lease.Valid(time.Now()):
