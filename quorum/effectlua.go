@@ -59,7 +59,9 @@ import (
 // It is own when it is one of the call's ARGV or KEYS, never for being a
 // constant of the script, and is sent as its place among them. PUBLISH
 // and SPUBLISH are held back until the run is judged, and sent only if it
-// is not refused. The body's locals cannot reach the wrapper's: script
+// is not refused. A run that releases or extends a hold deletes or moves
+// the hold's fencing record (fence.go) as the engine's release and extend
+// do. The body's locals cannot reach the wrapper's: script
 // admission refuses every name that is not the body's own local or an
 // allowed global.
 // wrapperStateSrc declares what a run knows. Its values are set by
@@ -267,6 +269,7 @@ func wrapperParts(commands map[string]int, maxTTL time.Duration, params, lits st
 		"__RLP_MAXBODYBYTES", strconv.Itoa(maxLibraryBodyBytes),
 		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
+		"__RLP_HOLDPREFIX", luaQuote(holdPrefix),
 	)
 }
 

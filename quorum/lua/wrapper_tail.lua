@@ -80,6 +80,33 @@ if __rlp_why then
   end
   return {"refused", __rlp_why}
 end
+-- A hold's fencing record (fence.go) ends with the hold and lives as long
+-- as it, as the engine's release and extend keep it: the record of a
+-- holder the key had before the run is deleted once that holder is gone,
+-- and its expiry follows the key's when the run moved it. Only strings
+-- and hashes have one (FENCE reads no sorted set).
+for i = 1, #__rlp_keys do
+  local k = __rlp_keys[i]
+  local st = __rlp_st[k]
+  local b = st.s
+  if b and not __rlp_same[i] and (b.t == "string" or b.t == "hash") or not b and st.w and st.oi then
+    local rk = __RLP_HOLDPREFIX .. k
+    local rec = __rlp_call("get", rk)
+    local sp = rec and string.find(rec, " ", 1, true)
+    if sp then
+      local t = string.sub(rec, sp + 1)
+      if b then
+        local L, a = __rlp_slowfns, __rlp_after[i]
+        if L.ownset()[t] and L.holders(b)[t] ~= nil then
+          if a.t ~= b.t or L.holders(a)[t] == nil then __rlp_call("del", rk)
+          elseif a.exp ~= b.exp and a.exp > 0 then __rlp_call("pexpireat", rk, a.exp) end
+        end
+      elseif t == st.o then
+        if st.m ~= t then __rlp_call("del", rk) else __rlp_call("pexpire", rk, st.ttl) end
+      end
+    end
+  end
+end
 if __rlp_pubs then
   for i = 1, #__rlp_pubs, 3 do __rlp_pcall(__rlp_pubs[i], __rlp_pubs[i + 1], __rlp_pubs[i + 2]) end
 end
