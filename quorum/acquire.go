@@ -34,34 +34,16 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (bool, error) {
 		return n.Acquire(ctx, l, ttl)
 	})
-	elapsed := time.Since(start)
 	// Step 4: granted by a quorum, with validity left. A grant from a
 	// node in quarantine does not count: it may have lost locks.
-	o := Outcome{Total: len(e.nodes)}
+	ballots := make([]ballot, len(results))
 	for i, r := range results {
-		switch {
-		case r.err != nil:
-			o.Failed++
-		case r.v && !e.counts(i):
-			o.Quarantined++
-		case r.v:
-			o.Granted++
-		default:
-			o.Denied++
-		}
+		ballots[i] = ballot{err: r.err, granted: r.v, ttl: ttl, counts: e.counts(i)}
 	}
-	v := validity(ttl, elapsed, e.cfg.DriftFactor)
-	fails := failures(results)
-	err := verdict(o, e.quorum, fails)
-	if err == nil && v <= 0 && !brokenNoValidity() {
-		err = &OutcomeError{Outcome: o, Expired: true, Failures: fails}
-	}
-	e.observe(OpAcquire, start, err)
-	if err == nil {
-		if obs := e.cfg.Observer; obs != nil {
-			obs.LeaseGranted(OpAcquire, v, ttl)
-		}
-		return Lease{Validity: v, Expires: start.Add(ttl - e.Drift(ttl)), Granted: o.Granted, Failures: fails}, nil
+	d := decide(ballots, e.quorum, start, time.Now(), e.cfg.DriftFactor)
+	e.report(OpAcquire, start, d)
+	if d.err == nil {
+		return d.lease, nil
 	}
 	// Step 5: undo wherever the write may have landed: on the nodes that
 	// granted, and on those that failed or timed out, since a lost reply
@@ -84,5 +66,5 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 		}
 		return n.Release(ctx, l)
 	})
-	return Lease{}, err
+	return Lease{}, d.err
 }

@@ -30,49 +30,23 @@ func (e *Engine) ExtendOrAcquire(ctx context.Context, l Lock, ttl time.Duration)
 	return e.extend(ctx, l, ttl, ExtendOrAcquire, 0)
 }
 
-func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (lease Lease, err error) {
+func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (Lease, error) {
 	start := time.Now()
-	if e.cfg.Observer != nil {
-		defer func() {
-			e.observe(OpExtend, start, err)
-			if err == nil {
-				e.cfg.Observer.LeaseGranted(OpExtend, lease.Validity, ttl)
-			}
-		}()
-	}
 	results := fanOut(ctx, e, func(ctx context.Context, n Node) (time.Duration, error) {
 		return n.Extend(ctx, l, ttl, mode, limit)
 	})
-	elapsed := time.Since(start)
-	o := Outcome{Total: len(e.nodes)}
-	var set []time.Duration
+	// A node grants with the TTL it set (in ExtendAdd mode, its own), 0
+	// when it set none, and -1 when it would have passed limit.
+	ballots := make([]ballot, len(results))
 	over := false
 	for i, r := range results {
-		switch {
-		case r.err != nil:
-			o.Failed++
-		case r.v > 0 && !e.counts(i):
-			o.Quarantined++
-		case r.v > 0:
-			o.Granted++
-			set = append(set, r.v)
-		default:
-			o.Denied++
-			over = over || r.v < 0
-		}
+		ballots[i] = ballot{err: r.err, granted: r.v > 0, ttl: r.v, counts: e.counts(i)}
+		over = over || r.err == nil && r.v < 0
 	}
-	fails := failures(results)
-	if err := verdict(o, e.quorum, fails); err != nil {
-		if over && errors.Is(err, ErrDenied) {
-			err = fmt.Errorf("%w (%v): %w", ErrOverMaxTTL, limit, err)
-		}
-		return Lease{}, err
+	d := decide(ballots, e.quorum, start, time.Now(), e.cfg.DriftFactor)
+	if oe := (*OutcomeError)(nil); over && errors.As(d.err, &oe) && !oe.Unavailable && !oe.Expired {
+		d.err = fmt.Errorf("%w (%v): %w", ErrOverMaxTTL, limit, d.err)
 	}
-	// The TTL a quorum now has; in ExtendAdd mode it differs per node.
-	newTTL, _ := quorumTTL(set, e.quorum)
-	v := validity(newTTL, elapsed, e.cfg.DriftFactor)
-	if v <= 0 && !brokenNoValidity() {
-		return Lease{}, &OutcomeError{Outcome: o, Expired: true, Failures: fails}
-	}
-	return Lease{Validity: v, Expires: start.Add(newTTL - e.Drift(newTTL)), Granted: o.Granted, Failures: fails}, nil
+	e.report(OpExtend, start, d)
+	return d.lease, d.err
 }

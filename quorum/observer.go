@@ -19,7 +19,8 @@ type Observer interface {
 	// OperationDone reports one engine operation and how long it took.
 	OperationDone(op Op, res Result, took time.Duration)
 	// LeaseGranted reports the validity an acquire or extend granted,
-	// out of its TTL.
+	// out of the TTL a quorum of nodes set: the one asked for, or, for
+	// an extend that adds, what was left plus the increment.
 	LeaseGranted(op Op, validity, ttl time.Duration)
 	// NodeDone reports one node's part of an operation (not of the
 	// cleanup after a failed acquire): nil err on an answer. A down node that was not called is reported with took 0

@@ -172,6 +172,38 @@ func TestObserverSeesStateChangesAndQuarantines(t *testing.T) {
 	})
 }
 
+// ExtendBy adds to what each node has left: the lease's TTL is the one a
+// quorum now has, not the increment, so validity never exceeds it (the
+// validity/TTL metric stays at or under 1).
+func TestObserverSeesExtendByAtTheTTLItSet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		fs := []*fakeNode{
+			(&fakeNode{addr: "a"}).with("k", "mine", 300*ms),
+			(&fakeNode{addr: "b"}).with("k", "mine", 300*ms),
+			(&fakeNode{addr: "c"}).with("k", "mine", 300*ms),
+		}
+		e := New(Config{NodeTimeout: 50 * ms, Observer: rec}, asNodes(fs)...)
+		lease, err := e.ExtendBy(t.Context(), Lock{Keys: []string{"k"}, Token: "mine"}, time.Second, 0)
+		if err != nil {
+			t.Fatalf("ExtendBy: %v", err)
+		}
+		// Each node has 1.3s now: 1300 - 13 - 2.
+		if lease.Validity != 1285*ms {
+			t.Errorf("ExtendBy validity = %v; want 1.285s", lease.Validity)
+		}
+		var leases []string
+		for _, ev := range rec.take() {
+			if ev[:5] == "lease" {
+				leases = append(leases, ev)
+			}
+		}
+		if want := []string{"lease extend 1.285s/1.3s"}; !slices.Equal(leases, want) {
+			t.Errorf("lease events of ExtendBy = %q; want %q", leases, want)
+		}
+	})
+}
+
 type replyErr string
 
 func (e replyErr) Error() string { return string(e) }
