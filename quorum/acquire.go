@@ -21,7 +21,7 @@ type Lease struct {
 }
 
 // Valid reports whether the lease is still valid at now.
-func (l Lease) Valid(now time.Time) bool { return brokenNoValidity() || now.Before(l.Expires) }
+func (l Lease) Valid(now time.Time) bool { return !expired(l.Expires.Sub(now)) }
 
 // Acquire tries once to set every key of l to its token with the given
 // TTL on every node (Redlock steps 1-5). On failure the error matches

@@ -6,9 +6,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
-// The negative-control hooks, for the fault-injection suite only: a binary
+// The negative-control build, for the fault-injection suite only: a binary
 // built with -tags brokenbuild breaks the safety rules that
 // REDLOCK_PROXY_BROKEN names (comma-separated), so the suite can show that
 // its checks catch a broken proxy:
@@ -17,15 +18,21 @@ import (
 //	novalidity    a lock is granted even when no validity is left
 //	noquarantine  grants from quarantined or unverified nodes count
 //
-// No release build has this file.
+// Each rule is a whole function, swapped for the one in broken.go. No
+// release build has this file.
 var brokenModes = strings.Split(os.Getenv("REDLOCK_PROXY_BROKEN"), ",")
 
-func brokenQuorum(q int) int {
+func quorumOf(n int) int {
 	if slices.Contains(brokenModes, "quorum1") {
 		return 1
 	}
-	return q
+	return Quorum(n)
 }
 
-func brokenNoValidity() bool   { return slices.Contains(brokenModes, "novalidity") }
-func brokenNoQuarantine() bool { return slices.Contains(brokenModes, "noquarantine") }
+func expired(validity time.Duration) bool {
+	return !slices.Contains(brokenModes, "novalidity") && validity <= 0
+}
+
+func (e *Engine) counts(i int) bool {
+	return slices.Contains(brokenModes, "noquarantine") || e.health[i].counts.Load()
+}

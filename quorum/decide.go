@@ -58,7 +58,7 @@ func decide(ballots []ballot, quorum int, start, now time.Time, driftFactor floa
 	}
 	ttl, _ := quorumTTL(ttls, quorum)
 	v := validity(ttl, now.Sub(start), driftFactor)
-	if v <= 0 && !brokenNoValidity() {
+	if expired(v) {
 		return decision{err: &OutcomeError{Outcome: o, Expired: true, Failures: fails}}
 	}
 	return decision{ttl: ttl, lease: Lease{Validity: v, Expires: start.Add(ttl - drift(ttl, driftFactor)), Granted: o.Granted, Failures: fails}}

@@ -176,7 +176,7 @@ func decideEffect(v effectVotes) effectDecision {
 	if hasHeld {
 		d.ttl = ttl
 		d.validity = validity(ttl, v.elapsed, v.driftFactor)
-		if d.validity <= 0 && !brokenNoValidity() {
+		if expired(d.validity) {
 			o := Outcome{Total: n, Granted: d.held, Denied: v.answered() - d.held, Failed: v.failed()}
 			d.undo, d.err = d.landed, &OutcomeError{Outcome: o, Expired: true, Failures: fails}
 			return d

@@ -134,7 +134,7 @@ func New(cfg Config, nodes ...Node) *Engine {
 	}
 	// A copy: the caller's slice may change, and the engine's must not.
 	nodes = slices.Clone(nodes)
-	e := &Engine{cfg: cfg, nodes: nodes, quorum: brokenQuorum(Quorum(len(nodes))), born: time.Now()}
+	e := &Engine{cfg: cfg, nodes: nodes, quorum: quorumOf(len(nodes)), born: time.Now()}
 	for _, n := range nodes {
 		h := newHealth(n.Addr())
 		h.node, h.obs = len(e.health), cfg.Observer

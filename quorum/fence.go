@@ -206,7 +206,7 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	if err := e.writeCounter(ctx, key, token, fenceField, t, false); err != nil {
 		return Fencing{}, err
 	}
-	if !time.Now().Before(f.Expires) && !brokenNoValidity() {
+	if expired(time.Until(f.Expires)) {
 		return Fencing{}, &OutcomeError{Outcome: o, Expired: true}
 	}
 	f.Token = t

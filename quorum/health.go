@@ -147,11 +147,6 @@ func (h *health) poke() {
 	}
 }
 
-// counts reports whether node i's grants count towards a quorum.
-func (e *Engine) counts(i int) bool {
-	return brokenNoQuarantine() || e.health[i].counts.Load()
-}
-
 // Status returns every node's health, in configuration order. Without
 // Start, every node is up.
 func (e *Engine) Status() []NodeStatus {
