@@ -180,7 +180,7 @@ func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Du
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
 		return n.renewRead(ctx, keys, args)
 	})
-	valid := validity(ttl, time.Since(start), e.cfg.DriftFactor) > 0 || brokenNoValidity()
+	valid := !expired(validity(ttl, time.Since(start), e.cfg.DriftFactor))
 	out, err := decideReadRenew(results, e.countedNodes(), e.quorum, len(keys)/2, valid, failures(results))
 	e.observe(OpExtend, start, err)
 	return out, err

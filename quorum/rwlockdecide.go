@@ -70,7 +70,7 @@ func decideReadTake(v readTakeVotes) readTakeDecision {
 	d.granted = o.Granted
 	d.validity = validity(v.ttl, v.elapsed, v.driftFactor)
 	d.err = verdict(o, v.quorum, v.failures)
-	if d.err == nil && d.validity <= 0 && !brokenNoValidity() {
+	if d.err == nil && expired(d.validity) {
 		d.err = &OutcomeError{Outcome: o, Expired: true, Failures: v.failures}
 	}
 	if d.err == nil {
