@@ -55,7 +55,6 @@ type pipeline struct {
 	// (an ACL without them, a server without functions): scripts with a
 	// library then run as scripts.
 	noFunctions atomic.Bool
-	quit        chan struct{} // closed by close
 	readers     sync.WaitGroup
 
 	mu      sync.Mutex
@@ -79,10 +78,16 @@ type op struct {
 	done  chan struct{}
 }
 
+// finish hands o its reply; whoever calls it touches o no more.
 func (o *op) finish(v any, err error) {
 	o.val, o.err = v, err
-	close(o.done)
+	o.done <- struct{}{}
 }
+
+// ops keeps the operations whose callers took their replies, for reuse.
+// One a caller gave up on may still be finished later, and is left to the
+// garbage collector.
+var ops = sync.Pool{New: func() any { return &op{done: make(chan struct{}, 1)} }}
 
 // newPipeline returns the pipeline to the node at addr, which dial
 // connects to.
@@ -90,7 +95,7 @@ func newPipeline(addr string, dial func(ctx context.Context) (net.Conn, *wire.Re
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &pipeline{addr: addr, log: log, dial: dial, quit: make(chan struct{}), conns: map[*nodeConn]bool{}}
+	return &pipeline{addr: addr, log: log, dial: dial, conns: map[*nodeConn]bool{}}
 }
 
 // close fails every operation queued or in flight with errClosed, closes
@@ -102,7 +107,11 @@ func (p *pipeline) close() {
 		return
 	}
 	p.closed = true
-	close(p.quit)
+	for _, o := range p.queue {
+		o.finish(nil, errClosed)
+	}
+	clear(p.queue)
+	p.queue = p.queue[:0]
 	conns := make([]*nodeConn, 0, len(p.conns))
 	for cn := range p.conns {
 		conns = append(conns, cn)
@@ -157,10 +166,13 @@ func (p *pipeline) reply(ctx context.Context, cmd []byte) (any, error) {
 // reply as a wire.Error value, and an I/O failure, a deadline or
 // errClosed as the error.
 func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
-	o := &op{ctx: ctx, cmd: cmd, done: make(chan struct{})}
+	o := ops.Get().(*op)
+	o.ctx, o.cmd = ctx, cmd
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		o.ctx, o.cmd = nil, nil
+		ops.Put(o)
 		return nil, errClosed
 	}
 	p.queue = append(p.queue, o)
@@ -170,16 +182,19 @@ func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
 		p.writing = true
 		p.flush()
 	}
+	// close finishes every operation it does not leave to the writer,
+	// so that a wait needs no third channel (one shared by every caller).
 	select {
 	case <-o.done:
-		if err := ctx.Err(); err != nil {
-			return nil, err // a late reply is not an answer
+		v, err := o.val, o.err
+		*o = op{done: o.done}
+		ops.Put(o)
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr // a late reply is not an answer
 		}
-		return o.val, o.err
+		return v, err
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-p.quit:
-		return nil, errClosed
 	}
 }
 
@@ -281,6 +296,10 @@ func later(a, b time.Time) time.Time {
 // there is none. Only the writer calls it.
 func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errClosed
+	}
 	cn := p.conn
 	if p.stale.Swap(false) && cn != nil {
 		p.conn = nil
