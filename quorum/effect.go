@@ -97,12 +97,12 @@ var errNoEffect = errors.New("node cannot run wrapped scripts")
 func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string) (EffectResult, error) {
 	start := time.Now()
 	call := newEffectCall(keys, args, len(e.nodes))
-	results := fanOut(ctx, e, func(ctx context.Context, n Node) (nodeEffect, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (nodeEffect, error) {
 		en, ok := n.(effectNode)
 		if !ok {
 			return nodeEffect{}, errNoEffect
 		}
-		return en.runEffect(ctx, eff, call, call.outFor(slices.Index(e.nodes, n)))
+		return en.runEffect(ctx, eff, call, call.outFor(i))
 	})
 	uniq := uniqueKeys(keys)
 	counted := make([]bool, len(results))
@@ -160,8 +160,7 @@ func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]keyUndo) 
 	if !slices.ContainsFunc(undo, func(u []keyUndo) bool { return len(u) > 0 }) {
 		return
 	}
-	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, n Node) (struct{}, error) {
-		i := slices.Index(e.nodes, n)
+	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (struct{}, error) {
 		en, ok := n.(effectNode)
 		if !ok {
 			return struct{}{}, nil

@@ -14,7 +14,7 @@ import (
 // FLUSH through the proxy calls it. It returns how many nodes were
 // flushed, and the nodes' errors.
 func (e *Engine) FlushEffects(ctx context.Context) (int, error) {
-	results := fanOut(ctx, e, func(ctx context.Context, n Node) (bool, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (bool, error) {
 		f, ok := n.(interface {
 			flushEffects(context.Context) error
 		})

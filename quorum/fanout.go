@@ -18,19 +18,22 @@ type result[T any] struct {
 // has answered or timed out, so no goroutine outlives the call. A node
 // the breaker marked down is not called: its result is ErrNodeDown at
 // once, so a dead node costs nothing, while it still counts in N.
-func fanOut[T any](ctx context.Context, e *Engine, op func(context.Context, Node) (T, error)) []result[T] {
+//
+// op gets each node's index in e.nodes with the node, for per-node state
+// (an undo list, a result slot) without looking the node up again.
+func fanOut[T any](ctx context.Context, e *Engine, op func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
 	return fanOutWithin(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), e.cfg.Observer, op)
 }
 
 // each is fanOut for the monitor: under its own timeout, and without the
 // breaker (down nodes are called too, and failures do not count).
-func each[T any](ctx context.Context, e *Engine, timeout time.Duration, op func(context.Context, Node) (T, error)) []result[T] {
+func each[T any](ctx context.Context, e *Engine, timeout time.Duration, op func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
 	return fanOutWithin(ctx, e, timeout, false, nil, op)
 }
 
 // fanOutWithin is fanOut under timeout, with the breaker if monitored,
 // reporting each node's answer to obs if not nil.
-func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, obs Observer, op func(context.Context, Node) (T, error)) []result[T] {
+func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, obs Observer, op func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
 	results := make([]result[T], len(e.nodes))
 	// One deadline for every node: they all start now, so each still gets
 	// the whole timeout, and one timer serves them all.
@@ -39,7 +42,7 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 	tr := traceOf(ctx) // nil unless the proxy traces this command
 	call := func(i int, n Node) {
 		start := time.Now()
-		v, err := op(nctx, n)
+		v, err := op(nctx, i, n)
 		if obs != nil {
 			obs.NodeDone(i, n.Addr(), time.Since(start), err)
 		}

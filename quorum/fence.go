@@ -328,7 +328,7 @@ func counterUnavailable(reads []result[CounterEntry], seeded int) error {
 // writeCounter is the write-back round: field raised to v on every node,
 // done when a quorum wrote it.
 func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) error {
-	results := fanOut(ctx, e, func(ctx context.Context, n Node) (CounterWrite, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterWrite, error) {
 		return fencer(n).WriteCounter(ctx, key, token, field, v, exclusive)
 	})
 	o := Outcome{Total: len(e.nodes)}

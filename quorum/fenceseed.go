@@ -12,7 +12,7 @@ import (
 // (marked, then seeded).
 func (e *Engine) readCounters(ctx context.Context, key, token, field string) []result[CounterEntry] {
 	read := func() []result[CounterEntry] {
-		return fanOut(ctx, e, func(ctx context.Context, n Node) (CounterEntry, error) {
+		return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
 			return fencer(n).ReadCounter(ctx, key, token, field)
 		})
 	}
@@ -108,8 +108,7 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 	// The same cleanup rules as an acquire's step 5: the caller may have
 	// given up, and the seeding must still finish.
 	ctx = context.WithoutCancel(ctx)
-	seeded := fanOut(ctx, e, func(ctx context.Context, n Node) (bool, error) {
-		i := e.index(n)
+	seeded := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (bool, error) {
 		switch acts[i] {
 		case seedMark:
 			_, err := fencer(n).MarkCounters(ctx)
@@ -134,7 +133,7 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 // It runs after the wait was seen on the pending node, so it sees every
 // value an operation that counted the lost node returned.
 func (e *Engine) counterMaxima(ctx context.Context) (map[string]int64, bool) {
-	dumps := fanOut(ctx, e, func(ctx context.Context, n Node) (map[string]int64, error) {
+	dumps := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (map[string]int64, error) {
 		return fencer(n).Counters(ctx)
 	})
 	fields := map[string]int64{}
@@ -149,14 +148,4 @@ func (e *Engine) counterMaxima(ctx context.Context) (map[string]int64, bool) {
 		}
 	}
 	return fields, seeded >= e.quorum
-}
-
-// index returns n's place in the node list.
-func (e *Engine) index(n Node) int {
-	for i, m := range e.nodes {
-		if m == n {
-			return i
-		}
-	}
-	return -1
 }

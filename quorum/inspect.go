@@ -44,7 +44,7 @@ func (e *Engine) Inspect(ctx context.Context, key string) (st State, err error) 
 // answered holding the agreed token, one bit each (node i: 1<<i).
 func (e *Engine) inspect(ctx context.Context, key string) (State, uint16, error) {
 	start := time.Now()
-	results := fanOut(ctx, e, func(ctx context.Context, n Node) (Entry, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (Entry, error) {
 		return n.Inspect(ctx, key)
 	})
 	elapsed := time.Since(start)
@@ -105,7 +105,7 @@ type entryID struct{ typ, token string }
 // Delete deletes keys on every node, whoever holds them (an admin's
 // forced release). It returns how many of the keys a quorum of nodes had.
 func (e *Engine) Delete(ctx context.Context, keys []string) (int, error) {
-	results := fanOut(ctx, e, func(ctx context.Context, n Node) (int, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (int, error) {
 		return n.Delete(ctx, keys)
 	})
 	o := Outcome{Total: len(e.nodes)}

@@ -38,7 +38,7 @@ var errNoKeyCount = errors.New("quorum: node cannot count its keys")
 // counts a quorum of the counting nodes each reach. The error matches
 // ErrUnavailable when fewer than a quorum answered.
 func (e *Engine) Keyspace(ctx context.Context) (KeyView, error) {
-	results := fanOut(ctx, e, func(ctx context.Context, n Node) (KeyCount, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (KeyCount, error) {
 		kc, ok := n.(keyCounter)
 		if !ok {
 			return KeyCount{}, errNoKeyCount

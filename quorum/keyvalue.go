@@ -59,7 +59,7 @@ var errNoKeyRead = errors.New("quorum: node cannot read keys")
 // changed the answer.
 func (e *Engine) ReadKey(ctx context.Context, key string) (KeyValue, error) {
 	start := time.Now()
-	results := fanOut(ctx, e, func(ctx context.Context, n Node) (NodeKey, error) {
+	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (NodeKey, error) {
 		vr, ok := n.(keyReader)
 		if !ok {
 			return NodeKey{}, errNoKeyRead

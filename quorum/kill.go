@@ -38,7 +38,7 @@ var errNoKill = errors.New("quorum: the node cannot stop scripts")
 // node busy in a script answers nothing else, and may be marked down for
 // it). It fails only when no node answered.
 func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
-	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, n Node) (killAnswer, error) {
+	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, _ int, n Node) (killAnswer, error) {
 		k, ok := n.(scriptKiller)
 		if !ok {
 			return killAnswer{}, errNoKill
@@ -75,7 +75,7 @@ func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
 // the proxy must stop none: clients run no functions through it). Every
 // node is asked, as by KillScript; it fails only when no node answered.
 func (e *Engine) ScriptBusy(ctx context.Context) (bool, error) {
-	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, n Node) (bool, error) {
+	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, _ int, n Node) (bool, error) {
 		k, ok := n.(scriptKiller)
 		if !ok {
 			return false, errNoKill

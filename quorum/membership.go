@@ -67,7 +67,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	h.mu.Unlock()
 
 	// A process this proxy has not verified: new, or restarted?
-	recs := each(ctx, e, e.probeTimeout(), func(ctx context.Context, n Node) (map[string]string, error) {
+	recs := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (map[string]string, error) {
 		return n.Members(ctx)
 	})
 	old := ""
@@ -243,7 +243,7 @@ func (e *Engine) writeFields(ctx context.Context, fields map[string]string) {
 	for i, n := range e.nodes {
 		down[n] = e.health[i].down.Load()
 	}
-	each(ctx, e, e.probeTimeout(), func(ctx context.Context, n Node) (struct{}, error) {
+	each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (struct{}, error) {
 		if down[n] {
 			return struct{}{}, nil
 		}

@@ -31,7 +31,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			w.watchConnects(func(runID string) { e.connected(i, runID) })
 		}
 	}
-	probes := each(ctx, e, e.probeTimeout(), func(ctx context.Context, n Node) (Probe, error) {
+	probes := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (Probe, error) {
 		return n.Probe(ctx)
 	})
 	var errs []error

@@ -69,7 +69,7 @@ type rwNode interface {
 
 // rwOp runs op on every node that can run the read lock's scripts.
 func rwOp[T any](ctx context.Context, e *Engine, op func(context.Context, rwNode) (T, error)) []result[T] {
-	return fanOut(ctx, e, func(ctx context.Context, n Node) (T, error) {
+	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (T, error) {
 		rn, ok := n.(rwNode)
 		if !ok {
 			var zero T
@@ -125,9 +125,9 @@ func (e *Engine) UndoRead(ctx context.Context, t ReadTaken) {
 // undoRead removes the take with nonce on the nodes undo names. As
 // Acquire's undo, it goes past the breaker and the caller's cancellation.
 func (e *Engine) undoRead(ctx context.Context, l ReadLock, nonce string, undo []bool) {
-	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, n Node) (struct{}, error) {
+	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (struct{}, error) {
 		rn, ok := n.(rwNode)
-		if i := e.index(n); !ok || i < 0 || !undo[i] {
+		if !ok || !undo[i] {
 			return struct{}{}, nil
 		}
 		return struct{}{}, rn.undoRead(ctx, l, nonce)
