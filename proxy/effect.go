@@ -35,7 +35,7 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) (resp.Reply, error) {
 	keys, args := all[:nk:nk], all[nk:]
 	res, err := s.e.RunEffect(r.ctx, eff, keys, args)
 	if res.Retry && s.pauseForRetry(r) {
-		res, err = s.e.RunEffect(r.ctx, eff, keys, args) // see split
+		res, err = s.e.RunEffect(r.ctx, eff, keys, args) // see split; only a run undone wherever it changed something
 	}
 	switch {
 	case err != nil:
