@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -398,6 +399,15 @@ func (s *Server) runScript(r *request, sc script.Script) (resp.Reply, error) {
 		}
 		return s.outcome(s.extended(s.e.Extend(r.ctx, l, ttl)), success, fail)
 	case script.OpExtendOrAcquire:
+		if s.Draining() {
+			// No new lock while draining: extend only what the token holds.
+			lease, err := s.e.Extend(r.ctx, l, ttl)
+			var oe *quorum.OutcomeError
+			if errors.As(err, &oe) && errors.Is(err, quorum.ErrDenied) && !oe.Expired {
+				return resp.Reply{}, errDraining
+			}
+			return s.outcome(s.extended(lease, err), success, fail)
+		}
 		return s.outcome(s.extended(s.e.ExtendOrAcquire(r.ctx, l, ttl)), success, fail)
 	}
 	return resp.Reply{}, unsupportedScript(sc.Name)
