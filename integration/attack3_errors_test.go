@@ -3,6 +3,7 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
@@ -59,5 +60,28 @@ func TestCounterOverflowAsRedis(t *testing.T) {
 		if r.String() != pv.String() {
 			t.Errorf("%s: proxy = %v; one Redis = %v", c, pv, r)
 		}
+	}
+}
+
+// TestInfoKeyspaceOutageIsNotEmpty: with a lock held and 2 of 3 masters
+// down, INFO keyspace must not read as an empty keyspace (the reply one
+// Redis with no keys gives): DBSIZE answers NOQUORUM in the same state,
+// and an outage is never answered as "none".
+func TestInfoKeyspaceOutageIsNotEmpty(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	if err := p.Client.SetNX(ctx, "held", "tok", 30*time.Second).Err(); err != nil {
+		t.Fatalf("SET NX: %v", err)
+	}
+	empty := startRedis(t)
+	none := newClient(t, empty.Addr, nil).Info(ctx, "keyspace").Val()
+	c.kill(0)
+	c.kill(1)
+	if _, err := p.Client.DBSize(ctx).Result(); err == nil {
+		t.Fatalf("DBSIZE with 2 of 3 masters down: nil error; want NOQUORUM")
+	}
+	got, err := p.Client.Info(ctx, "keyspace").Result()
+	if err == nil && got == none {
+		t.Errorf("INFO keyspace with a lock held and 2 of 3 masters down = %q, the reply of a Redis with no keys; want an error or a section that says the count is unknown", got)
 	}
 }
