@@ -167,10 +167,16 @@ func (s *Server) infoLatencyStats(b *strings.Builder, _ *infoRun) {
 
 // infoKeyspace is the lock view of the nodes' keys (quorum.Engine.Keyspace):
 // counts that a quorum of the nodes each reach, with Redis's empty
-// section when there are none or too few nodes answer.
+// section when there are none. When too few nodes answer, a
+// keyspace_error line says why instead: an outage must not read as "no
+// keys" (a monitor would show no locks held).
 func (s *Server) infoKeyspace(b *strings.Builder, in *infoRun) {
 	v, err := in.keyView(s)
-	if err == nil && v.Keys > 0 {
+	if err != nil {
+		fmt.Fprintf(b, "keyspace_error:%s\r\n", s.replyForError("info", err).Text())
+		return
+	}
+	if v.Keys > 0 {
 		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", v.Keys, v.Expires)
 	}
 }
