@@ -44,6 +44,8 @@ func BenchmarkLockCycle(b *testing.B) {
 	proxy3 := startBenchProxy(b, masters.addrs[:3]...)
 	proxy5 := startBenchProxy(b, masters.addrs...)
 	proxy5m := startBenchProxyMetrics(b, masters.addrs...)
+	proxy5f := serveProxy(b, proxy.Config{CommandTimeout: commandTimeout, FenceKeys: []string{"fencing:*", "counter:{*}:n"}},
+		newEngine(b, engineConfig(), masters.addrs...)).Addr
 	cases := []struct {
 		name string
 		new  func(b *testing.B, clients int) cycler
@@ -99,6 +101,11 @@ func BenchmarkLockCycle(b *testing.B) {
 	runABRow("8-effect-ab", "8-catalogue", "8-effect",
 		func(b *testing.B) cycler { return newRedisCycler(b, proxy5, 64) },
 		func(b *testing.B) cycler { return newGoZeroCycler(b, proxy5, 64) })
+	// A client that never fences, through a proxy with fence_keys set
+	// (every command's keys matched against its patterns) and without.
+	runABRow("9-fence-ab", "9-fence-off", "9-fence-on",
+		func(b *testing.B) cycler { return newRedisCycler(b, proxy5, 64) },
+		func(b *testing.B) cycler { return newRedisCycler(b, proxy5f, 64) })
 	printLockCycleTable(os.Stdout)
 }
 
@@ -442,6 +449,8 @@ func printLockCycleTable(w io.Writer) {
 		{"7-metrics-on", "proxy over 5 masters, metrics on (alternating rounds)"},
 		{"8-catalogue", "proxy over 5 masters, SET NX (catalogue; alternating rounds)"},
 		{"8-effect", "proxy over 5 masters, go-zero's acquire served by effect (alternating rounds)"},
+		{"9-fence-off", "proxy over 5 masters, no fence_keys (alternating rounds)"},
+		{"9-fence-on", "proxy over 5 masters, fence_keys set, no client fences (alternating rounds)"},
 		{"5-redsync3", "redsync over 3 masters"},
 		{"6-redsync5", "redsync over 5 masters"},
 	}
@@ -466,6 +475,7 @@ func printLockCycleTable(w io.Writer) {
 	d64, p3x, p5x, rs5x := get("1-direct", 64), get("3-proxy3", 64), get("4-proxy5", 64), get("6-redsync5", 64)
 	mOff, mOn := get("7-metrics-off", 64), get("7-metrics-on", 64)
 	cat, eff := get("8-catalogue", 64), get("8-effect", 64)
+	fOff, fOn := get("9-fence-off", 64), get("9-fence-on", 64)
 	hop := rl1.p50 - d1.p50
 	targets := []struct {
 		what      string
@@ -483,6 +493,8 @@ func printLockCycleTable(w io.Writer) {
 		{"64 clients: proxy5 metrics on / off cycles/s", []cycleResult{mOn, mOff}, ratio(mOn.perSec, mOff.perSec), 0.95, false, ""},
 		{"64 clients: proxy5 effect / catalogue cycles/s (cost at most 1.3x)", []cycleResult{eff, cat}, ratio(eff.perSec, cat.perSec), 1 / 1.3, false, ""},
 		{"64 clients: proxy5 metrics on / off Go CPU per cycle", []cycleResult{mOn, mOff}, ratio(mOn.goCPU, mOff.goCPU), 1.05, true, ""},
+		{"64 clients: proxy5 fence_keys set / not, no client fences, cycles/s", []cycleResult{fOn, fOff}, ratio(fOn.perSec, fOff.perSec), 0.98, false, ""},
+		{"64 clients: proxy5 fence_keys set / not, no client fences, Go CPU per cycle", []cycleResult{fOn, fOff}, ratio(fOn.goCPU, fOff.goCPU), 1.02, true, ""},
 	}
 	fmt.Fprintln(w, "| target | got | want | met |")
 	fmt.Fprintln(w, "|---|---:|---:|---|")

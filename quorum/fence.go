@@ -25,19 +25,35 @@ package quorum
 //     the key, its extend moves the record's expiry with the key's, and
 //     a write-back counts a node only where it wrote the record.
 //
-// FENCE key token runs two rounds. The read asks every node whether key
-// holds token (and its TTL), for the hold record and for the counter.
-// The hold must be granted by a quorum, as an extend is; the counter's
-// maximum is taken over the nodes that answered seeded, at least a
-// quorum. T is the highest recorded T of this hold if a node has one,
+// FENCE key token is one round in the common case. Each node, in one
+// script, checks that key holds token (and reads its TTL); if it does
+// and the node is seeded, it answers the hold record's T if the record
+// is this token's, else takes its counter plus one, records it and
+// answers that. The hold must be granted by a quorum, as an extend is.
+// When a quorum of counted nodes answer the same T (fenceAgreed), T is
+// returned if the hold's validity, counted from before the round, still
+// runs. Why T is higher than every earlier hold's token: that hold's
+// FENCE finished within its validity, so before this hold was granted
+// (Redlock's exclusion), and it left the counter at or above its token
+// on a quorum of seeded nodes; any quorum of answers includes one of
+// those (below for nodes lost since), and that node answered either its
+// counter plus one, or a record of this hold written since, which is
+// above that counter too (a record is written only with a value taken
+// from the counter then, or a decided T). A quorum answering alike also
+// leaves T recorded on a quorum, so a repeated FENCE of the hold finds
+// it.
+//
+// When the answers do not agree (a node missed an earlier FENCE, or was
+// lost; calls of one hold at once get the same answer from each node,
+// whichever came first), the round serves as the read of two rounds:
+// the counter's maximum is taken over the nodes that answered seeded,
+// at least a quorum; T is the highest hold record of this hold that a
+// quorum of counted nodes holding the key agree on (counterAnswers),
 // else that maximum plus one. The write-back raises the counter to T
 // (and writes the record) on every seeded node; with a quorum of them
-// done, T is returned if the hold's validity, counted from before the
-// read, still runs. Why T is higher than every earlier hold's token:
-// that hold's FENCE finished its write-back within its validity, so
-// before this hold was granted (Redlock's exclusion), and so before this
-// read; any quorum of seeded nodes this read reaches meets the quorum
-// that write-back reached (below for nodes lost since).
+// done, T is returned if the validity still runs. Such a T is above
+// every earlier token for the same reason: the earlier write-back or
+// agreement reached a quorum that this read meets.
 //
 // A node that restarts empty (or is flushed) has no hash: its counters
 // are gone, and they never expire, so the lock quarantine alone does not
@@ -62,7 +78,8 @@ package quorum
 // seeded again, no quorum of seeded nodes answers and counters stop
 // (NOQUORUM) rather than go back; an operator must then decide.
 //
-// A counter INCR (fence_keys) is the same two rounds without a hold:
+// A counter INCR (fence_keys) is a read round and a write-back, without
+// a hold:
 // every reply is strictly greater than every reply an earlier INCR gave.
 // Its write is exclusive: a node takes T only if its counter is below
 // T, so two INCRs at once never both get a quorum for one T; the loser
@@ -128,6 +145,8 @@ type CounterEntry struct {
 	Held bool
 	TTL  time.Duration
 	Hold int64
+	// Answer is the T this node gives in FENCE's one round (0: none).
+	Answer int64
 }
 
 // CounterWrite is one node's answer to a counter write.
@@ -143,6 +162,11 @@ const (
 // Fencer is a Node that keeps counters (fencenode.go for Redis). Each
 // method is one atomic step on the node.
 type Fencer interface {
+	// FenceRound is FENCE's one round on the node: a ReadCounter whose
+	// Answer, where key holds token on a seeded node, is the hold
+	// record's T if it is token's, else field plus one, taken and
+	// recorded.
+	FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error)
 	// ReadCounter reads field of CountersKey and, if key is not empty,
 	// whether key holds token, its TTL and its hold record.
 	ReadCounter(ctx context.Context, key, token, field string) (CounterEntry, error)
@@ -174,7 +198,46 @@ type Fencing struct {
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
 	start := time.Now()
-	reads := e.readCounters(ctx, key, token, fenceField)
+	reads := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
+		return fencer(n).FenceRound(ctx, key, token, fenceField)
+	})
+	o, f, err := e.fenceHold(reads, start)
+	if err != nil {
+		return Fencing{}, err
+	}
+	// Nodes that lost their counters are marked (or seeded again) as a
+	// read round would: the wait before seeding starts at the mark.
+	tended := e.tend(ctx, reads)
+	t, ok := fenceAgreed(e.agreeing(reads), e.quorum)
+	if !ok {
+		// Nodes disagree (one missed a FENCE or was lost, or calls of
+		// this hold ran at once), or too few are seeded: this round is
+		// the read of the two rounds, and a write-back follows.
+		if tended {
+			reads = e.readCounters(ctx, key, token, fenceField)
+			if o, f, err = e.fenceHold(reads, start); err != nil {
+				return Fencing{}, err
+			}
+		}
+		vals, holds := counterAnswers(reads, e.counts, e.quorum)
+		if t, ok = nextToken(vals, holds, 1, e.quorum); !ok {
+			return Fencing{}, counterUnavailable(reads, len(vals))
+		}
+		if err := e.writeCounter(ctx, key, token, fenceField, t, false); err != nil {
+			return Fencing{}, err
+		}
+	}
+	if expired(time.Until(f.Expires)) {
+		return Fencing{}, &OutcomeError{Outcome: o, Expired: true}
+	}
+	f.Token = t
+	return f, nil
+}
+
+// fenceHold checks that token holds key on a quorum of counted nodes, as
+// an extend does, and returns when the hold's validity ends, counted
+// from start.
+func (e *Engine) fenceHold(reads []result[CounterEntry], start time.Time) (Outcome, Fencing, error) {
 	o := Outcome{Total: len(e.nodes)}
 	var ttls []time.Duration
 	for i, r := range reads {
@@ -191,26 +254,42 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 		}
 	}
 	if err := verdict(o, e.quorum, failures(reads)); err != nil {
-		return Fencing{}, err
+		return o, Fencing{}, err
 	}
 	ttl, _ := quorumTTL(ttls, e.quorum)
 	if ttl < 0 || ttl > e.cfg.MaxTTL {
 		ttl = e.cfg.MaxTTL // every operation ends within max_ttl (reseeding waits for it)
 	}
-	f := Fencing{Expires: start.Add(ttl - e.Drift(ttl))}
-	vals, holds := counterAnswers(reads, e.counts, e.quorum)
-	t, ok := nextToken(vals, holds, 1, e.quorum)
-	if !ok {
-		return Fencing{}, counterUnavailable(reads, len(vals))
+	return o, Fencing{Expires: start.Add(ttl - e.Drift(ttl))}, nil
+}
+
+// agreeing returns the answers of FENCE's one round that count: those of
+// counted, seeded nodes where the key holds the token.
+func (e *Engine) agreeing(reads []result[CounterEntry]) []int64 {
+	var ts []int64
+	for i, r := range reads {
+		if r.err == nil && r.v.State == CounterSeeded && r.v.Held && r.v.Answer > 0 && e.counts(i) {
+			ts = append(ts, r.v.Answer)
+		}
 	}
-	if err := e.writeCounter(ctx, key, token, fenceField, t, false); err != nil {
-		return Fencing{}, err
+	return ts
+}
+
+// fenceAgreed is the decision of FENCE's one round (see the design
+// above): the T that at least quorum of the answers give, if any.
+func fenceAgreed(ts []int64, quorum int) (int64, bool) {
+	for _, t := range ts {
+		n := 0
+		for _, u := range ts {
+			if u == t {
+				n++
+			}
+		}
+		if n >= quorum {
+			return t, true
+		}
 	}
-	if expired(time.Until(f.Expires)) {
-		return Fencing{}, &OutcomeError{Outcome: o, Expired: true}
-	}
-	f.Token = t
-	return f, nil
+	return 0, false
 }
 
 // Incr raises the counter name by at least by (> 0) and returns its new
@@ -369,6 +448,9 @@ var errNoCounters = errors.New("node keeps no counters")
 
 type noFencer struct{}
 
+func (noFencer) FenceRound(context.Context, string, string, string) (CounterEntry, error) {
+	return CounterEntry{}, errNoCounters
+}
 func (noFencer) ReadCounter(context.Context, string, string, string) (CounterEntry, error) {
 	return CounterEntry{}, errNoCounters
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -80,7 +81,7 @@ func TestCounterEntryResultRefusesBadReplies(t *testing.T) {
 		{int64(2), "x", int64(0), int64(0), int64(0), int64(0), "0"},
 		{int64(2), 1.5, int64(0), int64(0), int64(0), int64(0), "0"},
 	} {
-		if _, err := counterEntryResult(vals); err == nil {
+		if _, err := counterEntryResult(vals, 7); err == nil {
 			t.Errorf("counterEntryResult(%v) = nil error; want one", vals)
 		}
 	}
@@ -245,23 +246,26 @@ func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
 	}
 }
 
-// slowWrites is a node whose counter writes take delay: the write-back
-// lands, late.
+// slowWrites is a node whose counter writes answer delay late: the write
+// (FENCE's one round, or the write-back) lands in time.
 type slowWrites struct {
 	*redisNode
 	delay time.Duration
 }
 
+func (s slowWrites) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
+	defer time.Sleep(s.delay)
+	return s.redisNode.FenceRound(ctx, key, token, field)
+}
+
 func (s slowWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
-	time.Sleep(s.delay)
+	defer time.Sleep(s.delay)
 	return s.redisNode.WriteCounter(ctx, key, token, field, v, exclusive)
 }
 
-// TestFenceNoTokenAfterValidity: a FENCE whose write-back finishes after
-// the hold's validity ran out returns no token (ErrDenied): the next
-// holder may already hold the key. (Two rules refuse it: the masters,
-// where the key is gone, do not count the late write-back, and the
-// validity is checked again before the token is returned.)
+// TestFenceNoTokenAfterValidity: a FENCE whose answers arrive after the
+// hold's validity ran out returns no token (ErrDenied): the next holder
+// may already hold the key.
 func TestFenceNoTokenAfterValidity(t *testing.T) {
 	var nodes []Node
 	for range 3 {
@@ -269,6 +273,9 @@ func TestFenceNoTokenAfterValidity(t *testing.T) {
 	}
 	ctx := t.Context()
 	e := New(Config{NodeTimeout: 400 * time.Millisecond, MinTTL: 800 * time.Millisecond, MaxTTL: 5 * time.Second}, nodes...)
+	if _, err := e.Incr(ctx, "seed", 1); err != nil { // seeds the new deployment first
+		t.Fatalf("Incr: %v", err)
+	}
 	start := time.Now()
 	if _, err := e.Acquire(ctx, Lock{Keys: []string{"k"}, Token: "a"}, 1500*time.Millisecond); err != nil {
 		t.Fatalf("Acquire: %v", err)
@@ -276,10 +283,144 @@ func TestFenceNoTokenAfterValidity(t *testing.T) {
 	if f, err := e.Fence(ctx, "k", "a"); err != nil || f.Token != 1 {
 		t.Fatalf("Fence within the validity = %+v, %v; want token 1", f, err)
 	}
-	// 250ms of the hold left at the read, less drift: the 300ms
-	// write-back ends past it.
+	// 250ms of the hold left at the round, less drift: its answers
+	// arrive 300ms later, past it.
 	time.Sleep(time.Until(start.Add(1250 * time.Millisecond)))
 	if f, err := e.Fence(ctx, "k", "a"); !errors.Is(err, ErrDenied) {
 		t.Errorf("Fence whose write-back ends after the validity = %+v, %v; want ErrDenied", f, err)
+	}
+}
+
+func TestFenceAgreed(t *testing.T) {
+	tests := []struct {
+		name   string
+		ts     []int64
+		want   int64
+		wantOK bool
+	}{
+		{"a quorum alike", []int64{4, 4, 5}, 4, true},
+		{"all alike", []int64{7, 7, 7}, 7, true},
+		{"no quorum alike", []int64{4, 5, 6}, 0, false},
+		{"too few answers", []int64{4}, 0, false},
+		{"none", nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := fenceAgreed(tt.ts, 2)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("fenceAgreed(%v, 2) = %d, %v; want %d, %v", tt.ts, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+// TestFenceRoundOnRedis runs FENCE's one-round script on a real server:
+// nothing where the node is not seeded or the key does not hold the
+// token; else the counter plus one, recorded, and the record again.
+func TestFenceRoundOnRedis(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	ctx := t.Context()
+	setKey(t, admin, "lock", "tok", time.Second)
+	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterMissing || en.Answer != 0 || !en.Held {
+		t.Fatalf("FenceRound on a node without counters = %+v, %v; want missing, held, no answer", en, err)
+	}
+	m, _ := n.MarkCounters(ctx)
+	if ok, err := n.SeedCounters(ctx, m.Value, map[string]int64{fenceField: 4}); !ok || err != nil {
+		t.Fatalf("SeedCounters = %v, %v", ok, err)
+	}
+	if en, err := n.FenceRound(ctx, "lock", "other", fenceField); err != nil || en.Held || en.Answer != 0 || en.Value != 4 {
+		t.Errorf("FenceRound for another token = %+v, %v; want not held, no answer, counter 4", en, err)
+	}
+	en, err := n.FenceRound(ctx, "lock", "tok", fenceField)
+	if err != nil || !en.Held || en.Answer != 5 || en.Hold != 0 || en.Value != 5 || en.Virgin {
+		t.Errorf("FenceRound = %+v, %v; want answer 5 taken (counter 5, no record before)", en, err)
+	}
+	if rec := admin.Get(ctx, holdPrefix+"lock").Val(); rec != "5 tok" {
+		t.Errorf("the hold record = %q; want %q", rec, "5 tok")
+	}
+	en, err = n.FenceRound(ctx, "lock", "tok", fenceField)
+	if err != nil || en.Answer != 5 || en.Hold != 5 || en.Value != 5 {
+		t.Errorf("FenceRound again = %+v, %v; want the record's 5, the counter left at 5", en, err)
+	}
+	if ttl := admin.PTTL(ctx, holdPrefix+"lock").Val(); ttl <= 0 || ttl > time.Second {
+		t.Errorf("the record's PTTL = %v; want the lock's", ttl)
+	}
+}
+
+// countingWrites counts a node's write-backs, and fails its FENCE round
+// while down holds its index: a node that missed the call.
+type countingWrites struct {
+	*redisNode
+	i    int32
+	n    *atomic.Int64
+	down *atomic.Int32
+}
+
+func (c countingWrites) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
+	if c.down.Load() == c.i {
+		return CounterEntry{}, errors.New("unreachable")
+	}
+	return c.redisNode.FenceRound(ctx, key, token, field)
+}
+
+func (c countingWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+	c.n.Add(1)
+	return c.redisNode.WriteCounter(ctx, key, token, field, v, exclusive)
+}
+
+// TestFenceIsOneRoundWhenNodesAgree: while a quorum of nodes answer
+// alike, FENCE writes nothing back; when the answering quorum disagrees,
+// it writes back, and every token is above the last.
+func TestFenceIsOneRoundWhenNodesAgree(t *testing.T) {
+	var writes atomic.Int64
+	var down atomic.Int32
+	down.Store(-1)
+	var nodes []Node
+	for i := range 3 {
+		nodes = append(nodes, countingWrites{startRedis(t).node(t), int32(i), &writes, &down})
+	}
+	e := New(Config{MaxTTL: 2 * time.Second}, nodes...)
+	ctx := t.Context()
+	if _, err := e.Incr(ctx, "seed", 1); err != nil { // seeds the new deployment
+		t.Fatalf("Incr: %v", err)
+	}
+	writes.Store(0)
+	last := int64(0)
+	hold := func(token string) {
+		t.Helper()
+		l := Lock{Keys: []string{"k"}, Token: token}
+		if _, err := e.Acquire(ctx, l, time.Second); err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		f, err := e.Fence(ctx, "k", token)
+		if err != nil || f.Token <= last {
+			t.Fatalf("Fence(%s) = %+v, %v; want above %d", token, f, err, last)
+		}
+		last = f.Token
+		e.Release(ctx, l)
+	}
+	hold("a")
+	hold("b")
+	if w := writes.Load(); w != 0 {
+		t.Errorf("write-backs with every node agreeing = %d; want 0", w)
+	}
+	// Node 0 misses a FENCE (the others still agree), then node 2 does:
+	// the two that answer are a quorum that disagrees.
+	down.Store(0)
+	hold("c")
+	if w := writes.Load(); w != 0 {
+		t.Errorf("write-backs with one node behind = %d; want 0 (a quorum still agrees)", w)
+	}
+	down.Store(2)
+	hold("d")
+	if w := writes.Load(); w != 3 {
+		t.Errorf("write-backs with the answering quorum disagreeing = %d; want 3 (one round of them)", w)
+	}
+	down.Store(-1)
+	writes.Store(0)
+	hold("e")
+	if w := writes.Load(); w != 0 {
+		t.Errorf("write-backs once a quorum agrees again = %d; want 0", w)
 	}
 }

@@ -12,6 +12,8 @@ import (
 var (
 	//go:embed lua/counter_read.lua
 	counterReadSrc string
+	//go:embed lua/counter_fence.lua
+	counterFenceSrc string
 	//go:embed lua/counter_write.lua
 	counterWriteSrc string
 	//go:embed lua/counter_mark.lua
@@ -20,6 +22,7 @@ var (
 	counterSeedSrc string
 
 	counterReadScript  = newScript(counterReadSrc)
+	counterFenceScript = newScript(counterFenceSrc)
 	counterWriteScript = newScript(counterWriteSrc)
 	counterMarkScript  = newScript(counterMarkSrc)
 	counterSeedScript  = newScript(counterSeedSrc)
@@ -43,15 +46,28 @@ func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (
 	if err != nil {
 		return CounterEntry{}, err
 	}
-	return counterEntryResult(vals)
+	return counterEntryResult(vals, 7)
 }
 
-// counterEntryResult decodes counter_read.lua's reply.
-func counterEntryResult(vals []any) (CounterEntry, error) {
-	if len(vals) != 7 {
+func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
+	cmd, err := n.p.eval(ctx, counterFenceScript, counterKeys(key), field, token)
+	if err != nil {
+		return CounterEntry{}, err
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return CounterEntry{}, err
+	}
+	return counterEntryResult(vals, 8)
+}
+
+// counterEntryResult decodes the reply of counter_read.lua (want 7
+// values) or counter_fence.lua (8, the last its answer).
+func counterEntryResult(vals []any, want int) (CounterEntry, error) {
+	if len(vals) != want {
 		return CounterEntry{}, fmt.Errorf("counter read replied %d values", len(vals))
 	}
-	var ints [7]int64
+	var ints [8]int64
 	for i, v := range vals {
 		switch v := v.(type) {
 		case int64:
@@ -71,7 +87,7 @@ func counterEntryResult(vals []any) (CounterEntry, error) {
 	}
 	return CounterEntry{
 		State: CounterState(ints[0]), Value: ints[1], Virgin: ints[2] == 1, Now: ints[3],
-		Held: ints[4] == 1, TTL: time.Duration(ints[5]) * time.Millisecond, Hold: ints[6],
+		Held: ints[4] == 1, TTL: time.Duration(ints[5]) * time.Millisecond, Hold: ints[6], Answer: ints[7],
 	}, nil
 }
 
