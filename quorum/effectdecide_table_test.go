@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 func TestDecideEffect(t *testing.T) {
@@ -202,5 +205,19 @@ func TestDecideEffectRetry(t *testing.T) {
 				t.Errorf("decideEffect = err %v retry %v; want ErrUnavailable, retry %v", d.err, d.retry, tt.retry)
 			}
 		})
+	}
+}
+
+// A node whose dial is refused never ran the script: its failure is one
+// mayRetry counts as unsent (what the pipeline returns is the dial's
+// *net.OpError, through the node's error chain).
+func TestEffectRefusedDialIsUnsent(t *testing.T) {
+	port := redistest.FreePort(t)
+	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), NodeOptions{}).(*redisNode)
+	t.Cleanup(func() { n.Close() })
+	e := New(Config{MaxTTL: time.Minute}, n)
+	_, err := n.runEffect(t.Context(), e.Wrap(goZeroLock, testCommands, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+	if err == nil || !unsent(&NodeError{Err: err}) {
+		t.Errorf("runEffect on a closed port = %v; want an error unsent reports", err)
 	}
 }
