@@ -18,17 +18,59 @@ import (
 // quarantine is over, so a proxy started later still sees the mismatch
 // and computes the same end, from the node's own uptime.
 
+// probeAction is the node I/O a decision on a probe leaves to do, once
+// the health lock is released.
+type probeAction uint8
+
+const (
+	probeDone probeAction = iota // nothing
+	// probeAgain: another process was seen after the probe began; wake
+	// the monitor to probe it.
+	probeAgain
+	// probeRecords: a process not verified yet; read every node's
+	// membership record and decide with them (recordsRead).
+	probeRecords
+	// probeWrite: write the newly verified run_id to every record.
+	probeWrite
+)
+
 // apply acts on a successful probe of node i: the clock check, then the
-// restart check. gen is the node's generation when the probe began.
+// restart check. gen is the node's generation when the probe began. Each
+// step is decided under the health lock (probed, then, for a process not
+// verified yet, recordsRead), and the node I/O it calls for runs after.
 func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	h := e.health[i]
 	now := time.Now()
 	h.mu.Lock()
+	act, known := e.probed(h, p, gen, now)
+	h.mu.Unlock()
+	if act == probeRecords {
+		// A process this proxy has not verified: new, or restarted?
+		recs := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (map[string]string, error) {
+			return n.Members(ctx)
+		})
+		read := time.Now()
+		h.mu.Lock()
+		act = e.recordsRead(h, p, known, recs, now, read)
+		h.mu.Unlock()
+	}
+	switch act {
+	case probeAgain:
+		h.poke()
+	case probeWrite:
+		e.writeRecord(ctx, h.addr, p.RunID)
+	}
+}
+
+// probed decides on probe p of h's node at now, begun at generation gen:
+// the clock check, then whether its process is the verified one, the
+// restarted one whose quarantine ends, or one to look up in the
+// membership records (probeRecords, with known, the run_id verified so
+// far). It does no I/O. h.mu must be held.
+func (e *Engine) probed(h *health, p Probe, gen uint64, now time.Time) (act probeAction, known string) {
 	if h.gen != gen && h.runID != p.RunID {
 		// A new connection saw another process after this probe began.
-		h.mu.Unlock()
-		h.poke()
-		return
+		return probeAgain, ""
 	}
 	h.runID = p.RunID
 	// uptime_in_seconds is the difference of two whole-second clock
@@ -39,8 +81,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	h.fsyncAlways = p.AOF && p.Appendfsync == "always"
 	if p.Loading {
 		h.setLocked(StateUnverified, time.Time{}, "loading")
-		h.mu.Unlock()
-		return
+		return probeDone, ""
 	}
 	if reason := clockCheck(&h.clock, p, e.cfg.ClockJumpLimit, e.cfg.DriftFactor); reason != "" {
 		e.quarantineLocked(h, now.Add(e.quarantine()), QuarantineClock, reason)
@@ -49,27 +90,30 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	switch p.RunID {
 	case h.verified:
 		e.settleLocked(h, now)
-		h.mu.Unlock()
-		return
+		return probeDone, ""
 	case h.pending:
 		if now.Before(h.until) {
 			e.settleLocked(h, now) // quarantined again after a down spell
-			h.mu.Unlock()
-			return
+			return probeDone, ""
 		}
 		h.previous, h.verified, h.pending = h.verified, p.RunID, ""
 		e.settleLocked(h, now)
-		h.mu.Unlock()
-		e.writeRecord(ctx, h.addr, p.RunID)
-		return
+		return probeWrite, ""
 	}
-	known := h.verified
-	h.mu.Unlock()
+	return probeRecords, h.verified
+}
 
-	// A process this proxy has not verified: new, or restarted?
-	recs := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (map[string]string, error) {
-		return n.Members(ctx)
-	})
+// recordsRead decides on probe p of h's node, decided at now by probed,
+// with every node's membership record as read at read: a process that a
+// record, or this proxy (known), has another run_id for restarted, and
+// is quarantined until max_ttl after its start (unless it runs
+// appendfsync always and that is trusted); otherwise it is verified,
+// with the lost marks the records hold for it. It does no I/O. h.mu must
+// be held.
+func (e *Engine) recordsRead(h *health, p Probe, known string, recs []result[map[string]string], now, read time.Time) probeAction {
+	if h.runID != p.RunID {
+		return probeAgain // another process was seen meanwhile
+	}
 	old := ""
 	for _, r := range recs {
 		if v, ok := r.v[h.addr]; r.err == nil && ok && v != p.RunID {
@@ -79,12 +123,6 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	if known != "" && known != p.RunID {
 		old = known
 	}
-	h.mu.Lock()
-	if h.runID != p.RunID {
-		h.mu.Unlock()
-		h.poke()
-		return
-	}
 	until := h.start.Add(e.quarantine())
 	switch {
 	case old == "": // no record disagrees: a first deployment, or the same process
@@ -93,8 +131,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	case now.Before(until):
 		h.verified, h.pending = old, p.RunID
 		e.quarantineLocked(h, until, QuarantineRestart, "restarted")
-		h.mu.Unlock()
-		return
+		return probeDone
 	}
 	if old != "" {
 		h.previous = old
@@ -102,12 +139,11 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	h.verified, h.pending = p.RunID, ""
 	for _, r := range recs {
 		if r.err == nil {
-			e.lostLocked(h, r.v[lostPrefix+h.addr], clockReading{node: p.Time, local: p.Local, rtt: p.RTT})
+			e.lostLocked(h, r.v[lostPrefix+h.addr], clockReading{node: p.Time, local: p.Local, rtt: p.RTT}, read)
 		}
 	}
 	e.settleLocked(h, now)
-	h.mu.Unlock()
-	e.writeRecord(ctx, h.addr, p.RunID)
+	return probeWrite
 }
 
 // lostPrefix starts a field of the membership record that says a node's
@@ -151,11 +187,11 @@ func (e *Engine) publishMark(ctx context.Context, i int) {
 }
 
 // lostLocked quarantines h as mark says, if mark is about its current
-// process and its end is still ahead; at is a reading of h's clock
+// process and its end is still ahead of now; at is a reading of h's clock
 // beside the proxy's, to move the end onto the proxy's clock (late by
 // the reading's round trip, never early). A node down or unverified is
 // quarantined when it is back (settleLocked). h.mu must be held.
-func (e *Engine) lostLocked(h *health, mark string, at clockReading) {
+func (e *Engine) lostLocked(h *health, mark string, at clockReading, now time.Time) {
 	runID, rest, _ := strings.Cut(mark, " ")
 	ms, kind, _ := strings.Cut(rest, " ")
 	if runID != h.runID || mark == h.lost || at.local.IsZero() {
@@ -167,7 +203,7 @@ func (e *Engine) lostLocked(h *health, mark string, at clockReading) {
 	}
 	h.lost = mark
 	until := at.local.Add(time.UnixMilli(n).Sub(at.node) + at.rtt)
-	if !time.Now().Before(until) {
+	if !now.Before(until) {
 		return
 	}
 	k, reason := QuarantineDataLost, reasonDataLost
@@ -275,7 +311,7 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	for _, h := range e.health {
 		h.mu.Lock()
 		mark := rec[lostPrefix+h.addr]
-		e.lostLocked(h, mark, h.clock.last)
+		e.lostLocked(h, mark, h.clock.last, time.Now())
 		if h.lost != "" && now.Before(h.until) && !strings.HasPrefix(mark, h.runID+" ") {
 			// The mark is missing here (a write lost under load, or the
 			// node flushed again): refilled while the quarantine runs.
