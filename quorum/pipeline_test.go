@@ -616,3 +616,62 @@ func TestPipelineNodeKilledWithBatchesInFlight(t *testing.T) {
 		t.Errorf("the callers waited %v; want them failed when the node died", elapsed)
 	}
 }
+
+// A reply that arrives after its operation's deadline is not an answer,
+// even on a connection that stays up (the oldest operation in flight has
+// time left): its caller has its deadline error, and the next operation
+// gets its own reply, not the late one.
+func TestPipelineLateReplyIsNotAnAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		// Echo each command's last argument; "slow" after 300ms.
+		var got []byte
+		buf := make([]byte, 4096)
+		for {
+			m, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			got = append(got, buf[:m]...)
+			for {
+				v, size, err := wire.Parse(got)
+				if err != nil || size == 0 {
+					break
+				}
+				got = got[size:]
+				args, _ := v.([]any)
+				msg, _ := args[len(args)-1].(string)
+				if msg == "slow" {
+					time.Sleep(300 * time.Millisecond)
+				}
+				c.Write(wire.AppendBulk(nil, msg))
+			}
+		}
+	}()
+	p, _ := testPipeline(t, ln.Addr().String())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if cmd, err := p.do(t.Context(), "echo", "slow"); err != nil || cmd.Val() != "slow" {
+			t.Errorf("ECHO slow = %v, %v; want slow", cmd.Val(), err)
+		}
+	})
+	waitInFlight(t, p, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if cmd, err := p.do(ctx, "echo", "late"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("ECHO late, answered after its deadline = %v, %v; want %v", cmd.Val(), err, context.DeadlineExceeded)
+	}
+	if cmd, err := p.do(t.Context(), "echo", "next"); err != nil || cmd.Val() != "next" {
+		t.Errorf("ECHO next = %v, %v; want next", cmd.Val(), err)
+	}
+	wg.Wait()
+}
