@@ -8,10 +8,12 @@ import (
 
 // The read lock's decisions (rwlock.go), pure: no I/O, no clock.
 
-// readTake is one node's answer to a read lock's take: granted, or
-// denied with the key's PTTL there (negative: no expiry).
+// readTake is one node's answer to a read lock's take: granted, with
+// the holds the reader had there before (a re-entry's), or denied with
+// the key's PTTL there (negative: no expiry).
 type readTake struct {
 	granted bool
+	prior   int
 	pttl    time.Duration
 }
 
@@ -46,17 +48,29 @@ type readTakeDecision struct {
 // quorums meet in a node, so a reader is never granted beside a writer
 // (readers share: they never deny each other). Anything else is undone
 // wherever the take may have landed.
+//
+// A re-entry is a count on each node, and an unlock takes one off every
+// node; so a node's grant counts only where the reader has at least as
+// many holds as it holds on a quorum (its depth), or an unlock could
+// leave its remaining holds on fewer than a quorum (held 1 on nodes 1-2,
+// again on 1 and 3: one unlock leaves node 1 only). The depth is bounded
+// from the answers: a quorum held at its depth when it was granted, and
+// since then a node lost its holds only by a restart (it is then not
+// counted), so at least quorum - f - q of the answering counted nodes
+// hold at that depth (f failed, q not counted), and it is at most their
+// (quorum - f - q)-th largest count.
 func decideReadTake(v readTakeVotes) readTakeDecision {
 	n := len(v.results)
 	d := readTakeDecision{landed: make([]bool, n), undo: make([]bool, n)}
 	o := Outcome{Total: n}
 	var pttls []time.Duration
+	depth := reentryDepth(v)
 	for i, r := range v.results {
 		switch {
 		case r.err != nil:
 			o.Failed++
-		case r.v.granted && !v.counted[i]:
-			o.Quarantined++
+		case r.v.granted && (!v.counted[i] || r.v.prior < depth):
+			o.Quarantined++ // a grant that does not count
 		case r.v.granted:
 			o.Granted++
 		default:
@@ -81,6 +95,31 @@ func decideReadTake(v readTakeVotes) readTakeDecision {
 		d.pttl = freeAfter(pttls, v.quorum-o.Granted)
 	}
 	return d
+}
+
+// reentryDepth bounds the holds the reader has on a quorum of nodes
+// before this take (decideReadTake): the (quorum - f - q)-th largest
+// count among the counted nodes that answered, f and q being the nodes
+// that failed or are not counted (a denying node has none).
+func reentryDepth(v readTakeVotes) int {
+	var counts []int
+	failed := 0
+	for i, r := range v.results {
+		switch {
+		case !v.counted[i], r.err != nil:
+			failed++
+		case r.v.granted:
+			counts = append(counts, r.v.prior)
+		default:
+			counts = append(counts, 0)
+		}
+	}
+	k := v.quorum - failed
+	if k < 1 || k > len(counts) {
+		return 0 // fewer than a quorum answered: no grant counts anyway
+	}
+	slices.Sort(counts)
+	return counts[len(counts)-k]
 }
 
 // freeAfter is when need of the denying nodes' holds (their PTTLs) have

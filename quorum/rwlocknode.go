@@ -40,7 +40,10 @@ func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration,
 	if err != nil || len(vals) != 2 {
 		return readTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
 	}
-	return readTake{granted: vals[0] == 1, pttl: time.Duration(vals[1]) * time.Millisecond}, nil
+	if vals[0] == 1 {
+		return readTake{granted: true, prior: int(vals[1]) - 1}, nil
+	}
+	return readTake{pttl: time.Duration(vals[1]) * time.Millisecond}, nil
 }
 
 func (n *redisNode) undoRead(ctx context.Context, l ReadLock, nonce string) error {
