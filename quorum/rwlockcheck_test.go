@@ -118,11 +118,11 @@ type rwChecker struct {
 	maxHolds, nodeHolds uint8
 	// noSanity leaves out the check that a granted take is held on a
 	// quorum, so that a negative control shows the overlap itself.
-	noSanity bool
-	decideTake                      func(readTakeVotes) readTakeDecision
-	fates                           [][]nodeFate // every fate vector explored
-	states, steps                   int
-	violation                       string
+	noSanity      bool
+	decideTake    func(readTakeVotes) readTakeDecision
+	fates         [][]nodeFate // every fate vector explored
+	states, steps int
+	violation     string
 }
 
 var errModelFailed = errors.New("i/o timeout")
