@@ -4,19 +4,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
-
-// effectCommands is the allow-list as the engine's wrapper takes it.
-var effectCommands = func() map[string]int {
-	m := map[string]int{}
-	for name, keys := range lua.Commands() {
-		m[name] = int(keys)
-	}
-	return m
-}()
 
 // runEffect serves an admitted script by what it does: the client's own
 // body runs on every node inside the engine's wrapper, each key is

@@ -45,7 +45,7 @@ type Engine interface {
 	RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error)
 
 	// Scripts run by their effect, and the masters' script state.
-	Wrap(body string, commands map[string]int, literals []string) *quorum.Effect
+	Wrap(body string, literals []string) *quorum.Effect
 	RunEffect(ctx context.Context, eff *quorum.Effect, keys, args []string) (quorum.EffectResult, error)
 	UndoEffect(ctx context.Context, res quorum.EffectResult)
 	FlushEffects(ctx context.Context) (int, error)

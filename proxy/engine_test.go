@@ -60,7 +60,7 @@ func (f *fakeEngine) Fence(context.Context, string, string) (quorum.Fencing, err
 }
 func (f *fakeEngine) Incr(context.Context, string, int64) (int64, error) { return 0, f.op() }
 func (f *fakeEngine) Counter(context.Context, string) (int64, error)     { return 0, f.op() }
-func (f *fakeEngine) Wrap(string, map[string]int, []string) *quorum.Effect {
+func (f *fakeEngine) Wrap(string, []string) *quorum.Effect {
 	return &quorum.Effect{}
 }
 func (f *fakeEngine) RunEffect(context.Context, *quorum.Effect, []string, []string) (quorum.EffectResult, error) {

@@ -93,9 +93,7 @@ func New(cfg Config, e Engine) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	s.cfg.Store(&cfg)
 	s.watches = newWatchSet()
-	s.scripts = newScriptCache(func(body string, literals []string) *quorum.Effect {
-		return e.Wrap(body, effectCommands, literals)
-	})
+	s.scripts = newScriptCache(e.Wrap)
 	us, err := acl.New(cfg.acl())
 	if err != nil {
 		return nil, err

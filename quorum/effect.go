@@ -18,16 +18,15 @@ type Effect struct {
 	head, libHead int
 }
 
-// Wrap wraps a client's script body. commands is the allow-list: command
-// name (lower case) -> 0 (no key), 1 (first argument is a key) or 2
-// (every argument is a key). literals are the body's constants that it
-// may write as tokens besides its ARGV. The body must be an admitted
+// Wrap wraps a client's script body; the wrapper lets it call what the
+// allow-list (internal/lua) allows. literals are the body's constants
+// that it may write as tokens besides its ARGV. The body must be an admitted
 // script's Source (script.Admission), never the client's own bytes: the
 // nodes read it with Redis's Lua lexer, and only the re-printed text is
 // read by it as admission read it; other text could break out of the
 // wrapper or reach its locals.
-func (e *Engine) Wrap(body string, commands map[string]int, literals []string) *Effect {
-	w := wrapBody(body, commands, literals, e.cfg.MaxTTL)
+func (e *Engine) Wrap(body string, literals []string) *Effect {
+	w := wrapBody(body, literals, e.cfg.MaxTTL)
 	return &Effect{w: newScript(w.eval).withLibrary(w.fn, w.lib), literals: literals, head: w.evalHead, libHead: w.libHead}
 }
 

@@ -35,7 +35,7 @@ func BenchmarkEffectWrapper(b *testing.B) {
 	defer scr.Close()
 	scr.p.noFunctions.Store(true)
 	const body = goZeroLock
-	eff := New(Config{MaxTTL: time.Minute}, lib).Wrap(body, testCommands, []string{"GET", "1", "SET", "PX", "2", "OK", "NX"})
+	eff := New(Config{MaxTTL: time.Minute}, lib).Wrap(body, []string{"GET", "1", "SET", "PX", "2", "OK", "NX"})
 	bare := "#!lua name=rlp_bench_bare\nlocal KEYS, ARGV\nlocal function body()\n" + body +
 		"\nend\nredis.register_function('rlp_bench_bare', function(k, a) KEYS, ARGV = k, a return body() end)"
 	if err := admin.Do(ctx, "FUNCTION", "LOAD", "REPLACE", bare).Err(); err != nil {

@@ -12,16 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// testCommands is the proxy's allow-list as the wrapper takes it (the
-// proxy builds it from script.Commands; quorum does not import script).
-var testCommands = map[string]int{
-	"get": 1, "set": 1, "setnx": 1, "pexpire": 1, "pexpireat": 1, "expire": 1, "expireat": 1,
-	"pttl": 1, "ttl": 1, "type": 1, "exists": 2, "del": 2, "unlink": 2,
-	"hget": 1, "hset": 1, "hincrby": 1, "hexists": 1, "hdel": 1, "hlen": 1,
-	"zadd": 1, "zscore": 1, "zrem": 1, "zcount": 1, "zcard": 1, "zremrangebyscore": 1,
-	"zrange": 1, "zrevrange": 1, "time": 0, "publish": 0, "spublish": 0, "select": 0,
-}
-
 // goZeroLock is go-zero's RedisLock acquire (a take, or a re-entrant
 // refresh that answers bulk "OK"), as admission prints it back.
 const goZeroLock = `if redis.call("GET", KEYS[1]) == ARGV[1] then
@@ -195,7 +185,7 @@ if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl
 		t.Run(tt.name, func(t *testing.T) {
 			flush(t, admin)
 			tt.setup()
-			eff := e.Wrap(tt.body, testCommands, tt.lits)
+			eff := e.Wrap(tt.body, tt.lits)
 			keys := tt.keys
 			if keys == nil {
 				keys = []string{"k"}
@@ -489,7 +479,7 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 				admin.HSet(ctx, "k", "other", 1)
 				admin.PExpire(ctx, "k", 10*time.Second)
 			}
-			eff := e.Wrap(tt.body, testCommands, tt.lits)
+			eff := e.Wrap(tt.body, tt.lits)
 			runKeys := keys
 			if strings.Contains(tt.body, "1e15") {
 				runKeys = []string{"1e+15"}
@@ -665,7 +655,7 @@ func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
 	for i := range 2 {
 		e.health[i].stalls.Store(stallLimit - 1) // two timeouts in a row already
 	}
-	eff := e.Wrap(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, testCommands, nil)
+	eff := e.Wrap(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, nil)
 	res, err := e.RunEffect(t.Context(), eff, []string{"k"}, []string{"tok", "30000"})
 	if err != nil || !res.Granted || !res.Took {
 		t.Fatalf("RunEffect = %+v, %v; want a new lock granted by 3 of 5", res, err)
@@ -695,7 +685,7 @@ func TestEffectFailedRefreshKeepsTheHoldOnFailedNodes(t *testing.T) {
 		p.admin(t).Set(t.Context(), "k", "tok", 30*time.Second)
 	}
 	e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), failedEffectNode{ps[1].node(t)}, failedEffectNode{ps[2].node(t)})
-	if _, err := e.RunEffect(t.Context(), e.Wrap(goZeroLock, testCommands, nil), []string{"k"}, []string{"tok", "20000"}); !errors.Is(err, ErrUnavailable) {
+	if _, err := e.RunEffect(t.Context(), e.Wrap(goZeroLock, nil), []string{"k"}, []string{"tok", "20000"}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
 	}
 	for i, p := range ps {
@@ -714,7 +704,7 @@ func TestNodeWithoutFunctionsIsNotAsked(t *testing.T) {
 	n := NewRedisNode(p.Addr, NodeOptions{NoFunctions: true}).(*redisNode)
 	t.Cleanup(func() { n.Close() })
 	e := New(Config{MaxTTL: time.Minute}, n)
-	ne, err := n.runEffect(t.Context(), e.Wrap(goZeroLock, testCommands, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+	ne, err := n.runEffect(t.Context(), e.Wrap(goZeroLock, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
 	if err != nil || ne.reply.Str != "OK" {
 		t.Fatalf("runEffect = %+v, %v; want OK", ne, err)
 	}
@@ -767,7 +757,7 @@ return redis.call("pttl", KEYS[1])`
 				tt.hold(p.admin(t))
 			}
 			e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), failedEffectNode{ps[1].node(t)}, failedEffectNode{ps[2].node(t)})
-			eff := e.Wrap(tt.body, testCommands, nil)
+			eff := e.Wrap(tt.body, nil)
 			if _, err := e.RunEffect(t.Context(), eff, []string{"k"}, tt.args); !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
 			}
@@ -818,7 +808,7 @@ func testEffectThatDoesNotCompileIsRefused(t *testing.T, form wrapperForm) {
 		if !ok || !strings.HasPrefix(one, "Error compiling script") {
 			t.Fatalf("one Redis: %v; want a compile error", err)
 		}
-		_, err = e.RunEffect(t.Context(), e.Wrap(body, testCommands, nil), []string{"k"}, []string{"tok", "5000"})
+		_, err = e.RunEffect(t.Context(), e.Wrap(body, nil), []string{"k"}, []string{"tok", "5000"})
 		var refused *RefusedError
 		if !errors.As(err, &refused) || refused.Reason != "it does not compile as Redis's Lua: "+one {
 			t.Errorf("RunEffect = %v; want the refusal %q", err, "it does not compile as Redis's Lua: "+one)
@@ -844,7 +834,7 @@ func TestEffectBodyOfTwoHundredLocals(t *testing.T) {
 		if err := admin.Eval(t.Context(), b.String(), []string{"one"}, "tok", "5000").Err(); err != nil {
 			t.Fatalf("one Redis: %v", err)
 		}
-		ne, err := n.runEffect(t.Context(), e.Wrap(b.String(), testCommands, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+		ne, err := n.runEffect(t.Context(), e.Wrap(b.String(), nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
 		if err != nil || ne.refused != "" || ne.reply.Kind != ValueStatus || ne.reply.Str != "OK" {
 			t.Errorf("wrapped = %+v, %v; want OK", ne, err)
 		}
@@ -869,7 +859,7 @@ func testEffectErrorsNameTheClientsLines(t *testing.T, form wrapperForm) {
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Fatalf("one Redis: %q = %v, %v; want an error starting %q", tt.body, one, err, tt.want)
 		}
-		ne, err := n.runEffect(t.Context(), e.Wrap(tt.body, testCommands, nil), newEffectCall([]string{"k"}, []string{"v"}, 1), nil)
+		ne, err := n.runEffect(t.Context(), e.Wrap(tt.body, nil), newEffectCall([]string{"k"}, []string{"v"}, 1), nil)
 		if err != nil || ne.reply.Kind != ValueError || ne.reply.Str != tt.want {
 			t.Errorf("wrapped %q = %+v, %v; want the error %q", tt.body, ne.reply, err, tt.want)
 		}
@@ -886,7 +876,7 @@ func TestEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T) {
 func testEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T, form wrapperForm) {
 	admin, n, e := formEngine(t, form)
 	run := func(body string, args ...string) (nodeEffect, error) {
-		return n.runEffect(t.Context(), e.Wrap(body, testCommands, nil), newEffectCall([]string{"k"}, args, 1), nil)
+		return n.runEffect(t.Context(), e.Wrap(body, nil), newEffectCall([]string{"k"}, args, 1), nil)
 	}
 	// The extend's library is loaded before memory runs out (FCALL is
 	// refused), the release's is not (FUNCTION LOAD is refused).

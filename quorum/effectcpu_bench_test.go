@@ -54,7 +54,7 @@ func benchTakes(b *testing.B, take func(key string) error) {
 // effectTake and acquireTake take a new lock on key over e's nodes: by
 // effect (go-zero's acquire), and as the catalogue's SET NX.
 func effectTake(b *testing.B, e *Engine) func(key string) error {
-	eff := e.Wrap(goZeroLock, testCommands, nil)
+	eff := e.Wrap(goZeroLock, nil)
 	args := []string{"tok", "10500"}
 	return func(key string) error {
 		res, err := e.RunEffect(b.Context(), eff, []string{key}, args)

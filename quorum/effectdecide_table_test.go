@@ -216,7 +216,7 @@ func TestEffectRefusedDialIsUnsent(t *testing.T) {
 	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), NodeOptions{}).(*redisNode)
 	t.Cleanup(func() { n.Close() })
 	e := New(Config{MaxTTL: time.Minute}, n)
-	_, err := n.runEffect(t.Context(), e.Wrap(goZeroLock, testCommands, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+	_, err := n.runEffect(t.Context(), e.Wrap(goZeroLock, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
 	if err == nil || !unsent(&NodeError{Err: err}) {
 		t.Errorf("runEffect on a closed port = %v; want an error unsent reports", err)
 	}

@@ -37,7 +37,7 @@ func TestEffectLibraryStaysBounded(t *testing.T) {
 	run := func(i int, key string) {
 		t.Helper()
 		body := fmt.Sprintf(`local v = %d return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000)`, i)
-		ne, err := n.runEffect(ctx, e.Wrap(body, testCommands, nil), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
+		ne, err := n.runEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
 		if err != nil || ne.refused != "" || ne.reply.Kind != ValueStatus || ne.reply.Str != "OK" {
 			t.Fatalf("script %d = %+v, %v; want OK", i, ne, err)
 		}

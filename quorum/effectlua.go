@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
 // The wrapper runs a client's script on one node with its effect watched.
@@ -197,14 +199,13 @@ const (
 	maxLibraryBodyBytes = 1 << 20
 )
 
-// wrapBody builds the wrapper around body for the given allow-list,
-// literals (the constants the body may write as markers, never as
-// tokens) and max_ttl.
-func wrapBody(body string, commands map[string]int, literals []string, maxTTL time.Duration) wrapped {
+// wrapBody builds the wrapper around body for the given literals (the
+// constants the body may write as markers, never as tokens) and max_ttl.
+func wrapBody(body string, literals []string, maxTTL time.Duration) wrapped {
 	var lits strings.Builder
 	lits.WriteString("{")
 	for _, l := range literals {
-		lits.WriteString(luaQuote(l))
+		lits.WriteString(lua.Quote(l))
 		lits.WriteString(", ")
 	}
 	lits.WriteString("}")
@@ -216,9 +217,9 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 	if !strings.Contains(body, "...") {
 		params = ""
 	}
-	head := wrapperParts(commands, maxTTL, params, lits.String())
+	head := wrapperParts(maxTTL, params, lits.String())
 	eh := head.Replace(evalHead)
-	fn, lib := wrapperLibrary(commands, maxTTL)
+	fn, lib := wrapperLibrary(maxTTL)
 	// The chunk: on the body's first line, locals for what the library
 	// gives the body (its KEYS and ARGV, set before each run, and the
 	// guarded redis), then the body as a function; after it, the setter
@@ -231,12 +232,12 @@ func wrapBody(body string, commands map[string]int, literals []string, maxTTL ti
 	}
 }
 
-// wrapperLibrary is the library every body runs in, for this allow-list
-// and max_ttl, and its function's name. It is named by what it holds:
+// wrapperLibrary is the library every body runs in, for this max_ttl, and
+// its function's name. It is named by what it holds:
 // proxies that wrap alike share it, and any other library keeps its own
 // name.
-func wrapperLibrary(commands map[string]int, maxTTL time.Duration) (fn, lib string) {
-	lib = wrapperParts(commands, maxTTL, "", "{}").Replace(libSrc)
+func wrapperLibrary(maxTTL time.Duration) (fn, lib string) {
+	lib = wrapperParts(maxTTL, "", "{}").Replace(libSrc)
 	sum := sha1.Sum([]byte(lib))
 	fn = "rlp_" + hex.EncodeToString(sum[:])
 	return fn, strings.ReplaceAll(lib, "__RLP_NAME", fn)
@@ -245,21 +246,20 @@ func wrapperLibrary(commands map[string]int, maxTTL time.Duration) (fn, lib stri
 // wrapperParts fills the wrapper's placeholders: the allow-list, max_ttl
 // and the bounds, and a body's parameters and literals (the script form
 // only).
-func wrapperParts(commands map[string]int, maxTTL time.Duration, params, lits string) *strings.Replacer {
+func wrapperParts(maxTTL time.Duration, params, lits string) *strings.Replacer {
 	// The allow-list as a chain of comparisons, the common names first,
 	// each in lower and upper case (any other case is lowered, then
 	// compared again).
 	var kinds strings.Builder
-	for i, name := range commandOrder(commands) {
+	for i, name := range commandOrder() {
 		if i > 0 {
 			kinds.WriteString("else")
 		}
+		c, _ := lua.Lookup(name)
 		fmt.Fprintf(&kinds, "if c == %s or c == %s then c, kind = %s, %d\n        ",
-			luaQuote(name), luaQuote(strings.ToUpper(name)), luaQuote(name), commandKind(name, commands[name]))
+			lua.Quote(name), lua.Quote(strings.ToUpper(name)), lua.Quote(name), commandKind(name, c))
 	}
-	if len(commands) > 0 {
-		kinds.WriteString("end")
-	}
+	kinds.WriteString("end")
 	return strings.NewReplacer(
 		"__RLP_BODYPARAMS", params,
 		"__RLP_LITERALS", lits,
@@ -269,7 +269,7 @@ func wrapperParts(commands map[string]int, maxTTL time.Duration, params, lits st
 		"__RLP_MAXBODYBYTES", strconv.Itoa(maxLibraryBodyBytes),
 		"__RLP_KINDCHAIN", kinds.String(),
 		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
-		"__RLP_HOLDPREFIX", luaQuote(holdPrefix),
+		"__RLP_HOLDPREFIX", lua.Quote(holdPrefix),
 	)
 }
 
@@ -282,72 +282,35 @@ const (
 	maxSnapshotEntries = 10000
 )
 
-// readOnly are the allowed commands that change no key. Any other command
-// with a key, one added to the allow-list included, is taken as a write.
-var readOnly = map[string]bool{
-	"get": true, "pttl": true, "ttl": true, "exists": true, "type": true,
-	"hget": true, "hexists": true, "hlen": true,
-	"zscore": true, "zcount": true, "zcard": true, "zrange": true, "zrevrange": true,
-}
-
 // commandKind is a command's kind as the wrapper's kind function returns
-// it, from its key position (0 none, 1 first, 2 every argument).
-func commandKind(name string, pos int) int {
+// it: 0 no key, 1 or 2 reads its first or every argument's key, 3 or 4
+// writes them, 5 SELECT.
+func commandKind(name string, c lua.Command) int {
 	switch {
 	case name == "select":
 		return 5
-	case pos == 0:
+	case c.Keys == lua.NoKeys:
 		return 0
-	case readOnly[name]:
-		return pos // 1 or 2
+	case c.ReadOnly:
+		return int(c.Keys) // 1 or 2
 	}
-	return pos + 2 // 3 or 4
+	return int(c.Keys) + 2 // 3 or 4
 }
 
 // commandOrder is the allow-list with the names lock scripts use most
 // first, then the others in order.
-func commandOrder(commands map[string]int) []string {
+func commandOrder() []string {
 	first := []string{"get", "set", "pexpire", "del", "exists", "hexists", "hincrby", "pttl", "unlink", "expire"}
 	var out []string
 	for _, name := range first {
-		if _, ok := commands[name]; ok {
+		if _, ok := lua.Lookup(name); ok {
 			out = append(out, name)
 		}
 	}
-	for _, name := range sortedKeys(commands) {
+	for name := range lua.Commands() {
 		if !slices.Contains(first, name) {
 			out = append(out, name)
 		}
 	}
 	return out
-}
-
-// luaQuote writes s as a Lua string literal that any bytes survive.
-func luaQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c >= 0x20 && c < 0x7f:
-			b.WriteByte(c)
-		default:
-			// Three digits always, so a digit after it is not read into it.
-			fmt.Fprintf(&b, "\\%03d", c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-func sortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

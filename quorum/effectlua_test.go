@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
 // TestWrapperFormsParse parses, as Lua 5.1, every form the wrapper is
@@ -21,7 +23,7 @@ func TestWrapperFormsParse(t *testing.T) {
 		"varargs":         `return select("#", ...)`,
 	}
 	for name, body := range bodies {
-		w := wrapBody(body, testCommands, []string{"1", "__write__"}, time.Minute)
+		w := wrapBody(body, []string{"1", "__write__"}, time.Minute)
 		shebang, lib, _ := strings.Cut(w.lib.text, "\n")
 		if shebang != "#!lua name="+w.fn {
 			t.Errorf("%s: library starts %q; want #!lua name=%s", name, shebang, w.fn)
@@ -41,5 +43,34 @@ func TestWrapperFormsParse(t *testing.T) {
 	}
 	if _, err := parse.Parse(strings.NewReader(undoEffectSrc), "undo"); err != nil {
 		t.Errorf("undo script: %v", err)
+	}
+}
+
+// TestWrapperKindsFromAllowList checks the wrapper's kind chain against
+// the allow-list: every command once, and its kind from its keys and
+// whether it writes.
+func TestWrapperKindsFromAllowList(t *testing.T) {
+	order := commandOrder()
+	n := 0
+	for name := range lua.Commands() {
+		if got := strings.Count(" "+strings.Join(order, " ")+" ", " "+name+" "); got != 1 {
+			t.Errorf("commandOrder() lists %s %d times; want once", name, got)
+		}
+		n++
+	}
+	if len(order) != n {
+		t.Errorf("len(commandOrder()) = %d; want %d, the allow-list's", len(order), n)
+	}
+	for _, tt := range []struct {
+		name string
+		want int
+	}{
+		{"get", 1}, {"exists", 2}, {"set", 3}, {"del", 4}, {"getrange", 3},
+		{"time", 0}, {"publish", 0}, {"select", 5},
+	} {
+		c, ok := lua.Lookup(tt.name)
+		if got := commandKind(tt.name, c); !ok || got != tt.want {
+			t.Errorf("commandKind(%s) = %d (allowed: %v); want %d", tt.name, got, ok, tt.want)
+		}
 	}
 }

@@ -23,7 +23,7 @@ func TestUndoEffectGivesBackOnlyTheKeysTaken(t *testing.T) {
 	eff := e.Wrap(`if redis.call("exists", KEYS[2]) == 1 then
   return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 end
-return false`, testCommands, nil)
+return false`, nil)
 	res, err := e.RunEffect(t.Context(), eff, []string{"child", "parent"}, []string{"tok", "10000"})
 	if err != nil || !res.Granted || !res.Took || res.Op != EffectHold {
 		t.Fatalf("RunEffect = %+v, %v; want a new lock of the child granted", res, err)

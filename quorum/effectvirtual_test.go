@@ -57,7 +57,7 @@ func TestRunEffectChargesTheSilentNodeToValidity(t *testing.T) {
 			{fakeNode: &fakeNode{addr: "e"}, silent: true},
 		}
 		e := New(Config{NodeTimeout: 50 * time.Millisecond, MaxTTL: time.Minute}, effectNodes(nodes)...)
-		res, err := e.RunEffect(t.Context(), e.Wrap("return 1", testCommands, nil), []string{"k"}, []string{"tok", "1000"})
+		res, err := e.RunEffect(t.Context(), e.Wrap("return 1", nil), []string{"k"}, []string{"tok", "1000"})
 		if err != nil || !res.Granted || !res.Took || res.Lease.Validity != 938*time.Millisecond || res.Lease.Granted != 3 || !res.Reply.equal(okReply) {
 			t.Fatalf("RunEffect = %+v, %v; want OK granted by 3 with validity 938ms", res, err)
 		}
@@ -83,7 +83,7 @@ func TestRunEffectUndoesASplitTakeWhereItLanded(t *testing.T) {
 			{fakeNode: &fakeNode{addr: "e"}, silent: true},
 		}
 		e := New(Config{NodeTimeout: 50 * time.Millisecond, MaxTTL: time.Minute}, effectNodes(nodes)...)
-		res, err := e.RunEffect(t.Context(), e.Wrap("return 1", testCommands, nil), []string{"k"}, []string{"tok", "1000"})
+		res, err := e.RunEffect(t.Context(), e.Wrap("return 1", nil), []string{"k"}, []string{"tok", "1000"})
 		if !errors.Is(err, ErrUnavailable) || res.Op != EffectHold {
 			t.Fatalf("RunEffect = %+v, %v; want ErrUnavailable for a hold", res, err)
 		}

@@ -60,7 +60,7 @@ func runWrapRows(t *testing.T, form wrapperForm, rows []wrapRow) {
 			if keys == nil {
 				keys = []string{"k"}
 			}
-			eff := e.Wrap(tt.body, testCommands, tt.lits)
+			eff := e.Wrap(tt.body, tt.lits)
 			ne, err := n.runEffect(ctx, eff, newEffectCall(keys, tt.args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
@@ -345,7 +345,7 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 		}
 		run := func(body string, args ...string) nodeEffect {
 			t.Helper()
-			ne, err := n.runEffect(ctx, e.Wrap(body, testCommands, nil), newEffectCall([]string{"k", "ch"}, args, 1), nil)
+			ne, err := n.runEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{"k", "ch"}, args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
@@ -380,7 +380,7 @@ func TestEffectReportsOtherHolders(t *testing.T) {
 		admin.PExpire(ctx, "k", 10*time.Second)
 		body := `local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call("zadd", KEYS[1], now + 5000, ARGV[1]) return 1`
-		ne, err := n.runEffect(ctx, e.Wrap(body, testCommands, nil), newEffectCall([]string{"k"}, []string{"reader-a"}, 1), nil)
+		ne, err := n.runEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{"k"}, []string{"reader-a"}, 1), nil)
 		if err != nil || ne.refused != "" || len(ne.keys) != 1 {
 			t.Fatalf("runEffect = %+v, %v", ne, err)
 		}
@@ -448,7 +448,7 @@ return redis.call("pexpire", KEYS[1], 5000)`
 		ctx := t.Context()
 		run := func(body, key string, lits []string) KeyEffect {
 			t.Helper()
-			ne, err := n.runEffect(ctx, e.Wrap(body, testCommands, lits), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
+			ne, err := n.runEffect(ctx, e.Wrap(body, lits), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
 			if err != nil || ne.refused != "" || len(ne.keys) != 1 {
 				t.Fatalf("runEffect = %+v, %v", ne, err)
 			}

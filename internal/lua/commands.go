@@ -15,67 +15,77 @@ const (
 	AllKeys              // every argument
 )
 
+// Command is what the allow-list says of one command.
+type Command struct {
+	Keys Keys
+	// ReadOnly is set for a command with keys that the masters' wrapper
+	// runs without a snapshot of them, as it changes none. Any other is
+	// taken as a write, the safe side: a command added without it, and
+	// GETRANGE (a read the wrapper has always snapshotted before).
+	ReadOnly bool
+}
+
 // command is one entry of the allow-list.
 type command struct {
 	name string // lower case
-	keys Keys
+	Command
 }
 
 // commands is the allow-list of what a served script may call: what
 // admission lets a script name and the masters' wrapper lets it run. In
 // order of name.
 var commands = [...]command{
-	{"del", AllKeys},
-	{"exists", AllKeys},
-	{"expire", FirstKey},
-	{"expireat", FirstKey},
-	{"get", FirstKey},
-	{"getrange", FirstKey}, // bsm/redislock's re-entry by token prefix
-	{"hdel", FirstKey},     // hashes: Redisson
-	{"hexists", FirstKey},
-	{"hget", FirstKey},
-	{"hincrby", FirstKey},
-	{"hlen", FirstKey},
-	{"hset", FirstKey},
-	{"pexpire", FirstKey},
-	{"pexpireat", FirstKey},
-	{"pttl", FirstKey},
-	{"publish", NoKeys},
-	{"select", NoKeys}, // database 0 only
-	{"set", FirstKey},
-	{"setnx", FirstKey},
-	{"spublish", NoKeys},
-	{"time", NoKeys},
-	{"ttl", FirstKey},
-	{"type", FirstKey},
-	{"unlink", AllKeys},
-	{"zadd", FirstKey}, // sorted sets, as Symfony uses them
-	{"zcard", FirstKey},
-	{"zcount", FirstKey},
-	{"zrange", FirstKey},
-	{"zrem", FirstKey},
-	{"zremrangebyscore", FirstKey},
-	{"zrevrange", FirstKey},
-	{"zscore", FirstKey},
+	{"del", Command{Keys: AllKeys}},
+	{"exists", Command{Keys: AllKeys, ReadOnly: true}},
+	{"expire", Command{Keys: FirstKey}},
+	{"expireat", Command{Keys: FirstKey}},
+	{"get", Command{Keys: FirstKey, ReadOnly: true}},
+	{"getrange", Command{Keys: FirstKey}}, // bsm/redislock's re-entry by token prefix
+	{"hdel", Command{Keys: FirstKey}},     // hashes: Redisson
+	{"hexists", Command{Keys: FirstKey, ReadOnly: true}},
+	{"hget", Command{Keys: FirstKey, ReadOnly: true}},
+	{"hincrby", Command{Keys: FirstKey}},
+	{"hlen", Command{Keys: FirstKey, ReadOnly: true}},
+	{"hset", Command{Keys: FirstKey}},
+	{"pexpire", Command{Keys: FirstKey}},
+	{"pexpireat", Command{Keys: FirstKey}},
+	{"pttl", Command{Keys: FirstKey, ReadOnly: true}},
+	{"publish", Command{Keys: NoKeys}},
+	{"select", Command{Keys: NoKeys}}, // database 0 only
+	{"set", Command{Keys: FirstKey}},
+	{"setnx", Command{Keys: FirstKey}},
+	{"spublish", Command{Keys: NoKeys}},
+	{"time", Command{Keys: NoKeys}},
+	{"ttl", Command{Keys: FirstKey, ReadOnly: true}},
+	{"type", Command{Keys: FirstKey, ReadOnly: true}},
+	{"unlink", Command{Keys: AllKeys}},
+	{"zadd", Command{Keys: FirstKey}}, // sorted sets, as Symfony uses them
+	{"zcard", Command{Keys: FirstKey, ReadOnly: true}},
+	{"zcount", Command{Keys: FirstKey, ReadOnly: true}},
+	{"zrange", Command{Keys: FirstKey, ReadOnly: true}},
+	{"zrem", Command{Keys: FirstKey}},
+	{"zremrangebyscore", Command{Keys: FirstKey}},
+	{"zrevrange", Command{Keys: FirstKey, ReadOnly: true}},
+	{"zscore", Command{Keys: FirstKey, ReadOnly: true}},
 }
 
-// Command reports whether a served script may call name (lower case),
-// and which of its arguments are keys.
-func Command(name string) (Keys, bool) {
+// Lookup reports whether a served script may call name (lower case), and
+// what the allow-list says of it.
+func Lookup(name string) (Command, bool) {
 	i, ok := slices.BinarySearchFunc(commands[:], name, func(c command, name string) int {
 		return strings.Compare(c.name, name)
 	})
 	if !ok {
-		return NoKeys, false
+		return Command{}, false
 	}
-	return commands[i].keys, true
+	return commands[i].Command, true
 }
 
 // Commands yields the allow-list, in order of name.
-func Commands() iter.Seq2[string, Keys] {
-	return func(yield func(string, Keys) bool) {
+func Commands() iter.Seq2[string, Command] {
+	return func(yield func(string, Command) bool) {
 		for _, c := range &commands {
-			if !yield(c.name, c.keys) {
+			if !yield(c.name, c.Command) {
 				return
 			}
 		}

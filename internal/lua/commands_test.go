@@ -18,36 +18,40 @@ func TestCommandsSortedAndUnique(t *testing.T) {
 	}
 }
 
-func TestCommand(t *testing.T) {
+func TestLookup(t *testing.T) {
 	tests := []struct {
 		name string
-		keys Keys
+		want Command
 		ok   bool
 	}{
-		{"get", FirstKey, true},
-		{"set", FirstKey, true},
-		{"del", AllKeys, true},
-		{"exists", AllKeys, true},
-		{"unlink", AllKeys, true},
-		{"zscore", FirstKey, true}, // the last in order
-		{"publish", NoKeys, true},
-		{"select", NoKeys, true},
-		{"time", NoKeys, true},
-		{"GET", NoKeys, false}, // callers lower-case first
-		{"eval", NoKeys, false},
-		{"flushall", NoKeys, false},
-		{"config", NoKeys, false},
-		{"", NoKeys, false},
-		{"zz", NoKeys, false},
+		{"get", Command{Keys: FirstKey, ReadOnly: true}, true},
+		{"set", Command{Keys: FirstKey}, true},
+		{"del", Command{Keys: AllKeys}, true},
+		{"exists", Command{Keys: AllKeys, ReadOnly: true}, true},
+		{"unlink", Command{Keys: AllKeys}, true},
+		{"getrange", Command{Keys: FirstKey}, true},               // a read, snapshotted as a write
+		{"zscore", Command{Keys: FirstKey, ReadOnly: true}, true}, // the last in order
+		{"publish", Command{Keys: NoKeys}, true},
+		{"select", Command{Keys: NoKeys}, true},
+		{"time", Command{Keys: NoKeys}, true},
+		{"GET", Command{}, false}, // callers lower-case first
+		{"eval", Command{}, false},
+		{"flushall", Command{}, false},
+		{"config", Command{}, false},
+		{"", Command{}, false},
+		{"zz", Command{}, false},
 	}
 	for _, tt := range tests {
-		if keys, ok := Command(tt.name); keys != tt.keys || ok != tt.ok {
-			t.Errorf("Command(%q) = %v, %v; want %v, %v", tt.name, keys, ok, tt.keys, tt.ok)
+		if got, ok := Lookup(tt.name); got != tt.want || ok != tt.ok {
+			t.Errorf("Lookup(%q) = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
 		}
 	}
-	for name, keys := range Commands() {
-		if got, ok := Command(name); got != keys || !ok {
-			t.Errorf("Command(%q) = %v, %v; want %v, true", name, got, ok, keys)
+	for name, c := range Commands() {
+		if got, ok := Lookup(name); got != c || !ok {
+			t.Errorf("Lookup(%q) = %+v, %v; want %+v, true", name, got, ok, c)
+		}
+		if c.ReadOnly && c.Keys == NoKeys {
+			t.Errorf("%s is ReadOnly without keys; ReadOnly is for commands with keys", name)
 		}
 	}
 }

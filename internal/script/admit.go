@@ -462,13 +462,13 @@ func (a *admitter) call(e *ast.FuncCallExpr) {
 		return
 	}
 	cmd := strings.ToLower(name.Value)
-	keys, allowed := lua.Command(cmd)
-	if !allowed {
+	allowed, ok := lua.Lookup(cmd)
+	if !ok {
 		a.refuse(e.Line(), "%s is not a lock command", strings.ToUpper(cmd))
 		return
 	}
 	args := e.Args[1:]
-	switch keys {
+	switch allowed.Keys {
 	case lua.FirstKey:
 		if len(args) > 0 {
 			a.key(args[0])
