@@ -268,3 +268,62 @@ func TestRedissonReadLockThroughTwoProxies(t *testing.T) {
 		})
 	}
 }
+
+// TestRedissonReadLockWatchdogOutlivesLease: the read locks' watchdog
+// renews two readers' holds (their timeout keys and the hash) for several
+// leases while a writer asks and stays out; once it stops, the read lock
+// lapses and the writer gets in.
+func TestRedissonReadLockWatchdogOutlivesLease(t *testing.T) {
+	wlock, renew := redis.NewScript(redissonWriteLock), redis.NewScript(redissonReadRenew)
+	redissonSideBySide(t, func(t *testing.T, cl *redis.Client, _ bool, _ *cluster) {
+		ctx := t.Context()
+		const lease = 1500
+		a, b := readLockClient{"rwd", "7d2e-0001:1"}, readLockClient{"rwd", "7d2e-0001:2"}
+		a.mustTake(t, cl, lease)
+		a.mustTake(t, cl, lease)
+		b.mustTake(t, cl, lease)
+		for end := time.Now().Add(3 * lease * time.Millisecond); time.Now().Before(end); time.Sleep(lease / 3 * time.Millisecond) {
+			// One client's two threads on one lock: one pair, two names.
+			got, err := renew.Run(ctx, cl, []string{"rwd", "{rwd}"}, lease, 2, a.thread, b.thread).Int64Slice()
+			if err != nil || len(got) != 1 || got[0] != 1 {
+				t.Fatalf("renewal = %v, %v; want [1]", got, err)
+			}
+			if ms, err := wlock.Run(ctx, cl, []string{"rwd"}, lease, "7d2e-0002:1:write").Int64(); err != nil || ms <= 0 {
+				t.Fatalf("a writer while renewed = %d, %v; want the PTTL", ms, err)
+			}
+		}
+		// Still held past three leases: unlock counts down as one Redis.
+		if v, err := a.unlock(t, cl, "u1"); v != 0 || err != nil {
+			t.Fatalf("unlock after the renewals = %d, %v; want 0", v, err)
+		}
+		time.Sleep((lease + 100) * time.Millisecond)
+		if err := wlock.Run(ctx, cl, []string{"rwd"}, lease, "7d2e-0002:1:write").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("write lock after the renewals stopped: %v; want nil (acquired)", err)
+		}
+	})
+}
+
+// TestRedissonReadLockWatchdogPastItsTimeout: Redisson's defaults, a 30s
+// lease renewed every 10s, through the proxy over 5 masters for 40s: the
+// read lock stays held and a writer stays out.
+func TestRedissonReadLockWatchdogPastItsTimeout(t *testing.T) {
+	skipLong(t)
+	wlock, renew := redis.NewScript(redissonWriteLock), redis.NewScript(redissonReadRenew)
+	_, p := setup(t, 5, proxy.Config{})
+	ctx := t.Context()
+	a := readLockClient{"rwd2", "9a9a-0001:1"}
+	a.mustTake(t, p.Client, 30000)
+	for range 4 { // 40s
+		time.Sleep(10 * time.Second)
+		got, err := renew.Run(ctx, p.Client, []string{"rwd2", "{rwd2}"}, 30000, 1, a.thread).Int64Slice()
+		if err != nil || len(got) != 1 || got[0] != 1 {
+			t.Fatalf("watchdog renewal = %v, %v; want [1]", got, err)
+		}
+		if ms, err := wlock.Run(ctx, p.Client, []string{"rwd2"}, 30000, "9a9a-0002:1:write").Int64(); err != nil || ms <= 20000 {
+			t.Fatalf("a writer = %d, %v; want the PTTL of a renewed read lock", ms, err)
+		}
+	}
+	if v, err := a.unlock(t, p.Client, "u1"); v != 1 || err != nil {
+		t.Fatalf("unlock after 40s = %d, %v; want 1", v, err)
+	}
+}
