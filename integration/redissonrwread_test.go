@@ -327,3 +327,36 @@ func TestRedissonReadLockWatchdogPastItsTimeout(t *testing.T) {
 		t.Fatalf("unlock after 40s = %d, %v; want 1", v, err)
 	}
 }
+
+// TestRedissonReadLockDeniedOnAQuorumIsUndone: a writer's hash on 3 of 5
+// masters; a reader's take is granted by the other 2 only: the reply is
+// the PTTL, and the 2 grants are given back (no read lock left there).
+// With 3 of 5 masters down, a take is NOQUORUM naming the answers, never
+// nil (which would say granted).
+func TestRedissonReadLockDeniedOnAQuorumIsUndone(t *testing.T) {
+	c, p := setup(t, 5, proxy.Config{})
+	ctx := t.Context()
+	a := readLockClient{"rlu", "6a6a-0001:1"}
+	for _, i := range []int{0, 1, 2} {
+		c.direct[i].HSet(ctx, "rlu", "mode", "write", "6a6a-0009:1:write", "1")
+		c.direct[i].PExpire(ctx, "rlu", 20*time.Second)
+	}
+	if ms, err := a.take(t, p.Client, 30000); err != nil || ms <= 0 || ms > 20000 {
+		t.Fatalf("read lock beside a writer on 3 of 5 = %d, %v; want the PTTL", ms, err)
+	}
+	for _, i := range []int{3, 4} {
+		if n := c.direct[i].Exists(ctx, "rlu", a.timeoutPrefix()+":1").Val(); n != 0 {
+			t.Errorf("node %d keeps %d keys of the denied take; want none", i, n)
+		}
+	}
+	for i := range 3 {
+		c.kill(i)
+	}
+	_, err := a.take(t, p.Client, 30000)
+	if err == nil || errors.Is(err, redis.Nil) || !strings.Contains(err.Error(), "of 5 nodes") {
+		t.Fatalf("read lock with 3 of 5 down: %v; want NOQUORUM naming the answers", err)
+	}
+	if n := c.direct[3].Exists(ctx, "rlu").Val(); n != 0 {
+		t.Errorf("node 3 keeps the unavailable take; want it undone")
+	}
+}
