@@ -130,6 +130,8 @@ func (s *Server) takeRead(r *request, l quorum.ReadLock, leaseArg []byte) (resp.
 		s.warnFailures(t.Lease.Failures)
 		r.validity = t.Lease.Validity
 		return resp.Null(), nil
+	case errors.Is(err, quorum.ErrReadUnderWrite):
+		return resp.Reply{}, errReadUnderWrite
 	case errors.As(err, &oe) && !oe.Unavailable && !oe.Expired:
 		s.warnFailures(oe.Failures)
 		return resp.Int(t.PTTL.Milliseconds()), nil

@@ -15,7 +15,17 @@ type readTake struct {
 	granted bool
 	prior   int
 	pttl    time.Duration
+	// ownWrite: the same thread's write lock holds the key here; the
+	// take is refused (ErrReadUnderWrite), nothing set.
+	ownWrite bool
 }
+
+// ErrReadUnderWrite refuses a read lock taken under the same thread's
+// write lock. One Redis keeps the reader's field in the write lock's
+// hash; the effect path then refuses the write lock's watchdog renewal
+// (it changes the expiry of another token's hold), and with it every
+// lock renewed in the same call, which would lapse while held.
+var ErrReadUnderWrite = errors.New("quorum: read lock under its own write lock")
 
 // readTakeVotes is everything decideReadTake reads.
 type readTakeVotes struct {
@@ -84,6 +94,9 @@ func decideReadTake(v readTakeVotes) readTakeDecision {
 	d.granted = o.Granted
 	d.validity = validity(v.ttl, v.elapsed, v.driftFactor)
 	d.err = verdict(o, v.quorum, v.failures)
+	if slices.ContainsFunc(v.results, func(r result[readTake]) bool { return r.err == nil && r.v.ownWrite }) {
+		d.err = ErrReadUnderWrite
+	}
 	if d.err == nil && expired(d.validity) {
 		d.err = &OutcomeError{Outcome: o, Expired: true, Failures: v.failures}
 	}
@@ -91,7 +104,7 @@ func decideReadTake(v readTakeVotes) readTakeDecision {
 		return d
 	}
 	copy(d.undo, d.landed)
-	if errors.Is(d.err, ErrDenied) && !d.err.(*OutcomeError).Expired {
+	if oe, ok := d.err.(*OutcomeError); ok && errors.Is(oe, ErrDenied) && !oe.Expired {
 		d.pttl = freeAfter(pttls, v.quorum-o.Granted)
 	}
 	return d

@@ -7,8 +7,8 @@ import (
 )
 
 // rwTakeVotes builds one result per node from a string: g granted, d
-// denied (PTTL 100ms times its place), f failed, q granted while
-// quarantined.
+// denied (PTTL 100ms times its place), f failed, x down, q granted while
+// quarantined, o the same thread's write lock.
 func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
 	v := readTakeVotes{quorum: Quorum(len(s)), ttl: ttl, elapsed: elapsed, driftFactor: 0.01}
 	for i, c := range s {
@@ -22,6 +22,8 @@ func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
 			r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
 		case 'x':
 			r.err = &NodeError{Node: i, Err: ErrNodeDown}
+		case 'o':
+			r.v.ownWrite = true
 		}
 		v.results = append(v.results, r)
 		v.counted = append(v.counted, c != 'q')
@@ -47,6 +49,7 @@ func TestDecideReadTake(t *testing.T) {
 		{"ffxgg", 0, ErrUnavailable, 0, "uu-uu"},
 		{"ggggg", time.Second, ErrDenied, 0, "uuuuu"}, // validity ran out
 		{"ggd", 0, nil, 0, "---"},
+		{"gggox", 0, ErrReadUnderWrite, 0, "uuu--"}, // under its own write lock: refused, undone
 		{"gdd", 0, ErrDenied, 200 * time.Millisecond, "u--"},
 	} {
 		d := decideReadTake(rwTakeVotes(tc.nodes, time.Second, tc.elapsed))

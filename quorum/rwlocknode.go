@@ -40,8 +40,11 @@ func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration,
 	if err != nil || len(vals) != 2 {
 		return readTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
 	}
-	if vals[0] == 1 {
+	switch vals[0] {
+	case 1:
 		return readTake{granted: true, prior: int(vals[1]) - 1}, nil
+	case 2:
+		return readTake{ownWrite: true, pttl: time.Duration(vals[1]) * time.Millisecond}, nil
 	}
 	return readTake{pttl: time.Duration(vals[1]) * time.Millisecond}, nil
 }
