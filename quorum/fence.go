@@ -30,16 +30,22 @@ package quorum
 // and the node is seeded, it answers the hold record's T if the record
 // is this token's, else takes its counter plus one, records it and
 // answers that. The hold must be granted by a quorum, as an extend is.
-// When a quorum of counted nodes answer the same T (fenceAgreed), T is
-// returned if the hold's validity, counted from before the round, still
-// runs. Why T is higher than every earlier hold's token: that hold's
+// When a quorum of counted nodes answer the same T the same way
+// (fenceAgreed: all took their counter plus one, or all found the
+// record), T is returned if the hold's validity, counted from before the
+// round, still runs. Why T is higher than every earlier hold's token: that hold's
 // FENCE finished within its validity, so before this hold was granted
 // (Redlock's exclusion), and it left the counter at or above its token
 // on a quorum of seeded nodes; any quorum of answers includes one of
 // those (below for nodes lost since), and that node answered either its
 // counter plus one, or a record of this hold written since, which is
 // above that counter too (a record is written only with a value taken
-// from the counter then, or a decided T). A quorum answering alike also
+// from the counter then, or a decided T). The two kinds of answer must
+// not be mixed: a token may hold the key again after an earlier hold
+// whose release missed a node, and that node's record is the earlier
+// hold's T, which nodes whose counters lag behind can answer too (a
+// quorum of records is this hold's: the earlier one's records left with
+// its key from all but a minority). A quorum answering alike also
 // leaves T recorded on a quorum, so a repeated FENCE of the hold finds
 // it.
 //
@@ -263,30 +269,37 @@ func (e *Engine) fenceHold(reads []result[CounterEntry], start time.Time) (Outco
 	return o, Fencing{Expires: start.Add(ttl - e.Drift(ttl))}, nil
 }
 
+// fenceAnswer is one node's answer to FENCE's one round: T, and whether
+// it is the hold record the node found (else its counter plus one).
+type fenceAnswer struct {
+	t        int64
+	recorded bool
+}
+
 // agreeing returns the answers of FENCE's one round that count: those of
 // counted, seeded nodes where the key holds the token.
-func (e *Engine) agreeing(reads []result[CounterEntry]) []int64 {
-	var ts []int64
+func (e *Engine) agreeing(reads []result[CounterEntry]) []fenceAnswer {
+	var as []fenceAnswer
 	for i, r := range reads {
 		if r.err == nil && r.v.State == CounterSeeded && r.v.Held && r.v.Answer > 0 && e.counts(i) {
-			ts = append(ts, r.v.Answer)
+			as = append(as, fenceAnswer{r.v.Answer, r.v.Hold > 0})
 		}
 	}
-	return ts
+	return as
 }
 
 // fenceAgreed is the decision of FENCE's one round (see the design
-// above): the T that at least quorum of the answers give, if any.
-func fenceAgreed(ts []int64, quorum int) (int64, bool) {
-	for _, t := range ts {
+// above): the T that at least quorum of the answers give, of one kind.
+func fenceAgreed(as []fenceAnswer, quorum int) (int64, bool) {
+	for _, a := range as {
 		n := 0
-		for _, u := range ts {
-			if u == t {
+		for _, b := range as {
+			if b == a {
 				n++
 			}
 		}
 		if n >= quorum {
-			return t, true
+			return a.t, true
 		}
 	}
 	return 0, false

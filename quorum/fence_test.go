@@ -292,23 +292,33 @@ func TestFenceNoTokenAfterValidity(t *testing.T) {
 }
 
 func TestFenceAgreed(t *testing.T) {
+	took := func(ts ...int64) (as []fenceAnswer) {
+		for _, t := range ts {
+			as = append(as, fenceAnswer{t: t})
+		}
+		return as
+	}
 	tests := []struct {
 		name   string
-		ts     []int64
+		as     []fenceAnswer
 		want   int64
 		wantOK bool
 	}{
-		{"a quorum alike", []int64{4, 4, 5}, 4, true},
-		{"all alike", []int64{7, 7, 7}, 7, true},
-		{"no quorum alike", []int64{4, 5, 6}, 0, false},
-		{"too few answers", []int64{4}, 0, false},
+		{"a quorum alike", took(4, 4, 5), 4, true},
+		{"all alike", took(7, 7, 7), 7, true},
+		{"no quorum alike", took(4, 5, 6), 0, false},
+		{"too few answers", took(4), 0, false},
 		{"none", nil, 0, false},
+		{"a quorum of records", []fenceAnswer{{3, true}, {3, true}, {5, false}}, 3, true},
+		// A record left by an earlier hold of the same token, beside
+		// nodes whose counters lag: the same T, but not one answer.
+		{"a record and a take alike", []fenceAnswer{{2, true}, {2, false}, {3, false}}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := fenceAgreed(tt.ts, 2)
+			got, ok := fenceAgreed(tt.as, 2)
 			if got != tt.want || ok != tt.wantOK {
-				t.Errorf("fenceAgreed(%v, 2) = %d, %v; want %d, %v", tt.ts, got, ok, tt.want, tt.wantOK)
+				t.Errorf("fenceAgreed(%v, 2) = %d, %v; want %d, %v", tt.as, got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}

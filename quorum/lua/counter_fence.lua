@@ -23,7 +23,11 @@ local kind = redis.call("type", KEYS[2])["ok"]
 if kind == "string" then
   held = redis.call("get", KEYS[2]) == ARGV[2] and 1 or 0
 elseif kind == "hash" then
-  held = redis.call("hexists", KEYS[2], ARGV[2])
+  -- Redisson's "mode" field is no one's hold, and a read lock's
+  -- readers share the key: neither is fenced.
+  if ARGV[2] ~= "mode" and redis.call("hget", KEYS[2], "mode") ~= "read" then
+    held = redis.call("hexists", KEYS[2], ARGV[2])
+  end
 end
 if held == 1 then
   pttl = redis.call("pttl", KEYS[2])

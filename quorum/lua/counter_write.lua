@@ -23,7 +23,10 @@ if #KEYS == 3 then
   if kind == "string" then
     held = redis.call("get", KEYS[2]) == ARGV[4]
   elseif kind == "hash" then
-    held = redis.call("hexists", KEYS[2], ARGV[4]) == 1
+    -- Redisson's "mode" field is no one's hold, and a read lock's
+    -- readers share the key: neither is fenced.
+    held = redis.call("hexists", KEYS[2], ARGV[4]) == 1 and ARGV[4] ~= "mode"
+      and redis.call("hget", KEYS[2], "mode") ~= "read"
   end
   local pttl = redis.call("pttl", KEYS[2])
   if not (held and pttl > 0) then
