@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -364,5 +365,38 @@ func TestRedissonReadLockDeniedOnAQuorumIsUndone(t *testing.T) {
 	}
 	if n := c.direct[3].Exists(ctx, "rlu").Val(); n != 0 {
 		t.Errorf("node 3 keeps the unavailable take; want it undone")
+	}
+}
+
+// TestRedissonReadLockRefusesReservedAndOtherLayouts: the read lock's
+// scripts name keys from their arguments, so a timeout prefix or a
+// renewed name that could reach the proxy's own keys is refused, as is a
+// call in another layout than Redisson's; nothing of them reaches a node.
+func TestRedissonReadLockRefusesReservedAndOtherLayouts(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	take, renew, unlock := redis.NewScript(redissonReadLock), redis.NewScript(redissonReadRenew), redis.NewScript(redissonReadUnlock)
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a reserved timeout prefix", take.Run(ctx, p.Client, []string{"r", "redlock-proxy:fence"}, 30000, "a:1", "a:1:write").Err(), "reserved"},
+		{"a prefix below the proxy's keys", take.Run(ctx, p.Client, []string{"r", "redlock-proxy"}, 30000, "a:1", "a:1:write").Err(), "reserved"},
+		{"a renewed name reaching the proxy's keys", renew.Run(ctx, p.Client, []string{"r", "redlock-proxy"}, 30000, 1, "fence").Err(), "reserved"},
+		{"an unlock's reserved timeout prefix", unlock.Run(ctx, p.Client, []string{"r", "ch", "redlock-proxy:members", "{r}", "latch"}, 0, "a:1", "PUBLISH", 3000).Err(), "reserved"},
+		{"a take with one key", take.Run(ctx, p.Client, []string{"r"}, 30000, "a:1", "a:1:write").Err(), "served only as Redisson calls it"},
+		{"a renewal with a wrong count", renew.Run(ctx, p.Client, []string{"r", "{r}"}, 30000, 2, "a:1").Err(), "served only as Redisson calls it"},
+		{"an unlock publishing by another command", unlock.Run(ctx, p.Client, []string{"r", "ch", "{r}:a:1:rwlock_timeout", "{r}", "latch"}, 0, "a:1", "DEL", 3000).Err(), "PUBLISH or SPUBLISH"},
+		{"a lease over max_ttl", take.Run(ctx, p.Client, []string{"r", "{r}:a:1:rwlock_timeout"}, 3600000, "a:1", "a:1:write").Err(), "max_ttl"},
+	} {
+		if tc.err == nil || !strings.Contains(tc.err.Error(), tc.want) {
+			t.Errorf("%s: %v; want a refusal saying %q", tc.name, tc.err, tc.want)
+		}
+	}
+	for i := range c.procs {
+		if keys := c.direct[i].Keys(ctx, "*").Val(); slices.ContainsFunc(keys, func(k string) bool { return !strings.HasPrefix(k, "redlock-proxy:members") }) {
+			t.Errorf("node %d has keys %v after the refusals; want none of them", i, keys)
+		}
 	}
 }
