@@ -19,7 +19,8 @@ type ballot struct {
 type decision struct {
 	lease Lease
 	// ttl is the TTL a quorum of the counted grants set, which the lease's
-	// validity is taken from; zero when no quorum granted.
+	// validity is taken from; zero when nothing was granted to hold (also
+	// for a granted effect run that holds no lock).
 	ttl time.Duration
 	err error // nil when granted; else an *OutcomeError
 }
@@ -61,19 +62,19 @@ func decide(ballots []ballot, quorum int, start, now time.Time, driftFactor floa
 	if expired(v) {
 		return decision{err: &OutcomeError{Outcome: o, Expired: true, Failures: fails}}
 	}
-	return decision{ttl: ttl, lease: Lease{Validity: v, Expires: start.Add(ttl - drift(ttl, driftFactor)), Granted: o.Granted, Failures: fails}}
+	return decision{ttl: ttl, lease: Lease{Validity: v, Expires: expiry(start, ttl, driftFactor), Granted: o.Granted, Failures: fails}}
 }
 
-// report tells the observer, if any, how a grant of op begun at start
-// was decided: the operation, and the lease's validity out of the TTL
-// the nodes set.
+// report tells the observer, if any, how op begun at start was
+// decided: the operation, and for a lock granted to hold, the lease's
+// validity out of the TTL the nodes set.
 func (e *Engine) report(op Op, start time.Time, d decision) {
 	obs := e.cfg.Observer
 	if obs == nil {
 		return
 	}
 	obs.OperationDone(op, ResultOf(d.err), time.Since(start))
-	if d.err == nil {
+	if d.err == nil && d.ttl != 0 {
 		obs.LeaseGranted(op, d.lease.Validity, d.ttl)
 	}
 }

@@ -120,25 +120,24 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	case d.op == EffectHold:
 		op = OpAcquire // a denied hold counts as the acquire it most likely was
 	}
+	g := decision{err: d.err}
+	if d.err == nil && d.granted && d.validity > 0 {
+		// Any key held, beside a release too: the proxy checks its
+		// validity again before the reply. Only a hold reports a lease.
+		g.lease = Lease{Validity: d.validity, Expires: expiry(start, d.ttl, e.cfg.DriftFactor), Granted: d.held, Failures: failures(results)}
+		if d.op == EffectHold {
+			g.ttl = d.ttl
+		}
+	}
 	var refused *RefusedError
 	if !errors.As(d.err, &refused) {
-		e.observe(op, start, d.err)
+		e.report(op, start, g)
 	}
 	if d.err != nil {
 		return EffectResult{Op: d.op, Retry: d.retry}, d.err
 	}
-	res := EffectResult{Op: d.op, Granted: d.granted, Reply: results[d.reply].v.reply, Took: d.took, NewLock: d.newLock, keys: uniq, landed: d.landed}
-	if d.op == EffectHold && d.granted {
-		if obs := e.cfg.Observer; obs != nil {
-			obs.LeaseGranted(op, d.validity, d.ttl)
-		}
-	}
-	if d.granted && d.validity > 0 {
-		// Any key held, beside a release too: the proxy checks its
-		// validity again before the reply.
-		res.Lease = Lease{Validity: d.validity, Expires: start.Add(d.ttl - e.Drift(d.ttl)), Granted: d.held, Failures: failures(results)}
-	}
-	return res, nil
+	return EffectResult{Op: d.op, Granted: d.granted, Reply: results[d.reply].v.reply, Lease: g.lease, Took: d.took,
+		NewLock: d.newLock, keys: uniq, landed: d.landed}, nil
 }
 
 // UndoEffect gives back a granted hold: on each node, each key the run

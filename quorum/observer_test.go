@@ -204,6 +204,56 @@ func TestObserverSeesExtendByAtTheTTLItSet(t *testing.T) {
 	})
 }
 
+// A wrapped script is reported as the operation it did, with a lease for
+// a hold only: a key taken beside a release is in the result's lease,
+// not reported as one.
+func TestObserverSeesEffectHoldsAsLeases(t *testing.T) {
+	tests := []struct {
+		name      string
+		keys      []KeyEffect // every node's report
+		want      []string
+		wantLease time.Duration
+	}{
+		// 1s - 10ms - 12ms.
+		{"a take", []KeyEffect{took(time.Second)}, []string{"lease acquire 978ms/1s", "op acquire granted 10ms"}, 978 * ms},
+		{"an extend", []KeyEffect{extended(2 * time.Second)}, []string{"lease extend 1.968s/2s", "op extend granted 10ms"}, 1968 * ms},
+		{"a release", []KeyEffect{released()}, []string{"op release granted 10ms"}, 0},
+		{"a release handing off to a take", []KeyEffect{released(), took(time.Second)}, []string{"op release granted 10ms"}, 978 * ms},
+		{"a read", []KeyEffect{readOwn()}, []string{"op read granted 10ms"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &recorder{}
+				ne := nodeEffect{reply: okReply, keys: tt.keys}
+				nodes := []*fakeEffectNode{
+					{fakeNode: &fakeNode{addr: "a"}, ne: ne, delay: 10 * ms},
+					{fakeNode: &fakeNode{addr: "b"}, ne: ne, delay: 10 * ms},
+					{fakeNode: &fakeNode{addr: "c"}, ne: ne, delay: 10 * ms},
+				}
+				e := New(Config{NodeTimeout: 50 * ms, MaxTTL: time.Minute, Observer: rec}, effectNodes(nodes)...)
+				keys := []string{"k", "k2"}[:len(tt.keys)]
+				res, err := e.RunEffect(t.Context(), e.Wrap("return 1", nil), keys, []string{"own", "1000"})
+				if err != nil || !res.Granted {
+					t.Fatalf("RunEffect = %+v, %v; want granted", res, err)
+				}
+				if res.Lease.Validity != tt.wantLease || tt.wantLease > 0 && !res.Lease.Expires.Equal(time.Now().Add(tt.wantLease)) {
+					t.Errorf("RunEffect lease = %+v; want validity %v, ending then from now", res.Lease, tt.wantLease)
+				}
+				var got []string
+				for _, ev := range rec.take() {
+					if ev[:2] == "op" || ev[:5] == "lease" {
+						got = append(got, ev)
+					}
+				}
+				if !slices.Equal(got, tt.want) {
+					t.Errorf("events = %q; want %q", got, tt.want)
+				}
+			})
+		})
+	}
+}
+
 type replyErr string
 
 func (e replyErr) Error() string { return string(e) }

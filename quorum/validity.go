@@ -12,6 +12,13 @@ func validity(ttl, elapsed time.Duration, driftFactor float64) time.Duration {
 	return ttl - elapsed - drift(ttl, driftFactor)
 }
 
+// expiry is when a lock that a quorum set to ttl, the first of them no
+// earlier than start, stops being valid: ttl less the drift allowance
+// after start.
+func expiry(start time.Time, ttl time.Duration, driftFactor float64) time.Time {
+	return start.Add(ttl - drift(ttl, driftFactor))
+}
+
 // drift is the clock-drift allowance for a TTL: driftFactor of it, plus
 // 2ms for Redis's 1ms expiry precision.
 func drift(ttl time.Duration, driftFactor float64) time.Duration {
