@@ -1,0 +1,43 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+)
+
+// TestAttack2ReadLockTimeoutPrefixClobbersALock: Redisson's read lock
+// names its timeout keys from KEYS[2] (prefix ":" n). Through the proxy a
+// take whose prefix is another lock's name less ":1" overwrites that
+// lock's token on every master (SET without NX), and the read unlock
+// deletes it: a second client then gets OK for a key the first still
+// holds. The effect path refuses a script that writes over another
+// token's lock; the read lock path must not do it either.
+func TestAttack2ReadLockTimeoutPrefixClobbersALock(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	cl := newClient(t, p.Addr, nil)
+	ctx := t.Context()
+
+	if ok, err := cl.SetNX(ctx, "job:1", "victim", 30*time.Second).Result(); !ok || err != nil {
+		t.Fatalf("victim's SET NX = %v, %v; want OK", ok, err)
+	}
+	_, takeErr := redis.NewScript(redissonReadLock).Run(ctx, cl, []string{"rl", "job"}, 30000, "x:1", "x:1:write").Result()
+	for _, i := range c.live() {
+		if v := c.direct[i].Get(ctx, "job:1").Val(); v != "victim" {
+			t.Errorf("node %d: job:1 = %q after a read take with prefix %q (take: %v); want the victim's token kept", i, v, "job", takeErr)
+		}
+	}
+	keys := []string{"rl", "redisson_rwlock:{rl}", "job", "{rl}", "redisson_unlock_latch:{rl}:r1"}
+	unlockRes, unlockErr := redis.NewScript(redissonReadUnlock).Run(ctx, cl, keys, 0, "x:1", "PUBLISH", 3000).Result()
+	ok, err := cl.SetNX(ctx, "job:1", "thief", 30*time.Second).Result()
+	if ok {
+		t.Fatalf("a second SET NX job:1 got OK while the victim holds it (read take: %v; read unlock: %v, %v)", takeErr, unlockRes, unlockErr)
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatalf("second SET NX = %v", err)
+	}
+}
