@@ -41,3 +41,24 @@ func TestAttack2ReadLockTimeoutPrefixClobbersALock(t *testing.T) {
 		t.Fatalf("second SET NX = %v", err)
 	}
 }
+
+// TestAttack2ReadLockShortensAnRLock: a read lock taken on a name an
+// RLock holds (a hash without Redisson's mode field) is granted, and its
+// take sets the RLock's hash to the read lease. The RLock's holder was
+// told 30s; once the read lease runs out another RLock take gets OK. The
+// effect path refuses a change of another token's hold's expiry (the
+// write lock's watchdog beside a reader, ba2841c); the read take does it.
+func TestAttack2ReadLockShortensAnRLock(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	cl := newClient(t, p.Addr, nil)
+	ctx := t.Context()
+	lock := redis.NewScript(redissonLock)
+	if err := lock.Run(ctx, cl, []string{"k"}, "30000", "victim:1").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("victim's RLock = %v; want nil (acquired)", err)
+	}
+	_, takeErr := redis.NewScript(redissonReadLock).Run(ctx, cl, []string{"k", "{k}:x:1:rwlock_timeout"}, 1000, "x:1", "x:1:write").Result()
+	time.Sleep(1200 * time.Millisecond)
+	if err := lock.Run(ctx, cl, []string{"k"}, "30000", "thief:1").Err(); errors.Is(err, redis.Nil) {
+		t.Fatalf("a second RLock on k got nil (acquired) 1.2s into the victim's 30s (read take on k: %v)", takeErr)
+	}
+}
