@@ -62,3 +62,25 @@ func TestAttack2ReadLockShortensAnRLock(t *testing.T) {
 		t.Fatalf("a second RLock on k got nil (acquired) 1.2s into the victim's 30s (read take on k: %v)", takeErr)
 	}
 }
+
+// TestAttack2ReadRenewalShortensAnotherReader: reader B's watchdog
+// renewal with a short lease sets the shared hash's expiry to it, below
+// reader A's lease (the take keeps the longer of the two, the renewal
+// does not): once it runs out a writer gets the write lock while A was
+// told 30s.
+func TestAttack2ReadRenewalShortensAnotherReader(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	cl := newClient(t, p.Addr, nil)
+	ctx := t.Context()
+	a, b := readLockClient{"rl", "aaaa:1"}, readLockClient{"rl", "bbbb:1"}
+	a.mustTake(t, cl, 30000)
+	b.mustTake(t, cl, 30000)
+	got, err := redis.NewScript(redissonReadRenew).Run(ctx, cl, []string{"rl", "{rl}"}, 1000, 1, b.thread).Int64Slice()
+	if err != nil || len(got) != 1 || got[0] != 1 {
+		t.Fatalf("B's renewal = %v, %v; want [1]", got, err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if err := redis.NewScript(redissonWriteLock).Run(ctx, cl, []string{"rl"}, 30000, "wwww:1:write").Err(); errors.Is(err, redis.Nil) {
+		t.Fatalf("write lock granted (nil) 1.2s into reader A's 30s lease, after reader B renewed with 1s")
+	}
+}
