@@ -84,3 +84,21 @@ func TestAttack2ReadRenewalShortensAnotherReader(t *testing.T) {
 		t.Fatalf("write lock granted (nil) 1.2s into reader A's 30s lease, after reader B renewed with 1s")
 	}
 }
+
+// TestAttack2ReadUnlockLatchOutlivesMaxTTL: Redisson's read unlock sets
+// its latch (KEYS[5]) with PX ARGV[4]; the proxy checks only that it is
+// above 0. Any key name gets a value that outlives max_ttl, which every
+// other TTL through the proxy is bounded by (the restart quarantine is
+// max_ttl long), and then that name cannot be locked.
+func TestAttack2ReadUnlockLatchOutlivesMaxTTL(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	cl := newClient(t, p.Addr, nil)
+	ctx := t.Context()
+	keys := []string{"none", "redisson_rwlock:{none}", "{none}:x:1:rwlock_timeout", "{none}", "job:9"}
+	res, err := redis.NewScript(redissonReadUnlock).Run(ctx, cl, keys, 0, "x:1", "PUBLISH", 10*365*24*3600*1000).Result()
+	for _, i := range c.live() {
+		if ms := c.direct[i].PTTL(ctx, "job:9").Val(); ms > 24*time.Hour {
+			t.Errorf("node %d: PTTL job:9 = %v after a read unlock naming it as its latch (unlock: %v, %v); want nothing over max_ttl", i, ms, res, err)
+		}
+	}
+}
