@@ -136,3 +136,21 @@ func TestAttack2ReadLockWrongTypeAsOneRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack2ReadUnlockKeyPrefixDropsAnotherReader: the read unlock finds
+// the other readers' timeout keys from its KEYS[4]; one whose KEYS[4] is
+// not the lock's "{name}" finds none, deletes the shared hash and answers
+// 1: a writer then gets the write lock while reader A holds it.
+func TestAttack2ReadUnlockKeyPrefixDropsAnotherReader(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	cl := newClient(t, p.Addr, nil)
+	ctx := t.Context()
+	a, b := readLockClient{"rl", "aaaa:1"}, readLockClient{"rl", "bbbb:1"}
+	a.mustTake(t, cl, 30000)
+	b.mustTake(t, cl, 30000)
+	keys := []string{"rl", "redisson_rwlock:{rl}", b.timeoutPrefix(), "{elsewhere}", "redisson_unlock_latch:{rl}:r1"}
+	v, uerr := redis.NewScript(redissonReadUnlock).Run(ctx, cl, keys, 0, b.thread, "PUBLISH", 3000).Int64()
+	if err := redis.NewScript(redissonWriteLock).Run(ctx, cl, []string{"rl"}, 30000, "wwww:1:write").Err(); errors.Is(err, redis.Nil) {
+		t.Fatalf("write lock granted (nil) while reader A holds rl (B's unlock with KEYS[4] {elsewhere}: %d, %v)", v, uerr)
+	}
+}
