@@ -89,6 +89,23 @@ func (s *Server) runReadLock(r *request, op rwScript) (resp.Reply, error) {
 	return resp.Reply{}, errUnsupportedScript
 }
 
+// braced is Redisson's key prefix of a lock (RedissonObject.suffixName):
+// the name in braces, unless it already has a hash tag.
+func braced(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
+
+// timeoutPrefix is the prefix of a reader's timeout keys, as Redisson's
+// RedissonReadLock.getReadWriteTimeoutNamePrefix names it: the scripts
+// build keys from it, so no other prefix is taken (it could name another
+// lock's key).
+func timeoutPrefix(lock, reader string) string {
+	return braced(lock) + ":" + reader + ":rwlock_timeout"
+}
+
 // publishCommand reports whether cmd is one a read lock script may send
 // its message with.
 func publishCommand(cmd string) bool {
@@ -114,6 +131,9 @@ func (s *Server) takeRead(r *request, l quorum.ReadLock, leaseArg []byte) (resp.
 	}
 	if err := reservedPrefix(l.TimeoutPrefix); err != nil {
 		return resp.Reply{}, err
+	}
+	if l.TimeoutPrefix != timeoutPrefix(l.Key, l.Name) {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwTake], "the timeout prefix Redisson names from the lock and the reader: "+timeoutPrefix(l.Key, "<name>"))
 	}
 	if s.Draining() {
 		return resp.Reply{}, errDraining
@@ -145,11 +165,16 @@ func (s *Server) unlockRead(r *request, u quorum.ReadUnlock) (resp.Reply, error)
 	if !publishCommand(u.Publish) {
 		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwUnlock], "PUBLISH or SPUBLISH as the publish command")
 	}
-	if px, err := strconv.ParseInt(u.LatchPX, 10, 64); err != nil || px <= 0 {
-		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwUnlock], "a latch timeout in milliseconds above 0")
+	if px, err := strconv.ParseInt(u.LatchPX, 10, 64); err != nil || px <= 0 || time.Duration(px)*time.Millisecond > s.e.MaxTTL() {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwUnlock], "a latch timeout in milliseconds above 0 and within max_ttl")
 	}
 	if err := reservedPrefix(u.TimeoutPrefix); err != nil {
 		return resp.Reply{}, err
+	}
+	if u.TimeoutPrefix != timeoutPrefix(u.Key, u.Name) || u.KeyPrefix != braced(u.Key) ||
+		!strings.HasPrefix(u.Latch, "redisson_unlock_latch:"+braced(u.Key)+":") {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwUnlock], "the timeout prefix, key prefix and latch Redisson names from the lock: "+
+			timeoutPrefix(u.Key, "<name>")+", "+braced(u.Key)+", redisson_unlock_latch:"+braced(u.Key)+":<id>")
 	}
 	v, err := s.e.UnlockRead(r.ctx, u)
 	if err != nil {
@@ -189,6 +214,11 @@ func (s *Server) renewRead(r *request, keys, args []string, layout func(string) 
 	}
 	if at != len(args) {
 		return resp.Reply{}, layout(want)
+	}
+	for i := 1; i < len(keys); i += 2 {
+		if keys[i] != braced(keys[i-1]) {
+			return resp.Reply{}, layout("each lock's key prefix as Redisson names it: " + braced(keys[i-1]))
+		}
 	}
 	ttl, err := s.parseMillis([]byte(args[0]))
 	if err != nil {

@@ -9,6 +9,10 @@
 local lease = tonumber(ARGV[1])
 local mode = redis.call("hget", KEYS[1], "mode")
 if mode == false then
+  if redis.call("exists", KEYS[1]) == 1 then
+    -- A hash without a mode is another lock's (an RLock's): taken.
+    return {0, redis.call("pttl", KEYS[1])}
+  end
   redis.call("hset", KEYS[1], "mode", "read")
   redis.call("hset", KEYS[1], ARGV[2], 1)
   redis.call("set", KEYS[2] .. ":1", ARGV[4], "px", lease)
