@@ -207,7 +207,7 @@ func killTwoThenThird(r *run) (down []int, to time.Duration) {
 // The same with lock scripts served by their effect: each key is locked
 // by another family's scripts.
 func TestFaultFamiliesKillTwoThenThird(t *testing.T) {
-	killTwoThenThird(startRun(t, 1, proxyOpts{families: []string{famGoZero, famRedisson, famSesame, famSymfony}}))
+	killTwoThenThird(startRun(t, 1, proxyOpts{families: []string{famGoZero, famRedisson, famSesame, famSymfony, famRW}}))
 }
 
 // The Redlock page's counterexample: a lock held on exactly three of five
@@ -359,7 +359,7 @@ func TestFaultProxyKilledAndPaused(t *testing.T) {
 // Two proxies serve the same masters, one master is blackholed and
 // another restarts empty, and one proxy pauses for a moment.
 func TestFaultTwoProxies(t *testing.T) {
-	r := startRun(t, 2, proxyOpts{families: []string{famNodeRedisson, famShedLock, famSetNX, famSymfony}})
+	r := startRun(t, 2, proxyOpts{families: []string{famNodeRedisson, famShedLock, famSetNX, famSymfony, famRW}})
 	m := r.pick(2)
 	time.Sleep(time.Second)
 	r.fc.blackhole(m[0])

@@ -244,6 +244,21 @@ func TestFaultNegativeControlQuorumOfOne(t *testing.T) {
 	wantViolation(t, r.finish(0), " held [")
 }
 
+// A proxy that counts one node's grant as a quorum lets a writer of
+// Redisson's read-write lock in beside a reader, and the checker, which
+// lets readers share, still reports it.
+func TestFaultNegativeControlReadWriteQuorumOfOne(t *testing.T) {
+	r := startRun(t, 1, proxyOpts{bin: buildBrokenBinary(t), env: []string{"REDLOCK_PROXY_BROKEN=quorum1"}, families: []string{famRW}})
+	bad := r.finish(0)
+	for _, b := range bad {
+		if strings.Contains(b, ", shared) held [") && strings.Contains(b, ", exclusive) held [") {
+			t.Logf("the checker caught a writer beside a reader (%d violations), e.g. %s", len(bad), b)
+			return
+		}
+	}
+	t.Errorf("the checkers reported %d violations over a broken proxy, none a writer beside a reader:\n%s", len(bad), joinLines(bad))
+}
+
 // A proxy that grants without validity left gives OKs the client cannot
 // use, when the masters are slow.
 func TestFaultNegativeControlNoValidity(t *testing.T) {

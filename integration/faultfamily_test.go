@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +22,16 @@ type lockFamily struct {
 	acquire func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (granted bool, err error)
 	release func(ctx context.Context, rdb *redis.Client, key, token string) (any, error)
 	holds   func(ctx context.Context, m *redis.Client, key, token string) (bool, error)
+	// shared, if set, says which tokens take the key shared (a read
+	// lock): their holds may overlap each other, never another's.
+	shared func(token string) bool
+	// noFence: its holds are not fenced (a read lock's readers share
+	// the key, and FENCE names a write lock by its field, not the token).
+	noFence bool
 }
+
+// sharedHold reports whether token takes the key shared with f.
+func (f *lockFamily) sharedHold(token string) bool { return f.shared != nil && f.shared(token) }
 
 // Scripts the families replay that no other test defines: node-redisson
 // 1.0.4's (dist/executor/CommandExecutor.js, the unlock as its pub/sub
@@ -44,6 +54,7 @@ const (
 	famSpring       = "Spring"
 	famShedLock     = "ShedLock"
 	famMutex        = "redis-semaphore Mutex"
+	famRW           = "Redisson read-write lock"
 )
 
 // family returns the named lock family; Symfony's scripts are read from
@@ -146,6 +157,44 @@ func family(t *testing.T, name string) *lockFamily {
 			return err == nil, err
 		}
 		f.release = release(mutexRelease, oneKey, tokenOnly)
+	case famRW:
+		// Redisson's RReadWriteLock: each token is a reader or a writer
+		// (rwReader), with Redisson's KEYS and ARGV for a thread named
+		// by the token (redissonrwread_test.go).
+		prefix := func(key, token string) []string { return []string{key, "{" + key + "}:" + token + ":rwlock_timeout"} }
+		read := byReply(run(redissonReadLock, prefix, func(token string, ttl time.Duration) []any {
+			return []any{ms(ttl), token, token + ":write"}
+		}), nil, "int")
+		write := byReply(run(redissonWriteLock, oneKey, func(token string, ttl time.Duration) []any {
+			return []any{ms(ttl), token + ":write"}
+		}), nil, "int")
+		readUnlock := release(redissonReadUnlock, func(key, token string) []string {
+			return []string{key, "redisson_rwlock:{" + key + "}", prefix(key, token)[1], "{" + key + "}", "redisson_unlock_latch:{" + key + "}:" + token}
+		}, func(token string, _ time.Duration) []any { return []any{"0", token, "PUBLISH", latchMs} })
+		writeUnlock := release(redissonWriteUnlock, func(key, token string) []string {
+			return []string{key, "redisson_rwlock:{" + key + "}", "redisson_unlock_latch:{" + key + "}:" + token}
+		}, func(token string, _ time.Duration) []any {
+			return []any{"1", ms(faultTTL), token + ":write", "PUBLISH", latchMs}
+		})
+		f.acquire = func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (bool, error) {
+			if rwReader(token) {
+				return read(ctx, rdb, key, token, ttl)
+			}
+			return write(ctx, rdb, key, token, ttl)
+		}
+		f.release = func(ctx context.Context, rdb *redis.Client, key, token string) (any, error) {
+			if rwReader(token) {
+				return readUnlock(ctx, rdb, key, token)
+			}
+			return writeUnlock(ctx, rdb, key, token)
+		}
+		f.holds = func(ctx context.Context, m *redis.Client, key, token string) (bool, error) {
+			if rwReader(token) {
+				return holdsField(ctx, m, key, token)
+			}
+			return holdsField(ctx, m, key, token+":write")
+		}
+		f.shared, f.noFence = rwReader, true
 	default:
 		t.Fatalf("no lock family %q", name)
 	}
@@ -153,6 +202,14 @@ func family(t *testing.T, name string) *lockFamily {
 }
 
 func isInt(v any) bool { _, ok := v.(int64); return ok }
+
+// rwReader says whether token locks a read-write lock as a reader (about
+// half do, by a hash of the token) or as a writer.
+func rwReader(token string) bool {
+	h := fnv.New32a()
+	h.Write([]byte(token))
+	return h.Sum32()%2 == 0
+}
 
 // holdsString: the key's string value is the token.
 func holdsString(ctx context.Context, m *redis.Client, key, token string) (bool, error) {
@@ -187,7 +244,7 @@ func acquireWith(h *history, f *lockFamily, rdb *redis.Client, c int, key, token
 	if err == nil && !granted {
 		res = resNil
 	}
-	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res})
+	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res, Shared: f.sharedHold(token)})
 	return res, start, end
 }
 
@@ -215,20 +272,23 @@ func (w *workload) familyOf(key string) *lockFamily {
 // allFamilies is every served lock family the scenarios run, one key
 // each. The scenarios share them out (docs/tests.md's fault table says which
 // meets which fault) rather than running each scenario once per family.
-var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, famSesame, famSymfony, famSpring, famShedLock, famMutex}
+var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, famSesame, famSymfony, famSpring, famShedLock, famMutex, famRW}
 
 // checkFamiliesUsed reports a workload key whose family was never granted
 // and released (a release replying 1) by the workload's clients: the
 // checkers would have had nothing of it to judge.
 func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 	t.Helper()
-	oks, released, failed := map[string]int{}, map[string]int{}, map[string]int{}
+	oks, shared, released, failed := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	firstErr := map[string]string{}
 	for _, o := range ops {
 		switch {
 		case o.Client == probeClient:
 		case o.Op == opAcquire && o.Result == resOK:
 			oks[o.Key]++
+			if o.Shared {
+				shared[o.Key]++
+			}
 		case o.Op == opAcquire && o.Result != resNil:
 			failed[o.Key]++
 			if firstErr[o.Key] == "" {
@@ -240,10 +300,17 @@ func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 	}
 	var bad, seen []string
 	for _, key := range w.keys {
-		name := w.families[key].name
+		f := w.families[key]
+		name := f.name
+		if f.shared != nil {
+			name += fmt.Sprintf(" (%d OK shared, %d pairs of shared holds overlapped)", shared[key], sharedOverlaps(windows(ops, key)))
+		}
 		seen = append(seen, fmt.Sprintf("%s %d OK, %d released, %d failed %q", name, oks[key], released[key], failed[key], firstErr[key]))
 		if oks[key] == 0 || released[key] == 0 {
-			bad = append(bad, fmt.Sprintf("key %s (%s): %d OK and %d releases replying 1; the family went untested", key, name, oks[key], released[key]))
+			bad = append(bad, fmt.Sprintf("key %s (%s): %d OK and %d releases replying 1; the family went untested", key, f.name, oks[key], released[key]))
+		}
+		if f.shared != nil && (shared[key] == 0 || shared[key] == oks[key]) {
+			bad = append(bad, fmt.Sprintf("key %s (%s): %d of %d OKs shared; want both shared and exclusive holds", key, f.name, shared[key], oks[key]))
 		}
 	}
 	t.Logf("per family: %s", strings.Join(seen, "; "))

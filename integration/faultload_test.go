@@ -158,13 +158,20 @@ func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.
 	h := w.fc.h
 	end := start + w.ttl - w.drift
 	f := w.families[key]
+	fenced := fences(c) && !f.noFence
 	w.fc.readHolders(c, opHeld, f, key, token)
-	if fences(c) {
+	if fenced {
 		fence(h, rdb, c, key, token)
 	}
-	if h.now() < end-w.ttl/5 {
+	switch {
+	case h.now() >= end-w.ttl/5:
+	case f.sharedHold(token):
+		// A reader shares the key: it holds a moment, so that readers
+		// overlap and writers wait, but writes nothing.
+		time.Sleep(2 * time.Millisecond)
+	default:
 		w.increment(c, key, token, end)
-		if fences(c) {
+		if fenced {
 			fence(h, rdb, c, key, token) // a repeat: the same token, or a higher one after a loss
 		}
 	}

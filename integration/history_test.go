@@ -50,6 +50,7 @@ type op struct {
 	Nodes  []int         `json:"nodes,omitempty"`  // held/gone: nodes holding the token; fault: the node
 	Unread []int         `json:"unread,omitempty"` // held/gone: nodes that could not be read
 	Note   string        `json:"note,omitempty"`
+	Shared bool          `json:"shared,omitempty"` // acquire: a shared hold (a read lock), which may overlap other shared ones
 }
 
 // history records ops from many goroutines.
@@ -135,6 +136,7 @@ type window struct {
 	client     int
 	token      string
 	begin, end time.Duration
+	shared     bool // a read lock's: it may overlap other shared windows
 }
 
 // windows returns the holders' windows of key, in the order they begin.
@@ -153,7 +155,7 @@ func windows(ops []op, key string) []window {
 		if o.Op != opAcquire || o.Key != key || o.Result != resOK {
 			continue
 		}
-		w := window{client: o.Client, token: o.Token, begin: o.End, end: o.validUntil()}
+		w := window{client: o.Client, token: o.Token, begin: o.End, end: o.validUntil(), shared: o.Shared}
 		if s, ok := released[o.Token]; ok && s < w.end {
 			w.end = s
 		}
@@ -166,22 +168,52 @@ func windows(ops []op, key string) []window {
 }
 
 // checkExclusion is checker (a): no two holders' windows overlap for one
-// key.
+// key, unless both are shared (two readers of a read-write lock): never
+// a writer beside a reader or another writer.
 func checkExclusion(ops []op) []string {
 	var bad []string
 	for _, key := range keysOf(ops) {
-		var last window // the window ending last so far
-		for i, w := range windows(ops, key) {
-			if i > 0 && w.begin < last.end {
-				bad = append(bad, fmt.Sprintf("key %s: client %d (%s) held [%v, %v) while client %d (%s) held [%v, %v)",
-					key, w.client, w.token, w.begin, w.end, last.client, last.token, last.begin, last.end))
+		// The windows ending last so far: of any kind, and exclusive.
+		var last, lastExcl window
+		for _, w := range windows(ops, key) {
+			other := last
+			if w.shared {
+				other = lastExcl
 			}
-			if i == 0 || w.end > last.end {
+			if w.begin < other.end {
+				bad = append(bad, fmt.Sprintf("key %s: client %d (%s, %s) held [%v, %v) while client %d (%s, %s) held [%v, %v)",
+					key, w.client, w.token, w.kind(), w.begin, w.end, other.client, other.token, other.kind(), other.begin, other.end))
+			}
+			if w.end > last.end {
 				last = w
+			}
+			if !w.shared && w.end > lastExcl.end {
+				lastExcl = w
 			}
 		}
 	}
 	return bad
+}
+
+func (w window) kind() string {
+	if w.shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
+// sharedOverlaps counts the pairs of shared windows that overlap: how
+// much of the sharing checkExclusion allows a run exercised.
+func sharedOverlaps(ws []window) int {
+	n := 0
+	for i, a := range ws {
+		for _, b := range ws[i+1:] {
+			if a.shared && b.shared && b.begin < a.end {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // proxyOutage is the fault name of a time when a proxy could not read
@@ -378,6 +410,12 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 	gone := func(client int, key, token string, end time.Duration, nodes []int) op {
 		return op{Client: client, Op: opGone, Key: key, Token: token, Start: end - ms, End: end, Nodes: nodes}
 	}
+	// read is a shared acquire (a read lock's reader).
+	read := func(client int, key, token string, start, end time.Duration, result string) op {
+		o := acq(client, key, token, start, end, result)
+		o.Shared = true
+		return o
+	}
 	work := func(key string) op { return op{Op: opWork, Key: key, Result: resOK} }
 	fault := func(node int, start, end time.Duration) op {
 		return op{Client: -1, Op: opFault, Nodes: []int{node}, Start: start, End: end, Result: "kill"}
@@ -414,6 +452,32 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 			acq(1, "k", "t1", 0, 5*ms, resOK),
 			acq(2, "k", "t2", 10*ms, 20*ms, resOK), rel(2, "k", "t2", 30*ms, 31*ms),
 			acq(3, "k", "t3", 40*ms, 45*ms, resOK),
+		}, nil, []string{"a"}},
+		{"readers share", []op{
+			read(1, "k", "r1", 0, 5*ms, resOK), read(2, "k", "r2", 10*ms, 20*ms, resOK), read(3, "k", "r3", 30*ms, 40*ms, resOK),
+		}, nil, nil},
+		{"a writer after the readers released", []op{
+			read(1, "k", "r1", 0, 5*ms, resOK), read(2, "k", "r2", 10*ms, 20*ms, resOK),
+			rel(1, "k", "r1", 30*ms, 31*ms), rel(2, "k", "r2", 32*ms, 33*ms),
+			acq(3, "k", "w3", 35*ms, 40*ms, resOK),
+		}, nil, nil},
+		{"a reader beside a writer", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK),
+			read(2, "k", "r2", 10*ms, 20*ms, resOK),
+		}, nil, []string{"a"}},
+		{"a writer beside a reader", []op{
+			read(1, "k", "r1", 0, 5*ms, resOK),
+			acq(2, "k", "w2", 10*ms, 20*ms, resOK),
+		}, nil, []string{"a"}},
+		{"a writer beside the earlier of two readers", []op{
+			read(1, "k", "r1", 0, 5*ms, resOK),
+			read(2, "k", "r2", 10*ms, 20*ms, resOK), rel(2, "k", "r2", 30*ms, 31*ms),
+			acq(3, "k", "w3", 40*ms, 45*ms, resOK),
+		}, nil, []string{"a"}},
+		{"a reader beside a writer that began before another reader", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK),
+			read(2, "k", "r2", 10*ms, 20*ms, resOK), rel(2, "k", "r2", 30*ms, 31*ms),
+			read(3, "k", "r3", 40*ms, 45*ms, resOK),
 		}, nil, []string{"a"}},
 		{"late OK", []op{acq(1, "k", "t1", 0, 600*ms, resOK)}, nil, []string{"l"}},
 		{"late OK with a larger drift allowance", []op{
