@@ -400,3 +400,71 @@ func TestRedissonReadLockRefusesReservedAndOtherLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestRedissonReadLockWrongTypeAsOneRedis: the read lock's scripts on a
+// key of another type (a string lock) answer as one Redis holding it:
+// the script's WRONGTYPE error, word for word, once a quorum of masters
+// answered it; the grants of masters where the key was missing are
+// given back. Where fewer masters hold the other type (the nodes
+// disagree), the reply stays NOQUORUM naming the answers.
+func TestRedissonReadLockWrongTypeAsOneRedis(t *testing.T) {
+	c, p := setup(t, 5, proxy.Config{AllowForceDel: true})
+	rc := direct(t, startRedis(t).Addr)
+	ctx := t.Context()
+	x := readLockClient{"s", "x:1"}
+	unlockKeys := []string{"s", "redisson_rwlock:{s}", x.timeoutPrefix(), "{s}", "redisson_unlock_latch:{s}:r1"}
+	calls := []struct {
+		name string
+		call func(cl *redis.Client) error
+	}{
+		{"take", func(cl *redis.Client) error { _, err := x.take(t, cl, 30000); return err }},
+		{"take by EVAL", func(cl *redis.Client) error {
+			return cl.Eval(ctx, redissonReadLock, []string{"s", x.timeoutPrefix()}, 30000, x.thread, x.thread+":write").Err()
+		}},
+		{"unlock", func(cl *redis.Client) error {
+			return redis.NewScript(redissonReadUnlock).Run(ctx, cl, unlockKeys, 0, x.thread, "PUBLISH", 3000).Err()
+		}},
+		{"renew", func(cl *redis.Client) error {
+			return redis.NewScript(redissonReadRenew).Run(ctx, cl, []string{"s", "{s}"}, 30000, 1, x.thread).Err()
+		}},
+		{"forceUnlock", func(cl *redis.Client) error {
+			return redis.NewScript(redissonReadForceUnlock).Run(ctx, cl, []string{"s", "redisson_rwlock:{s}"}, 0, "PUBLISH").Err()
+		}},
+	}
+	for _, cl := range []*redis.Client{p.Client, rc} {
+		if err := cl.SetNX(ctx, "s", "tok", 30*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range calls {
+		perr, rerr := tc.call(p.Client), tc.call(rc)
+		if !strings.HasPrefix(errText(rerr), "WRONGTYPE") || errText(perr) != errText(rerr) {
+			t.Errorf("%s on a string key: proxy %q, one Redis %q; want the same WRONGTYPE", tc.name, errText(perr), errText(rerr))
+		}
+	}
+	// A quorum holds a string, the other two nothing: WRONGTYPE, and the
+	// two grants undone.
+	q := readLockClient{"q", "x:1"}
+	for _, i := range []int{0, 1, 2} {
+		c.direct[i].Set(ctx, "q", "tok", 30*time.Second)
+	}
+	rc.Set(ctx, "q", "tok", 30*time.Second)
+	_, perr := q.take(t, p.Client, 30000)
+	if _, rerr := q.take(t, rc, 30000); errText(perr) != errText(rerr) {
+		t.Errorf("take on a string on 3 of 5: proxy %q, one Redis %q; want the same", errText(perr), errText(rerr))
+	}
+	for _, i := range []int{3, 4} {
+		if n := c.direct[i].Exists(ctx, "q", q.timeoutPrefix()+":1").Val(); n != 0 {
+			t.Errorf("node %d keeps %d keys of the take answered WRONGTYPE; want none", i, n)
+		}
+	}
+	// Two hold a string, one is down: the nodes disagree, NOQUORUM.
+	d := readLockClient{"d", "x:1"}
+	for _, i := range []int{0, 1} {
+		c.direct[i].Set(ctx, "d", "tok", 30*time.Second)
+	}
+	c.kill(2)
+	if _, err := d.take(t, p.Client, 30000); !strings.HasPrefix(errText(err), "NOQUORUM 2 granted, 0 denied, 3 failed of 5 nodes") {
+		t.Errorf("take on a string on 2 of 5 with one down: %q; want NOQUORUM naming the answers", errText(err))
+	}
+}

@@ -132,6 +132,10 @@ var (
 	errNoSamples           = refusal("latency graph: no samples")
 )
 
+// errScriptWrongType is a key of another type met in a one-line script,
+// as Redis words it: with the script's SHA-1 and its line.
+var errScriptWrongType = errors.New("proxy: a script's call on a key of another type")
+
 // Errors found once the nodes saw the command.
 var (
 	errWrongType = errors.New("proxy: key of another type")
@@ -228,6 +232,7 @@ var errorTexts = []struct {
 	{errNoSamples, "ERR No samples available for event '%s'"},
 	{errWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"},
 	{errStringType, "ERR Key should be of string type if conditions are specified"},
+	{errScriptWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value script: %s, on @user_script:1."},
 	{errEncodings, "ERR the nodes that hold the key report different encodings"},
 	{errNotHeld, "NOTHELD the lock '%s' is not held by this token (or its validity ran out)"},
 	{errLate, "ERR quorum: denied: validity expired before the reply"},

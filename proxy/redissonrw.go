@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/script"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -37,8 +38,28 @@ var rwNames = [...]string{rwTake: "tryLock", rwUnlock: "unlock", rwForce: "force
 
 // runReadLock serves a read lock script called with Redisson's KEYS and
 // ARGV layout; any other call is refused, since the scripts name keys
-// from their arguments.
+// from their arguments. On a key of another type on a quorum of nodes it
+// answers Redis's error of the script's first line (each script served
+// is one line).
 func (s *Server) runReadLock(r *request, op rwScript) (resp.Reply, error) {
+	reply, err := s.readLockOp(r, op)
+	if errors.Is(err, quorum.ErrWrongType) {
+		return resp.Reply{}, withArgs(errScriptWrongType, scriptSHA(r))
+	}
+	return reply, err
+}
+
+// scriptSHA is the SHA-1 a script call names: EVALSHA's argument, or
+// that of EVAL's body.
+func scriptSHA(r *request) string {
+	if strings.HasPrefix(r.name, "evalsha") {
+		return strings.ToLower(string(r.args[1]))
+	}
+	return script.SHA1Hex(r.args[1])
+}
+
+// readLockOp is runReadLock's operation.
+func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 	rest := r.args[3:]
 	nk, err := resp.Numkeys(r.args[2], len(rest))
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The read lock's decisions (rwlock.go), pure: no I/O, no clock.
@@ -26,6 +28,31 @@ type readTake struct {
 // (it changes the expiry of another token's hold), and with it every
 // lock renewed in the same call, which would lapse while held.
 var ErrReadUnderWrite = errors.New("quorum: read lock under its own write lock")
+
+// ErrWrongType means a quorum of the nodes answered a read lock script
+// with WRONGTYPE: the key is of another type there, and one Redis
+// answers the script with that error.
+var ErrWrongType = errors.New("quorum: key of another type")
+
+// orWrongType is err, an undecided outcome, or ErrWrongType when a
+// quorum of the counted nodes failed with a WRONGTYPE error reply. Fewer
+// (the nodes disagree on the key's type) stay unavailable.
+func orWrongType[T any](err error, results []result[T], counted []bool, quorum int) error {
+	if !errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	n := 0
+	for i, r := range results {
+		var re redis.Error
+		if counted[i] && errors.As(r.err, &re) && redis.HasErrorPrefix(re, "WRONGTYPE") {
+			n++
+		}
+	}
+	if n >= quorum {
+		return ErrWrongType
+	}
+	return err
+}
 
 // readTakeVotes is everything decideReadTake reads.
 type readTakeVotes struct {
@@ -103,6 +130,7 @@ func decideReadTake(v readTakeVotes) readTakeDecision {
 	if d.err == nil {
 		return d
 	}
+	d.err = orWrongType(d.err, v.results, v.counted, v.quorum)
 	copy(d.undo, d.landed)
 	if oe, ok := d.err.(*OutcomeError); ok && errors.Is(oe, ErrDenied) && !oe.Expired {
 		d.pttl = freeAfter(pttls, v.quorum-o.Granted)
@@ -214,7 +242,7 @@ func decideReadRelease(results []result[readRelease], counted []bool, quorum int
 		}
 	}
 	o.Granted, o.Denied = held, notHeld
-	unavailable := &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
+	unavailable := orWrongType(&OutcomeError{Outcome: o, Unavailable: true, Failures: failures}, results, counted, quorum)
 	switch {
 	case held+notHeld < quorum:
 		return readReleaseDecision{err: unavailable}
@@ -275,7 +303,7 @@ func decideReadRenew(results []result[[]int64], counted []bool, quorum, keys int
 		case o.Granted >= quorum, o.Denied >= quorum:
 			out[j] = 0
 		default:
-			return nil, &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
+			return nil, orWrongType(&OutcomeError{Outcome: o, Unavailable: true, Failures: failures}, results, counted, quorum)
 		}
 	}
 	return out, nil
@@ -303,7 +331,7 @@ func decideReadForce(results []result[int64], counted []bool, quorum int, failur
 		}
 	}
 	if o.Granted < quorum {
-		return 0, &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
+		return 0, orWrongType(&OutcomeError{Outcome: o, Unavailable: true, Failures: failures}, results, counted, quorum)
 	}
 	return deleted, nil
 }

@@ -6,9 +6,13 @@ import (
 	"time"
 )
 
+// wrongType is a node's WRONGTYPE error reply.
+var wrongType = replyError("WRONGTYPE Operation against a key holding the wrong kind of value script: 1f2e, on @user_script:13.")
+
 // rwTakeVotes builds one result per node from a string: g granted, d
 // denied (PTTL 100ms times its place), f failed, x down, q granted while
-// quarantined, o the same thread's write lock.
+// quarantined, o the same thread's write lock, w WRONGTYPE, W WRONGTYPE
+// while quarantined.
 func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
 	v := readTakeVotes{quorum: Quorum(len(s)), ttl: ttl, elapsed: elapsed, driftFactor: 0.01}
 	for i, c := range s {
@@ -24,9 +28,11 @@ func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
 			r.err = &NodeError{Node: i, Err: ErrNodeDown}
 		case 'o':
 			r.v.ownWrite = true
+		case 'w', 'W':
+			r.err = &NodeError{Node: i, Err: wrongType}
 		}
 		v.results = append(v.results, r)
-		v.counted = append(v.counted, c != 'q')
+		v.counted = append(v.counted, c != 'q' && c != 'W')
 	}
 	return v
 }
@@ -51,6 +57,13 @@ func TestDecideReadTake(t *testing.T) {
 		{"ggd", 0, nil, 0, "---"},
 		{"gggox", 0, ErrReadUnderWrite, 0, "uuu--"}, // under its own write lock: refused, undone
 		{"gdd", 0, ErrDenied, 200 * time.Millisecond, "u--"},
+		// A key of another type on a quorum: Redis's WRONGTYPE, and the
+		// grants elsewhere undone; on fewer, the nodes disagree: unavailable.
+		{"wwwgg", 0, ErrWrongType, 0, "uuuuu"},
+		{"wwwdd", 0, ErrWrongType, 0, "uuu--"},
+		{"wwfgg", 0, ErrUnavailable, 0, "uuuuu"},
+		{"wwWgg", 0, ErrUnavailable, 0, "uuuuu"}, // a quarantined node's answer does not count
+		{"wwggg", 0, nil, 0, "-----"},
 	} {
 		d := decideReadTake(rwTakeVotes(tc.nodes, time.Second, tc.elapsed))
 		if tc.want == nil && d.err != nil || tc.want != nil && !errors.Is(d.err, tc.want) {
@@ -87,6 +100,8 @@ func TestDecideReadRelease(t *testing.T) {
 				r.v = readRelease{latched: true, latch: Value{Kind: ValueInt, Int: 1}}
 			case 'f':
 				r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
+			case 'w':
+				r.err = &NodeError{Node: i, Err: wrongType}
 			}
 			rs = append(rs, r)
 			counted = append(counted, true)
@@ -95,7 +110,7 @@ func TestDecideReadRelease(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		nodes   string
-		reply   string // nil, 0, 1 or err
+		reply   string // nil, 0, 1, err or wrongtype
 		publish bool
 	}{
 		{"HHHHH", "1", true},
@@ -108,11 +123,15 @@ func TestDecideReadRelease(t *testing.T) {
 		{"NNNhh", "nil", true}, // gone on a quorum: one Redis publishes too
 		{"LLLff", "1", false},  // the latch answers, and publishes nothing
 		{"LLHHf", "1", true},
+		{"wwwHH", "wrongtype", false},
+		{"wwfHH", "err", false},
 	} {
 		rs, counted := rel(tc.nodes)
 		d := decideReadRelease(rs, counted, Quorum(len(rs)), nil)
 		got := "err"
 		switch {
+		case errors.Is(d.err, ErrWrongType):
+			got = "wrongtype"
 		case d.err != nil:
 			if !errors.Is(d.err, ErrUnavailable) {
 				t.Errorf("%s: %v; want unavailable", tc.nodes, d.err)
@@ -142,6 +161,13 @@ func TestDecideReadRenewAndForce(t *testing.T) {
 	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(1), fail, fail}, all, 3, 1, false, nil); err != nil || got[0] != 0 {
 		t.Errorf("renew past validity = %v, %v; want [0]", got, err)
 	}
+	wt := result[[]int64]{err: &NodeError{Err: wrongType}}
+	if _, err := decideReadRenew([]result[[]int64]{wt, wt, wt, ok(1), ok(1)}, all, 3, 1, true, nil); !errors.Is(err, ErrWrongType) {
+		t.Errorf("renew of a key of another type on 3 of 5 = %v; want ErrWrongType", err)
+	}
+	if _, err := decideReadRenew([]result[[]int64]{wt, wt, fail, ok(1), ok(1)}, all, 3, 1, true, nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("renew of a key of another type on 2 of 5 = %v; want unavailable", err)
+	}
 	f := func(v int64) result[int64] { return result[int64]{v: v} }
 	ff := result[int64]{err: errors.New("down")}
 	if v, err := decideReadForce([]result[int64]{f(0), f(1), f(0), ff, ff}, all, 3, nil); v != 1 || err != nil {
@@ -149,5 +175,9 @@ func TestDecideReadRenewAndForce(t *testing.T) {
 	}
 	if _, err := decideReadForce([]result[int64]{f(1), f(1), ff, ff, ff}, all, 3, nil); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("force with 2 of 5 = %v; want unavailable", err)
+	}
+	fw := result[int64]{err: &NodeError{Err: wrongType}}
+	if _, err := decideReadForce([]result[int64]{fw, fw, fw, f(0), f(0)}, all, 3, nil); !errors.Is(err, ErrWrongType) {
+		t.Errorf("force on a key of another type on 3 of 5 = %v; want ErrWrongType", err)
 	}
 }
