@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,8 +68,9 @@ type pipeline struct {
 	buf     []byte             // the writer's encoding buffer
 }
 
-// op is one command, its caller's context, and, once done is closed, its
-// reply.
+// op is one command, its caller's context, and, once finished, its reply:
+// a caller waiting on the op alone gets it on done, a fan-out's ops
+// report to their fan (fanpipe.go).
 type op struct {
 	ctx   context.Context
 	cmd   []byte    // the command, encoded
@@ -76,11 +78,18 @@ type op struct {
 	val   any
 	err   error
 	done  chan struct{}
+	fan   *fan
+	at    time.Time   // when it finished, if its fan is timed
+	fin   atomic.Bool // set once val and err are, for a fan that stopped waiting
 }
 
 // finish hands o its reply; whoever calls it touches o no more.
 func (o *op) finish(v any, err error) {
 	o.val, o.err = v, err
+	if f := o.fan; f != nil {
+		f.finished(o)
+		return
+	}
 	o.done <- struct{}{}
 }
 
@@ -180,6 +189,7 @@ func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
 		p.mu.Unlock()
 	} else {
 		p.writing = true
+		p.mu.Unlock()
 		p.flush()
 	}
 	// close finishes every operation it does not leave to the writer,
@@ -198,24 +208,66 @@ func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
 	}
 }
 
-// flush writes what is queued, batch after batch, until nothing is. p.mu
-// must be held, and writing set; flush clears it and unlocks p.mu.
-func (p *pipeline) flush() {
-	if cn := p.conn; cn != nil && cn.busy.Load() > 0 {
-		// The node has operations in flight, so this one waits for their
-		// replies anyway: let the callers that are ready to run queue
-		// theirs first, while they keep coming, and write them all at
-		// once. Under load this makes a write carry several times more.
+// enqueue queues o, or finishes it with errClosed. It reports whether
+// the caller is now the writer (no write was under way), which must call
+// drain.
+func (p *pipeline) enqueue(o *op) bool {
+	p.mu.Lock()
+	if p.closed {
 		p.mu.Unlock()
-		for range 4 {
-			n := p.queued()
-			runtime.Gosched()
-			if p.queued() == n {
-				break
-			}
-		}
-		p.mu.Lock()
+		o.finish(nil, errClosed)
+		return false
 	}
+	p.queue = append(p.queue, o)
+	mine := !p.writing
+	p.writing = true
+	p.mu.Unlock()
+	return mine
+}
+
+// flush is gatherWrites, then drain. Only the writer calls it.
+func (p *pipeline) flush() {
+	gatherWrites(p)
+	p.drain()
+}
+
+// gatherWrites lets the callers that are ready to run queue their operations
+// before ps, whose writer the caller is, write, if any of them has
+// operations in flight: the caller waits for their replies anyway, so
+// while operations keep coming, they are written all at once. Under load
+// this makes a write carry several times more.
+func gatherWrites(ps ...*pipeline) {
+	if !slices.ContainsFunc(ps, (*pipeline).busy) {
+		return
+	}
+	queued := func() int {
+		n := 0
+		for _, p := range ps {
+			n += p.queued()
+		}
+		return n
+	}
+	for range 4 {
+		n := queued()
+		runtime.Gosched()
+		if queued() == n {
+			break
+		}
+	}
+}
+
+// busy reports whether p's connection has operations in flight.
+func (p *pipeline) busy() bool {
+	p.mu.Lock()
+	cn := p.conn
+	p.mu.Unlock()
+	return cn != nil && cn.busy.Load() > 0
+}
+
+// drain writes what is queued, batch after batch, until nothing is, then
+// clears writing. Only the writer calls it.
+func (p *pipeline) drain() {
+	p.mu.Lock()
 	for len(p.queue) > 0 && !p.closed {
 		batch := p.queue
 		p.queue = p.spare

@@ -321,7 +321,8 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 		t.Fatalf("SCRIPT FLUSH: %v", err)
 	}
 	// The lock operations' path, without go-redis's commands.
-	if v, err := p.call(t.Context(), s, nil, "called"); err != nil || v != "called" {
+	call := scriptCall(s, nil, []any{"called"}, func(v any, err error) (any, error) { return v, err })
+	if v, err := call.run(t.Context(), p); err != nil || v != "called" {
 		t.Errorf("script by call on an idle node = %v, %v; want called", v, err)
 	}
 	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {

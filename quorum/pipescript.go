@@ -41,18 +41,6 @@ func (p *pipeline) evalKeyed(ctx context.Context, s *script, nkeys int, keysArgs
 	return p.script(ctx, redis.NewCmd(ctx, append(cmdArgs, keysArgs...)...), s)
 }
 
-// call runs s, a script without a library, with keys and args, by its
-// SHA-1, and by its body where the node lacks it; and returns its reply
-// as reply does. The lock operations take this path, without go-redis's
-// command objects.
-func (p *pipeline) call(ctx context.Context, s *script, keys []string, args ...any) (any, error) {
-	v, err := p.reply(ctx, appendScript(nil, "evalsha", s.sha, keys, args))
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") && ctx.Err() == nil {
-		v, err = p.reply(ctx, appendScript(nil, "eval", s.src, keys, args))
-	}
-	return v, err
-}
-
 // appendScript appends the command verb (EVAL or EVALSHA) of script with
 // keys and args.
 func appendScript(b []byte, verb, script string, keys []string, args []any) []byte {

@@ -200,6 +200,14 @@ return {{t}, redis.call("pttl", KEYS[1])}
 var modeArg = map[ExtendMode]string{ExtendSet: "set", ExtendAdd: "add", ExtendOrAcquire: "acquire"}
 
 func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error) {
+	return pipeAcquire(l, ttl).run(ctx, n.p)
+}
+
+// pipe is the pipeline the lock operations go out on.
+func (n *redisNode) pipe() *pipeline { return n.p }
+
+// pipeAcquire is Acquire as the pipeline runs it.
+func pipeAcquire(l Lock, ttl time.Duration) pipeCall[bool] {
 	px := ttl.Milliseconds()
 	// PrefixLen re-enters only when above zero; a negative one would turn
 	// on Lua's negative string indexes.
@@ -208,10 +216,16 @@ func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (boo
 		// PX always goes out, so Redis refuses a TTL under 1ms as the
 		// script does: SetArgs drops a TTL <= 0 and would set a key that
 		// never expires.
-		_, err := n.p.reply(ctx, appendSetNX(l.Keys[0], l.Token, px))
-		return setNXResult(err)
+		return pipeCall[bool]{cmd: appendSetNX(l.Keys[0], l.Token, px), result: setNXAnswer}
 	}
-	v, err := n.p.call(ctx, acquireScript, l.Keys, l.Token, px, prefixLen)
+	return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, acquireAnswer)
+}
+
+// setNXAnswer is setNXResult of a SET NX PX reply.
+func setNXAnswer(_ any, err error) (bool, error) { return setNXResult(err) }
+
+// acquireAnswer turns acquireScript's reply into the node's answer.
+func acquireAnswer(v any, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}
@@ -253,7 +267,20 @@ func setNXResult(err error) (bool, error) {
 }
 
 func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
-	v, err := n.p.call(ctx, releaseScript, l.Keys, l.Token)
+	return pipeRelease(l).run(ctx, n.p)
+}
+
+// pipeRelease is Release as the pipeline runs it.
+func pipeRelease(l Lock) pipeCall[[]Found] {
+	keys := len(l.Keys)
+	return scriptCall(releaseScript, l.Keys, []any{l.Token}, func(v any, err error) ([]Found, error) {
+		return releaseAnswer(v, err, keys)
+	})
+}
+
+// releaseAnswer turns releaseScript's reply for keys keys into the node's
+// answer.
+func releaseAnswer(v any, err error, keys int) ([]Found, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +294,7 @@ func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 			return nil, err
 		}
 	}
-	return foundResult(vals, len(l.Keys))
+	return foundResult(vals, keys)
 }
 
 // foundResult checks a release script's reply: one known code per key.
@@ -288,7 +315,16 @@ func foundResult(vals []int64, keys int) ([]Found, error) {
 }
 
 func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
-	v, err := n.p.call(ctx, extendScript, l.Keys, l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds())
+	return pipeExtend(l, ttl, mode, limit).run(ctx, n.p)
+}
+
+// pipeExtend is Extend as the pipeline runs it.
+func pipeExtend(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) pipeCall[time.Duration] {
+	return scriptCall(extendScript, l.Keys, []any{l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds()}, extendAnswer)
+}
+
+// extendAnswer turns extendScript's reply into the node's answer.
+func extendAnswer(v any, err error) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,230 @@
+package quorum
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/wire"
+)
+
+// piped is a Node whose lock operations go out on a pipeline: a fan-out
+// starts them on every node from the caller's goroutine and waits once,
+// with no goroutine per node and one wake-up per fan-out.
+type piped interface {
+	pipe() *pipeline
+}
+
+// pipeCall is one lock operation as a pipeline runs it: its command, the
+// script whose body to send instead where the node lacks it (cmd is then
+// an EVALSHA of it), and how the reply becomes the node's answer. The
+// same call goes to every node, encoded once.
+type pipeCall[T any] struct {
+	cmd []byte
+	// s, keys and args make the EVAL form for a node that answered
+	// NOSCRIPT; s is nil if cmd runs no script.
+	s      *script
+	keys   []string
+	args   []any
+	result func(v any, err error) (T, error)
+}
+
+// scriptCall is the EVALSHA of s with keys and args, its reply turned
+// into the answer by result.
+func scriptCall[T any](s *script, keys []string, args []any, result func(any, error) (T, error)) pipeCall[T] {
+	return pipeCall[T]{cmd: appendScript(nil, "evalsha", s.sha, keys, args), s: s, keys: keys, args: args, result: result}
+}
+
+// body is c's EVAL form.
+func (c pipeCall[T]) body() []byte { return appendScript(nil, "eval", c.s.src, c.keys, c.args) }
+
+// noScript reports whether err, the reply to c, asks for its body.
+func (c pipeCall[T]) noScript(err error) bool {
+	return c.s != nil && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+// run sends c on p alone and waits for its answer.
+func (c pipeCall[T]) run(ctx context.Context, p *pipeline) (T, error) {
+	v, err := p.reply(ctx, c.cmd)
+	if c.noScript(err) && ctx.Err() == nil {
+		v, err = p.reply(ctx, c.body())
+	}
+	return c.result(v, err)
+}
+
+// fan is the operations one fan-out has in flight, one per node, and
+// how many are not finished yet.
+type fan struct {
+	left  atomic.Int32
+	ready chan struct{} // gets one value once left reaches 0
+	timed bool          // the ops note when they finish
+	ops   []op
+}
+
+var fans sync.Pool
+
+// finished counts o, one of f's ops, as finished.
+func (f *fan) finished(o *op) {
+	if f.timed {
+		o.at = time.Now()
+	}
+	o.fin.Store(true)
+	if f.left.Add(-1) == 0 {
+		f.ready <- struct{}{}
+	}
+}
+
+// launch starts cmd on the pipelines of the nodes in idx, under ctx, and
+// returns once each is written or queued behind a write under way.
+func (f *fan) launch(ctx context.Context, pipes []*pipeline, idx []int, cmd []byte) {
+	f.left.Store(int32(len(idx)))
+	var mine [8]*pipeline
+	own := mine[:0] // the pipelines this caller writes
+	for _, i := range idx {
+		o := &f.ops[i]
+		*o = op{ctx: ctx, cmd: cmd, fan: f}
+		if pipes[i].enqueue(o) {
+			own = append(own, pipes[i])
+		}
+	}
+	gatherWrites(own...)
+	for _, p := range own {
+		p.drain()
+	}
+}
+
+// wait waits until every op launched has finished or ctx is done; it
+// reports whether all did.
+func (f *fan) wait(ctx context.Context) bool {
+	select {
+	case <-f.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// fanOutCall is fanOut of c: on nodes that have a pipeline, c starts on
+// every node at once from the caller's goroutine, which waits once for
+// all; each is the same operation for other nodes (fakes), and runs as
+// fanOut runs it. Each node gets the same deadline, breaker, observer
+// and trace as under fanOut.
+func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
+	var mine [8]*pipeline
+	pipes := mine[:0]
+	for _, n := range e.nodes {
+		pn, ok := n.(piped)
+		if !ok {
+			return fanOut(ctx, e, each)
+		}
+		pipes = append(pipes, pn.pipe())
+	}
+	monitored, obs := e.monitored.Load(), e.cfg.Observer
+	results := make([]result[T], len(e.nodes))
+	nctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
+	defer cancel()
+	tr := traceOf(ctx) // nil unless the proxy traces this command
+	start := time.Now()
+	f, _ := fans.Get().(*fan)
+	if f == nil || len(f.ops) != len(e.nodes) {
+		f = &fan{ready: make(chan struct{}, 1), ops: make([]op, len(e.nodes))}
+	}
+	f.timed = obs != nil || tr != nil
+	var idxs [8]int
+	idx := idxs[:0] // the nodes called
+	for i, n := range e.nodes {
+		if monitored && e.health[i].down.Load() {
+			results[i] = result[T]{err: &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}}
+			if obs != nil {
+				obs.NodeDone(i, n.Addr(), 0, ErrNodeDown)
+			}
+			if tr != nil {
+				tr.note(i, 0, nil, ErrNodeDown)
+			}
+			continue
+		}
+		idx = append(idx, i)
+	}
+	replies := make([]reply, len(e.nodes))
+	all := true
+	if len(idx) > 0 {
+		f.launch(nctx, pipes, idx, c.cmd)
+		all = f.wait(nctx)
+		collect(f, idx, all, nctx, replies)
+		// A node that lost the script (a restart, SCRIPT FLUSH) gets its
+		// body, within the same deadline.
+		var againIdx [8]int
+		again := againIdx[:0]
+		for _, i := range idx {
+			if c.noScript(replies[i].err) && nctx.Err() == nil {
+				again = append(again, i)
+			}
+		}
+		if all && len(again) > 0 {
+			f.launch(nctx, pipes, again, c.body())
+			all = f.wait(nctx)
+			collect(f, again, all, nctx, replies)
+		}
+	}
+	for _, i := range idx {
+		n := e.nodes[i]
+		v, err := c.result(replies[i].v, replies[i].err)
+		if obs != nil || tr != nil {
+			took := time.Since(start) // an op not finished
+			if o := &f.ops[i]; (all || o.fin.Load()) && !o.at.IsZero() {
+				took = o.at.Sub(start)
+			}
+			if obs != nil {
+				obs.NodeDone(i, n.Addr(), took, err)
+			}
+			if tr != nil {
+				tr.note(i, took, v, err)
+			}
+		}
+		if monitored {
+			e.noteResult(ctx, i, start, err)
+		}
+		if err != nil {
+			err = &NodeError{Node: i, Addr: n.Addr(), Err: err}
+		}
+		results[i] = result[T]{v: v, err: err}
+	}
+	if all {
+		// Every op finished and its fan was told: nothing touches f now.
+		clear(f.ops)
+		fans.Put(f)
+	}
+	return results
+}
+
+// reply is one node's reply as pipeline.reply returns it.
+type reply struct {
+	v   any
+	err error
+}
+
+// collect reads the replies of f's ops for the nodes in idx into out, as
+// pipeline.reply returns them; an op not finished (all false: the wait
+// ended at ctx's end) gets ctx's error.
+func collect(f *fan, idx []int, all bool, ctx context.Context, out []reply) {
+	for _, i := range idx {
+		o := &f.ops[i]
+		if !all && !o.fin.Load() {
+			out[i] = reply{err: ctx.Err()}
+			continue
+		}
+		out[i] = reply{v: o.val, err: o.err}
+		if o.err != nil {
+			continue
+		}
+		switch e := o.val.(type) {
+		case nil:
+			out[i].err = redis.Nil
+		case wire.Error:
+			out[i] = reply{err: e}
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package quorum
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The engine's fan-out over real nodes starts each operation on every
+// node's pipeline and waits once: a node that lost the scripts (a
+// restart, SCRIPT FLUSH) gets the script's body within the same call,
+// and the observer hears every node's part.
+func TestPipedFanOutResendsScriptsNodesLack(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	nodes := make([]Node, len(procs))
+	for i, p := range procs {
+		nodes[i] = p.node(t)
+		if _, ok := nodes[i].(piped); !ok {
+			t.Fatalf("node %d is not piped: the test would not reach the pipelined fan-out", i)
+		}
+	}
+	rec := &recorder{}
+	e := New(Config{NodeTimeout: 10 * time.Second, Observer: rec}, nodes...)
+	ctx := t.Context()
+	l := Lock{Keys: []string{"a", "b"}, Token: "mine"} // two keys: a script
+	flush := func() {
+		for _, i := range []int{0, 2} {
+			if err := procs[i].admin(t).ScriptFlush(ctx).Err(); err != nil {
+				t.Fatalf("SCRIPT FLUSH: %v", err)
+			}
+		}
+	}
+	flush()
+	if lease, err := e.Acquire(ctx, l, 10*time.Second); err != nil || lease.Granted != 3 {
+		t.Fatalf("Acquire after SCRIPT FLUSH on 2 of 3 nodes = %+v, %v; want 3 granted", lease, err)
+	}
+	flush()
+	if lease, err := e.Extend(ctx, l, 20*time.Second); err != nil || lease.Granted != 3 {
+		t.Errorf("Extend after SCRIPT FLUSH on 2 of 3 nodes = %+v, %v; want 3 granted", lease, err)
+	}
+	flush()
+	if rel, err := e.Release(ctx, l); err != nil || rel != (Released{Keys: 2}) {
+		t.Errorf("Release after SCRIPT FLUSH on 2 of 3 nodes = %+v, %v; want {Keys:2}", rel, err)
+	}
+	nodeEvents := 0
+	for _, ev := range rec.take() {
+		if !strings.HasPrefix(ev, "node ") {
+			continue
+		}
+		nodeEvents++
+		if !strings.HasSuffix(ev, " ok") {
+			t.Errorf("observer heard %q; want every node ok", ev)
+		}
+	}
+	if nodeEvents != 9 {
+		t.Errorf("observer heard %d node events; want 9 (3 operations on 3 nodes)", nodeEvents)
+	}
+}
