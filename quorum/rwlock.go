@@ -99,20 +99,14 @@ func (e *Engine) TakeRead(ctx context.Context, l ReadLock, ttl time.Duration) (R
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (readTake, error) {
 		return n.takeRead(ctx, l, ttl, nonce)
 	})
-	fails := failures(results)
 	d := decideReadTake(readTakeVotes{results: results, counted: e.countedNodes(), quorum: e.quorum,
-		ttl: ttl, elapsed: time.Since(start), driftFactor: e.cfg.DriftFactor, failures: fails})
-	e.observe(OpAcquire, start, d.err)
-	t := ReadTaken{PTTL: d.pttl, l: l, nonce: nonce, landed: d.landed}
+		ttl: ttl, start: start, now: time.Now(), driftFactor: e.cfg.DriftFactor})
+	e.report(OpAcquire, start, d.decision)
+	t := ReadTaken{Lease: d.lease, PTTL: d.pttl, l: l, nonce: nonce, landed: d.landed}
 	if d.err != nil {
 		e.undoRead(ctx, l, nonce, d.undo)
-		return t, d.err
 	}
-	if obs := e.cfg.Observer; obs != nil {
-		obs.LeaseGranted(OpAcquire, d.validity, ttl)
-	}
-	t.Lease = Lease{Validity: d.validity, Expires: start.Add(ttl - e.Drift(ttl)), Granted: d.granted, Failures: fails}
-	return t, nil
+	return t, d.err
 }
 
 // UndoRead gives a granted take back (its validity ran out before the
@@ -180,8 +174,7 @@ func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Du
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
 		return n.renewRead(ctx, keys, args)
 	})
-	valid := !expired(validity(ttl, time.Since(start), e.cfg.DriftFactor))
-	out, err := decideReadRenew(results, e.countedNodes(), e.quorum, len(keys)/2, valid, failures(results))
+	out, err := decideReadRenew(results, e.countedNodes(), e.quorum, len(keys)/2, ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)
 	return out, err
 }

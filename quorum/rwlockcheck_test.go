@@ -323,7 +323,8 @@ func (c *rwChecker) takeRead(w rwWorld, i int, fates []nodeFate, outOfValidity b
 	if outOfValidity {
 		elapsed = time.Second
 	}
-	d := c.decideTake(readTakeVotes{results: results, counted: counted, quorum: c.quorum, ttl: time.Second, elapsed: elapsed, driftFactor: 0.01})
+	start := time.Unix(0, 0)
+	d := c.decideTake(readTakeVotes{results: results, counted: counted, quorum: c.quorum, ttl: time.Second, start: start, now: start.Add(elapsed), driftFactor: 0.01})
 	for j, f := range fates {
 		s := &next.nodes[j]
 		if d.undo[j] && landed[j] {

@@ -56,35 +56,33 @@ func orWrongType[T any](err error, results []result[T], counted []bool, quorum i
 
 // readTakeVotes is everything decideReadTake reads.
 type readTakeVotes struct {
-	results      []result[readTake]
-	counted      []bool // counted[i]: node i's grant counts (not quarantined)
-	quorum       int
-	ttl, elapsed time.Duration
-	driftFactor  float64
-	failures     error
+	results     []result[readTake]
+	counted     []bool // counted[i]: node i's grant counts (not quarantined)
+	quorum      int
+	ttl         time.Duration
+	start, now  time.Time // the first send, the last answer
+	driftFactor float64
 }
 
 // readTakeDecision is how a take is answered, and where it is undone.
 type readTakeDecision struct {
-	err      error // nil: granted; *OutcomeError otherwise
-	validity time.Duration
+	decision // decide's, or ErrReadUnderWrite; with the errors below
 	// pttl is a denial's reply: how long until a quorum of nodes could
 	// grant, by their PTTLs (negative: one of them has no expiry).
-	pttl    time.Duration
-	granted int // counted nodes that granted
+	pttl time.Duration
 	// landed[i]: the take may hold on node i (it granted there, or it
 	// failed, and was called: a lost reply may hide a grant); undo is
 	// landed when the take is not granted, else none.
 	landed, undo []bool
 }
 
-// decideReadTake decides a read lock's take as Acquire decides a lock:
-// granted by a quorum of counted nodes with validity left. A reader and
-// a writer each need a quorum, and a node grants a reader only where no
-// other's write lock is, and a writer only where no read lock is; two
-// quorums meet in a node, so a reader is never granted beside a writer
-// (readers share: they never deny each other). Anything else is undone
-// wherever the take may have landed.
+// decideReadTake decides a read lock's take by decide, as Acquire
+// decides a lock: granted by a quorum of counted nodes with validity
+// left. A reader and a writer each need a quorum, and a node grants a
+// reader only where no other's write lock is, and a writer only where no
+// read lock is; two quorums meet in a node, so a reader is never granted
+// beside a writer (readers share: they never deny each other). Anything
+// else is undone wherever the take may have landed.
 //
 // A re-entry is a count on each node, and an unlock takes one off every
 // node; so a node's grant counts only where the reader has at least as
@@ -99,41 +97,31 @@ type readTakeDecision struct {
 func decideReadTake(v readTakeVotes) readTakeDecision {
 	n := len(v.results)
 	d := readTakeDecision{landed: make([]bool, n), undo: make([]bool, n)}
-	o := Outcome{Total: n}
-	var pttls []time.Duration
 	depth := reentryDepth(v)
+	ballots := make([]ballot, n)
+	var pttls []time.Duration
+	ownWrite := false
 	for i, r := range v.results {
-		switch {
-		case r.err != nil:
-			o.Failed++
-		case r.v.granted && (!v.counted[i] || r.v.prior < depth):
-			o.Quarantined++ // a grant that does not count
-		case r.v.granted:
-			o.Granted++
-		default:
-			o.Denied++
+		granted := r.err == nil && r.v.granted
+		ballots[i] = ballot{err: r.err, granted: granted, ttl: v.ttl, counts: v.counted[i] && r.v.prior >= depth}
+		d.landed[i] = granted || r.err != nil && !errors.Is(r.err, ErrNodeDown)
+		if r.err == nil && !granted {
 			pttls = append(pttls, r.v.pttl)
+			ownWrite = ownWrite || r.v.ownWrite
 		}
 	}
-	for i, r := range v.results {
-		d.landed[i] = r.err == nil && r.v.granted || r.err != nil && !errors.Is(r.err, ErrNodeDown)
-	}
-	d.granted = o.Granted
-	d.validity = validity(v.ttl, v.elapsed, v.driftFactor)
-	d.err = verdict(o, v.quorum, v.failures)
-	if slices.ContainsFunc(v.results, func(r result[readTake]) bool { return r.err == nil && r.v.ownWrite }) {
-		d.err = ErrReadUnderWrite
-	}
-	if d.err == nil && expired(d.validity) {
-		d.err = &OutcomeError{Outcome: o, Expired: true, Failures: v.failures}
+	d.decision = decide(ballots, v.quorum, v.start, v.now, v.driftFactor)
+	if ownWrite {
+		d.decision = decision{err: ErrReadUnderWrite}
 	}
 	if d.err == nil {
 		return d
 	}
 	d.err = orWrongType(d.err, v.results, v.counted, v.quorum)
 	copy(d.undo, d.landed)
-	if oe, ok := d.err.(*OutcomeError); ok && errors.Is(oe, ErrDenied) && !oe.Expired {
-		d.pttl = freeAfter(pttls, v.quorum-o.Granted)
+	var oe *OutcomeError
+	if errors.As(d.err, &oe) && !oe.Unavailable && !oe.Expired {
+		d.pttl = freeAfter(pttls, v.quorum-oe.Granted)
 	}
 	return d
 }
@@ -275,35 +263,34 @@ func countEqual(vs []Value, v Value) int {
 	return n
 }
 
-// decideReadRenew decides a watchdog renewal key by key: renewed (1)
-// when a quorum of counted nodes renewed it with validity left, 0 when a
-// quorum answered that no name held it, or validity ran out; with
-// neither, the whole call is unavailable (Redisson stops renewing a lock
-// answered 0: a guess would drop a lock still held). renewed[i] are node
-// i's answers, one per key.
-func decideReadRenew(results []result[[]int64], counted []bool, quorum, keys int, valid bool, failures error) ([]int64, error) {
+// errRenewReply: a node's renewal answered for another number of keys.
+var errRenewReply = errors.New("read lock renewal answered for another number of keys")
+
+// decideReadRenew decides a watchdog renewal key by key, each by decide:
+// renewed (1) when a quorum of counted nodes renewed it with validity
+// left (ttl, from start to now), 0 when the answers decided against it
+// (no name held it there) or validity ran out; when the failed nodes
+// could have changed a key's outcome, the whole call is unavailable
+// (Redisson stops renewing a lock answered 0: a guess would drop a lock
+// still held). results[i] are node i's answers, one per key.
+func decideReadRenew(results []result[[]int64], counted []bool, quorum, keys int, ttl time.Duration, start, now time.Time, driftFactor float64) ([]int64, error) {
 	out := make([]int64, keys)
+	ballots := make([]ballot, len(results))
 	for j := range keys {
-		o := Outcome{Total: len(results)}
 		for i, r := range results {
-			switch {
-			case r.err != nil || len(r.v) != keys:
-				o.Failed++
-			case !counted[i]:
-				o.Quarantined++
-			case r.v[j] == 1:
-				o.Granted++
-			default:
-				o.Denied++
+			b := ballot{err: r.err, ttl: ttl, counts: counted[i]}
+			if b.err == nil && len(r.v) != keys {
+				b.err = &NodeError{Node: i, Err: errRenewReply}
 			}
+			b.granted = b.err == nil && r.v[j] == 1
+			ballots[i] = b
 		}
+		d := decide(ballots, quorum, start, now, driftFactor)
 		switch {
-		case o.Granted >= quorum && valid:
+		case d.err == nil:
 			out[j] = 1
-		case o.Granted >= quorum, o.Denied >= quorum:
-			out[j] = 0
-		default:
-			return nil, orWrongType(&OutcomeError{Outcome: o, Unavailable: true, Failures: failures}, results, counted, quorum)
+		case !errors.Is(d.err, ErrDenied):
+			return nil, orWrongType(d.err, results, counted, quorum)
 		}
 	}
 	return out, nil

@@ -14,7 +14,8 @@ var wrongType = replyError("WRONGTYPE Operation against a key holding the wrong 
 // quarantined, o the same thread's write lock, w WRONGTYPE, W WRONGTYPE
 // while quarantined.
 func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
-	v := readTakeVotes{quorum: Quorum(len(s)), ttl: ttl, elapsed: elapsed, driftFactor: 0.01}
+	start := time.Unix(0, 0)
+	v := readTakeVotes{quorum: Quorum(len(s)), ttl: ttl, start: start, now: start.Add(elapsed), driftFactor: 0.01}
 	for i, c := range s {
 		r := result[readTake]{}
 		switch c {
@@ -79,6 +80,21 @@ func TestDecideReadTake(t *testing.T) {
 		if undo != tc.undo {
 			t.Errorf("%s: undo %s; want %s", tc.nodes, undo, tc.undo)
 		}
+	}
+}
+
+// TestDecideReadTakeLease: a granted take's lease is decide's: validity
+// from the first send to the last answer, less the drift allowance, and
+// the expiry from the first send.
+func TestDecideReadTakeLease(t *testing.T) {
+	v := rwTakeVotes("gggdq", time.Second, 30*time.Millisecond)
+	d := decideReadTake(v)
+	// 1s - 30ms - (10ms + 2ms) = 958ms; expiry 1s - 12ms after the start.
+	if d.err != nil || d.lease.Validity != 958*time.Millisecond || !d.lease.Expires.Equal(v.start.Add(988*time.Millisecond)) || d.lease.Granted != 3 {
+		t.Errorf("decideReadTake(gggdq, 30ms) = %+v, %v; want validity 958ms, expiry start+988ms, 3 granted", d.lease, d.err)
+	}
+	if d.ttl != time.Second {
+		t.Errorf("decideReadTake(gggdq).ttl = %v; want 1s (reported with the validity)", d.ttl)
 	}
 }
 
@@ -151,21 +167,22 @@ func TestDecideReadRenewAndForce(t *testing.T) {
 	ok := func(v ...int64) result[[]int64] { return result[[]int64]{v: v} }
 	fail := result[[]int64]{err: errors.New("down")}
 	all := []bool{true, true, true, true, true}
-	got, err := decideReadRenew([]result[[]int64]{ok(1, 0), ok(1, 0), ok(1, 0), ok(0, 0), fail}, all, 3, 2, true, nil)
+	t0 := time.Unix(0, 0)
+	got, err := decideReadRenew([]result[[]int64]{ok(1, 0), ok(1, 0), ok(1, 0), ok(0, 0), fail}, all, 3, 2, time.Second, t0, t0, 0.01)
 	if err != nil || got[0] != 1 || got[1] != 0 {
 		t.Errorf("renew = %v, %v; want [1 0]", got, err)
 	}
-	if _, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(0), fail, fail}, all, 3, 1, true, nil); !errors.Is(err, ErrUnavailable) {
+	if _, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(0), fail, fail}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("renew split = %v; want unavailable", err)
 	}
-	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(1), fail, fail}, all, 3, 1, false, nil); err != nil || got[0] != 0 {
+	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(1), fail, fail}, all, 3, 1, time.Second, t0, t0.Add(time.Second), 0.01); err != nil || got[0] != 0 {
 		t.Errorf("renew past validity = %v, %v; want [0]", got, err)
 	}
 	wt := result[[]int64]{err: &NodeError{Err: wrongType}}
-	if _, err := decideReadRenew([]result[[]int64]{wt, wt, wt, ok(1), ok(1)}, all, 3, 1, true, nil); !errors.Is(err, ErrWrongType) {
+	if _, err := decideReadRenew([]result[[]int64]{wt, wt, wt, ok(1), ok(1)}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrWrongType) {
 		t.Errorf("renew of a key of another type on 3 of 5 = %v; want ErrWrongType", err)
 	}
-	if _, err := decideReadRenew([]result[[]int64]{wt, wt, fail, ok(1), ok(1)}, all, 3, 1, true, nil); !errors.Is(err, ErrUnavailable) {
+	if _, err := decideReadRenew([]result[[]int64]{wt, wt, fail, ok(1), ok(1)}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("renew of a key of another type on 2 of 5 = %v; want unavailable", err)
 	}
 	f := func(v int64) result[int64] { return result[int64]{v: v} }
