@@ -214,7 +214,7 @@ func TestFaultFamiliesKillTwoThenThird(t *testing.T) {
 // masters, one of the three restarts empty, and the two that never had it
 // come back. No second client may get the lock while the first holds it.
 func TestFaultRestartEmptyWhileHeldOnExactlyThree(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{families: []string{famSpring, famMutex, famNodeRedisson}})
+	r := startRun(t, 1, proxyOpts{families: []string{famSpring, famMutex, famNodeRedisson, famRW}})
 	bad := restartWhileHeldOnThree(r, r.fc.restart)
 	reportViolations(t, r.fc.h, r.seed, bad)
 }
@@ -331,7 +331,7 @@ func TestFaultAllMastersSlowerThanTTL(t *testing.T) {
 // acquisitions wait on the masters. Nothing leaks past a TTL, and no OK
 // arrives after its validity (checker a).
 func TestFaultProxyKilledAndPaused(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{families: []string{famGoZero, famRedisson, famSesame, famSpring, famMutex}})
+	r := startRun(t, 1, proxyOpts{families: []string{famGoZero, famRedisson, famSesame, famSpring, famMutex, famRW}})
 	px := r.px[0]
 	time.Sleep(2 * time.Second)
 	px.kill()
