@@ -23,9 +23,11 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) (resp.Reply, error) {
 	}
 	all := argStrings(rest)
 	keys, args := all[:nk:nk], all[nk:]
+	first := time.Now()
 	res, err := s.e.RunEffect(r.ctx, eff, keys, args)
 	if res.Retry && s.pauseForRetry(r) {
 		res, err = s.e.RunEffect(r.ctx, eff, keys, args) // see split; only a run undone wherever it changed something
+		res.Lease = res.Lease.From(first)                // as in acquire
 	}
 	switch {
 	case err != nil:

@@ -186,11 +186,14 @@ func unlockLatches(keys [][]byte) bool {
 }
 
 // acquire takes l for ttl, and checks the lease once more just before the
-// reply: a grant whose validity ran out is released and denied.
+// reply: a grant whose validity ran out is released and denied. A retry's
+// validity counts from the first try, as the client's does.
 func (s *Server) acquire(r *request, l quorum.Lock, ttl time.Duration) error {
+	first := time.Now()
 	lease, err := s.e.Acquire(r.ctx, l, ttl)
 	if split(err) && s.pauseForRetry(r) {
 		lease, err = s.e.Acquire(r.ctx, l, ttl)
+		lease = lease.From(first)
 	}
 	s.warnFailures(lease.Failures)
 	if err == nil && !lease.Valid(time.Now()) {

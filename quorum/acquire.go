@@ -14,6 +14,9 @@ type Lease struct {
 	// Expires is when the validity ends, on the monotonic clock. Check it
 	// again just before telling the client.
 	Expires time.Time
+	// Start is when the operation began (its first send): the validity
+	// counts from it.
+	Start time.Time
 	// Granted is how many nodes granted the operation.
 	Granted int
 	// Failures are the node failures the grant survived; nil if none.
@@ -22,6 +25,17 @@ type Lease struct {
 
 // Valid reports whether the lease is still valid at now.
 func (l Lease) Valid(now time.Time) bool { return !expired(l.Expires.Sub(now)) }
+
+// From returns l with its validity counted from t, if t is before its
+// start: the lease of a retry, for a command whose first try began at t.
+// Its client's clock started before t, so a validity counted from the
+// retry would end after the client's (a late OK).
+func (l Lease) From(t time.Time) Lease {
+	if d := l.Start.Sub(t); d > 0 {
+		l.Start, l.Expires, l.Validity = t, l.Expires.Add(-d), l.Validity-d
+	}
+	return l
+}
 
 // Acquire tries once to set every key of l to its token with the given
 // TTL on every node (Redlock steps 1-5). On failure the error matches

@@ -334,6 +334,7 @@ func TestAcquireWithValidityUsedUpIsDeniedAndReleased(t *testing.T) {
 				checkSentinel(t, fmt.Sprintf("Acquire(ttl %v)", tt.ttl), err, tt.wantErr)
 				if tt.wantErr == nil {
 					tt.wantLease.Expires = start.Add(tt.ttl - e.Drift(tt.ttl))
+					tt.wantLease.Start = start
 					if lease != tt.wantLease {
 						t.Errorf("Acquire = %+v; want %+v", lease, tt.wantLease)
 					}

@@ -62,7 +62,7 @@ func decide(ballots []ballot, quorum int, start, now time.Time, driftFactor floa
 	if expired(v) {
 		return decision{err: &OutcomeError{Outcome: o, Expired: true, Failures: fails}}
 	}
-	return decision{ttl: ttl, lease: Lease{Validity: v, Expires: expiry(start, ttl, driftFactor), Granted: o.Granted, Failures: fails}}
+	return decision{ttl: ttl, lease: Lease{Validity: v, Expires: expiry(start, ttl, driftFactor), Start: start, Granted: o.Granted, Failures: fails}}
 }
 
 // report tells the observer, if any, how op begun at start was

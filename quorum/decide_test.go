@@ -62,7 +62,7 @@ func TestDecide(t *testing.T) {
 					t.Fatalf("decide = %v; want granted", d.err)
 				}
 				want := Lease{Validity: tt.validity, Expires: start.Add(tt.ttl - drift(tt.ttl, 0.01)), Granted: tt.granted}
-				if d.lease.Validity != want.Validity || !d.lease.Expires.Equal(want.Expires) || d.lease.Granted != want.Granted || d.ttl != tt.ttl {
+				if d.lease.Validity != want.Validity || !d.lease.Expires.Equal(want.Expires) || !d.lease.Start.Equal(start) || d.lease.Granted != want.Granted || d.ttl != tt.ttl {
 					t.Errorf("decide = lease %+v, ttl %v; want lease %+v, ttl %v", d.lease, d.ttl, want, tt.ttl)
 				}
 				if got := d.lease.Expires.Sub(start.Add(tt.elapsed)); got != d.lease.Validity {

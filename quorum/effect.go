@@ -124,7 +124,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	if d.err == nil && d.granted && d.validity > 0 {
 		// Any key held, beside a release too: the proxy checks its
 		// validity again before the reply. Only a hold reports a lease.
-		g.lease = Lease{Validity: d.validity, Expires: expiry(start, d.ttl, e.cfg.DriftFactor), Granted: d.held, Failures: failures(results)}
+		g.lease = Lease{Validity: d.validity, Expires: expiry(start, d.ttl, e.cfg.DriftFactor), Start: start, Granted: d.held, Failures: failures(results)}
 		if d.op == EffectHold {
 			g.ttl = d.ttl
 		}

@@ -191,6 +191,25 @@ func TestLeaseValidUntilExpires(t *testing.T) {
 	}
 }
 
+// A retry's lease counted from the first try's start ends as much
+// earlier, with as much less validity; counted from a later time, or
+// for a lease without a start (nothing held), it is unchanged.
+func TestLeaseFromAnEarlierStart(t *testing.T) {
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := Lease{Validity: 400 * time.Millisecond, Expires: start.Add(490 * time.Millisecond), Start: start, Granted: 3}
+	got := l.From(start.Add(-300 * time.Millisecond))
+	want := Lease{Validity: 100 * time.Millisecond, Expires: start.Add(190 * time.Millisecond), Start: start.Add(-300 * time.Millisecond), Granted: 3}
+	if got != want {
+		t.Errorf("From(300ms earlier) = %+v; want %+v", got, want)
+	}
+	if got := l.From(start.Add(time.Second)); got != l {
+		t.Errorf("From(later) = %+v; want the lease unchanged, %+v", got, l)
+	}
+	if got := (Lease{}).From(start); got != (Lease{}) {
+		t.Errorf("Lease{}.From = %+v; want the zero Lease", got)
+	}
+}
+
 func TestLockStringShowsOnlyKeys(t *testing.T) {
 	l := Lock{Keys: []string{"a", "b c"}, Token: "secret"}
 	if got, want := l.String(), `["a" "b c"]`; got != want {
