@@ -114,8 +114,11 @@ func (e *Engine) recordsRead(h *health, p Probe, known string, recs []result[map
 	if h.runID != p.RunID {
 		return probeAgain // another process was seen meanwhile
 	}
-	old := ""
+	old, nread := "", 0
 	for _, r := range recs {
+		if r.err == nil {
+			nread++
+		}
 		if v, ok := r.v[h.addr]; r.err == nil && ok && v != p.RunID {
 			old = v
 		}
@@ -125,6 +128,11 @@ func (e *Engine) recordsRead(h *health, p Probe, known string, recs []result[map
 	}
 	until := h.start.Add(e.quarantine())
 	switch {
+	case old == "" && nread < e.quorum:
+		// A record this proxy could not read may know an older process:
+		// not verified (not counted) until a quorum of records are read
+		// and none does; the next probe reads them again.
+		return probeDone
 	case old == "": // no record disagrees: a first deployment, or the same process
 	case e.cfg.TrustFsyncAlways && h.fsyncAlways:
 		e.cfg.Log.Info("node restarted; not quarantined: it runs appendfsync always", "node", h.addr, "run_id", p.RunID)

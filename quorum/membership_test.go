@@ -156,3 +156,32 @@ func TestRecordsRead(t *testing.T) {
 		})
 	}
 }
+
+// A process no record this proxy could read knows is verified only once
+// a quorum of the records were read: one it could not read may know an
+// older process of the node (a restart that lost its locks).
+func TestRecordsReadNeedsAQuorumOfRecords(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	p := Probe{RunID: "r1", Local: now, Time: now}
+	failed := result[map[string]string]{err: errors.New("timeout")}
+	none := result[map[string]string]{v: map[string]string{}}
+	for _, tt := range []struct {
+		name string
+		recs []result[map[string]string]
+		want healthWant
+	}{
+		{"two of three unread", []result[map[string]string]{failed, failed, none},
+			healthWant{act: probeDone, state: StateUnverified}},
+		{"a quorum read", []result[map[string]string]{failed, none, none},
+			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := monitorConfig(t)
+			e := New(cfg, &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"})
+			h := e.health[0]
+			h.setLocked(StateUnverified, time.Time{}, "")
+			h.runID, h.start = "r1", now.Add(-time.Second)
+			checkHealth(t, e.recordsRead(h, p, "", tt.recs, now, now), h, tt.want)
+		})
+	}
+}
