@@ -13,8 +13,8 @@ import (
 // older than this proxy: each node keeps the membership record, MembersKey,
 // a hash of node address -> the run_id the proxies verified there. A node
 // whose run_id differs from what any reachable record (or this proxy) has
-// for its address restarted; a node that no record knows is new, and
-// serves at once. A restarted node's new run_id is written only once its
+// for its address restarted; a node that no record knows, of a quorum
+// read, is new, and serves at once. A restarted node's new run_id is written only once its
 // quarantine is over, so a proxy started later still sees the mismatch
 // and computes the same end, from the node's own uptime.
 
@@ -107,9 +107,10 @@ func (e *Engine) probed(h *health, p Probe, gen uint64, now time.Time) (act prob
 // with every node's membership record as read at read: a process that a
 // record, or this proxy (known), has another run_id for restarted, and
 // is quarantined until max_ttl after its start (unless it runs
-// appendfsync always and that is trusted); otherwise it is verified,
-// with the lost marks the records hold for it. It does no I/O. h.mu must
-// be held.
+// appendfsync always and that is trusted); one no record knows stays
+// unverified while fewer than a quorum of the records were read;
+// otherwise it is verified, with the lost marks the records hold for it.
+// It does no I/O. h.mu must be held.
 func (e *Engine) recordsRead(h *health, p Probe, known string, recs []result[map[string]string], now, read time.Time) probeAction {
 	if h.runID != p.RunID {
 		return probeAgain // another process was seen meanwhile
@@ -129,9 +130,11 @@ func (e *Engine) recordsRead(h *health, p Probe, known string, recs []result[map
 	until := h.start.Add(e.quarantine())
 	switch {
 	case old == "" && nread < e.quorum:
-		// A record this proxy could not read may know an older process:
-		// not verified (not counted) until a quorum of records are read
-		// and none does; the next probe reads them again.
+		// A record this proxy could not read may know an older process
+		// (a restart that lost its locks): not verified, so not counted,
+		// until a quorum of the records were read and none does. The
+		// next probe reads them again.
+		h.setLocked(StateUnverified, time.Time{}, reasonRecordsUnread)
 		return probeDone
 	case old == "": // no record disagrees: a first deployment, or the same process
 	case e.cfg.TrustFsyncAlways && h.fsyncAlways:
@@ -166,6 +169,10 @@ const lostPrefix = "lost:"
 
 // reasonDataLost is the reason shown for a node whose data was lost.
 const reasonDataLost = "data lost (membership record gone)"
+
+// reasonRecordsUnread is the reason shown for a node no record read
+// knows, while too few records could be read to call it new.
+const reasonRecordsUnread = "too few membership records read"
 
 // lostMark is the field's value for process runID, quarantined until
 // end on its own clock, for kind.

@@ -136,7 +136,7 @@ func TestRecordsRead(t *testing.T) {
 			healthWant{act: probeWrite, state: StateUp, verified: "r1", previous: "r0"}},
 		{"this proxy verified another process", recent, "r1", "r0", false, []result[map[string]string]{failed, failed},
 			healthWant{act: probeDone, state: StateQuarantined, reason: "restarted", verified: "r0", pending: "r1", until: recent.Add(quarantineFor)}},
-		{"a failed read is no record", recent, "r1", "", false, []result[map[string]string]{failed, rec("a", "r1")},
+		{"a failed read beside a quorum read is no record", recent, "r1", "", false, []result[map[string]string]{failed, rec("a", "r1")},
 			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
 		{"restarted, running appendfsync always, trusted", recent, "r1", "", true, []result[map[string]string]{rec("a", "r0")},
 			healthWant{act: probeWrite, state: StateUp, verified: "r1", previous: "r0"}},
@@ -159,27 +159,30 @@ func TestRecordsRead(t *testing.T) {
 
 // A process no record this proxy could read knows is verified only once
 // a quorum of the records were read: one it could not read may know an
-// older process of the node (a restart that lost its locks).
+// older process of the node (a restart that lost its locks). Until then
+// it is unverified, also when it was down (unreachable at start).
 func TestRecordsReadNeedsAQuorumOfRecords(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	p := Probe{RunID: "r1", Local: now, Time: now}
 	failed := result[map[string]string]{err: errors.New("timeout")}
 	none := result[map[string]string]{v: map[string]string{}}
+	unread := healthWant{act: probeDone, state: StateUnverified, reason: reasonRecordsUnread}
 	for _, tt := range []struct {
 		name string
+		from NodeState
 		recs []result[map[string]string]
 		want healthWant
 	}{
-		{"two of three unread", []result[map[string]string]{failed, failed, none},
-			healthWant{act: probeDone, state: StateUnverified}},
-		{"a quorum read", []result[map[string]string]{failed, none, none},
+		{"two of three unread", StateUnverified, []result[map[string]string]{failed, failed, none}, unread},
+		{"two of three unread, back from down", StateDown, []result[map[string]string]{none, failed, failed}, unread},
+		{"a quorum read", StateUnverified, []result[map[string]string]{failed, none, none},
 			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := monitorConfig(t)
 			e := New(cfg, &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"})
 			h := e.health[0]
-			h.setLocked(StateUnverified, time.Time{}, "")
+			h.setLocked(tt.from, time.Time{}, "")
 			h.runID, h.start = "r1", now.Add(-time.Second)
 			checkHealth(t, e.recordsRead(h, p, "", tt.recs, now, now), h, tt.want)
 		})

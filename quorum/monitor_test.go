@@ -360,7 +360,7 @@ func TestRestartSeenLateWhenRecordsReturn(t *testing.T) {
 		e := started(t, monitorConfig(t), fs)
 		// Too few records could be read: a is not verified (not
 		// counted), since one unread may know its older process.
-		wantState(t, e, 0, StateUnverified, "")
+		wantState(t, e, 0, StateUnverified, reasonRecordsUnread)
 		fs[1].fail(nil)
 		time.Sleep(150 * time.Millisecond)
 		// b's record says a restarted: quarantined for what is left.
