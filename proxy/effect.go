@@ -22,7 +22,17 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) (resp.Reply, error) {
 		return resp.Reply{}, err
 	}
 	all := argStrings(rest)
-	keys, args := all[:nk:nk], all[nk:]
+	res, err := s.effect(r, eff, all[:nk:nk], all[nk:])
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	return valueReply(res.Reply), nil
+}
+
+// effect runs eff over keys and args as runEffect serves it: once more
+// when the run may be retried; a grant whose validity ran out, or a new
+// lock while draining, given back and answered with an error.
+func (s *Server) effect(r *request, eff *quorum.Effect, keys, args []string) (quorum.EffectResult, error) {
 	first := time.Now()
 	res, err := s.e.RunEffect(r.ctx, eff, keys, args)
 	if res.Retry && s.pauseForRetry(r) {
@@ -31,21 +41,21 @@ func (s *Server) runEffect(r *request, eff *quorum.Effect) (resp.Reply, error) {
 	}
 	switch {
 	case err != nil:
-		return resp.Reply{}, err // a node's refusal (quorum.RefusedError) among them
+		return res, err // a node's refusal (quorum.RefusedError) among them
 	case res.Granted && !res.Lease.Expires.IsZero() && !res.Lease.Valid(time.Now()):
 		// Any key the run holds, beside a release too.
 		s.e.UndoEffect(r.ctx, res)
-		return resp.Reply{}, errLate
+		return res, errLate
 	case res.Granted && res.NewLock && s.Draining():
 		// Known only once it ran: a new lock while draining is given
 		// back at once, as an acquire refused, beside an extend or a
 		// release too.
 		s.e.UndoEffect(r.ctx, res)
 		r.op = quorum.OpAcquire
-		return resp.Reply{}, errDraining
+		return res, errDraining
 	}
 	s.warnFailures(res.Lease.Failures)
-	return valueReply(res.Reply), nil
+	return res, nil
 }
 
 // argStrings copies args as strings, all in one allocation: they live as

@@ -42,32 +42,39 @@ func (s *Server) incrby(r *request) (resp.Reply, error) {
 	return s.incrBy(r, by)
 }
 
-// incrBy serves INCR and INCRBY of a fence_keys counter, trying again
-// after a random pause while another INCR takes the same value.
+// incrBy serves INCR and INCRBY of a counter.
 func (s *Server) incrBy(r *request, by int64) (resp.Reply, error) {
 	if !s.counterKey(r.args[1]) {
 		return resp.Reply{}, &unknownCommandError{r.args} // not a counter: refused as Redis's other commands are
 	}
+	v, err := s.incrCounter(r, string(r.args[1]), by)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	return resp.Int(v), nil
+}
+
+// incrCounter raises the counter name by by, trying again after a random
+// pause while another INCR takes the same value.
+func (s *Server) incrCounter(r *request, name string, by int64) (int64, error) {
 	for {
-		v, err := s.e.Incr(r.ctx, string(r.args[1]), by)
+		v, err := s.e.Incr(r.ctx, name, by)
 		if !errors.Is(err, quorum.ErrContended) {
-			if err != nil {
-				return resp.Reply{}, err
-			}
-			return resp.Int(v), nil
+			return v, err
 		}
 		t := time.NewTimer(time.Duration(rand.Int64N(int64(s.e.NodeTimeout()/5) + 1)))
 		select {
 		case <-t.C:
 		case <-r.ctx.Done():
 			t.Stop()
-			return resp.Reply{}, err
+			return 0, err
 		}
 	}
 }
 
-// counterGet is GET of a fence_keys counter: at least the last value an
-// INCR returned; nil for a counter never increased.
+// counterGet is GET of a counter: at least the last value an INCR
+// returned, and below every value a later INCR returns; nil for a counter
+// never increased.
 func (s *Server) counterGet(r *request) (resp.Reply, error) {
 	v, err := s.e.Counter(r.ctx, string(r.args[1]))
 	switch {
@@ -79,8 +86,12 @@ func (s *Server) counterGet(r *request) (resp.Reply, error) {
 	return resp.Bulk(strconv.FormatInt(v, 10)), nil
 }
 
-// counterKey reports whether key is a fence_keys counter.
+// counterKey reports whether key is a counter: a fence_keys one, or an
+// RFencedLock's token.
 func (s *Server) counterKey(key []byte) bool {
+	if redissonToken(key) {
+		return true
+	}
 	for _, p := range s.conf().FenceKeys {
 		if acl.Match(p, key) {
 			return true
@@ -89,19 +100,25 @@ func (s *Server) counterKey(key []byte) bool {
 	return false
 }
 
-// counterCommands may name a fence_keys counter; every other command
-// that names one is refused (counterRefusal).
+// counterCommands may name a counter; every other command that names one
+// is refused (counterRefusal).
 var counterCommands = map[string]bool{"incr": true, "incrby": true, "get": true}
 
-// counterRefusal refuses a command that names a fence_keys counter, other
-// than INCR, INCRBY and GET: a counter lives in the masters' counters,
-// and one master's key of that name means nothing.
+// counterRefusal refuses a command that names a counter, other than INCR,
+// INCRBY and GET: a counter lives in the masters' counters, and one
+// master's key of that name means nothing. A script may name an
+// RFencedLock's token: RFencedLock's own scripts do (runFencedLock), and
+// no other script reaches a counter.
 func (s *Server) counterRefusal(name string, cm command, args [][]byte) error {
-	if counterCommands[name] || len(s.conf().FenceKeys) == 0 {
+	if counterCommands[name] {
 		return nil
 	}
+	patterns := len(s.conf().FenceKeys) > 0
 	for _, k := range keysOf(cm.keys, args) {
-		if s.counterKey(k) {
+		switch {
+		case redissonToken(k) && cm.keys != scriptKeys:
+			return withArgs(errFencedTokenKey, cString(k, 128))
+		case patterns && s.counterKey(k) && !redissonToken(k):
 			return withArgs(errCounterKey, cString(k, 128))
 		}
 	}

@@ -31,8 +31,6 @@ var redissonRefused = map[string]string{
 	"38060fab26b0e7c5982a5cfd7ad542e44d3da19b": "RCountDownLatch",
 	"2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892": "RCountDownLatch",
 	"47aed1b8133417c9bc009ffc08602e37ed4a1bb3": "RCountDownLatch",
-	"49babb5a1e6a0c5f188c2ae62b93b51cdfd63e45": "RFencedLock",
-	"46b5551ba403d6152a7a6eca122e08728d6c8c66": "RFencedLock",
 }
 
 // redissonWhy is why each refused type is not served; docs/compatibility.md's
@@ -43,5 +41,4 @@ var redissonWhy = map[string]string{
 	"RPermitExpirableSemaphore": "its permits are a counter without an expiry beside a sorted set of permit ids, and independent masters cannot keep a count of n permits exact",
 	"RSemaphore or RPermitExpirableSemaphore": "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
 	"RCountDownLatch":                         "its count is a counter without an expiry that must never reach zero early, and independent masters cannot keep it exact",
-	"RFencedLock":                             "its token is an INCR of one counter inside the lock's script, which independent masters cannot keep increasing; take the lock as RLock and ask FENCE for the token",
 }

@@ -48,6 +48,8 @@ type served struct {
 	body []byte
 	// rw is a Redisson read lock script, served by its own operation.
 	rw rwScript
+	// fenced is an RFencedLock acquire script (redissonfenced.go).
+	fenced fencedScript
 }
 
 func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *scriptCache {
@@ -92,6 +94,9 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 	if rw, ok := redissonServed[strings.ToLower(sha)]; ok {
 		return served{rw: rw}, true
 	}
+	if f, ok := redissonFenced[strings.ToLower(sha)]; ok {
+		return served{fenced: f}, true
+	}
 	if sc, ok := script.ClassifySHA(sha); ok {
 		return served{sc: sc, sha: strings.ToLower(sha)}, true
 	}
@@ -108,6 +113,9 @@ func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, e
 	sha := script.SHA1Hex(body)
 	if rw, ok := redissonServed[sha]; ok {
 		return served{rw: rw}, sha, nil
+	}
+	if f, ok := redissonFenced[sha]; ok {
+		return served{fenced: f}, sha, nil
 	}
 	if typ, refused := redissonRefused[sha]; refused {
 		return served{}, sha, withArgs(errRedissonType, typ, redissonWhy[typ])
@@ -268,6 +276,9 @@ func (s *Server) function(r *request) (resp.Reply, error) {
 func (s *Server) run(r *request, sv served) (resp.Reply, error) {
 	if sv.rw != rwNone {
 		return s.runReadLock(r, sv.rw)
+	}
+	if sv.fenced != fencedNone {
+		return s.runFencedLock(r, sv.fenced)
 	}
 	if sv.eff != nil {
 		return s.runEffect(r, sv.eff)

@@ -266,7 +266,7 @@ func (e *Engine) fenceHold(reads []result[CounterEntry], start time.Time) (Outco
 	if ttl < 0 || ttl > e.cfg.MaxTTL {
 		ttl = e.cfg.MaxTTL // every operation ends within max_ttl (reseeding waits for it)
 	}
-	return o, Fencing{Expires: start.Add(ttl - e.Drift(ttl))}, nil
+	return o, Fencing{Expires: expiry(start, ttl, e.cfg.DriftFactor)}, nil
 }
 
 // fenceAnswer is one node's answer to FENCE's one round: T, and whether
@@ -335,14 +335,35 @@ func (e *Engine) Incr(ctx context.Context, name string, by int64) (int64, error)
 }
 
 // Counter returns the counter name: at least the last value Incr
-// returned for it; 0 for a counter never increased.
+// returned for it, and below every value a later Incr returns (Redisson's
+// getToken is such a read); 0 for a counter never increased.
 func (e *Engine) Counter(ctx context.Context, name string) (int64, error) {
 	reads := e.readCounters(ctx, "", "", counterPrefix+name)
 	vals, _ := counterAnswers(reads, e.counts, e.quorum)
 	if len(vals) < e.quorum {
 		return 0, counterUnavailable(reads, len(vals))
 	}
-	return maxOf(vals), nil
+	m := maxOf(vals)
+	if !onQuorum(vals, m, e.quorum) {
+		// The highest may be on fewer than a quorum (an Incr that failed
+		// or still runs): written back first, or a later Incr could miss
+		// it and return it again.
+		if err := e.writeCounter(ctx, "", "", counterPrefix+name, m, false); err != nil {
+			return 0, err
+		}
+	}
+	return m, nil
+}
+
+// onQuorum reports whether at least quorum of vals are v.
+func onQuorum(vals []int64, v int64, quorum int) bool {
+	n := 0
+	for _, x := range vals {
+		if x == v {
+			n++
+		}
+	}
+	return n >= quorum
 }
 
 // counterAnswers returns the counters of the nodes that answered seeded,

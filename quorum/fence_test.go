@@ -246,6 +246,33 @@ func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
 	}
 }
 
+// TestCounterWritesBackAHighestOnAMinority: a counter value on one node
+// of three (an INCR that failed after that node wrote it) is returned by
+// a read only once it is on a quorum, so a later INCR that misses that
+// node still returns more.
+func TestCounterWritesBackAHighestOnAMinority(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	var nodes []Node
+	for _, p := range procs {
+		nodes = append(nodes, p.node(t))
+	}
+	e := New(Config{NodeTimeout: 500 * time.Millisecond, MaxTTL: 5 * time.Second}, nodes...)
+	ctx := t.Context()
+	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 1 {
+		t.Fatalf("Incr = %d, %v; want 1", v, err)
+	}
+	if ok, err := nodes[0].(Fencer).WriteCounter(ctx, "", "", counterPrefix+"n", 9, true); err != nil || ok != CounterWritten {
+		t.Fatalf("WriteCounter on node 0 = %v, %v", ok, err)
+	}
+	if v, err := e.Counter(ctx, "n"); err != nil || v != 9 {
+		t.Fatalf("Counter = %d, %v; want 9", v, err)
+	}
+	procs[0].Freeze(t)
+	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 10 {
+		t.Errorf("Incr without node 0 = %d, %v; want 10, above the 9 the read returned", v, err)
+	}
+}
+
 // slowWrites is a node whose counter writes answer delay late: the write
 // (FENCE's one round, or the write-back) lands in time.
 type slowWrites struct {

@@ -56,6 +56,10 @@ type modelConfig struct {
 	ops     int  // operations in all at most; 0: holders × calls
 	crashes int  // node restarts (empty) at most
 	incr    bool // INCR clients instead of FENCE holders
+	// held: the INCR clients are holders in order, each INCR returned
+	// only within its hold's validity (Redisson's RFencedLock: the lock
+	// granted, then an INCR of its token counter); checked as FENCE is.
+	held bool
 	// reuse: every hold has the same token (Redisson's uuid:threadId),
 	// and a hold's end (its release) may miss a minority of the nodes,
 	// whose hold records stay; elsewhere the release deletes them.
@@ -316,7 +320,7 @@ func successors(cfg modelConfig, s *mstate) []next {
 	}
 
 	// A hold ends: expiry, a release, or its holder paused past its TTL.
-	if !cfg.incr && int(s.cur) < cfg.holders && !cfg.reuse {
+	if (!cfg.incr || cfg.held) && int(s.cur) < cfg.holders && !cfg.reuse {
 		n := s.clone()
 		n.cur++
 		add(n, "hold %d ends", s.cur)
@@ -342,7 +346,7 @@ func successors(cfg modelConfig, s *mstate) []next {
 	// A holder (or INCR client) starts a call, through any proxy.
 	for h := range cfg.holders {
 		total := int(s.started[0] + s.started[1] + s.started[2])
-		if int(s.started[h]) >= cfg.calls || !cfg.incr && int(s.cur) != h || cfg.ops > 0 && total >= cfg.ops {
+		if int(s.started[h]) >= cfg.calls || (!cfg.incr || cfg.held) && int(s.cur) != h || cfg.ops > 0 && total >= cfg.ops {
 			continue
 		}
 		slot := slices.IndexFunc(s.ops[:], func(o mop) bool { return o.phase == opFree })
@@ -490,13 +494,21 @@ func successors(cfg modelConfig, s *mstate) []next {
 			n := s.clone()
 			n.ops[i].phase = opDone
 			switch {
-			case cfg.incr:
+			case cfg.incr && (!cfg.held || o.h == s.cur || cfg.variant == variantNoValidity):
 				if o.t <= o.floor || s.incrRet&(1<<o.t) != 0 {
 					bad(n, fmt.Sprintf("INCR returned %d: floor %d, returned before %b", o.t, o.floor, s.incrRet), "call %d returns %d", op, o.t)
 					break
 				}
+				if v := checkToken(s, o.h, o.t); cfg.held && v != "" {
+					bad(n, v, "call %d returns %d to hold %d", op, o.t, o.h)
+					break
+				}
 				n.incrRet |= 1 << o.t
 				n.incrMax = max(n.incrMax, o.t)
+				if cfg.held {
+					n.retMin[o.h] = minNonZero(n.retMin[o.h], o.t)
+					n.retMax[o.h] = max(n.retMax[o.h], o.t)
+				}
 				add(n, "call %d returns %d", op, o.t)
 			case o.h != s.cur && cfg.variant != variantNoValidity:
 				add(n, "call %d: hold %d no longer valid, no token", op, o.h)
@@ -638,6 +650,12 @@ func TestFenceModel(t *testing.T) {
 	}{
 		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, maxT: 3}, false},
 		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, incr: true, maxT: 3}, false},
+		// RFencedLock: each acquisition INCRs within its hold; a re-entry
+		// is a second call of the hold.
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, incr: true, held: true, maxT: 3}, false},
+		{modelConfig{nodes: 5, holders: 2, calls: 1, incr: true, held: true, maxT: 3}, false},
+		{modelConfig{nodes: 3, holders: 3, calls: 1, incr: true, held: true, maxT: 3}, true},
+		{modelConfig{nodes: 3, holders: 2, calls: 2, ops: 3, incr: true, held: true, maxT: 3}, true},
 		{modelConfig{nodes: 5, holders: 2, calls: 1, maxT: 3}, false},
 		{modelConfig{nodes: 3, holders: 3, calls: 1, maxT: 3}, true},
 		// Two calls of one hold at once, as through two proxies: beyond
@@ -652,7 +670,7 @@ func TestFenceModel(t *testing.T) {
 			if testing.Short() && c.long {
 				t.Skip("a long search")
 			}
-			if cfg.calls > 1 && os.Getenv("FENCE_MODEL_HUGE") == "" {
+			if cfg.calls > 1 && !cfg.incr && os.Getenv("FENCE_MODEL_HUGE") == "" {
 				t.Skip("a huge search: FENCE_MODEL_HUGE=1 runs it")
 			}
 			start := time.Now()
@@ -680,6 +698,8 @@ func TestFenceModelCatchesBrokenVariants(t *testing.T) {
 		{"lost node counted at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, maxT: 4, variant: variantCountLost}},
 		{"no validity check", modelConfig{nodes: 3, holders: 2, calls: 1, maxT: 4, variant: variantNoValidity}},
 		{"INCR not exclusive", modelConfig{nodes: 3, holders: 2, calls: 1, incr: true, maxT: 4, variant: variantNotExclusive}},
+		{"RFencedLock token after its hold", modelConfig{nodes: 3, holders: 2, calls: 1, incr: true, held: true, maxT: 4, variant: variantNoValidity}},
+		{"RFencedLock reseeded at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, incr: true, held: true, maxT: 4, variant: variantReseedAtOnce}},
 		{"one round agreed by a minority", modelConfig{nodes: 3, holders: 2, calls: 1, maxT: 4, variant: variantAgreeMinority}},
 		{"one round takes the highest answer", modelConfig{nodes: 3, holders: 3, calls: 1, maxT: 4, variant: variantOneRoundMax}},
 	}
