@@ -178,6 +178,11 @@ func TestDecideReadRenewAndForce(t *testing.T) {
 	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(1), fail, fail}, all, 3, 1, time.Second, t0, t0.Add(time.Second), 0.01); err != nil || got[0] != 0 {
 		t.Errorf("renew past validity = %v, %v; want [0]", got, err)
 	}
+	// Over 4 nodes, renewed on 2 and not held on 2: no quorum can have
+	// renewed it, so 0, as Extend decides (not unavailable).
+	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(0), ok(0)}, all[:4], 3, 1, time.Second, t0, t0, 0.01); err != nil || got[0] != 0 {
+		t.Errorf("renew on 2 of 4 = %v, %v; want [0]", got, err)
+	}
 	wt := result[[]int64]{err: &NodeError{Err: wrongType}}
 	if _, err := decideReadRenew([]result[[]int64]{wt, wt, wt, ok(1), ok(1)}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrWrongType) {
 		t.Errorf("renew of a key of another type on 3 of 5 = %v; want ErrWrongType", err)
