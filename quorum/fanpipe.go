@@ -61,7 +61,31 @@ type fan struct {
 	left  atomic.Int32
 	ready chan struct{} // gets one value once left reaches 0
 	timed bool          // the ops note when they finish
+	ctx   fanCtx
+	timer *time.Timer // ends the wait at ctx's deadline; stopped between uses
 	ops   []op
+}
+
+// fanCtx is the context a fan's ops carry: the caller's, with the
+// fan-out's deadline. Its Done is the caller's alone: the fan's wait, the
+// only one to wait on it, has a timer for the deadline. It spares each
+// fan-out a context.WithTimeout (a timer, a cancel func and a place in
+// the parent's children).
+type fanCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *fanCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *fanCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 var fans sync.Pool
@@ -96,15 +120,23 @@ func (f *fan) launch(ctx context.Context, pipes []*pipeline, idx []int, cmd []by
 	}
 }
 
-// wait waits until every op launched has finished or ctx is done; it
-// reports whether all did.
-func (f *fan) wait(ctx context.Context) bool {
+// wait waits until every op launched has finished, or f.ctx's deadline
+// passes or its caller gives up; it reports whether all finished.
+func (f *fan) wait() bool {
+	d := time.Until(f.ctx.deadline)
+	if f.timer == nil {
+		f.timer = time.NewTimer(d)
+	} else {
+		f.timer.Reset(d)
+	}
 	select {
 	case <-f.ready:
+		f.timer.Stop()
 		return true
-	case <-ctx.Done():
-		return false
+	case <-f.ctx.Done():
+	case <-f.timer.C:
 	}
+	return false
 }
 
 // fanOutCall is fanOut of c: on nodes that have a pipeline, c starts on
@@ -124,8 +156,6 @@ func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(
 	}
 	monitored, obs := e.monitored.Load(), e.cfg.Observer
 	results := make([]result[T], len(e.nodes))
-	nctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
-	defer cancel()
 	tr := traceOf(ctx) // nil unless the proxy traces this command
 	start := time.Now()
 	f, _ := fans.Get().(*fan)
@@ -133,6 +163,12 @@ func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(
 		f = &fan{ready: make(chan struct{}, 1), ops: make([]op, len(e.nodes))}
 	}
 	f.timed = obs != nil || tr != nil
+	// One deadline for every node, as fanOut's.
+	f.ctx = fanCtx{Context: ctx, deadline: start.Add(e.cfg.NodeTimeout)}
+	if d, ok := ctx.Deadline(); ok && d.Before(f.ctx.deadline) {
+		f.ctx.deadline = d
+	}
+	nctx := &f.ctx
 	var idxs [8]int
 	idx := idxs[:0] // the nodes called
 	for i, n := range e.nodes {
@@ -148,11 +184,16 @@ func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(
 		}
 		idx = append(idx, i)
 	}
-	replies := make([]reply, len(e.nodes))
+	var replyArr [8]reply
+	replies := replyArr[:0]
+	if len(e.nodes) > len(replyArr) {
+		replies = make([]reply, len(e.nodes))
+	}
+	replies = replies[:len(e.nodes)]
 	all := true
 	if len(idx) > 0 {
 		f.launch(nctx, pipes, idx, c.cmd)
-		all = f.wait(nctx)
+		all = f.wait()
 		collect(f, idx, all, nctx, replies)
 		// A node that lost the script (a restart, SCRIPT FLUSH) gets its
 		// body, within the same deadline.
@@ -165,7 +206,7 @@ func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(
 		}
 		if all && len(again) > 0 {
 			f.launch(nctx, pipes, again, c.body())
-			all = f.wait(nctx)
+			all = f.wait()
 			collect(f, again, all, nctx, replies)
 		}
 	}
@@ -195,6 +236,7 @@ func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(
 	if all {
 		// Every op finished and its fan was told: nothing touches f now.
 		clear(f.ops)
+		f.ctx = fanCtx{}
 		fans.Put(f)
 	}
 	return results

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,47 @@ func TestPipedFanOutResendsScriptsNodesLack(t *testing.T) {
 	}
 	if nodeEvents != 9 {
 		t.Errorf("observer heard %d node events; want 9 (3 operations on 3 nodes)", nodeEvents)
+	}
+}
+
+// The pipelined fan-out waits no longer than the caller: a caller's
+// deadline before NodeTimeout ends it, and so does a cancel.
+func TestPipedFanOutEndsWithTheCaller(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	nodes := make([]Node, len(procs))
+	for i, p := range procs {
+		nodes[i] = p.node(t)
+	}
+	e := New(Config{NodeTimeout: 10 * time.Second}, nodes...)
+	l := Lock{Keys: []string{"k"}, Token: "mine"}
+	if _, err := e.Acquire(t.Context(), l, time.Second); err != nil { // dials
+		t.Fatalf("Acquire: %v", err)
+	}
+	for _, p := range procs {
+		p.Freeze(t)
+	}
+	const wait = 200 * time.Millisecond
+	tests := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) { return context.WithTimeout(t.Context(), wait) }},
+		{"cancel", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(wait, cancel)
+			return ctx, cancel
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := tt.ctx()
+			defer cancel()
+			start := time.Now()
+			_, err := e.Release(ctx, l)
+			// A bound against waiting out NodeTimeout, not a speed test.
+			if took := time.Since(start); err == nil || took < wait || took > 5*time.Second {
+				t.Errorf("Release on frozen nodes, caller ends after %v = %v after %v; want an error after about %v", wait, err, took, wait)
+			}
+		})
 	}
 }
