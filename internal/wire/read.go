@@ -34,6 +34,10 @@ type Reader struct {
 	buf  []byte
 	head int // the first unparsed byte
 	tail int // the end of what was read
+	// A reply that did not all arrive in one read is scanned for its end
+	// as its bytes arrive, then parsed once: parsing it again from its
+	// start after each read would cost the square of its length.
+	sc scanner
 }
 
 // NewReader reads from r, with a buffer of size bytes to start with.
@@ -52,20 +56,106 @@ func (rd *Reader) Buffered() int { return rd.tail - rd.head }
 func (rd *Reader) Next() (any, error) {
 	for {
 		if rd.tail > rd.head {
-			v, n, err := Parse(rd.buf[rd.head:rd.tail])
-			if err != nil {
-				return nil, err
-			}
-			if n > 0 {
-				rd.head += n
-				if rd.head == rd.tail {
-					rd.head, rd.tail = 0, 0
+			b := rd.buf[rd.head:rd.tail]
+			scanned := rd.sc.pos > 0 || len(rd.sc.left) > 0
+			if scanned {
+				// Part of this reply came before: parse it once it is all here.
+				end, err := rd.sc.scan(b)
+				if err != nil {
+					return nil, err
 				}
-				return v, nil
+				b = b[:end]
+			}
+			if len(b) > 0 {
+				v, n, err := Parse(b)
+				switch {
+				case err != nil:
+					return nil, err
+				case n > 0:
+					rd.head += n
+					if rd.head == rd.tail {
+						rd.head, rd.tail = 0, 0
+					}
+					return v, nil
+				case scanned:
+					return nil, ErrProtocol // the scan found an end the parse does not
+				}
+				// Not all here: scan what is, then only what comes.
+				if _, err := rd.sc.scan(b); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if err := rd.fill(); err != nil {
 			return nil, err
+		}
+	}
+}
+
+// scanner finds where a reply ends, as its bytes arrive, without parsing
+// it: it resumes where it stopped.
+type scanner struct {
+	pos  int     // the bytes of the reply scanned so far
+	left []int64 // for each array open at pos, outermost first, the items still to come
+}
+
+// scan goes on scanning the reply that b begins with. It returns the
+// reply's length once b holds all of it, and resets; 0 until then.
+func (s *scanner) scan(b []byte) (int, error) {
+	for {
+		line, n, err := readLine(b[s.pos:])
+		if n == 0 || err != nil {
+			return 0, err
+		}
+		size := n
+		switch line[0] {
+		case '+', '-':
+		case ':':
+			if _, err := parseInt(line[1:]); err != nil {
+				return 0, err
+			}
+		case '$':
+			l, err := parseInt(line[1:])
+			switch {
+			case err != nil || l < -1 || l > maxBulk:
+				return 0, ErrProtocol
+			case l >= 0 && int64(len(b)-s.pos-n) < l+2:
+				return 0, nil // the string is not all here
+			case l >= 0:
+				end := s.pos + n + int(l)
+				if b[end] != '\r' || b[end+1] != '\n' {
+					return 0, ErrProtocol
+				}
+				size += int(l) + 2
+			}
+		case '*':
+			c, err := parseInt(line[1:])
+			switch {
+			case err != nil || c < -1:
+				return 0, ErrProtocol
+			case c > 0 && len(s.left) >= maxDepth:
+				return 0, ErrProtocol
+			case c > 0:
+				s.pos += n
+				s.left = append(s.left, c)
+				continue
+			}
+		default:
+			return 0, ErrProtocol
+		}
+		s.pos += size
+		// One item more: it may end the arrays it closes.
+		for len(s.left) > 0 {
+			s.left[len(s.left)-1]--
+			if s.left[len(s.left)-1] > 0 {
+				break
+			}
+			s.left = s.left[:len(s.left)-1]
+		}
+		if len(s.left) == 0 {
+			end := s.pos
+			s.pos = 0
+			return end, nil
 		}
 	}
 }

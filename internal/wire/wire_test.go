@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,39 @@ func TestReaderReadsRepliesInParts(t *testing.T) {
 		if v, err := rd.Next(); err != io.EOF {
 			t.Fatalf("after the last reply: %#v, %v; want EOF", v, err)
 		}
+	}
+}
+
+// chunks reads at most n bytes at a time.
+type chunks struct {
+	r io.Reader
+	n int
+}
+
+func (c chunks) Read(b []byte) (int, error) { return c.r.Read(b[:min(len(b), c.n)]) }
+
+// A long reply that arrives in many reads is parsed once, not again from
+// its start after every read: what it allocates is its own items, not
+// their count times the reads.
+func TestReaderParsesALongReplyOnce(t *testing.T) {
+	const items = 2000
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(items+1) + "\r\n*2\r\n:1\r\n$-1\r\n")
+	for range items {
+		b.WriteString("$2\r\nab\r\n")
+	}
+	in := b.String()
+	allocs := testing.AllocsPerRun(5, func() {
+		rd := NewReader(chunks{strings.NewReader(in), 256}, 512)
+		v, err := rd.Next()
+		if got, ok := v.([]any); err != nil || !ok || len(got) != items+1 || got[items] != "ab" {
+			t.Fatalf("Next = %d items, %v; want %d", len(got), err, items+1)
+		}
+	})
+	// Each item's string and its place in an any, the arrays, the
+	// reader and its buffers.
+	if allocs > 2*items+40 {
+		t.Errorf("reading a %d-item reply in 256-byte reads allocated %v times; want at most %d", items+1, allocs, 2*items+40)
 	}
 }
 
@@ -219,6 +253,42 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, m, err := Parse(in[:n-1]); m != 0 || err != nil {
 			t.Fatalf("Parse(%q), part of a reply, = %d, %v; want incomplete", in[:n-1], m, err)
+		}
+	})
+}
+
+// The Reader, given its input in reads of any size, returns what Parse
+// finds in it all at once, reply after reply, and the same error; at the
+// end, EOF for a reply cut short.
+func FuzzReaderInParts(f *testing.F) {
+	for _, tt := range parseTests {
+		f.Add([]byte(tt.in+tt.in), uint8(1))
+	}
+	f.Add([]byte("*3\r\n*2\r\n:1\r\n$2\r\nab\r\n*0\r\n+x\r\n:5\r\n"), uint8(3))
+	f.Fuzz(func(t *testing.T, in []byte, size uint8) {
+		rd := NewReader(chunks{bytes.NewReader(in), int(size%16) + 1}, 16)
+		rest := in
+		for {
+			want, n, perr := Parse(rest)
+			got, err := rd.Next()
+			switch {
+			case perr != nil:
+				if err != perr {
+					t.Fatalf("Next after %q = %#v, %v; want %v", in[:len(in)-len(rest)], got, err, perr)
+				}
+				return
+			case n == 0:
+				// Parse looks no further than an array's count when too
+				// few bytes follow it for its items; the Reader, having
+				// scanned the items that came, may find bad bytes first.
+				if err != io.EOF && err != ErrProtocol {
+					t.Fatalf("Next on the incomplete %q = %#v, %v; want EOF", rest, got, err)
+				}
+				return
+			case err != nil || !reflect.DeepEqual(got, want):
+				t.Fatalf("Next on %q = %#v, %v; want %#v", rest, got, err, want)
+			}
+			rest = rest[n:]
 		}
 	})
 }
