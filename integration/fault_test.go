@@ -82,6 +82,7 @@ func (r *run) watch() {
 		r.watchers = append(r.watchers, w)
 		watching.Go(func() { w.run(ctx) })
 	}
+	watching.Go(func() { r.fc.h.watchStalls(ctx) })
 }
 
 // pick returns k distinct masters chosen by the seed.

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -220,17 +221,52 @@ func sharedOverlaps(ws []window) int {
 // what clients sent it: killed, stopped, or starting.
 const proxyOutage = "proxy-outage"
 
+// testStall is the fault name (on node -1) of a time when the test
+// process itself did not run (watchStalls): its clients sent nothing and
+// read nothing, though their clocks ran on.
+const testStall = "test-process-stall"
+
+// stallMin is the shortest gap watchStalls records as a stall.
+const stallMin = 50 * time.Millisecond
+
+// watchStalls records every gap of stallMin or more in a 5ms tick, until
+// ctx ends, as a testStall fault: the machine did not run the test
+// process (the clients, their clocks' readers, the toxiproxies) then.
+func (h *history) watchStalls(ctx context.Context) {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	last := h.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := h.now()
+		if now-last >= stallMin {
+			h.faultSpan(-1, testStall, last, now)
+		}
+		last = now
+	}
+}
+
 // checkLateOK reports every OK that arrived after its validity, counted
 // from the client's send, had ended: a client cannot use it, and one
 // that trusts it anyway overlaps the next holder. The proxy counts from
 // when it reads the command, so a command that waited in a socket while
 // the proxy was out (a proxy-outage fault, on node -1) is not judged; nor
-// is one for which skip returns true.
+// is one for which skip returns true. Time the test process stalled
+// within the call (a testStall fault) is not the proxy's: the command was
+// sent, or its reply read, that much later than recorded. It is taken
+// off the call's time, and the rest judged.
 func checkLateOK(ops []op, skip func(op) bool) []string {
-	var outages []op
+	var outages, stalls []op
 	for _, o := range ops {
-		if o.Op == opFault && o.Result == proxyOutage {
+		switch {
+		case o.Op == opFault && o.Result == proxyOutage:
 			outages = append(outages, o)
+		case o.Op == opFault && o.Result == testStall:
+			stalls = append(stalls, o)
 		}
 	}
 	var bad []string
@@ -241,8 +277,19 @@ func checkLateOK(ops []op, skip func(op) bool) []string {
 		if slices.ContainsFunc(outages, func(f op) bool { return f.Start < o.End && f.End > o.Start }) {
 			continue
 		}
-		bad = append(bad, fmt.Sprintf("key %s: client %d got OK for %s at %v, after its validity ended at %v (late OK)",
-			o.Key, o.Client, o.Token, o.End, o.validUntil()))
+		var stalled time.Duration
+		for _, f := range stalls {
+			stalled += max(0, min(f.End, o.End)-max(f.Start, o.Start))
+		}
+		if o.End-stalled < o.validUntil() {
+			continue
+		}
+		why := ""
+		if stalled > 0 {
+			why = fmt.Sprintf(" (%v of the call the test process stalled)", stalled)
+		}
+		bad = append(bad, fmt.Sprintf("key %s: client %d got OK for %s at %v, after its validity ended at %v (late OK)%s",
+			o.Key, o.Client, o.Token, o.End, o.validUntil(), why))
 	}
 	return bad
 }
@@ -490,6 +537,15 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 			{Client: -1, Op: opFault, Nodes: []int{-1}, Start: 100 * ms, End: 550 * ms, Result: proxyOutage},
 			acq(1, "k", "t1", 0, 600*ms, resOK),
 		}, nil, nil},
+		{"late OK while the test process stalled", []op{
+			{Client: -1, Op: opFault, Nodes: []int{-1}, Start: 50 * ms, End: 170 * ms, Result: testStall},
+			acq(1, "k", "t1", 0, 600*ms, resOK),
+		}, nil, nil},
+		{"late OK by more than the test process stalled", []op{
+			{Client: -1, Op: opFault, Nodes: []int{-1}, Start: 50 * ms, End: 100 * ms, Result: testStall},
+			{Client: -1, Op: opFault, Nodes: []int{-1}, Start: 590 * ms, End: 700 * ms, Result: testStall},
+			acq(1, "k", "t1", 0, 600*ms, resOK),
+		}, nil, []string{"l"}},
 		{"late OK after the proxy came back", []op{
 			{Client: -1, Op: opFault, Nodes: []int{-1}, Start: 100 * ms, End: 200 * ms, Result: proxyOutage},
 			acq(1, "k", "t1", 300*ms, 900*ms, resOK),
