@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -138,7 +139,8 @@ func TestRedissonWriteLockSideBySide(t *testing.T) {
 		}
 
 		// Now B's; forceUnlock deletes whoever holds it on one Redis. The
-		// proxy refuses it (it deletes another token's hold) and B keeps it.
+		// proxy refuses it without allow_force_del (it deletes another
+		// token's hold) and B keeps it.
 		if err := lock.Run(ctx, cl, []string{name}, 30000, b).Err(); !errors.Is(err, redis.Nil) {
 			t.Fatalf("write lock by B after unlock: %v; want nil (acquired)", err)
 		}
@@ -149,13 +151,77 @@ func TestRedissonWriteLockSideBySide(t *testing.T) {
 			}
 			return
 		}
-		if err == nil || !strings.Contains(err.Error(), "script refused: it removes or overwrites another token's hold") {
+		if err == nil || !strings.Contains(err.Error(), "Redisson's forceUnlock is refused: it deletes every holder's lock") {
 			t.Fatalf("forceUnlock through the proxy = %d, %v; want a refusal", v, err)
 		}
 		if got, err := renew.Run(ctx, cl, []string{name}, 30000, b).Int64Slice(); err != nil || len(got) != 1 || got[0] != 1 {
 			t.Fatalf("B's renewal after the refused forceUnlock = %v, %v; want [1]", got, err)
 		}
 	})
+}
+
+// TestRedissonWriteLockForceUnlockSideBySide: with allow_force_del, the
+// write lock's forceUnlock is served as one Redis runs it: 1 and one
+// message of 1 for a write-locked key, which is then gone on every
+// master; 0, nothing deleted and no message, for a read-locked or free
+// key (and the read lock's forceUnlock leaves a write lock alone).
+func TestRedissonWriteLockForceUnlockSideBySide(t *testing.T) {
+	lock, force, rforce := redis.NewScript(redissonWriteLock), redis.NewScript(redissonWriteForceUnlock), redis.NewScript(redissonReadForceUnlock)
+	check := func(t *testing.T, cl *redis.Client, c *cluster) {
+		ctx := t.Context()
+		const name, channel = "fw", "redisson_rwlock:{fw}"
+		sub := cl.Subscribe(ctx, channel)
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := lock.Run(ctx, cl, []string{name}, 30000, "3c3c-0001:1:write").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("write lock: %v; want nil (acquired)", err)
+		}
+		if v, err := rforce.Run(ctx, cl, []string{name, channel}, 0, "PUBLISH").Int64(); v != 0 || err != nil {
+			t.Fatalf("read lock forceUnlock of a write lock = %d, %v; want 0", v, err)
+		}
+		if v, err := force.Run(ctx, cl, []string{name, channel}, 1, "PUBLISH").Int64(); v != 1 || err != nil {
+			t.Fatalf("forceUnlock of a write lock = %d, %v; want 1", v, err)
+		}
+		if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "1" {
+			t.Fatalf("forceUnlock message = %v, %v; want 1 on %s", msg, err, channel)
+		}
+		if msg, err := sub.ReceiveTimeout(ctx, 300*time.Millisecond); err == nil {
+			t.Errorf("a second message after one forceUnlock: %v", msg)
+		}
+		if n := cl.Exists(ctx, name).Val(); n != 0 {
+			t.Errorf("EXISTS %s after forceUnlock = %d; want 0", name, n)
+		}
+		if c != nil {
+			for _, i := range c.live() {
+				if n := c.direct[i].Exists(ctx, name).Val(); n != 0 {
+					t.Errorf("node %d keeps the write lock after forceUnlock", i)
+				}
+			}
+		}
+		if v, err := force.Run(ctx, cl, []string{name, channel}, 1, "PUBLISH").Int64(); v != 0 || err != nil {
+			t.Fatalf("forceUnlock of a free lock = %d, %v; want 0", v, err)
+		}
+		r := readLockClient{name, "3c3c-0002:1"}
+		r.mustTake(t, cl, 30000)
+		if v, err := force.Run(ctx, cl, []string{name, channel}, 1, "PUBLISH").Int64(); v != 0 || err != nil {
+			t.Fatalf("write lock forceUnlock of a read lock = %d, %v; want 0", v, err)
+		}
+		if v, err := r.unlock(t, cl, "f1"); v != 1 || err != nil {
+			t.Fatalf("the reader's unlock after a write lock forceUnlock = %d, %v; want 1 (still held)", v, err)
+		}
+	}
+	t.Run("one redis", func(t *testing.T) { check(t, direct(t, startRedis(t).Addr), nil) })
+	for _, down := range []int{0, 2} {
+		t.Run(fmt.Sprintf("proxy, %d of 5 down", down), func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{AllowForceDel: true})
+			for i := range down {
+				c.kill(i)
+			}
+			check(t, newClient(t, p.Addr, nil), c)
+		})
+	}
 }
 
 // TestRedissonWriteLockWatchdogOutlivesLease: the watchdog's one-call

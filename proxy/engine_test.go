@@ -78,7 +78,7 @@ func (f *fakeEngine) UndoRead(context.Context, quorum.ReadTaken) { f.op() }
 func (f *fakeEngine) UnlockRead(context.Context, quorum.ReadUnlock) (quorum.Value, error) {
 	return quorum.Value{}, f.op()
 }
-func (f *fakeEngine) ForceUnlockRead(context.Context, string, string, string, string) (int64, error) {
+func (f *fakeEngine) ForceUnlockRW(context.Context, quorum.ForceUnlock) (int64, error) {
 	return 0, f.op()
 }
 func (f *fakeEngine) RenewRead(context.Context, []string, []string, time.Duration) ([]int64, error) {

@@ -16,25 +16,28 @@ import (
 type rwScript uint8
 
 const (
-	rwNone   rwScript = iota
-	rwTake            // RedissonReadLock.tryLockInnerAsync
-	rwUnlock          // RedissonReadLock.unlockInnerAsync
-	rwForce           // RedissonReadLock.forceUnlockAsync
-	rwRenew           // renewal/ReadLockTask: the watchdog
+	rwNone       rwScript = iota
+	rwTake                // RedissonReadLock.tryLockInnerAsync
+	rwUnlock              // RedissonReadLock.unlockInnerAsync
+	rwForce               // RedissonReadLock.forceUnlockAsync
+	rwRenew               // renewal/ReadLockTask: the watchdog
+	rwForceWrite          // RedissonWriteLock.forceUnlockAsync
 )
 
 // redissonServed names, by the SHA-1 of its text, each read lock script
-// served, as redisson/redisson 66863978b4a9 sends them
-// (integration/redissonrwread_test.go replays each).
+// served and the write lock's forceUnlock, as redisson/redisson
+// 66863978b4a9 sends them (integration/redissonrwread_test.go and
+// redissonrw_test.go replay each).
 var redissonServed = map[string]rwScript{
 	"95553a6ff11176c18e71344e89d116b06fd6f753": rwTake,
 	"6e1b10e11ac0a3ed8e902562ecd32ce01b553039": rwUnlock,
 	"27dbe744e95c1d854a7f556cc6817030de2d0d01": rwForce,
 	"38d2b478dfbe264ab67c221b7e4be62245f00ba0": rwRenew,
+	"2e2cb2a3b13e2e80e4236ef6a25beaf365dba608": rwForceWrite,
 }
 
 // rwNames names each script in errors.
-var rwNames = [...]string{rwTake: "tryLock", rwUnlock: "unlock", rwForce: "forceUnlock", rwRenew: "watchdog renewal"}
+var rwNames = [...]string{rwTake: "tryLock", rwUnlock: "unlock", rwForce: "forceUnlock", rwRenew: "watchdog renewal", rwForceWrite: "write lock forceUnlock"}
 
 // runReadLock serves a read lock script called with Redisson's KEYS and
 // ARGV layout; any other call is refused, since the scripts name keys
@@ -88,7 +91,7 @@ func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 		}
 		return s.unlockRead(r, quorum.ReadUnlock{Key: keys[0], Channel: keys[1], TimeoutPrefix: keys[2], KeyPrefix: keys[3], Latch: keys[4],
 			Message: args[0], Name: args[1], Publish: args[2], LatchPX: args[3]})
-	case rwForce:
+	case rwForce, rwForceWrite:
 		if nk != 2 || len(args) != 2 {
 			return resp.Reply{}, layout("2 keys (the lock, the channel) and 2 arguments (message, publish command)")
 		}
@@ -99,7 +102,11 @@ func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 		if !publishCommand(args[1]) {
 			return resp.Reply{}, layout("PUBLISH or SPUBLISH as the publish command")
 		}
-		v, err := s.e.ForceUnlockRead(r.ctx, keys[0], keys[1], args[0], args[1])
+		f := quorum.ForceUnlock{Key: keys[0], Channel: keys[1], Message: args[0], Publish: args[1], Mode: "read"}
+		if op == rwForceWrite {
+			f.Mode = "write"
+		}
+		v, err := s.e.ForceUnlockRW(r.ctx, f)
 		if err != nil {
 			return resp.Reply{}, err
 		}

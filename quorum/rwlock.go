@@ -62,7 +62,7 @@ type rwNode interface {
 	takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error)
 	undoRead(ctx context.Context, l ReadLock, nonce string) error
 	unlockRead(ctx context.Context, u ReadUnlock) (readRelease, error)
-	forceUnlockRead(ctx context.Context, key string) (int64, error)
+	forceUnlock(ctx context.Context, key, mode string) (int64, error)
 	renewRead(ctx context.Context, keys, args []string) ([]int64, error)
 	publish(ctx context.Context, cmd, channel, message string) error
 }
@@ -149,18 +149,27 @@ func (e *Engine) UnlockRead(ctx context.Context, u ReadUnlock) (Value, error) {
 	return d.reply, nil
 }
 
-// ForceUnlockRead deletes a read lock, whoever holds it, as Redisson's
-// forceUnlock: 1 if it was read-locked (the message is then published),
-// else 0.
-func (e *Engine) ForceUnlockRead(ctx context.Context, key, channel, message, publish string) (int64, error) {
+// ForceUnlock is Redisson's forceUnlock of a read-write lock, with its
+// KEYS and ARGV (RedissonReadLock and RedissonWriteLock's
+// forceUnlockAsync, which differ in the mode they delete).
+type ForceUnlock struct {
+	Key, Channel     string // KEYS[1..2]
+	Message, Publish string // ARGV[1..2]
+	Mode             string // "read" or "write": the lock's mode it deletes
+}
+
+// ForceUnlockRW deletes a read-write lock in f.Mode, whoever holds it, as
+// Redisson's forceUnlock: 1 if it was locked so (the message is then
+// published), else 0.
+func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error) {
 	start := time.Now()
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (int64, error) {
-		return n.forceUnlockRead(ctx, key)
+		return n.forceUnlock(ctx, f.Key, f.Mode)
 	})
 	v, err := decideReadForce(results, e.countedNodes(), e.quorum, failures(results))
 	e.observe(OpRelease, start, err)
 	if err == nil && v == 1 {
-		e.publishAll(ctx, publish, channel, message)
+		e.publishAll(ctx, f.Publish, f.Channel, f.Message)
 	}
 	return v, err
 }

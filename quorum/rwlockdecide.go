@@ -297,7 +297,7 @@ func decideReadRenew(results []result[[]int64], counted []bool, quorum, keys int
 }
 
 // decideReadForce decides a forceUnlock: 1 when any node that answered
-// deleted a read lock (it is gone wherever it was read-locked), 0 when
+// deleted the lock (it is gone wherever it was locked so), 0 when
 // none did; unavailable when fewer than a quorum of counted nodes
 // answered, since those that did not may hold it.
 func decideReadForce(results []result[int64], counted []bool, quorum int, failures error) (int64, error) {

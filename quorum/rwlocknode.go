@@ -89,8 +89,8 @@ func readReleaseResult(vals []any) (readRelease, error) {
 	return readRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
 }
 
-func (n *redisNode) forceUnlockRead(ctx context.Context, key string) (int64, error) {
-	cmd, err := n.p.eval(ctx, rwForceScript, []string{key})
+func (n *redisNode) forceUnlock(ctx context.Context, key, mode string) (int64, error) {
+	cmd, err := n.p.eval(ctx, rwForceScript, []string{key}, mode)
 	if err != nil {
 		return 0, err
 	}
