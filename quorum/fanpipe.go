@@ -116,7 +116,13 @@ func (f *fan) launch(ctx context.Context, pipes []*pipeline, idx []int, cmd []by
 	}
 	gatherWrites(own...)
 	for _, p := range own {
-		p.drain()
+		if p.connected() {
+			p.drain()
+		} else {
+			// A dial, and its set-up, can take until the deadline (a
+			// node frozen, or gone): never before the other nodes' writes.
+			go p.drain()
+		}
 	}
 }
 

@@ -256,6 +256,14 @@ func gatherWrites(ps ...*pipeline) {
 	}
 }
 
+// connected reports whether p has a connection to write on, without a
+// dial.
+func (p *pipeline) connected() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conn != nil && !p.stale.Load()
+}
+
 // busy reports whether p's connection has operations in flight.
 func (p *pipeline) busy() bool {
 	p.mu.Lock()
