@@ -204,7 +204,7 @@ type Fencing struct {
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
 	start := time.Now()
-	reads := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
+	reads := fanOutCall(ctx, e, pipeFenceRound(key, token, fenceField), func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
 		return fencer(n).FenceRound(ctx, key, token, fenceField)
 	})
 	o, f, err := e.fenceHold(reads, start)

@@ -50,15 +50,22 @@ func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (
 }
 
 func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
-	cmd, err := n.p.eval(ctx, counterFenceScript, counterKeys(key), field, token)
-	if err != nil {
-		return CounterEntry{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return CounterEntry{}, err
-	}
-	return counterEntryResult(vals, 8)
+	return pipeFenceRound(key, token, field).run(ctx, n.p)
+}
+
+// pipeFenceRound is FenceRound as the pipeline runs it (fanpipe.go): one
+// encoding for every node, and no goroutine per node.
+func pipeFenceRound(key, token, field string) pipeCall[CounterEntry] {
+	return scriptCall(counterFenceScript, counterKeys(key), []any{field, token}, func(v any, err error) (CounterEntry, error) {
+		if err != nil {
+			return CounterEntry{}, err
+		}
+		vals, ok := v.([]any)
+		if !ok {
+			return CounterEntry{}, fmt.Errorf("counter read replied %T", v)
+		}
+		return counterEntryResult(vals, 8)
+	})
 }
 
 // counterEntryResult decodes the reply of counter_read.lua (want 7
