@@ -60,7 +60,7 @@ func (c pipeCall[T]) run(ctx context.Context, p *pipeline) (T, error) {
 type fan struct {
 	left  atomic.Int32
 	ready chan struct{} // gets one value once left reaches 0
-	timed bool          // the ops note when they finish
+	timed bool          // the reader notes when its ops' replies came (op.at)
 	ctx   fanCtx
 	timer *time.Timer // ends the wait at ctx's deadline; stopped between uses
 	ops   []op
@@ -92,9 +92,6 @@ var fans sync.Pool
 
 // finished counts o, one of f's ops, as finished.
 func (f *fan) finished(o *op) {
-	if f.timed {
-		o.at = time.Now()
-	}
 	o.fin.Store(true)
 	if f.left.Add(-1) == 0 {
 		f.ready <- struct{}{}

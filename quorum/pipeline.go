@@ -93,6 +93,18 @@ func (o *op) finish(v any, err error) {
 	o.done <- struct{}{}
 }
 
+// gaveUp is o's context's error at now, given its deadline d (if ok):
+// the deadline is judged by now, not by another reading of the clock.
+func (o *op) gaveUp(now, d time.Time, ok bool) error {
+	switch {
+	case ok && !now.Before(d):
+		return context.DeadlineExceeded
+	case o.fan != nil:
+		return o.fan.ctx.Context.Err() // the caller's; the fan's own deadline is d
+	}
+	return o.ctx.Err()
+}
+
 // ops keeps the operations whose callers took their replies, for reuse.
 // One a caller gave up on may still be finished later, and is left to the
 // garbage collector.
@@ -296,11 +308,11 @@ func (p *pipeline) write(batch []*op) {
 	var latest time.Time
 	now := time.Now()
 	for _, o := range batch {
-		if err := o.ctx.Err(); err != nil {
+		d, ok := o.ctx.Deadline()
+		if err := o.gaveUp(now, d, ok); err != nil {
 			o.finish(nil, err) // its caller has given up: not sent
 			continue
 		}
-		d, ok := o.ctx.Deadline()
 		if !ok {
 			d = now.Add(unboundedWait)
 		}
@@ -442,6 +454,8 @@ func (p *pipeline) read(cn *nodeConn) {
 		p.mu.Unlock()
 		p.readers.Done()
 	}()
+	var reads int    // cn.rd's reads, when at was taken
+	var at time.Time // when cn.rd's last read returned, if a timed fan needed it
 	for {
 		v, err := cn.rd.Next()
 		if err != nil {
@@ -460,6 +474,12 @@ func (p *pipeline) read(cn *nodeConn) {
 		if o == nil {
 			p.fail(cn, fmt.Errorf("%w: a reply to no command", wire.ErrProtocol))
 			return
+		}
+		if f := o.fan; f != nil && f.timed {
+			if n := cn.rd.Reads(); n != reads || at.IsZero() {
+				reads, at = n, time.Now() // once per read, not per reply
+			}
+			o.at = at
 		}
 		o.finish(v, nil)
 		if done {

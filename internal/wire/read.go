@@ -30,10 +30,11 @@ const maxDepth = 1024
 // (a deadline) loses nothing: the bytes read so far stay buffered, and
 // the next call to Next goes on from them.
 type Reader struct {
-	r    io.Reader
-	buf  []byte
-	head int // the first unparsed byte
-	tail int // the end of what was read
+	r     io.Reader
+	buf   []byte
+	head  int // the first unparsed byte
+	tail  int // the end of what was read
+	reads int // how many reads returned bytes
 	// A reply that did not all arrive in one read is scanned for its end
 	// as its bytes arrive, then parsed once: parsing it again from its
 	// start after each read would cost the square of its length.
@@ -44,6 +45,10 @@ type Reader struct {
 func NewReader(r io.Reader, size int) *Reader {
 	return &Reader{r: r, buf: make([]byte, max(size, 512))}
 }
+
+// Reads reports how many reads have returned bytes: a caller that needs
+// to know when a reply came can read the clock once per read.
+func (rd *Reader) Reads() int { return rd.reads }
 
 // Buffered reports how many bytes are read but not yet parsed.
 func (rd *Reader) Buffered() int { return rd.tail - rd.head }
@@ -178,6 +183,7 @@ func (rd *Reader) fill() error {
 	n, err := rd.r.Read(rd.buf[rd.tail:])
 	rd.tail += n
 	if n > 0 {
+		rd.reads++
 		return nil // an error with bytes comes back on the next read
 	}
 	if err == nil {
