@@ -8,8 +8,11 @@ import (
 	"time"
 )
 
-// The counters' scripts (fence.go), one atomic step each on a node.
+// The counters' scripts (fence.go), one atomic step each on a node. The
+// three that ask whether a key holds a token begin with the one rule.
 var (
+	//go:embed lua/counter_holds.lua
+	counterHoldsSrc string
 	//go:embed lua/counter_read.lua
 	counterReadSrc string
 	//go:embed lua/counter_fence.lua
@@ -21,9 +24,9 @@ var (
 	//go:embed lua/counter_seed.lua
 	counterSeedSrc string
 
-	counterReadScript  = newScript(counterReadSrc)
-	counterFenceScript = newScript(counterFenceSrc)
-	counterWriteScript = newScript(counterWriteSrc)
+	counterReadScript  = newScript(counterHoldsSrc + counterReadSrc)
+	counterFenceScript = newScript(counterHoldsSrc + counterFenceSrc)
+	counterWriteScript = newScript(counterHoldsSrc + counterWriteSrc)
 	counterMarkScript  = newScript(counterMarkSrc)
 	counterSeedScript  = newScript(counterSeedSrc)
 )

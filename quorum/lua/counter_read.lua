@@ -20,15 +20,8 @@ else
 end
 local held, pttl, hold = 0, -2, "0"
 if #KEYS == 3 then
-  local kind = redis.call("type", KEYS[2])["ok"]
-  if kind == "string" then
-    held = redis.call("get", KEYS[2]) == ARGV[2] and 1 or 0
-  elseif kind == "hash" then
-    -- Redisson's "mode" field is no one's hold, and a read lock's
-    -- readers share the key: neither is fenced.
-    if ARGV[2] ~= "mode" and redis.call("hget", KEYS[2], "mode") ~= "read" then
-      held = redis.call("hexists", KEYS[2], ARGV[2])
-    end
+  if holds(KEYS[2], ARGV[2]) then
+    held = 1
   end
   if held == 1 then
     pttl = redis.call("pttl", KEYS[2])

@@ -18,18 +18,8 @@ elseif ARGV[3] == "1" then
   return -1
 end
 if #KEYS == 3 then
-  local kind = redis.call("type", KEYS[2])["ok"]
-  local held = false
-  if kind == "string" then
-    held = redis.call("get", KEYS[2]) == ARGV[4]
-  elseif kind == "hash" then
-    -- Redisson's "mode" field is no one's hold, and a read lock's
-    -- readers share the key: neither is fenced.
-    held = redis.call("hexists", KEYS[2], ARGV[4]) == 1 and ARGV[4] ~= "mode"
-      and redis.call("hget", KEYS[2], "mode") ~= "read"
-  end
   local pttl = redis.call("pttl", KEYS[2])
-  if not (held and pttl > 0) then
+  if not (holds(KEYS[2], ARGV[4]) and pttl > 0) then
     -- The hold is not here: the counter is raised, but the node does
     -- not count, so that every fenced hold leaves its record on a quorum.
     return -2
