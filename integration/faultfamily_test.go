@@ -25,9 +25,19 @@ type lockFamily struct {
 	// shared, if set, says which tokens take the key shared (a read
 	// lock): their holds may overlap each other, never another's.
 	shared func(token string) bool
-	// noFence: its holds are not fenced (a read lock's readers share
-	// the key, and FENCE names a write lock by its field, not the token).
-	noFence bool
+	// fenceArg, if set, is what FENCE names a token's hold by ("": not
+	// fenced; a read lock's readers share the key, and a write lock's
+	// field is the token and ":write").
+	fenceArg func(token string) string
+}
+
+// fenceAs is FENCE's argument for token's hold, and whether it is fenced.
+func (f *lockFamily) fenceAs(token string) (string, bool) {
+	if f.fenceArg == nil {
+		return token, true
+	}
+	arg := f.fenceArg(token)
+	return arg, arg != ""
 }
 
 // sharedHold reports whether token takes the key shared with f.
@@ -194,7 +204,13 @@ func family(t *testing.T, name string) *lockFamily {
 			}
 			return holdsField(ctx, m, key, token+":write")
 		}
-		f.shared, f.noFence = rwReader, true
+		f.shared = rwReader
+		f.fenceArg = func(token string) string {
+			if rwReader(token) {
+				return ""
+			}
+			return token + ":write"
+		}
 	default:
 		t.Fatalf("no lock family %q", name)
 	}
@@ -279,7 +295,7 @@ var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, fa
 // checkers would have had nothing of it to judge.
 func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 	t.Helper()
-	oks, shared, released, failed := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	oks, shared, released, failed, fenced := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	firstErr := map[string]string{}
 	for _, o := range ops {
 		switch {
@@ -296,6 +312,8 @@ func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 			}
 		case o.Op == opRelease && o.Result == "1":
 			released[o.Key]++
+		case o.Op == opFence && o.Result != resUnknown && !strings.HasPrefix(o.Result, "error: "):
+			fenced[o.Key]++
 		}
 	}
 	var bad, seen []string
@@ -303,7 +321,7 @@ func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 		f := w.families[key]
 		name := f.name
 		if f.shared != nil {
-			name += fmt.Sprintf(" (%d OK shared, %d pairs of shared holds overlapped)", shared[key], sharedOverlaps(windows(ops, key)))
+			name += fmt.Sprintf(" (%d OK shared, %d pairs of shared holds overlapped, %d fencing tokens)", shared[key], sharedOverlaps(windows(ops, key)), fenced[key])
 		}
 		seen = append(seen, fmt.Sprintf("%s %d OK, %d released, %d failed %q", name, oks[key], released[key], failed[key], firstErr[key]))
 		if oks[key] == 0 || released[key] == 0 {
@@ -311,6 +329,9 @@ func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 		}
 		if f.shared != nil && (shared[key] == 0 || shared[key] == oks[key]) {
 			bad = append(bad, fmt.Sprintf("key %s (%s): %d of %d OKs shared; want both shared and exclusive holds", key, f.name, shared[key], oks[key]))
+		}
+		if f.shared != nil && oks[key] > shared[key] && fenced[key] == 0 {
+			bad = append(bad, fmt.Sprintf("key %s (%s): no exclusive hold got a fencing token", key, f.name))
 		}
 	}
 	t.Logf("per family: %s", strings.Join(seen, "; "))

@@ -27,10 +27,11 @@ const opFence = "fence"
 // do, so that fenced and unfenced holds of one key alternate.
 func fences(c int) bool { return c%2 == 0 }
 
-// fence sends FENCE key token and records it.
-func fence(h *history, rdb *redis.Client, c int, key, token string) {
+// fence sends FENCE key arg and records it as token's: arg is the token
+// as the lock family holds the key (a write lock's field, say).
+func fence(h *history, rdb *redis.Client, c int, key, token, arg string) {
 	start := h.now()
-	t, err := rdb.Do(context.Background(), "FENCE", key, token).Int64()
+	t, err := rdb.Do(context.Background(), "FENCE", key, arg).Int64()
 	h.add(op{Client: c, Op: opFence, Key: key, Token: token, Start: start, End: h.now(),
 		Result: result(err, strconv.FormatInt(t, 10))})
 }

@@ -158,10 +158,11 @@ func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.
 	h := w.fc.h
 	end := start + w.ttl - w.drift
 	f := w.families[key]
-	fenced := fences(c) && !f.noFence
+	arg, fenced := f.fenceAs(token)
+	fenced = fenced && fences(c)
 	w.fc.readHolders(c, opHeld, f, key, token)
 	if fenced {
-		fence(h, rdb, c, key, token)
+		fence(h, rdb, c, key, token, arg)
 	}
 	switch {
 	case h.now() >= end-w.ttl/5:
@@ -172,7 +173,7 @@ func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.
 	default:
 		w.increment(c, key, token, end)
 		if fenced {
-			fence(h, rdb, c, key, token) // a repeat: the same token, or a higher one after a loss
+			fence(h, rdb, c, key, token, arg) // a repeat: the same token, or a higher one after a loss
 		}
 	}
 	releaseWith(h, f, rdb, c, key, token)
