@@ -104,7 +104,14 @@ func decideEffect(v effectVotes) effectDecision {
 	n := len(v.results)
 	d := effectDecision{reply: -1, keys: make([]keyOutcome, v.nkeys),
 		landed: make([][]keyUndo, n), undo: make([][]keyUndo, n)}
+	// One backing array each for every node's outcomes and landed keys:
+	// a node lands at most one undo per key (landedKeys).
 	outs := make([][]keyOutcome, n)
+	flat := make([]keyOutcome, n*v.nkeys)
+	landed := make([]keyUndo, 0, n*v.nkeys)
+	for i := range n {
+		d.landed[i] = landed[i*v.nkeys : i*v.nkeys : (i+1)*v.nkeys]
+	}
 	var refused string
 	anyHeld, anyReleased := false, false
 	for i, r := range v.results {
@@ -115,7 +122,7 @@ func decideEffect(v effectVotes) effectDecision {
 				refused = r.v.refused
 			}
 		default:
-			outs[i] = make([]keyOutcome, v.nkeys)
+			outs[i] = flat[i*v.nkeys : (i+1)*v.nkeys : (i+1)*v.nkeys]
 			for j := range v.nkeys {
 				o, _ := nodeKeyOutcome(keyOf(r.v, j), v.driftFactor)
 				outs[i][j] = o
@@ -326,6 +333,7 @@ func (t keyTally) outcome(n int) Outcome {
 // those that, as it, took it on every node.
 func (v effectVotes) tally(outs [][]keyOutcome, j int) (t keyTally, need int, holds []time.Duration) {
 	need = v.quorum
+	holds = make([]time.Duration, 0, len(v.results))
 	shared, before := false, 0
 	defer func() {
 		if shared && before < v.quorum {
@@ -389,6 +397,7 @@ func (v effectVotes) tookNew(outs [][]keyOutcome, j int) bool {
 // the run was never called.
 func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 	n := len(v.results)
+	failed := slices.ContainsFunc(v.results, func(r result[nodeEffect]) bool { return r.err != nil })
 	for j := range v.nkeys {
 		var tokens []string
 		takenNew := 0
@@ -405,12 +414,12 @@ func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 				takenNew++
 			}
 			for _, t := range k.AfterOwn {
-				if !slices.Contains(tokens, t) {
+				if failed && !slices.Contains(tokens, t) {
 					tokens = append(tokens, t)
 				}
 			}
 		}
-		if !v.tookNew(outs, j) || takenNew < n-v.quorum+1 {
+		if !failed || !v.tookNew(outs, j) || takenNew < n-v.quorum+1 {
 			continue
 		}
 		for i, r := range v.results {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
 // Value is a script's reply as a node gave it, with its RESP type kept:
@@ -90,24 +92,17 @@ type effectNode interface {
 }
 
 // effectCall is one run's keys and arguments, made once for every node:
-// keysArgs are keys and args as the command's arguments, and out has
-// room for each node's key effects (node i's from i*len(keys)).
+// fcall is the call of the wrapper's function, encoded (fcallCommand),
+// and out has room for each node's key effects (node i's from
+// i*len(keys)).
 type effectCall struct {
 	keys, args []string
-	keysArgs   []any // keys, then args, as command arguments
+	fcall      []byte
 	out        []KeyEffect
 }
 
 func newEffectCall(keys, args []string, nodes int) effectCall {
-	c := effectCall{keys: keys, args: args, keysArgs: make([]any, 0, len(keys)+len(args)),
-		out: make([]KeyEffect, nodes*len(keys))}
-	for _, k := range keys {
-		c.keysArgs = append(c.keysArgs, k)
-	}
-	for _, a := range args {
-		c.keysArgs = append(c.keysArgs, a)
-	}
-	return c
+	return effectCall{keys: keys, args: args, out: make([]KeyEffect, nodes*len(keys))}
 }
 
 // outFor is node i's room for its key effects: empty, and capped so that
@@ -120,9 +115,54 @@ func (c effectCall) outFor(i int) []KeyEffect {
 	return c.out[i*n : i*n : (i+1)*n]
 }
 
+// keysArgs are the call's keys, then its args, as go-redis command
+// arguments: for the script form and the retries (pipescript.go).
+func (c effectCall) keysArgs() []any {
+	out := make([]any, 0, len(c.keys)+len(c.args))
+	for _, k := range c.keys {
+		out = append(out, k)
+	}
+	for _, a := range c.args {
+		out = append(out, a)
+	}
+	return out
+}
+
+// fcallCommand encodes the call of s's function with keys and args, and
+// the SHA-1 of the body's chunk, as evalKeyed sends it: one buffer that
+// every node's pipeline writes as it is, with no command object.
+func fcallCommand(s *script, keys, args []string) []byte {
+	sha, _ := s.chunkArg.(string)
+	size := 64 + len(s.fn) + len(sha)
+	for _, k := range keys {
+		size += 16 + len(k)
+	}
+	for _, a := range args {
+		size += 16 + len(a)
+	}
+	n := 3 + len(keys) + len(args)
+	if sha != "" {
+		n++
+	}
+	b := wire.AppendArray(make([]byte, 0, size), n)
+	b = wire.AppendBulk(b, "fcall")
+	b = wire.AppendBulk(b, s.fn)
+	b = wire.AppendBulkInt(b, int64(len(keys)))
+	for _, k := range keys {
+		b = wire.AppendBulk(b, k)
+	}
+	for _, a := range args {
+		b = wire.AppendBulk(b, a)
+	}
+	if sha != "" {
+		b = wire.AppendBulk(b, sha)
+	}
+	return b
+}
+
 func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
 	keys, args := c.keys, c.args
-	cmd, err := n.p.evalKeyed(ctx, eff.w, len(keys), c.keysArgs)
+	v, err := n.runWrapped(ctx, eff.w, c)
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.
@@ -131,11 +171,42 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, ou
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	ne, err := decodeEffect(cmd.Val(), owns{args, keys}, out)
+	ne, err := decodeEffect(v, owns{args, keys}, out)
 	if ne.reply.Kind == ValueError {
 		ne.reply.Str = bodyLines(ne.reply.Str, eff)
 	}
 	return ne, err
+}
+
+// runWrapped runs the wrapper s on the node and returns its reply: by
+// the call's FCALL as encoded once (c.fcall, or here), and, where the
+// node lacks the library or the body's chunk or runs no functions, as
+// evalKeyed runs it (pipescript.go: loading, retrying, the script form).
+func (n *redisNode) runWrapped(ctx context.Context, s *script, c effectCall) (any, error) {
+	p := n.p
+	if s.fn == "" || s.noLib.Load() || p.noFunctions.Load() {
+		cmd, err := p.evalKeyed(ctx, s, len(c.keys), c.keysArgs())
+		return cmd.Val(), err
+	}
+	b := c.fcall
+	if b == nil {
+		b = fcallCommand(s, c.keys, c.args)
+	}
+	v, err := p.reply(ctx, b)
+	if err == nil || ctx.Err() != nil {
+		return v, err
+	}
+	args := append([]any{fcallArg, s.fnArg, len(c.keys)}, c.keysArgs()...)
+	if s.chunk != "" {
+		args = append(args, s.chunkArg)
+	}
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetErr(err)
+	if !needsLibrary(cmd) {
+		return v, err
+	}
+	cmd = p.retry(ctx, cmd, s)
+	return cmd.Val(), cmd.Err()
 }
 
 // bodyLines moves the line numbers in a Redis error about a wrapped

@@ -10,16 +10,16 @@ local function __rlp_find(a)
   else
     local tag, src = a[n], a[n - 1]
     if n < 2 or type(tag) ~= "string" or type(src) ~= "string" or string.sub(tag, 1, 1) ~= "+" then
-      return {err = "RLPNOBODY the node has not compiled this body"}
+      return nil, {err = "RLPNOBODY the node has not compiled this body"}
     end
     local sha = string.sub(tag, 2)
-    if __rlp_G().sha1hex(src) ~= sha then return {err = "RLPNOBODY the body does not match its digest"} end
+    if __rlp_G().sha1hex(src) ~= sha then return nil, {err = "RLPNOBODY the body does not match its digest"} end
     e = __rlp_bodies[sha]
     if not e then
       local ok, load = pcall(__rlp_loadstring)
-      if not ok or not load then return {err = "RLPNOCOMPILE the node's functions have no loadstring"} end
+      if not ok or not load then return nil, {err = "RLPNOCOMPILE the node's functions have no loadstring"} end
       local f, why = load(src, "@user_function")
-      if not f then return {err = "RLPNOCOMPILE " .. tostring(why)} end
+      if not f then return nil, {err = "RLPNOCOMPILE " .. tostring(why)} end
       local body, set, lits = f(redis)
       while __rlp_nbodies > 0 and (__rlp_nbodies >= __RLP_MAXBODIES or __rlp_bodybytes + #src > __RLP_MAXBODYBYTES) do
         local k, old = next(__rlp_bodies)

@@ -71,16 +71,26 @@
       -- t that is not an integer needs no test: Redis refuses it.
       if st.s then return __RLP_PC(cmd, ...) end
       local m = st.m
-      local n = __rlp_select("#", ...)
       local t, ts, mi
       if c == "set" then
-        local _, v, o1, o2, o3 = ...
+        -- Five arguments (o3 given, o4 not) or four: a nil among them
+        -- fails the command (Redis takes strings and numbers only).
+        local _, v, o1, o2, o3, o4 = ...
         local nx, vi
-        if n == 5 and (o1 == "NX" or o1 == "nx") and (o2 == "PX" or o2 == "px") then nx, t = true, o3
-        elseif n == 5 and (o1 == "PX" or o1 == "px") and (o3 == "NX" or o3 == "nx") then nx, t = true, o2
-        elseif n == 4 and (o1 == "PX" or o1 == "px") then nx, t = false, o2 end
+        if o4 ~= nil then
+        elseif o3 ~= nil and (o1 == "NX" or o1 == "nx") and (o2 == "PX" or o2 == "px") then nx, t = true, o3
+        elseif o3 ~= nil and (o1 == "PX" or o1 == "px") and (o3 == "NX" or o3 == "nx") then nx, t = true, o2
+        elseif o3 == nil and o2 ~= nil and (o1 == "PX" or o1 == "px") then nx, t = false, o2 end
         ts = t
-        if t ~= nil then t = tonumber(t) end
+        if t ~= nil then
+          -- Clients send one ttl call after call: the last one's number
+          -- is kept.
+          if t == __rlp_tsv then t = __rlp_tsn
+          else
+            __rlp_tsv, t = t, tonumber(t)
+            __rlp_tsn = t
+          end
+        end
         if t and t > 0 and t <= __RLP_MAXTTL then vi = __rlp_own(v) end
         if vi and not nx and m then mi = st.mi or __rlp_own(m) end
         if vi and (nx or m == false or mi) then
@@ -89,7 +99,9 @@
             if m then st.oe = __rlp_call("pexpiretime", k) end
           end
           local r = __RLP_PC(cmd, ...)
-          if __rlp_type(r) == "table" and r.ok then
+          -- SET's reply here: a status table, false, or an error table.
+          if r and r.ok then
+            __rlp_okr = r
             -- OK to NX: the key was free (st.o is nil: none).
             st.w, st.m, st.mi, st.ttl, st.ttls = true, v, vi, t, ts
           end
@@ -98,7 +110,7 @@
       elseif m ~= nil and (c == "pexpire" or c == "expire" or c == "del" or c == "unlink") then
         if m == false then return __RLP_PC(cmd, ...) end -- no key: nothing to do
         if c == "del" or c == "unlink" then t = 0
-        elseif n == 2 then
+        elseif __rlp_select("#", ...) == 2 then
           ts = __rlp_select(2, ...)
           t = tonumber(ts)
           if t and c == "expire" then t, ts = t * 1000, nil end

@@ -23,5 +23,10 @@ local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type
 -- to the node, not clients).
 -- lits are the body's constants, which it may write as markers.
 local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_lits = {}, {}, {}, {}, 0
+-- okr is the run's last status reply of a SET the fast path proved.
+local __rlp_okr
+-- tsv and tsn are the last ttl argument of a SET the fast path read, and
+-- its number.
+local __rlp_tsv, __rlp_tsn
 -- digits are the small numbers as text.
 local __rlp_digits = {[0] = "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}

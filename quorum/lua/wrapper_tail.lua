@@ -142,6 +142,9 @@ if not __rlp_ok then
     __rlp_val = __rlp_tostring(__rlp_r)
     if not string.find(__rlp_val, "^%u%u+ ") then __rlp_val = "ERR " .. __rlp_val end
   end
+elseif __rlp_okr and __rlp_r == __rlp_okr and __rlp_r.ok == "OK" then
+  -- The fast path's SET reply, as Redis gave it.
+  __rlp_tag, __rlp_val = "s", "OK"
 else
   local t = __rlp_type(__rlp_r)
   if t == "table" and __rlp_r.ok then __rlp_tag, __rlp_val = "s", __rlp_tostring(__rlp_r.ok)
@@ -152,10 +155,12 @@ else
   elseif t == "boolean" then __rlp_tag, __rlp_val = "i", 1
   else __rlp_tag = "a" end
 end
--- The one-string form, if every key is proved.
+-- The one-string form, if every key is proved: of one key, in one
+-- concatenation.
 local __rlp_cs, __rlp_short = "", __rlp_tag ~= "a"
   and (__rlp_tag ~= "i" or (__rlp_val % 1 == 0 and __rlp_val > -1e14 and __rlp_val < 1e14))
-for i = 1, #__rlp_keys do
+local __rlp_nk = #__rlp_keys
+for i = 1, __rlp_nk do
   local st = __rlp_st[__rlp_keys[i]]
   if st.s then
     __rlp_short = false
@@ -167,6 +172,10 @@ for i = 1, #__rlp_keys do
     break
   end
   local D = __rlp_digits
+  if __rlp_nk == 1 and __rlp_short then
+    return __rlp_tag .. D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold) ..
+      ":" .. (D[__rlp_val] or __rlp_val)
+  end
   local key = D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold)
   if i == 1 then __rlp_cs = key else __rlp_cs = __rlp_cs .. "," .. key end
 end
