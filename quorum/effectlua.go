@@ -129,8 +129,9 @@ var (
 		wrapperStateSrc + wrapperFnsSrc + "local redis = {\n" + wrapperRedis +
 		"  replicate_commands = function() return true end,\n}\n" + wrapperBodiesSrc +
 		"__rlp_reg(\"__RLP_NAME\", function(__rlp_k, __rlp_a)\n" +
-		"local __rlp_body, __rlp_e = __rlp_find(__rlp_a)\n" +
-		"if __rlp_e then return __rlp_e end\n" +
+		"local __rlp_n = #__rlp_a\nlocal __rlp_body = __rlp_bodies[__rlp_a[__rlp_n]]\n" +
+		"if __rlp_body then\n  __rlp_a[__rlp_n], __rlp_cur, __rlp_body = nil, __rlp_body, __rlp_body.body\nelse\n" +
+		"  local __rlp_e\n  __rlp_body, __rlp_e = __rlp_find(__rlp_a)\n  if __rlp_e then return __rlp_e end\nend\n" +
 		"KEYS, ARGV = __rlp_k, __rlp_a\n" +
 		"__rlp_cur.set(__rlp_k, __rlp_a)\n__rlp_lits = __rlp_cur.lits\n" +
 		strings.NewReplacer("__RLP_REDIS", "__rlp_G()", "__RLP_FIRSTRUN", "setmetatable(redis, {__index = __rlp_G()})").Replace(wrapperInitSrc) +
@@ -145,7 +146,8 @@ var (
 // most __RLP_MAXBODIES chunks, __RLP_MAXBODYBYTES bytes of text in all,
 // are kept: a new one drops others to make room. __rlp_find takes the
 // call's own arguments off ARGV and returns the body to run (and sets
-// __rlp_cur), or nil and the error reply to answer.
+// __rlp_cur), or nil and the error reply to answer; the library's
+// function looks a known body up itself.
 //
 //go:embed lua/wrapper_bodies.lua
 var wrapperBodiesSrc string

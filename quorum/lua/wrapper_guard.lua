@@ -91,11 +91,13 @@
             __rlp_tsn = t
           end
         end
-        if t and t > 0 and t <= __RLP_MAXTTL then vi = __rlp_own(v) end
+        if t and t > 0 and t <= __RLP_MAXTTL then
+          if v ~= nil and __rlp_argv[1] == v then vi = 1 else vi = __rlp_own(v) end
+        end
         if vi and not nx and m then mi = st.mi or __rlp_own(m) end
         if vi and (nx or m == false or mi) then
           if not nx and not st.w then
-            st.o, st.oi = m, mi
+            st.o, st.oi, __rlp_held = m, mi, true
             if m then st.oe = __rlp_call("pexpiretime", k) end
           end
           local r = __RLP_PC(cmd, ...)
@@ -119,7 +121,7 @@
         if t then mi = st.mi or __rlp_own(m) end
         if mi then
           if not st.w then
-            st.o, st.oi, st.oe = m, mi, __rlp_call("pexpiretime", k)
+            st.o, st.oi, st.oe, __rlp_held = m, mi, __rlp_call("pexpiretime", k), true
           end
           local r = __RLP_PC(cmd, ...)
           if r == 1 then

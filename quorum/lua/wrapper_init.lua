@@ -1,8 +1,8 @@
 if not __rlp_call then
-  __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type
+  __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_lpcall = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type, pcall
   __RLP_FIRSTRUN
 end
-__rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_okr = false, nil, nil, nil
+__rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_okr, __rlp_held = false, nil, nil, nil, false
 if __rlp_nargv > 64 then
   -- A large run's tables are not kept.
   __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {}

@@ -1,4 +1,4 @@
-local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type
+local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_lpcall
 -- st[k] is what the run knows of key k, one of KEYS (st[k] == nil: not
 -- one of them). Its fields:
 --   m  what the key holds now, as far as the run proved it: nil unknown,
@@ -23,8 +23,10 @@ local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type
 -- to the node, not clients).
 -- lits are the body's constants, which it may write as markers.
 local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_lits = {}, {}, {}, {}, 0
--- okr is the run's last status reply of a SET the fast path proved.
-local __rlp_okr
+-- okr is the run's last status reply of a SET the fast path proved;
+-- held is true once the fast path kept what an own value held before its
+-- first change (st.o).
+local __rlp_okr, __rlp_held
 -- tsv and tsn are the last ttl argument of a SET the fast path read, and
 -- its number.
 local __rlp_tsv, __rlp_tsn

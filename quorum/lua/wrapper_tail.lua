@@ -1,4 +1,4 @@
-local __rlp_ok, __rlp_r = pcall(__rlp_body)
+local __rlp_ok, __rlp_r = __rlp_lpcall(__rlp_body)
 local __rlp_why = __rlp_refused
 -- The slow path's keys: each is snapshot after the run and judged
 -- against its snapshot from before. A constant left as a string key's
@@ -84,8 +84,10 @@ end
 -- as it, as the engine's release and extend keep it: the record of a
 -- holder the key had before the run is deleted once that holder is gone,
 -- and its expiry follows the key's when the run moved it. Only strings
--- and hashes have one (FENCE reads no sorted set).
-for i = 1, #__rlp_keys do
+-- and hashes have one (FENCE reads no sorted set). A run with no key on
+-- the slow path and none the fast path changed from an own value has
+-- none to move.
+for i = 1, (__rlp_slowfns or __rlp_held) and #__rlp_keys or 0 do
   local k = __rlp_keys[i]
   local st = __rlp_st[k]
   local b = st.s
