@@ -66,7 +66,7 @@ type readTakeVotes struct {
 
 // readTakeDecision is how a take is answered, and where it is undone.
 type readTakeDecision struct {
-	decision // decide's, or ErrReadUnderWrite; with the errors below
+	decision // decide's; its err ErrReadUnderWrite or ErrWrongType when so
 	// pttl is a denial's reply: how long until a quorum of nodes could
 	// grant, by their PTTLs (negative: one of them has no expiry).
 	pttl time.Duration
