@@ -220,3 +220,22 @@ func TestRedissonFencedLockWithoutTokenIsGivenBack(t *testing.T) {
 		}
 	}
 }
+
+// TestRedissonFencedLockWhileDraining: as RLock, a new lock while the
+// proxy drains gets DRAINING with nothing left on the masters and no
+// token taken, while a re-entry of a lock held before is served with a
+// new token.
+func TestRedissonFencedLockWhileDraining(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	a := fencedLockClient{"held", "8c1f-0001:1"}
+	first := a.mustToken(t, p.Client)
+	p.Server.Drain()
+	n := fencedLockClient{"new", "8c1f-0001:1"}
+	if r, err := n.lockAndGetToken(t, p.Client); err == nil || !strings.HasPrefix(err.Error(), "DRAINING ") {
+		t.Errorf("lockAndGetToken of a free lock while draining = %v, %v; want DRAINING", r, err)
+	}
+	c.wantFreeEverywhere(t, "new")
+	if tok := a.mustToken(t, p.Client); tok <= first {
+		t.Errorf("re-entry while draining: token %d; want above %d", tok, first)
+	}
+}

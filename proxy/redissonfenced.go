@@ -59,9 +59,6 @@ func (s *Server) runFencedLock(r *request, op fencedScript) (resp.Reply, error) 
 	if nk != 2 || len(rest) != 4 || string(rest[1]) != redissonTokenPrefix+braced(string(rest[0])) {
 		return resp.Reply{}, withArgs(errFencedLayout, "2 keys (the lock, "+redissonTokenPrefix+"{name}) and 2 arguments (lease, name)")
 	}
-	if s.Draining() {
-		return resp.Reply{}, errDraining
-	}
 	lock, _, err := s.scripts.learn(r.ctx, []byte(redissonLockScript))
 	if err != nil {
 		return resp.Reply{}, err
