@@ -258,7 +258,13 @@ func collect(f *fan, idx []int, all bool, ctx context.Context, out []reply) {
 	for _, i := range idx {
 		o := &f.ops[i]
 		if !all && !o.fin.Load() {
-			out[i] = reply{err: ctx.Err()}
+			err := ctx.Err()
+			if err == nil {
+				// The wait ended at the deadline's timer: an unanswered
+				// op is never a reply (a nil one would read as granted).
+				err = context.DeadlineExceeded
+			}
+			out[i] = reply{err: err}
 			continue
 		}
 		out[i] = reply{v: o.val, err: o.err}
