@@ -391,6 +391,13 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	if ttl := admin.PTTL(ctx, holdPrefix+"lock").Val(); ttl <= 0 || ttl > time.Second {
 		t.Errorf("the record's PTTL = %v; want the lock's", ttl)
 	}
+	// Past Lua's 2^53 the answer is still exact.
+	big := int64(math.MaxInt64 - 3)
+	admin.HSet(ctx, CountersKey, fenceField, big)
+	setKey(t, admin, "lock2", "tok", time.Second)
+	if en, err := n.FenceRound(ctx, "lock2", "tok", fenceField); err != nil || en.Answer != big+1 || en.Value != big+1 {
+		t.Errorf("FenceRound past 2^53 = %+v, %v; want answer %d", en, err, big+1)
+	}
 }
 
 // countingWrites counts a node's write-backs, and fails its FENCE round

@@ -36,10 +36,15 @@ if held == 1 then
       answer = hold
       redis.call("pexpire", KEYS[3], pttl)
     else
-      -- HINCRBY fails past 2^63-1, and the node then fails the call;
-      -- its reply is read as a string, exact past 2^53.
-      redis.call("hincrby", KEYS[1], ARGV[1], 1)
-      answer = redis.call("hget", KEYS[1], ARGV[1])
+      -- HINCRBY fails past 2^63-1, and the node then fails the call.
+      -- Its reply reaches Lua as a double, exact below 2^53; past that
+      -- the field is read back as a string.
+      local n = redis.call("hincrby", KEYS[1], ARGV[1], 1)
+      if n < 9007199254740992 then
+        answer = string.format("%d", n)
+      else
+        answer = redis.call("hget", KEYS[1], ARGV[1])
+      end
       redis.call("set", KEYS[3], answer .. " " .. ARGV[2], "PX", pttl)
       return {state, answer, 0, now, held, pttl, hold, answer}
     end
