@@ -146,7 +146,9 @@ func TestRestartedMasterIsQuarantined(t *testing.T) {
 	// A proxy started after the restart never saw the old run_id, and
 	// still quarantines node0, from the records on node1 and node2.
 	p2 := mustStartMonitored(t, cfg, c.addrs...)
-	if f2 := nodeInfo(t, p2.Client, 0); f2["state"] != "quarantined" || f2["reason"] != "restarted" {
+	// (The first proxy's mark may end it a probe later, "restarted
+	// (seen by another proxy)".)
+	if f2 := nodeInfo(t, p2.Client, 0); f2["state"] != "quarantined" || !strings.HasPrefix(f2["reason"], "restarted") {
 		t.Errorf("second proxy: node0 = %v; want quarantined, restarted", f2)
 	}
 

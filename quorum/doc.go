@@ -36,17 +36,22 @@
 // locks correctly when it comes back.
 //
 //   - Restart quarantine. Every node keeps the membership record
-//     (MembersKey: node address -> run_id). A node whose run_id differs from
-//     a reachable record's, or from the one this engine verified, restarted
-//     and may have lost locks: it is quarantined until its start (from its
-//     uptime) plus MaxTTL plus drift. Its new run_id is recorded only then,
-//     so an engine started later computes the same end. A node no record
-//     knows is new and counts at once (a first deployment). Every new
-//     connection reads the run_id before its first command, so a restart
-//     is seen before a grant from the new process can count.
-//     TrustFsyncAlways exempts nodes that run appendfsync always. A node
-//     whose own record vanished while its run_id stayed (FLUSHALL) lost its
-//     locks too, and is quarantined for MaxTTL plus drift from then.
+//     (MembersKey: node address -> run_id, and in its own record "self":
+//     the run_id whose data was verified there). A process counts at once
+//     only if its own record's self names it, or the records (a quorum,
+//     its own among them) name no process but the nodes' current ones (a
+//     first deployment). Otherwise it lost its data: a restart is
+//     quarantined until its start (from its uptime), and the last time
+//     this engine saw the process before it, plus MaxTTL plus drift; a
+//     loss with no restart known (FLUSHALL, a node known by another
+//     address or new beside others' data) for MaxTTL plus drift from
+//     then. Its run_id and self are written only when that ends, and the
+//     end is written as a lost mark, so an engine started later reaches
+//     the same end. Every new connection reads the run_id before its
+//     first command, so a restart is seen before a grant from the new
+//     process can count. TrustFsyncAlways exempts nodes that run
+//     appendfsync always and kept their data. The quarantine lasts for
+//     the longest max_ttl the records say a proxy grants.
 //   - Clock checks. A node whose TIME moved more or less than the proxy's
 //     monotonic clock, beyond ClockJumpLimit, the round trips and the drift
 //     allowance, since the last probe (a jump) or since the first (a wrong

@@ -115,10 +115,13 @@ type Engine struct {
 	quorum int
 	health []*health
 
-	born      time.Time          // for the breaker's monotonic stamps
-	monitored atomic.Bool        // Start ran: the breaker and the checks apply
-	stop      context.CancelFunc // ends the monitor; set by Start
-	wg        sync.WaitGroup     // the monitor's goroutines, waited for by Close
+	born      time.Time   // for the breaker's monotonic stamps
+	monitored atomic.Bool // Start ran: the breaker and the checks apply
+	// peerMaxTTL is the longest max_ttl (ns) the membership records say
+	// a proxy over these nodes grants: quarantines last for it.
+	peerMaxTTL atomic.Int64
+	stop       context.CancelFunc // ends the monitor; set by Start
+	wg         sync.WaitGroup     // the monitor's goroutines, waited for by Close
 }
 
 // New returns an engine over nodes with cfg's defaults applied; checking

@@ -105,10 +105,9 @@ type health struct {
 	pending string
 	// fsyncAlways: the node runs appendonly yes, appendfsync always.
 	fsyncAlways bool
-	// recorded is the run_id of the process last seen holding a
-	// membership record: if that process's record vanishes, so did its
-	// data (FLUSHALL).
-	recorded string
+	// alive is when a probe last found the verified process: a process
+	// seen after it started later, whatever its uptime says.
+	alive time.Time
 	// start is when the node's process started, from its uptime.
 	start time.Time
 	clock clockSample

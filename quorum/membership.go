@@ -11,12 +11,16 @@ import (
 // of them has expired (max_ttl after its start, plus drift) its grants
 // must not count. Telling a restart from a first deployment needs memory
 // older than this proxy: each node keeps the membership record, MembersKey,
-// a hash of node address -> the run_id the proxies verified there. A node
-// whose run_id differs from what any reachable record (or this proxy) has
-// for its address restarted; a node that no record knows, of a quorum
-// read, is new, and serves at once. A restarted node's new run_id is written only once its
-// quarantine is over, so a proxy started later still sees the mismatch
-// and computes the same end, from the node's own uptime.
+// a hash of node address -> the run_id the proxies verified there, and in
+// its own record selfField, the process whose data was verified there.
+// A process is verified at once only when its own record names it, or
+// when the records read (a quorum at least) name no process but the
+// nodes this proxy serves now (a first deployment). Otherwise it lost its
+// data: restarted (another run_id is known for it), or flushed, or known
+// only under another address; it is quarantined, and its new run_id is
+// written only once the quarantine is over, so a proxy started later
+// still sees the loss and, from the mark the first proxy wrote, the same
+// end.
 
 // probeAction is the node I/O a decision on a probe leaves to do, once
 // the health lock is released.
@@ -46,20 +50,35 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	h.mu.Unlock()
 	if act == probeRecords {
 		// A process this proxy has not verified: new, or restarted?
+		current := e.currentRunIDs()
 		recs := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (map[string]string, error) {
 			return n.Members(ctx)
 		})
 		read := time.Now()
+		e.learnMaxTTLs(recs, read)
 		h.mu.Lock()
-		act = e.recordsRead(h, p, known, recs, now, read)
+		act = e.recordsRead(h, i, p, known, recs, current, now, read)
 		h.mu.Unlock()
 	}
 	switch act {
 	case probeAgain:
 		h.poke()
 	case probeWrite:
-		e.writeRecord(ctx, h.addr, p.RunID)
+		e.writeRecord(ctx, i, p.RunID)
 	}
+}
+
+// currentRunIDs is the run_id each node was last seen with.
+func (e *Engine) currentRunIDs() map[string]bool {
+	ids := make(map[string]bool, len(e.health))
+	for _, h := range e.health {
+		h.mu.Lock()
+		if h.runID != "" {
+			ids[h.runID] = true
+		}
+		h.mu.Unlock()
+	}
+	return ids
 }
 
 // probed decides on probe p of h's node at now, begun at generation gen:
@@ -89,6 +108,7 @@ func (e *Engine) probed(h *health, p Probe, gen uint64, now time.Time) (act prob
 	}
 	switch p.RunID {
 	case h.verified:
+		h.alive = now
 		e.settleLocked(h, now)
 		return probeDone, ""
 	case h.pending:
@@ -100,26 +120,40 @@ func (e *Engine) probed(h *health, p Probe, gen uint64, now time.Time) (act prob
 		e.settleLocked(h, now)
 		return probeWrite, ""
 	}
+	if h.state == StateUp {
+		h.setLocked(StateUnverified, time.Time{}, "new run_id")
+	}
 	return probeRecords, h.verified
 }
 
-// recordsRead decides on probe p of h's node, decided at now by probed,
-// with every node's membership record as read at read: a process that a
-// record, or this proxy (known), has another run_id for restarted, and
-// is quarantined until max_ttl after its start (unless it runs
-// appendfsync always and that is trusted); one no record knows stays
-// unverified while fewer than a quorum of the records were read;
-// otherwise it is verified, with the lost marks the records hold for it.
-// It does no I/O. h.mu must be held.
-func (e *Engine) recordsRead(h *health, p Probe, known string, recs []result[map[string]string], now, read time.Time) probeAction {
+// recordsRead decides on probe p of node i (h), decided at now by
+// probed, with every node's membership record as read at read; current
+// holds the run_ids this proxy's nodes were last seen with. Without a
+// quorum of records, its own among them, it stays unverified. A process
+// its own record names, or a first deployment, is verified, with the
+// lost marks the records hold for it. Otherwise it lost its data: a
+// restart (unless it runs appendfsync always and that is trusted) is
+// quarantined until max_ttl after its start, and after this proxy last
+// saw the process before it; a loss with no restart known (a flush, or a
+// node known only by another address) until max_ttl from now, or the end
+// that another proxy's mark gives. It does no I/O. h.mu must be held.
+func (e *Engine) recordsRead(h *health, i int, p Probe, known string, recs []result[map[string]string], current map[string]bool, now, read time.Time) probeAction {
 	if h.runID != p.RunID {
 		return probeAgain // another process was seen meanwhile
 	}
-	old, nread := "", 0
+	n := 0
 	for _, r := range recs {
 		if r.err == nil {
-			nread++
+			n++
 		}
+	}
+	if n < Quorum(len(recs)) || recs[i].err != nil {
+		h.setLocked(StateUnverified, time.Time{}, reasonRecordsUnread)
+		return probeDone
+	}
+	own := recs[i].v[selfField]
+	old := ""
+	for _, r := range recs {
 		if v, ok := r.v[h.addr]; r.err == nil && ok && v != p.RunID {
 			old = v
 		}
@@ -127,35 +161,131 @@ func (e *Engine) recordsRead(h *health, p Probe, known string, recs []result[map
 	if known != "" && known != p.RunID {
 		old = known
 	}
-	until := h.start.Add(e.quarantine())
+	at := clockReading{node: p.Time, local: p.Local, rtt: p.RTT}
+	var until time.Time
+	kind, reason := QuarantineRestart, "restarted"
 	switch {
-	case old == "" && nread < e.quorum:
-		// A record this proxy could not read may know an older process
-		// (a restart that lost its locks): not verified, so not counted,
-		// until a quorum of the records were read and none does. The
-		// next probe reads them again.
-		h.setLocked(StateUnverified, time.Time{}, reasonRecordsUnread)
-		return probeDone
-	case old == "": // no record disagrees: a first deployment, or the same process
-	case e.cfg.TrustFsyncAlways && h.fsyncAlways:
+	case own == p.RunID, old == "" && legacyRecord(recs, i, h.addr, p.RunID):
+		// Its data is the data verified.
+	case old == "" && firstDeployment(recs, p.RunID, current):
+		// There was none, unless the records unread know of some (a
+		// majority of masters restarted empty, the rest unreachable):
+		// a first deployment needs every record, or its process older
+		// than a quarantine.
+		if n < len(recs) && now.Before(h.start.Add(e.quarantine())) {
+			h.setLocked(StateUnverified, time.Time{}, reasonRecordsUnread)
+			return probeDone
+		}
+	case own != "" && e.cfg.TrustFsyncAlways && h.fsyncAlways:
 		e.cfg.Log.Info("node restarted; not quarantined: it runs appendfsync always", "node", h.addr, "run_id", p.RunID)
-	case now.Before(until):
+	case own != "" || old != "":
+		// The process before it may have granted locks it lost. A
+		// proxy that saw that process answer knows it ended later.
+		until = h.start
+		if h.alive.After(until) {
+			until = h.alive
+		}
+		until = until.Add(e.quarantine())
+	default:
+		// No restart is known: the data went while the process ran, or
+		// the records know the node by another address.
+		kind, reason = QuarantineDataLost, reasonDataLost
+		until = now.Add(e.quarantine())
+		if end, ok := e.markEnd(recs, h, at, read); ok {
+			until = end
+		}
+	}
+	if old == "" && own != p.RunID {
+		old = own
+	}
+	if now.Before(until) {
 		h.verified, h.pending = old, p.RunID
-		e.quarantineLocked(h, until, QuarantineRestart, "restarted")
+		e.quarantineLocked(h, until, kind, reason)
+		e.applyMarks(h, recs, at, read)
+		e.markLocked(h, kind)
 		return probeDone
 	}
 	if old != "" {
 		h.previous = old
 	}
 	h.verified, h.pending = p.RunID, ""
-	for _, r := range recs {
-		if r.err == nil {
-			e.lostLocked(h, r.v[lostPrefix+h.addr], clockReading{node: p.Time, local: p.Local, rtt: p.RTT}, read)
-		}
-	}
+	e.applyMarks(h, recs, at, read)
 	e.settleLocked(h, now)
 	return probeWrite
 }
+
+// applyMarks acts on the lost marks the records hold for h's process.
+// h.mu must be held.
+func (e *Engine) applyMarks(h *health, recs []result[map[string]string], at clockReading, read time.Time) {
+	for _, r := range recs {
+		if r.err == nil {
+			e.lostLocked(h, r.v[lostPrefix+h.addr], at, read)
+		}
+	}
+}
+
+// markEnd is the latest end, after now, of the lost marks the records
+// hold for h's process, on the proxy's clock. h.mu must be held.
+func (e *Engine) markEnd(recs []result[map[string]string], h *health, at clockReading, now time.Time) (end time.Time, ok bool) {
+	for _, r := range recs {
+		if r.err != nil {
+			continue
+		}
+		if t, _, good := markUntil(r.v[lostPrefix+h.addr], h.runID, at); good && t.After(now) && t.After(end) {
+			end, ok = t, true
+		}
+	}
+	return end, ok
+}
+
+// firstDeployment reports whether the records read name no process but
+// the nodes' current ones, and not runID: no node that data was verified
+// on is missing, so nothing runID's node granted can have been lost.
+func firstDeployment(recs []result[map[string]string], runID string, current map[string]bool) bool {
+	for _, r := range recs {
+		for f, v := range r.v {
+			if r.err != nil || strings.HasPrefix(f, lostPrefix) || strings.HasPrefix(f, maxTTLPrefix) {
+				continue
+			}
+			if v == runID || !current[v] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// legacyRecord reports whether node i's own record names runID by the
+// node's address while no record read has a selfField: records written
+// before selfField was, which a current proxy never leaves so.
+func legacyRecord(recs []result[map[string]string], i int, addr, runID string) bool {
+	for _, r := range recs {
+		if _, ok := r.v[selfField]; ok && r.err == nil {
+			return false
+		}
+	}
+	return recs[i].v[addr] == runID
+}
+
+// selfField, in a node's own membership record only, names the process
+// whose data the proxies verified there. It is written when a process is
+// verified and never refilled: a node whose record lacks it, or names
+// another process, lost its data since (a restart, a flush), whatever
+// address a proxy knows it by.
+const selfField = "self"
+
+// maxTTLPrefix + a max_ttl in ms -> when a proxy with that max_ttl last
+// wrote it (Unix ms, its clock): a quarantine lasts for the longest
+// max_ttl any proxy over these masters grants, not only this proxy's.
+const maxTTLPrefix = "max_ttl:"
+
+// maxTTLRefresh is how often a proxy rewrites its max_ttl field, and
+// maxTTLSlack how long past a lock's longest life a field still counts
+// (its refreshes, and the proxies' clocks, apart).
+const (
+	maxTTLRefresh = time.Minute
+	maxTTLSlack   = 3 * time.Minute
+)
 
 // lostPrefix starts a field of the membership record that says a node's
 // process may have lost locks without a restart: its data (FLUSHALL) or
@@ -170,8 +300,9 @@ const lostPrefix = "lost:"
 // reasonDataLost is the reason shown for a node whose data was lost.
 const reasonDataLost = "data lost (membership record gone)"
 
-// reasonRecordsUnread is the reason shown for a node no record read
-// knows, while too few records could be read to call it new.
+// reasonRecordsUnread is the reason shown for a process not verified
+// while too few records, or not its own, could be read to tell whether
+// it lost data.
 const reasonRecordsUnread = "too few membership records read"
 
 // lostMark is the field's value for process runID, quarantined until
@@ -207,23 +338,28 @@ func (e *Engine) publishMark(ctx context.Context, i int) {
 // the reading's round trip, never early). A node down or unverified is
 // quarantined when it is back (settleLocked). h.mu must be held.
 func (e *Engine) lostLocked(h *health, mark string, at clockReading, now time.Time) {
-	runID, rest, _ := strings.Cut(mark, " ")
-	ms, kind, _ := strings.Cut(rest, " ")
-	if runID != h.runID || mark == h.lost || at.local.IsZero() {
+	if mark == h.lost {
 		return
 	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
+	until, kind, ok := markUntil(mark, h.runID, at)
+	if !ok {
 		return
 	}
 	h.lost = mark
-	until := at.local.Add(time.UnixMilli(n).Sub(at.node) + at.rtt)
 	if !now.Before(until) {
 		return
 	}
 	k, reason := QuarantineDataLost, reasonDataLost
-	if QuarantineReason(kind) == QuarantineClock {
+	switch kind {
+	case QuarantineClock:
 		k, reason = QuarantineClock, "clock jumped (seen by another proxy)"
+	case QuarantineRestart:
+		k, reason = QuarantineRestart, "restarted (seen by another proxy)"
+	}
+	if k != QuarantineClock && h.verified == h.runID {
+		// Its data went: it is verified, and named in its own record,
+		// again when the quarantine ends.
+		h.verified, h.pending = "", h.runID
 	}
 	if h.state == StateUp || h.state == StateQuarantined {
 		e.quarantineLocked(h, until, k, reason)
@@ -234,10 +370,72 @@ func (e *Engine) lostLocked(h *health, mark string, at clockReading, now time.Ti
 	}
 }
 
+// markUntil is the end of mark's quarantine on the proxy's clock, and its
+// kind, if mark is about process runID; at is a reading of the node's
+// clock beside the proxy's (the end is late by its round trip, never
+// early).
+func markUntil(mark, runID string, at clockReading) (time.Time, QuarantineReason, bool) {
+	id, rest, _ := strings.Cut(mark, " ")
+	ms, kind, _ := strings.Cut(rest, " ")
+	if id != runID || at.local.IsZero() {
+		return time.Time{}, "", false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	return at.local.Add(time.UnixMilli(n).Sub(at.node) + at.rtt), QuarantineReason(kind), true
+}
+
 // quarantine is how long a node stays out of the quorum: until every lock
 // it may have lost has expired.
 func (e *Engine) quarantine() time.Duration {
-	return e.cfg.MaxTTL + e.Drift(e.cfg.MaxTTL)
+	m := max(e.cfg.MaxTTL, time.Duration(e.peerMaxTTL.Load()))
+	return m + e.Drift(m)
+}
+
+// learnMaxTTLs takes the longest max_ttl that the records read at now
+// say a proxy grants.
+func (e *Engine) learnMaxTTLs(recs []result[map[string]string], now time.Time) {
+	for _, r := range recs {
+		if r.err == nil {
+			e.learnMaxTTL(r.v, now)
+		}
+	}
+}
+
+// learnMaxTTL takes the longest max_ttl that rec, read at now, says a
+// proxy grants.
+func (e *Engine) learnMaxTTL(rec map[string]string, now time.Time) {
+	for f, v := range rec {
+		ms, ok := strings.CutPrefix(f, maxTTLPrefix)
+		if !ok {
+			continue
+		}
+		m, err1 := strconv.ParseInt(ms, 10, 64)
+		at, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil || m <= 0 || m > int64(maxLearnedTTL/time.Millisecond) {
+			continue
+		}
+		d := time.Duration(m) * time.Millisecond
+		if now.Sub(time.UnixMilli(at)) > d+maxTTLSlack {
+			continue // no lock of that proxy's can be left
+		}
+		for {
+			cur := e.peerMaxTTL.Load()
+			if int64(d) <= cur || e.peerMaxTTL.CompareAndSwap(cur, int64(d)) {
+				break
+			}
+		}
+	}
+}
+
+// maxLearnedTTL bounds a max_ttl taken from a record.
+const maxLearnedTTL = 24 * time.Hour
+
+// maxTTLField is this proxy's max_ttl field and its value at now.
+func (e *Engine) maxTTLField(now time.Time) (string, string) {
+	return maxTTLPrefix + strconv.FormatInt(e.cfg.MaxTTL.Milliseconds(), 10), strconv.FormatInt(now.UnixMilli(), 10)
 }
 
 // quarantineLocked quarantines h until then (or later, if a quarantine
@@ -281,25 +479,48 @@ func (e *Engine) settleLocked(h *health, now time.Time) {
 	e.cfg.Log.Info("node up", "node", h.addr, "run_id", h.runID)
 }
 
-// writeRecord sets addr's run_id in the membership record of every node
-// not down. A node it misses is filled in later by syncRecord.
-func (e *Engine) writeRecord(ctx context.Context, addr, runID string) {
-	e.writeFields(ctx, map[string]string{addr: runID})
+// writeRecord sets node i's verified run_id in the membership record of
+// every node not down, and in node i's own record as its selfField, with
+// this proxy's max_ttl. A node it misses is filled in later by syncRecord
+// (but never a selfField: that is written only here).
+func (e *Engine) writeRecord(ctx context.Context, i int, runID string) {
+	f, v := e.maxTTLField(time.Now())
+	fields := map[string]string{e.health[i].addr: runID, f: v}
+	own := map[string]string{e.health[i].addr: runID, f: v, selfField: runID}
+	e.writeEach(ctx, func(j int) map[string]string {
+		if j == i {
+			return own
+		}
+		return fields
+	})
 }
 
 // writeFields sets fields in the membership record of every node not
 // down.
 func (e *Engine) writeFields(ctx context.Context, fields map[string]string) {
-	down := make(map[Node]bool, len(e.nodes))
-	for i, n := range e.nodes {
-		down[n] = e.health[i].down.Load()
+	e.writeEach(ctx, func(int) map[string]string { return fields })
+}
+
+// writeEach sets fields(i) in the membership record of every node i not
+// down.
+func (e *Engine) writeEach(ctx context.Context, fields func(i int) map[string]string) {
+	down := make([]bool, len(e.nodes))
+	for i := range e.nodes {
+		down[i] = e.health[i].down.Load()
 	}
-	each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (struct{}, error) {
-		if down[n] {
+	each(ctx, e, e.probeTimeout(), func(ctx context.Context, i int, n Node) (struct{}, error) {
+		if down[i] {
 			return struct{}{}, nil
 		}
-		return struct{}{}, n.SetMembers(ctx, fields)
+		return struct{}{}, n.SetMembers(ctx, fields(i))
 	})
+}
+
+// stale reports whether a max_ttl field's value, written at a Unix ms,
+// is missing or due for a refresh at now.
+func stale(v string, now time.Time) bool {
+	at, err := strconv.ParseInt(v, 10, 64)
+	return err != nil || now.Sub(time.UnixMilli(at)) >= maxTTLRefresh
 }
 
 // syncRecord compares node i's membership record rec with what the engine
@@ -310,19 +531,22 @@ func (e *Engine) writeFields(ctx context.Context, fields map[string]string) {
 // corrected.
 func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	now := time.Now()
-	// A process whose own record vanished lost its data without a
-	// restart (FLUSHALL): the locks it granted are gone too.
+	e.learnMaxTTL(rec, now)
+	// A process whose own record no longer names it lost its data
+	// without a restart (FLUSHALL): the locks it granted are gone too.
+	// It is verified again, and named, when the quarantine ends.
 	hi := e.health[i]
 	hi.mu.Lock()
-	switch {
-	case len(rec) > 0:
-		hi.recorded = hi.runID
-	case hi.recorded == hi.runID && hi.runID == hi.verified && hi.state == StateUp:
+	if hi.state == StateUp && hi.runID == hi.verified && rec[selfField] != hi.runID {
 		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, reasonDataLost)
 		e.markLocked(hi, QuarantineDataLost)
+		hi.verified, hi.pending = "", hi.runID
 	}
 	hi.mu.Unlock()
 	fix := map[string]string{}
+	if f, v := e.maxTTLField(now); stale(rec[f], now) {
+		fix[f] = v
+	}
 	for _, h := range e.health {
 		h.mu.Lock()
 		mark := rec[lostPrefix+h.addr]

@@ -72,9 +72,10 @@ func TestProbed(t *testing.T) {
 			h.verified, h.pending = "r0", "r1"
 			h.setLocked(StateQuarantined, earlier, "restarted")
 		}, probe, 0, healthWant{act: probeWrite, state: StateUp, verified: "r1", previous: "r0", until: earlier}, ""},
+		// Its grants do not count while the records are read.
 		{"a process not verified yet", func(h *health) { h.verified = "r0" }, probe, 0,
-			healthWant{act: probeRecords, state: StateUp, verified: "r0"}, "r0"},
-		{"a first process", func(h *health) {}, probe, 0, healthWant{act: probeRecords, state: StateUp}, ""},
+			healthWant{act: probeRecords, state: StateUnverified, reason: "new run_id", verified: "r0"}, "r0"},
+		{"a first process", func(h *health) {}, probe, 0, healthWant{act: probeRecords, state: StateUnverified, reason: "new run_id"}, ""},
 		// The node's clock moved 1s further than the proxy's since the
 		// last probe: past the 100ms limit.
 		{"a clock jump", func(h *health) {
@@ -115,45 +116,100 @@ func TestRecordsRead(t *testing.T) {
 		}
 		return result[map[string]string]{v: m}
 	}
+	recs := func(rs ...result[map[string]string]) []result[map[string]string] { return rs }
 	failed := result[map[string]string]{v: map[string]string{"a": "r0"}, err: errors.New("timeout")}
 	mark := func(end time.Time) string { return fmt.Sprintf("r1 %d data_lost", end.UnixMilli()) }
+	up := func(verified, previous string) healthWant {
+		return healthWant{act: probeWrite, state: StateUp, verified: verified, previous: previous}
+	}
+	restarted := func(verified string, until time.Time) healthWant {
+		return healthWant{act: probeDone, state: StateQuarantined, reason: "restarted", verified: verified, pending: "r1", until: until}
+	}
+	lost := func(until time.Time) healthWant {
+		return healthWant{act: probeDone, state: StateQuarantined, reason: reasonDataLost, pending: "r1", until: until}
+	}
+	unreadable := func(reason string) healthWant {
+		return healthWant{act: probeDone, state: StateUnverified, reason: reason}
+	}
 	tests := []struct {
-		name  string
-		start time.Time
-		runID string // seen by the time the records are read
-		known string
-		trust bool
-		recs  []result[map[string]string]
-		want  healthWant
+		name    string
+		start   time.Time
+		alive   time.Time // when this proxy last saw the known process
+		runID   string    // seen by the time the records are read
+		known   string
+		trust   bool
+		current []string                    // the other nodes' run_ids
+		recs    []result[map[string]string] // the node's own first
+		want    healthWant
 	}{
-		{"another process seen meanwhile", recent, "r2", "", false, []result[map[string]string]{rec()},
+		{"another process seen meanwhile", recent, time.Time{}, "r2", "", false, nil, recs(rec()),
 			healthWant{act: probeAgain, state: StateUnverified}},
-		{"no record knows it: a first deployment", recent, "r1", "", false, []result[map[string]string]{rec(), rec("b", "x")},
-			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
-		{"a record has the same run_id", recent, "r1", "", false, []result[map[string]string]{rec("a", "r1"), rec()},
-			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
-		{"a record has another run_id: restarted", recent, "r1", "", false, []result[map[string]string]{rec(), rec("a", "r0")},
-			healthWant{act: probeDone, state: StateQuarantined, reason: "restarted", verified: "r0", pending: "r1", until: recent.Add(quarantineFor)}},
-		{"restarted longer than max_ttl ago", long, "r1", "", false, []result[map[string]string]{rec("a", "r0")},
-			healthWant{act: probeWrite, state: StateUp, verified: "r1", previous: "r0"}},
-		{"this proxy verified another process", recent, "r1", "r0", false, []result[map[string]string]{failed, failed},
-			healthWant{act: probeDone, state: StateQuarantined, reason: "restarted", verified: "r0", pending: "r1", until: recent.Add(quarantineFor)}},
-		{"a failed read beside a quorum read is no record", recent, "r1", "", false, []result[map[string]string]{failed, rec("a", "r1")},
-			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
-		{"restarted, running appendfsync always, trusted", recent, "r1", "", true, []result[map[string]string]{rec("a", "r0")},
-			healthWant{act: probeWrite, state: StateUp, verified: "r1", previous: "r0"}},
-		{"a lost mark for this process", recent, "r1", "", false, []result[map[string]string]{rec("a", "r1", "lost:a", mark(now.Add(5*time.Second)))},
-			healthWant{act: probeWrite, state: StateQuarantined, reason: reasonDataLost, verified: "r1", until: now.Add(5 * time.Second)}},
+		// A record the proxy could not read may know an older process.
+		{"fewer than a quorum of records read", recent, time.Time{}, "r1", "", false, nil, recs(rec(), failed, failed),
+			unreadable(reasonRecordsUnread)},
+		{"its own record unread", recent, time.Time{}, "r1", "", false, nil, recs(failed, rec(), rec()),
+			unreadable(reasonRecordsUnread)},
+		{"a first deployment", recent, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec("b", "x")),
+			up("r1", "")},
+		// Two masters restarted empty, the third unreachable: their
+		// records say nothing of what the third one's knows.
+		{"a first deployment, a record unread", recent, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec(), failed),
+			unreadable(reasonRecordsUnread)},
+		{"a first deployment, a record unread, older than max_ttl", long, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec(), failed),
+			up("r1", "")},
+		{"a first deployment: another node verified first", recent, time.Time{}, "r1", "", false, []string{"x"},
+			recs(rec("b", "x"), rec("b", "x", "self", "x"), rec("b", "x")), up("r1", "")},
+		{"its own record names it", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1", "a", "r1"), rec("a", "r1")),
+			up("r1", "")},
+		{"its own record names it, another stale", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1"), rec("a", "r0")),
+			up("r1", "r0")},
+		{"records from before the self field", recent, time.Time{}, "r1", "", false, nil, recs(rec("a", "r1"), rec("a", "r1")),
+			up("r1", "")},
+		{"a record has another run_id: restarted empty", recent, time.Time{}, "r1", "", false, nil, recs(rec(), rec("a", "r0")),
+			restarted("r0", recent.Add(quarantineFor))},
+		{"its own record names another process: restarted with its data", recent, time.Time{}, "r1", "", false, nil,
+			recs(rec("self", "r0", "a", "r0"), rec("a", "r0")), restarted("r0", recent.Add(quarantineFor))},
+		{"restarted longer than max_ttl ago", long, time.Time{}, "r1", "", false, nil, recs(rec(), rec("a", "r0")),
+			up("r1", "r0")},
+		{"this proxy verified another process", recent, time.Time{}, "r1", "r0", false, nil, recs(rec(), rec(), rec()),
+			restarted("r0", recent.Add(quarantineFor))},
+		// The uptime says an hour (its clock stepped), but this proxy saw
+		// the process before it a moment ago.
+		{"seen the process before it after this one's start", long, now.Add(-10 * time.Millisecond), "r1", "r0", false, nil,
+			recs(rec(), rec("a", "r0")), restarted("r0", now.Add(-10*time.Millisecond+quarantineFor))},
+		{"restarted with its data, running appendfsync always, trusted", recent, time.Time{}, "r1", "", true, nil,
+			recs(rec("self", "r0"), rec("a", "r0")), up("r1", "r0")},
+		{"restarted empty, running appendfsync always, trusted", recent, time.Time{}, "r1", "", true, nil,
+			recs(rec(), rec("a", "r0")), restarted("r0", recent.Add(quarantineFor))},
+		// FLUSHALL: the records name the process, its own lost the field.
+		{"flushed", long, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec("a", "r1", "self", "x")),
+			lost(now.Add(quarantineFor))},
+		{"flushed and refilled by another proxy", long, time.Time{}, "r1", "", false, []string{"x"}, recs(rec("a", "r1"), rec("a", "r1", "self", "x")),
+			lost(now.Add(quarantineFor))},
+		{"flushed, another proxy's mark", long, time.Time{}, "r1", "", false, []string{"x"},
+			recs(rec(), rec("a", "r1", "self", "x", "lost:a", mark(now.Add(5*time.Second)))), lost(now.Add(5 * time.Second))},
+		// The records know the node by another address, or name a node
+		// this proxy does not serve.
+		{"known by another address", recent, time.Time{}, "r1", "", false, []string{"x"},
+			recs(rec(), rec("127.0.0.1:1", "r0", "b", "x", "self", "x")), lost(now.Add(quarantineFor))},
+		{"new beside a node it replaced", recent, time.Time{}, "r1", "", false, []string{"x"},
+			recs(rec(), rec("b", "x", "gone", "y", "self", "x")), lost(now.Add(quarantineFor))},
+		{"a lost mark for this process", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1", "lost:a", mark(now.Add(5*time.Second)))),
+			healthWant{act: probeWrite, state: StateQuarantined, reason: reasonDataLost, pending: "r1", until: now.Add(5 * time.Second)}},
 		// The mark ends between the probe and the records' read.
-		{"a lost mark over by the read", recent, "r1", "", false, []result[map[string]string]{rec("a", "r1", "lost:a", mark(read))},
-			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
+		{"a lost mark over by the read", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1", "lost:a", mark(read))),
+			up("r1", "")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, h := newHealthOf(t, tt.trust)
 			h.setLocked(StateUnverified, time.Time{}, "")
-			h.runID, h.start, h.verified, h.fsyncAlways = tt.runID, tt.start, tt.known, true
-			act := e.recordsRead(h, p, tt.known, tt.recs, now, read)
+			h.runID, h.start, h.verified, h.fsyncAlways, h.alive = tt.runID, tt.start, tt.known, true, tt.alive
+			current := map[string]bool{tt.runID: true}
+			for _, id := range tt.current {
+				current[id] = true
+			}
+			act := e.recordsRead(h, 0, p, tt.known, tt.recs, current, now, read)
 			checkHealth(t, act, h, tt.want)
 		})
 	}
@@ -161,7 +217,8 @@ func TestRecordsRead(t *testing.T) {
 
 // A process no record this proxy could read knows is verified only once
 // a quorum of the records were read: one it could not read may know an
-// older process of the node (a restart that lost its locks). Until then
+// older process of the node (a restart that lost its locks), and its own
+// says whether its data is the data verified. Until then
 // it is unverified, also when it was down (unreachable at start).
 func TestRecordsReadNeedsAQuorumOfRecords(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -177,7 +234,8 @@ func TestRecordsReadNeedsAQuorumOfRecords(t *testing.T) {
 	}{
 		{"two of three unread", StateUnverified, []result[map[string]string]{failed, failed, none}, unread},
 		{"two of three unread, back from down", StateDown, []result[map[string]string]{none, failed, failed}, unread},
-		{"a quorum read", StateUnverified, []result[map[string]string]{failed, none, none},
+		{"its own record unread", StateUnverified, []result[map[string]string]{failed, none, none}, unread},
+		{"a quorum read, its process older than max_ttl", StateUnverified, []result[map[string]string]{none, failed, none},
 			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,8 +243,8 @@ func TestRecordsReadNeedsAQuorumOfRecords(t *testing.T) {
 			e := New(cfg, &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"})
 			h := e.health[0]
 			h.setLocked(tt.from, time.Time{}, "")
-			h.runID, h.start = "r1", now.Add(-time.Second)
-			checkHealth(t, e.recordsRead(h, p, "", tt.recs, now, now), h, tt.want)
+			h.runID, h.start = "r1", now.Add(-time.Hour)
+			checkHealth(t, e.recordsRead(h, 0, p, "", tt.recs, map[string]bool{"r1": true}, now, now), h, tt.want)
 		})
 	}
 }

@@ -46,6 +46,14 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	for i, r := range probes {
+		if r.err == nil { // every node's process, seen before any is decided
+			h := e.health[i]
+			h.mu.Lock()
+			h.runID = r.v.RunID
+			h.mu.Unlock()
+		}
+	}
+	for i, r := range probes {
 		if r.err != nil {
 			e.markDown(i, r.err)
 			continue
