@@ -26,10 +26,14 @@ import (
 type clockRelay struct {
 	Addr string
 	skew atomic.Pointer[func() time.Duration]
-	ln   net.Listener
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	open map[net.Conn]bool
+	// uptime, when set, also moves INFO's uptime_in_seconds by the skew:
+	// a process whose wall clock stepped after it started (Redis takes its
+	// uptime from the wall clock).
+	uptime atomic.Bool
+	ln     net.Listener
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	open   map[net.Conn]bool
 }
 
 // startClockRelay relays a free loopback port to upstream, with no skew,
@@ -93,7 +97,7 @@ func (r *clockRelay) serve(c net.Conn, upstream string) {
 		up.Close()
 		return
 	}
-	pending := make(chan bool, 1024) // per command sent: is it TIME?
+	pending := make(chan string, 1024) // per command sent: its name
 	var once sync.Once
 	done := make(chan struct{})
 	stop := func() {
@@ -112,19 +116,22 @@ func (r *clockRelay) serve(c net.Conn, upstream string) {
 		in := bufio.NewReader(up)
 		for {
 			var raw bytes.Buffer
-			_, items, err := readValue(in, &raw)
+			text, items, err := readValue(in, &raw)
 			if err != nil {
 				return
 			}
-			var isTime bool
+			var name string
 			select {
-			case isTime = <-pending:
+			case name = <-pending:
 			case <-done:
 				return
 			}
 			out := raw.Bytes()
-			if isTime && len(items) == 2 {
+			switch {
+			case name == "TIME" && len(items) == 2:
 				out = skewTime(items, (*r.skew.Load())())
+			case name == "INFO" && r.uptime.Load() && text != "":
+				out = skewUptime(text, (*r.skew.Load())())
 			}
 			if _, err := c.Write(out); err != nil {
 				return
@@ -140,7 +147,7 @@ func (r *clockRelay) serve(c net.Conn, upstream string) {
 			return
 		}
 		select {
-		case pending <- len(items) > 0 && strings.EqualFold(items[0], "TIME"):
+		case pending <- commandName(items):
 		case <-done:
 			return
 		}
@@ -203,6 +210,27 @@ func skewTime(items []string, d time.Duration) []byte {
 	tm := time.Unix(sec, usec*1000).Add(d)
 	s, us := strconv.FormatInt(tm.Unix(), 10), strconv.Itoa(tm.Nanosecond()/1000)
 	return fmt.Appendf(nil, "*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(s), s, len(us), us)
+}
+
+// commandName is the upper-cased name of the command items, or "".
+func commandName(items []string) string {
+	if len(items) == 0 {
+		return ""
+	}
+	return strings.ToUpper(items[0])
+}
+
+// skewUptime is the INFO reply text with its uptime_in_seconds moved by d.
+func skewUptime(text string, d time.Duration) []byte {
+	lines := strings.Split(text, "\r\n")
+	for i, l := range lines {
+		if v, ok := strings.CutPrefix(l, "uptime_in_seconds:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			lines[i] = "uptime_in_seconds:" + strconv.FormatInt(n+int64(d/time.Second), 10)
+		}
+	}
+	out := strings.Join(lines, "\r\n")
+	return fmt.Appendf(nil, "$%d\r\n%s\r\n", len(out), out)
 }
 
 func TestClockJumpRelayParsing(t *testing.T) {
