@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,32 @@ func TestPipedFanOutEndsWithTheCaller(t *testing.T) {
 				t.Errorf("Release on frozen nodes, caller ends after %v = %v after %v; want an error after about %v", wait, err, took, wait)
 			}
 		})
+	}
+}
+
+// A frozen node (no breaker to mark it down) is written to from the
+// caller's goroutine, before or after the other nodes: its writes must
+// never hold theirs back. What bounds them is that each op's overdue
+// reply drops the node's connection, so what waits in its buffers is at
+// most one NodeTimeout's worth; here 1MB per call, more than a loopback
+// socket takes at first.
+func TestPipedFanOutFullNodeDoesNotHoldBackTheOthers(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	nodes := make([]Node, len(procs))
+	for i, p := range procs {
+		nodes[i] = p.node(t)
+	}
+	e := New(Config{NodeTimeout: 300 * time.Millisecond}, nodes...)
+	if _, err := e.Acquire(t.Context(), Lock{Keys: []string{"warm"}, Token: "t"}, time.Minute); err != nil {
+		t.Fatalf("Acquire: %v", err) // every node connected
+	}
+	procs[0].Freeze(t)
+	big := strings.Repeat("k", 1<<20)
+	for i := range 8 {
+		l := Lock{Keys: []string{fmt.Sprint(i, big)}, Token: "t"}
+		lease, err := e.Acquire(t.Context(), l, time.Minute)
+		if err != nil || lease.Granted != 2 {
+			t.Fatalf("Acquire %d of a 1MB key with node 0 frozen = %+v, %v; want 2 granted", i, lease, err)
+		}
 	}
 }
