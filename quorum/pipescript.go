@@ -146,6 +146,10 @@ func (p *pipeline) refusedFunctions(err error) {
 		"node", p.addr, "fix", fix, "err", err)
 }
 
+// flushRetries bounds how many times retry loads a library a flush
+// deleted again before its call.
+const flushRetries = 4
+
 // retry runs a failed FCALL of s again: after loading its library, or,
 // if the node will not load it or is over maxmemory, as a script
 // (EVALSHA, then EVAL). The slot must be held.
@@ -158,24 +162,35 @@ func (p *pipeline) retry(ctx context.Context, cmd *redis.Cmd, s *script) *redis.
 		p.refusedFunctions(cmd.Err())
 	default:
 		var err error
-		if !redis.HasErrorPrefix(cmd.Err(), "RLPNOBODY") {
-			load := redis.NewCmd(ctx, "function", "load", s.lib)
-			p.process(ctx, load)
-			if err = load.Err(); err != nil && isReplyError(err, "ERR Library '"+s.fn+"' already exists") {
-				err = nil
+		// Another client's SCRIPT FLUSH (FlushEffects) may delete the
+		// library again between its load and the call: loaded again, a
+		// few times, while the call has time left.
+		for try := 0; ; try++ {
+			if !redis.HasErrorPrefix(cmd.Err(), "RLPNOBODY") {
+				load := redis.NewCmd(ctx, "function", "load", s.lib)
+				p.process(ctx, load)
+				if err = load.Err(); err != nil && isReplyError(err, "ERR Library '"+s.fn+"' already exists") {
+					err = nil
+				}
+				if err != nil && !refusesFunctions(err) && !overMaxmemory(err) && !isReplyError(err, "ERR") {
+					return load // the node failed, not the library
+				}
 			}
-			if err != nil && !refusesFunctions(err) && !overMaxmemory(err) && !isReplyError(err, "ERR") {
-				return load // the node failed, not the library
+			if err != nil {
+				break
 			}
-		}
-		if err == nil {
 			// The library is there; a node that loaded it new, or lacks
 			// the chunk, gets the chunk with the call.
 			cmd = redis.NewCmd(ctx, withChunk(args, s)...)
 			p.process(ctx, cmd)
-			if err = cmd.Err(); !redis.HasErrorPrefix(err, "RLPNOCOMPILE") {
+			err = cmd.Err()
+			if try < flushRetries && ctx.Err() == nil && isReplyError(err, "ERR Function not found") {
+				continue
+			}
+			if !redis.HasErrorPrefix(err, "RLPNOCOMPILE") {
 				return cmd
 			}
+			break
 		}
 		switch {
 		case refusesFunctions(err):
