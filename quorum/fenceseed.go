@@ -78,7 +78,7 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 }
 
 // tend carries out seedActions for a read round, and reports whether it
-// marked or seeded any node.
+// called any node to mark or seed it.
 func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 	entries := make([]CounterEntry, len(reads))
 	ok := make([]bool, len(reads))
@@ -108,7 +108,7 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 	// The same cleanup rules as an acquire's step 5: the caller may have
 	// given up, and the seeding must still finish.
 	ctx = context.WithoutCancel(ctx)
-	seeded := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (bool, error) {
+	fanOut(ctx, e, func(ctx context.Context, i int, n Node) (bool, error) {
 		switch acts[i] {
 		case seedMark:
 			_, err := fencer(n).MarkCounters(ctx)
@@ -120,12 +120,10 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 		}
 		return false, nil
 	})
-	for _, r := range seeded {
-		if r.v {
-			return true
-		}
-	}
-	return false
+	// A call that changed nothing may have met a concurrent call's
+	// seeding of the same node (its mark taken or its seed done): the
+	// state moved either way, so the caller reads again.
+	return true
 }
 
 // counterMaxima reads every seeded node's counters and returns each
