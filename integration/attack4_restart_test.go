@@ -31,15 +31,8 @@ func TestAttack4RestartSeenUnderAnotherAddressSpelling(t *testing.T) {
 	p1 := mustStartMonitored(t, cfg, c.addrs...)
 	ctx := t.Context()
 
-	start := time.Now()
 	const ttl = 8 * time.Second
-	if err := p1.Client.SetNX(ctx, "k", "first", ttl).Err(); err != nil {
-		t.Fatalf("first SET NX: %v", err)
-	}
-	// Held on exactly a quorum, 2 of 3 (the third missed the write).
-	if err := c.direct[2].Del(ctx, "k").Err(); err != nil {
-		t.Fatal(err)
-	}
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
 	c.procs[0] = restartRedis(t, c.procs[0])
 	waitState(t, p1.Client, 0, "quarantined", 5*time.Second)
 
@@ -124,14 +117,8 @@ func TestAttack4PartialStartCountsARestartedMaster(t *testing.T) {
 	cfg1 := cfg
 	cfg1.ProbeInterval = time.Hour
 	p1 := mustStartMonitored(t, cfg1, c.addrs...)
-	start := time.Now()
 	const ttl = 20 * time.Second
-	if err := p1.Client.SetNX(ctx, "k", "first", ttl).Err(); err != nil {
-		t.Fatalf("first SET NX: %v", err)
-	}
-	if err := c.direct[2].Del(ctx, "k").Err(); err != nil {
-		t.Fatal(err)
-	}
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
 	c.procs[1].Freeze(t)
 	c.procs[2].Freeze(t)
 	c.procs[0] = restartRedis(t, c.procs[0])
@@ -169,14 +156,8 @@ func TestAttack4ShorterMaxTTLOnAnotherProxyEndsTheQuarantineEarly(t *testing.T) 
 	p2 := mustStartMonitored(t, safetyConfig(), c.addrs...) // max_ttl 2s
 	ctx := t.Context()
 
-	start := time.Now()
 	const ttl = 8 * time.Second
-	if err := p1.Client.SetNX(ctx, "k", "first", ttl).Err(); err != nil {
-		t.Fatalf("first SET NX (8s, within the first proxy's max_ttl): %v", err)
-	}
-	if err := c.direct[2].Del(ctx, "k").Err(); err != nil {
-		t.Fatal(err)
-	}
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
 	c.procs[0] = restartRedis(t, c.procs[0])
 	waitState(t, p1.Client, 0, "quarantined", 5*time.Second)
 	waitState(t, p2.Client, 0, "quarantined", 5*time.Second)
@@ -214,14 +195,8 @@ func TestAttack4ProxyStartInTheFlushGapHidesTheFlush(t *testing.T) {
 	ctx := t.Context()
 	time.Sleep(1200 * time.Millisecond) // p1 has read each record once
 
-	start := time.Now()
 	const ttl = 8 * time.Second
-	if err := p1.Client.SetNX(ctx, "k", "first", ttl).Err(); err != nil {
-		t.Fatalf("first SET NX: %v", err)
-	}
-	if err := c.direct[2].Del(ctx, "k").Err(); err != nil {
-		t.Fatal(err)
-	}
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
 	if err := c.direct[0].FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -286,14 +261,8 @@ func TestAttack4ClockStepAfterRestartSkipsTheQuarantine(t *testing.T) {
 	p := mustStartMonitored(t, cfg, relay.Addr, c.addrs[1], c.addrs[2])
 	ctx := t.Context()
 
-	start := time.Now()
 	const ttl = 8 * time.Second
-	if err := p.Client.SetNX(ctx, "k", "first", ttl).Err(); err != nil {
-		t.Fatalf("first SET NX: %v", err)
-	}
-	if err := c.direct[2].Del(ctx, "k").Err(); err != nil {
-		t.Fatal(err)
-	}
+	start := holdOnTwoOfThree(t, p.Client, c, ttl)
 	c.procs[0].Kill()
 	relay.setSkew(func() time.Duration { return time.Hour })
 	c.procs[0] = restartRedis(t, c.procs[0])
@@ -337,14 +306,8 @@ func TestAttack4TwoEmptyRecordsMakeAQuorumOfRecords(t *testing.T) {
 	cfg1 := cfg
 	cfg1.ProbeInterval = time.Hour // refills no record after the restarts
 	p1 := mustStartMonitored(t, cfg1, c.addrs...)
-	start := time.Now()
 	const ttl = 20 * time.Second
-	if err := p1.Client.SetNX(ctx, "k", "first", ttl).Err(); err != nil {
-		t.Fatalf("first SET NX: %v", err)
-	}
-	if err := c.direct[2].Del(ctx, "k").Err(); err != nil {
-		t.Fatal(err)
-	}
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
 	c.procs[1].Freeze(t) // holds k with master 0
 	c.procs[0] = restartRedis(t, c.procs[0])
 	c.procs[2] = restartRedis(t, c.procs[2])
@@ -362,4 +325,19 @@ func TestAttack4TwoEmptyRecordsMakeAQuorumOfRecords(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// holdOnTwoOfThree has client take k for "first" with ttl, then removes
+// it from master 2: held on exactly a quorum, masters 0 and 1 (master 2
+// missed the write). It returns when the take began.
+func holdOnTwoOfThree(t *testing.T, client *redis.Client, c *cluster, ttl time.Duration) time.Time {
+	t.Helper()
+	start := time.Now()
+	if err := client.SetNX(t.Context(), "k", "first", ttl).Err(); err != nil {
+		t.Fatalf("first SET NX: %v", err)
+	}
+	if err := c.direct[2].Del(t.Context(), "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	return start
 }

@@ -31,6 +31,18 @@ func each[T any](ctx context.Context, e *Engine, timeout time.Duration, op func(
 	return fanOutWithin(ctx, e, timeout, false, nil, op)
 }
 
+// skipDown notes node i, down (its breaker open), as a call that failed
+// at once, and returns its error.
+func skipDown(i int, n Node, obs Observer, tr *Trace) error {
+	if obs != nil {
+		obs.NodeDone(i, n.Addr(), 0, ErrNodeDown)
+	}
+	if tr != nil {
+		tr.note(i, 0, nil, ErrNodeDown)
+	}
+	return &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}
+}
+
 // fanOutWithin is fanOut under timeout, with the breaker if monitored,
 // reporting each node's answer to obs if not nil.
 func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, obs Observer, op func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
@@ -61,13 +73,7 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 	last := -1 // the node the caller's own goroutine calls
 	for i, n := range e.nodes {
 		if monitored && e.health[i].down.Load() {
-			results[i] = result[T]{err: &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}}
-			if obs != nil {
-				obs.NodeDone(i, n.Addr(), 0, ErrNodeDown)
-			}
-			if tr != nil {
-				tr.note(i, 0, nil, ErrNodeDown)
-			}
+			results[i] = result[T]{err: skipDown(i, n, obs, tr)}
 			continue
 		}
 		if j := last; j >= 0 {

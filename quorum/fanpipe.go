@@ -176,13 +176,7 @@ func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(
 	idx := idxs[:0] // the nodes called
 	for i, n := range e.nodes {
 		if monitored && e.health[i].down.Load() {
-			results[i] = result[T]{err: &NodeError{Node: i, Addr: n.Addr(), Err: ErrNodeDown}}
-			if obs != nil {
-				obs.NodeDone(i, n.Addr(), 0, ErrNodeDown)
-			}
-			if tr != nil {
-				tr.note(i, 0, nil, ErrNodeDown)
-			}
+			results[i] = result[T]{err: skipDown(i, n, obs, tr)}
 			continue
 		}
 		idx = append(idx, i)
