@@ -28,6 +28,9 @@ const (
 	// RedissonWriteLock.java:128-133, forceUnlockAsync; KEYS: name,
 	// channel; ARGV: READ_UNLOCK_MESSAGE, "PUBLISH".
 	redissonWriteForceUnlock = "if (redis.call('hget', KEYS[1], 'mode') == 'write') then redis.call('del', KEYS[1]); redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1; end; return 0; "
+	// RedissonLock.java:335-345, forceUnlockAsync; KEYS: name, channel;
+	// ARGV: UNLOCK_MESSAGE (0), "PUBLISH".
+	redissonForceUnlock = "if (redis.call('del', KEYS[1]) == 1) then redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end"
 	// renewal/LockTask.java:84-93, the watchdog: one call renews a chunk
 	// of one client's locks (RLock and write locks alike); KEYS: the
 	// names; ARGV: lease ms, then each key's lock name.
@@ -222,6 +225,75 @@ func TestRedissonWriteLockForceUnlockSideBySide(t *testing.T) {
 			check(t, newClient(t, p.Addr, nil), c)
 		})
 	}
+}
+
+// TestRedissonLockForceUnlockSideBySide: with allow_force_del, RLock's
+// forceUnlock is served as one Redis runs it: 1 and one message while
+// the lock is held (by another thread), 0 once it is free; without it,
+// the forceUnlock refusal that says why, and the holder keeps the lock.
+func TestRedissonLockForceUnlockSideBySide(t *testing.T) {
+	lock, force := redis.NewScript(redissonLock), redis.NewScript(redissonForceUnlock)
+	const name, channel = "fl", "redisson_lock__channel:{fl}"
+	check := func(t *testing.T, cl *redis.Client, c *cluster) {
+		ctx := t.Context()
+		sub := cl.Subscribe(ctx, channel)
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := lock.Run(ctx, cl, []string{name}, 30000, "4d4d-0001:1").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("lock: %v; want nil (acquired)", err)
+		}
+		if v, err := force.Run(ctx, cl, []string{name, channel}, 0, "PUBLISH").Int64(); v != 1 || err != nil {
+			t.Fatalf("forceUnlock of a held lock = %d, %v; want 1", v, err)
+		}
+		if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "0" {
+			t.Fatalf("forceUnlock message = %v, %v; want 0 on %s", msg, err, channel)
+		}
+		if msg, err := sub.ReceiveTimeout(ctx, 300*time.Millisecond); err == nil {
+			t.Errorf("a second message after one forceUnlock: %v", msg)
+		}
+		if c != nil {
+			for _, i := range c.live() {
+				if n := c.direct[i].Exists(ctx, name).Val(); n != 0 {
+					t.Errorf("node %d keeps the lock after forceUnlock", i)
+				}
+			}
+		}
+		if v, err := force.Run(ctx, cl, []string{name, channel}, 0, "PUBLISH").Int64(); v != 0 || err != nil {
+			t.Fatalf("forceUnlock of a free lock = %d, %v; want 0", v, err)
+		}
+		if err := lock.Run(ctx, cl, []string{name}, 30000, "4d4d-0002:1").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("another thread's lock after forceUnlock: %v; want nil (acquired)", err)
+		}
+	}
+	t.Run("one redis", func(t *testing.T) { check(t, direct(t, startRedis(t).Addr), nil) })
+	for _, down := range []int{0, 2} {
+		t.Run(fmt.Sprintf("proxy, %d of 5 down", down), func(t *testing.T) {
+			c, p := setup(t, 5, proxy.Config{AllowForceDel: true})
+			for i := range down {
+				c.kill(i)
+			}
+			check(t, newClient(t, p.Addr, nil), c)
+		})
+	}
+	t.Run("proxy, without allow_force_del", func(t *testing.T) {
+		c, p := setup(t, 3, proxy.Config{})
+		cl := newClient(t, p.Addr, nil)
+		ctx := t.Context()
+		if err := lock.Run(ctx, cl, []string{name}, 30000, "4d4d-0001:1").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("lock: %v; want nil (acquired)", err)
+		}
+		_, err := force.Run(ctx, cl, []string{name, channel}, 0, "PUBLISH").Int64()
+		if err == nil || !strings.Contains(err.Error(), "Redisson's forceUnlock is refused: it deletes every holder's lock") {
+			t.Fatalf("forceUnlock without allow_force_del = %v; want the refusal", err)
+		}
+		for i := range 3 {
+			if n := c.direct[i].Exists(ctx, name).Val(); n != 1 {
+				t.Errorf("node %d lost the lock after a refused forceUnlock", i)
+			}
+		}
+	})
 }
 
 // TestRedissonWriteLockWatchdogOutlivesLease: the watchdog's one-call

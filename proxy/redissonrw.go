@@ -22,10 +22,11 @@ const (
 	rwForce               // RedissonReadLock.forceUnlockAsync
 	rwRenew               // renewal/ReadLockTask: the watchdog
 	rwForceWrite          // RedissonWriteLock.forceUnlockAsync
+	rwForceLock           // RedissonLock.forceUnlockAsync
 )
 
 // redissonServed names, by the SHA-1 of its text, each read lock script
-// served and the write lock's forceUnlock, as redisson/redisson
+// served and the write lock's and RLock's forceUnlock, as redisson/redisson
 // 66863978b4a9 sends them (integration/redissonrwread_test.go and
 // redissonrw_test.go replay each).
 var redissonServed = map[string]rwScript{
@@ -34,10 +35,11 @@ var redissonServed = map[string]rwScript{
 	"27dbe744e95c1d854a7f556cc6817030de2d0d01": rwForce,
 	"38d2b478dfbe264ab67c221b7e4be62245f00ba0": rwRenew,
 	"2e2cb2a3b13e2e80e4236ef6a25beaf365dba608": rwForceWrite,
+	"605e338249a7a1d40df83b04f7658354f883b41b": rwForceLock,
 }
 
 // rwNames names each script in errors.
-var rwNames = [...]string{rwTake: "tryLock", rwUnlock: "unlock", rwForce: "forceUnlock", rwRenew: "watchdog renewal", rwForceWrite: "write lock forceUnlock"}
+var rwNames = [...]string{rwTake: "tryLock", rwUnlock: "unlock", rwForce: "forceUnlock", rwRenew: "watchdog renewal", rwForceWrite: "write lock forceUnlock", rwForceLock: "RLock forceUnlock"}
 
 // runReadLock serves a read lock script called with Redisson's KEYS and
 // ARGV layout; any other call is refused, since the scripts name keys
@@ -91,7 +93,7 @@ func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 		}
 		return s.unlockRead(r, quorum.ReadUnlock{Key: keys[0], Channel: keys[1], TimeoutPrefix: keys[2], KeyPrefix: keys[3], Latch: keys[4],
 			Message: args[0], Name: args[1], Publish: args[2], LatchPX: args[3]})
-	case rwForce, rwForceWrite:
+	case rwForce, rwForceWrite, rwForceLock:
 		if nk != 2 || len(args) != 2 {
 			return resp.Reply{}, layout("2 keys (the lock, the channel) and 2 arguments (message, publish command)")
 		}
@@ -103,8 +105,11 @@ func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 			return resp.Reply{}, layout("PUBLISH or SPUBLISH as the publish command")
 		}
 		f := quorum.ForceUnlock{Key: keys[0], Channel: keys[1], Message: args[0], Publish: args[1], Mode: "read"}
-		if op == rwForceWrite {
+		switch op {
+		case rwForceWrite:
 			f.Mode = "write"
+		case rwForceLock:
+			f.Mode = "" // RLock's: whatever the key holds, as its DEL
 		}
 		v, err := s.e.ForceUnlockRW(r.ctx, f)
 		if err != nil {

@@ -149,16 +149,18 @@ func (e *Engine) UnlockRead(ctx context.Context, u ReadUnlock) (Value, error) {
 	return d.reply, nil
 }
 
-// ForceUnlock is Redisson's forceUnlock of a read-write lock, with its
-// KEYS and ARGV (RedissonReadLock and RedissonWriteLock's
+// ForceUnlock is Redisson's forceUnlock of a lock, with its KEYS and ARGV
+// (RedissonReadLock, RedissonWriteLock and RedissonLock's
 // forceUnlockAsync, which differ in the mode they delete).
 type ForceUnlock struct {
 	Key, Channel     string // KEYS[1..2]
 	Message, Publish string // ARGV[1..2]
-	Mode             string // "read" or "write": the lock's mode it deletes
+	// Mode is the read-write lock's mode it deletes, "read" or "write";
+	// "" deletes whatever the key holds (an RLock's).
+	Mode string
 }
 
-// ForceUnlockRW deletes a read-write lock in f.Mode, whoever holds it, as
+// ForceUnlockRW deletes a lock in f.Mode, whoever holds it, as
 // Redisson's forceUnlock: 1 if it was locked so (the message is then
 // published), else 0.
 func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error) {
