@@ -62,3 +62,47 @@ func TestAttack4ScriptFlushFailsOtherClientsScripts(t *testing.T) {
 		t.Errorf("%d of other clients' lock scripts, every master up, answered %s", n, r)
 	}
 }
+
+// nestedReply is a script that reads its key, takes it if take, and
+// returns 1 inside as many arrays as it has arguments after the token:
+// one Redis 7.0 returns the nested arrays (1,000 deep is fine).
+func nestedReply(key string, take bool, depth int) []string {
+	body := "local x = redis.call('get', KEYS[1])"
+	if take {
+		body = "redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000)"
+	}
+	body += " local t = 1 for i = 2, #ARGV do t = {t} end return t"
+	args := []string{"EVAL", body, "1", key, "tok"}
+	for range depth {
+		args = append(args, "a")
+	}
+	return args
+}
+
+// A script's reply nested 65 arrays deep (admitted: a loop over ARGV)
+// is "malformed" to the proxy (decodeValue's limit of 64): every master
+// fails, NOQUORUM with all of them up, and a lock the script took stays
+// on every master until its TTL while its client was told the masters
+// could not be reached (another token gets nil: taken).
+func TestAttack4DeepScriptReplyAsOneRedis(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ref := startRedis(t)
+	pc, rc := dialResp(t, p.Addr), dialResp(t, ref.Addr)
+	args := nestedReply("k", true, 65)
+	pv, err := pc.do(cmdOf(args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv, err := rc.do(cmdOf(args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.String() != rv.String() {
+		t.Errorf("EVAL taking k and returning 1 in 65 nested arrays = %.100s; one Redis answers %.100s…", pv, rv)
+		if pv.isError() {
+			if held := c.holding(t, "k", "tok"); len(held) > 0 {
+				t.Errorf("and k is held with the caller's token on masters %v after that error", held)
+			}
+		}
+	}
+}
