@@ -106,3 +106,44 @@ func TestAttack4DeepScriptReplyAsOneRedis(t *testing.T) {
 		}
 	}
 }
+
+// Nested past the node reader's limit (1,024 levels in the wrapper's
+// encoding, about 512 in the script's), the reply is a protocol error
+// that ends the node connection, and every other client's command in
+// flight on it fails: while one client sends such scripts, other
+// clients' SET NX of free keys get NOQUORUM with every master up.
+func TestAttack4DeepScriptReplyBreaksOtherClients(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := map[string]int{}
+	for cl := range 16 {
+		rc := dialRaw(t, p.Addr)
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if r := rc.do("SET", fmt.Sprintf("free:%d:%d", cl, i), "tok", "NX", "PX", "10000"); r != "+OK" {
+					mu.Lock()
+					failed[r]++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	ev := dialResp(t, p.Addr)
+	args := nestedReply("k", false, 600)
+	for range 30 {
+		ev.do(cmdOf(args...))
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	for r, n := range failed {
+		t.Errorf("%d SET NX of free keys by other clients, every master up, answered %q", n, r)
+	}
+}
