@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,5 +146,26 @@ func TestAttack4DeepScriptReplyBreaksOtherClients(t *testing.T) {
 	wg.Wait()
 	for r, n := range failed {
 		t.Errorf("%d SET NX of free keys by other clients, every master up, answered %q", n, r)
+	}
+}
+
+// A reply deeper than the proxy carries (past 256 arrays, or a cycle)
+// after a take is refused, and the take is undone on every master: never
+// "unavailable" with the lock left behind.
+func TestEffectTooDeepReplyRefusedAndUndone(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	pc := dialResp(t, p.Addr)
+	cyclic := []string{"EVAL", "redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000) local t = {} t[1] = t return t", "1", "c", "tok"}
+	for _, args := range [][]string{nestedReply("k", true, 300), cyclic} {
+		v, err := pc.do(cmdOf(args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.isError() || !strings.Contains(v.String(), "ERR script refused: its reply nests more than 256 arrays") {
+			t.Errorf("%.60s… = %.100s; want the refusal of a reply too deep", args[1], v)
+		}
+		if held := c.holding(t, args[3], "tok"); len(held) > 0 {
+			t.Errorf("%.60s…: %s held with the caller's token on masters %v after the refusal", args[1], args[3], held)
+		}
 	}
 }

@@ -96,7 +96,15 @@ var wrapperRedisSrc string
 //go:embed lua/wrapper_guard.lua
 var wrapperGuard string
 
-var wrapperTail = strings.ReplaceAll(wrapperTailSrc, "__RLP_FASTKEY", wrapperFastKey)
+var wrapperTail = strings.NewReplacer("__RLP_FASTKEY", wrapperFastKey,
+	"__RLP_MAXDEPTH", strconv.Itoa(maxReplyDepth)).Replace(wrapperTailSrc)
+
+// maxReplyDepth is how deep a script's reply served by its effect may
+// nest arrays: the wrapper refuses a deeper one (or a cycle), and undoes
+// its run, as its encoding doubles each level and a node connection
+// reads 1,024 (internal/wire): past that, the connection would fail and
+// every other call on it with it.
+const maxReplyDepth = 256
 
 var wrapperRedis = strings.NewReplacer(
 	"__RLP_GUARD_CALL", strings.NewReplacer(

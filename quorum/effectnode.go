@@ -492,7 +492,7 @@ func keyCode(code int64, o owns) (KeyEffect, bool) {
 
 // decodeValue reads a reply the wrapper encoded as a tag and a value.
 func decodeValue(tag, v any, depth int) (Value, error) {
-	if depth > 64 {
+	if depth > maxReplyDepth {
 		return Value{}, errEffectReply
 	}
 	switch tag {

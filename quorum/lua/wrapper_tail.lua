@@ -32,6 +32,21 @@ if __rlp_slowfns then
     __rlp_why = "it writes a constant as a key's value (a constant is not a token)"
   end
 end
+-- A reply nested deeper than __RLP_MAXDEPTH tables (a cycle is
+-- endless) is more than the proxy carries: refused, so the run is undone.
+if not __rlp_why and __rlp_ok and __rlp_r ~= __rlp_okr and __rlp_type(__rlp_r) == "table" then
+  local function deep(v, d)
+    if v.err or v.ok then return false end
+    if d > __RLP_MAXDEPTH then return true end
+    local i = 1
+    while v[i] ~= nil do
+      if __rlp_type(v[i]) == "table" and deep(v[i], d + 1) then return true end
+      i = i + 1
+    end
+    return false
+  end
+  if deep(__rlp_r, 1) then __rlp_why = "its reply nests more than __RLP_MAXDEPTH arrays, more than the proxy carries" end
+end
 if __rlp_why then
   -- Defined here: only a refused run restores. Each key is written back
   -- in place when it is still of its snapshot's type, then what the run
