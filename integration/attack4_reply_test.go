@@ -169,3 +169,38 @@ func TestEffectTooDeepReplyRefusedAndUndone(t *testing.T) {
 		}
 	}
 }
+
+// A reply table's err and ok count only when they are strings, err
+// first, as one Redis converts them (script_lua.c): never NOQUORUM for a
+// table there ("table: 0x…" differs on every master).
+func TestEffectReplyErrOkAsOneRedis(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	ref := startRedis(t)
+	for _, proto := range []string{"2", "3"} {
+		pc, rc := dialResp(t, p.Addr), dialResp(t, ref.Addr)
+		pc.do(cmdOf("HELLO", proto))
+		rc.do(cmdOf("HELLO", proto))
+		for _, ret := range []string{
+			"{ok={}}", "{err={}}", "{1, {err={}}}", "{ok=1}", "{err=1}", "{err=true}",
+			"{1, {ok=2}}", "{ok='a', err='b'}", "{1, {ok='a', err='b'}}", "{ok='fine'}",
+		} {
+			body := "local x = redis.call('get', KEYS[1]) return " + ret
+			pv, err := pc.do(cmdOf("EVAL", body, "1", "k", "v"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rv, err := rc.do(cmdOf("EVAL", body, "1", "k", "v"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pv.String() != rv.String() {
+				t.Errorf("RESP%s: EVAL of a script returning %s = %s; one Redis answers %s", proto, ret, pv, rv)
+			}
+		}
+		// One Redis 7.0 fails on it; the proxy answers one error.
+		body := "local x = redis.call('get', KEYS[1]) error({err={}})"
+		if pv, err := pc.do(cmdOf("EVAL", body, "1", "k")); err != nil || !strings.Contains(pv.String(), "ERR Error running script") {
+			t.Errorf("RESP%s: EVAL of error({err={}}) = %s, %v; want an error running the script", proto, pv, err)
+		}
+	}
+}

@@ -36,7 +36,7 @@ end
 -- endless) is more than the proxy carries: refused, so the run is undone.
 if not __rlp_why and __rlp_ok and __rlp_r ~= __rlp_okr and __rlp_type(__rlp_r) == "table" then
   local function deep(v, d)
-    if v.err or v.ok then return false end
+    if __rlp_type(v.err) == "string" or __rlp_type(v.ok) == "string" then return false end
     if d > __RLP_MAXDEPTH then return true end
     local i = 1
     while v[i] ~= nil do
@@ -152,7 +152,12 @@ end
 local __rlp_tag, __rlp_val
 if not __rlp_ok then
   __rlp_tag = "e"
-  if __rlp_type(__rlp_r) == "table" and __rlp_r.err then __rlp_val = __rlp_tostring(__rlp_r.err)
+  local t = __rlp_type(__rlp_r)
+  if t == "table" and (__rlp_type(__rlp_r.err) == "string" or __rlp_type(__rlp_r.err) == "number") then
+    __rlp_val = __rlp_tostring(__rlp_r.err)
+  elseif t == "table" then
+    -- One Redis 7.0 fails on an error table whose err is no text.
+    __rlp_val = "ERR Error running script: it raised an error table whose err is not a string"
   else
     -- A failed redis.call reaches pcall as its reply's text, which has
     -- its code ("ERR ...", "WRONGTYPE ..."); a Lua error gets Redis's ERR.
@@ -164,8 +169,9 @@ elseif __rlp_okr and __rlp_r == __rlp_okr and __rlp_r.ok == "OK" then
   __rlp_tag, __rlp_val = "s", "OK"
 else
   local t = __rlp_type(__rlp_r)
-  if t == "table" and __rlp_r.ok then __rlp_tag, __rlp_val = "s", __rlp_tostring(__rlp_r.ok)
-  elseif t == "table" and __rlp_r.err then __rlp_tag, __rlp_val = "e", __rlp_tostring(__rlp_r.err)
+  -- As one Redis: err, then ok, only when a string.
+  if t == "table" and __rlp_type(__rlp_r.err) == "string" then __rlp_tag, __rlp_val = "e", __rlp_r.err
+  elseif t == "table" and __rlp_type(__rlp_r.ok) == "string" then __rlp_tag, __rlp_val = "s", __rlp_r.ok
   elseif t == "string" then __rlp_tag, __rlp_val = "b", __rlp_r
   elseif t == "number" then __rlp_tag, __rlp_val = "i", __rlp_r
   elseif not __rlp_r then __rlp_tag, __rlp_val = "n", ""
@@ -204,8 +210,8 @@ if __rlp_tag == "a" then
   local function enc(v)
     local t = __rlp_type(v)
     if t == "table" then
-      if v.err then return {"e", __rlp_tostring(v.err)} end
-      if v.ok then return {"s", __rlp_tostring(v.ok)} end
+      if __rlp_type(v.err) == "string" then return {"e", v.err} end
+      if __rlp_type(v.ok) == "string" then return {"s", v.ok} end
       local out = {}
       local i = 1
       while v[i] ~= nil do
