@@ -183,6 +183,8 @@ func TestEffectReplyErrOkAsOneRedis(t *testing.T) {
 		for _, ret := range []string{
 			"{ok={}}", "{err={}}", "{1, {err={}}}", "{ok=1}", "{err=1}", "{err=true}",
 			"{1, {ok=2}}", "{ok='a', err='b'}", "{1, {ok='a', err='b'}}", "{ok='fine'}",
+			"{1, {double=0.1}}", "{double=-3}", "{map={a={1, 2}, b='x', c={double=2.5}}}",
+			"{set={a=true, b=true, [3]=true}}", "{verbatim_string={format='markdown', string='y'}}",
 		} {
 			body := "local x = redis.call('get', KEYS[1]) return " + ret
 			pv, err := pc.do(cmdOf("EVAL", body, "1", "k", "v"))
@@ -201,6 +203,44 @@ func TestEffectReplyErrOkAsOneRedis(t *testing.T) {
 		body := "local x = redis.call('get', KEYS[1]) error({err={}})"
 		if pv, err := pc.do(cmdOf("EVAL", body, "1", "k")); err != nil || !strings.Contains(pv.String(), "ERR Error running script") {
 			t.Errorf("RESP%s: EVAL of error({err={}}) = %s, %v; want an error running the script", proto, pv, err)
+		}
+	}
+}
+
+// A script served by its effect returns a table that one Redis 7.0
+// converts by the type of its fields (script_lua.c): err, then ok, only
+// when a string; double, big_number, map, set, verbatim_string as RESP3
+// types (flattened in RESP2); anything else as an array. The proxy's
+// wrapper takes any truthy err/ok (tostring of a number, a boolean, a
+// table: "table: 0x…", which differs on every master, so the masters
+// disagree and the reply is NOQUORUM with every master up), checks ok
+// before err, and turns the typed tables into an empty array.
+func TestAttack4ScriptReplyTablesAsOneRedis(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	ref := startRedis(t)
+	for _, proto := range []string{"2", "3"} {
+		pc, rc := dialResp(t, p.Addr), dialResp(t, ref.Addr)
+		pc.do(cmdOf("HELLO", proto))
+		rc.do(cmdOf("HELLO", proto))
+		for _, ret := range []string{
+			"{ok={}}", "{err={}}", "{1, {err={}}}", // NOQUORUM with every master up
+			"{ok=1}", "{err=1}", "{err=true}", "{1, {ok=2}}", // Redis: an array
+			"{ok='a', err='b'}", // Redis: the error
+			"{double=1.5}", "{big_number='123'}", "{map={a=1}}", "{set={'a'}}",
+			"{verbatim_string={format='txt', string='x'}}",
+		} {
+			body := "local x = redis.call('get', KEYS[1]) return " + ret
+			pv, err := pc.do(cmdOf("EVAL", body, "1", "k", "v"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rv, err := rc.do(cmdOf("EVAL", body, "1", "k", "v"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pv.String() != rv.String() {
+				t.Errorf("RESP%s: EVAL of a script returning %s = %s; one Redis answers %s", proto, ret, pv, rv)
+			}
 		}
 	}
 }

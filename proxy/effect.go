@@ -89,10 +89,22 @@ func valueReply(v quorum.Value) resp.Reply {
 		return resp.Int(v.Int)
 	case quorum.ValueError:
 		return resp.Error(v.Str)
-	case quorum.ValueArray:
+	case quorum.ValueDouble:
+		return resp.Double(v.Str)
+	case quorum.ValueBigNumber:
+		return resp.BigNumber(v.Str)
+	case quorum.ValueVerbatim:
+		return resp.VerbatimAs(v.Str)
+	case quorum.ValueArray, quorum.ValueMap, quorum.ValueSet:
 		items := make([]resp.Reply, len(v.Items))
 		for i, it := range v.Items {
 			items[i] = valueReply(it)
+		}
+		switch v.Kind {
+		case quorum.ValueMap:
+			return resp.Map(items...)
+		case quorum.ValueSet:
+			return resp.Set(items...)
 		}
 		return resp.Array(items...)
 	}

@@ -32,6 +32,14 @@ const (
 	ValueInt
 	ValueError
 	ValueArray
+	// RESP3's types a script's table gives (Redis 7): the double's text,
+	// the big number's digits, the verbatim string as "fmt:text"; a map's
+	// items are its keys and values in turn, a set's its members.
+	ValueDouble
+	ValueBigNumber
+	ValueVerbatim
+	ValueMap
+	ValueSet
 )
 
 // equal reports whether two replies are the same.
@@ -498,12 +506,18 @@ func decodeValue(tag, v any, depth int) (Value, error) {
 	switch tag {
 	case "n":
 		return Value{Kind: ValueNil}, nil
-	case "a":
+	case "a", "m", "t":
 		items, ok := v.([]any)
 		if !ok {
 			return Value{}, errEffectReply
 		}
-		out := Value{Kind: ValueArray, Items: make([]Value, 0, len(items))}
+		kind := ValueArray
+		if tag == "m" {
+			kind = ValueMap
+		} else if tag == "t" {
+			kind = ValueSet
+		}
+		out := Value{Kind: kind, Items: make([]Value, 0, len(items))}
 		for _, it := range items {
 			f, ok := it.([]any)
 			if !ok || len(f) != 2 {
@@ -534,6 +548,12 @@ func decodeValue(tag, v any, depth int) (Value, error) {
 		return Value{Kind: ValueBulk, Str: s}, nil
 	case "e":
 		return Value{Kind: ValueError, Str: s}, nil
+	case "d":
+		return Value{Kind: ValueDouble, Str: s}, nil
+	case "B":
+		return Value{Kind: ValueBigNumber, Str: s}, nil
+	case "v":
+		return Value{Kind: ValueVerbatim, Str: s}, nil
 	}
 	return Value{}, errEffectReply
 }

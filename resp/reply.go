@@ -39,6 +39,9 @@ const (
 	kindMap
 	kindVerbatim
 	kindDouble
+	kindBigNumber
+	kindSet
+	kindVerbatimAs
 )
 
 // Reply is one reply value, written in the shape of the connection's
@@ -93,6 +96,17 @@ func Double(text string) Reply { return Reply{kind: kindDouble, str: text} }
 // verbatim string of format txt in RESP3.
 func Verbatim(s string) Reply { return Reply{kind: kindVerbatim, str: s} }
 
+// BigNumber is a big number's digits: a big number in RESP3, a bulk
+// string in RESP2.
+func BigNumber(digits string) Reply { return Reply{kind: kindBigNumber, str: digits} }
+
+// Set is a set reply: an array in RESP2.
+func Set(items ...Reply) Reply { return Reply{kind: kindSet, items: items} }
+
+// VerbatimAs is a verbatim string given as "fmt:text" (a script's
+// verbatim_string): its text alone, a bulk string, in RESP2.
+func VerbatimAs(s string) Reply { return Reply{kind: kindVerbatimAs, str: s} }
+
 // IsError reports whether r is an error reply.
 func (r Reply) IsError() bool { return r.kind == kindError }
 
@@ -136,14 +150,25 @@ func (r Reply) WriteProto(w Writer, p Proto) {
 		} else {
 			w.WriteBulkString(r.str)
 		}
-	case kindDouble:
-		if p == RESP3 {
+	case kindDouble, kindBigNumber:
+		if p == RESP3 && r.kind == kindDouble {
 			w.WriteRaw([]byte("," + r.str + "\r\n"))
+		} else if p == RESP3 {
+			w.WriteRaw([]byte("(" + r.str + "\r\n"))
 		} else {
 			w.WriteBulkString(r.str)
 		}
-	case kindArray, kindPush, kindMap:
+	case kindVerbatimAs:
+		if p == RESP3 {
+			w.WriteRaw([]byte("=" + strconv.Itoa(len(r.str)) + "\r\n" + r.str + "\r\n"))
+		} else {
+			_, text, _ := strings.Cut(r.str, ":")
+			w.WriteBulkString(text)
+		}
+	case kindArray, kindPush, kindMap, kindSet:
 		switch {
+		case p == RESP3 && r.kind == kindSet:
+			w.WriteRaw([]byte("~" + strconv.Itoa(len(r.items)) + "\r\n"))
 		case p == RESP3 && r.kind == kindPush:
 			w.WriteRaw([]byte(">" + strconv.Itoa(len(r.items)) + "\r\n"))
 		case p == RESP3 && r.kind == kindMap:
@@ -166,7 +191,7 @@ func (r Reply) String() string {
 		return "(error) " + r.str
 	case kindInt:
 		return "(integer) " + strconv.FormatInt(r.n, 10)
-	case kindBulk, kindVerbatim, kindDouble:
+	case kindBulk, kindVerbatim, kindDouble, kindBigNumber, kindVerbatimAs:
 		return `"` + r.str + `"`
 	case kindNull, kindNullArray:
 		return "(nil)"

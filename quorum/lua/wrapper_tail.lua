@@ -32,20 +32,61 @@ if __rlp_slowfns then
     __rlp_why = "it writes a constant as a key's value (a constant is not a token)"
   end
 end
--- A reply nested deeper than __RLP_MAXDEPTH tables (a cycle is
--- endless) is more than the proxy carries: refused, so the run is undone.
-if not __rlp_why and __rlp_ok and __rlp_r ~= __rlp_okr and __rlp_type(__rlp_r) == "table" then
-  local function deep(v, d)
-    if __rlp_type(v.err) == "string" or __rlp_type(v.ok) == "string" then return false end
-    if d > __RLP_MAXDEPTH then return true end
+-- __rlp_enc encodes a reply {tag, value} (below) as one Redis converts
+-- it (script_lua.c): a table is an error or a status by its err, then
+-- its ok, when a string; a double, a big number, a verbatim string, a
+-- map or a set by its field; else an array. Nil when it nests more than
+-- __RLP_MAXDEPTH tables (a cycle is endless): more than the proxy
+-- carries, so the run is refused and undone.
+local function __rlp_enc(v, d)
+  local t = __rlp_type(v)
+  if t == "table" then
+    if d > __RLP_MAXDEPTH then return nil end
+    local f = v.err
+    if __rlp_type(f) == "string" then return {"e", f} end
+    f = v.ok
+    if __rlp_type(f) == "string" then return {"s", f} end
+    f = v.double
+    if __rlp_type(f) == "number" then return {"d", string.format("%.17g", f)} end
+    f = v.big_number
+    if __rlp_type(f) == "string" then return {"B", f} end
+    f = v.verbatim_string
+    if __rlp_type(f) == "table" and __rlp_type(f.format) == "string" and __rlp_type(f.string) == "string" then
+      return {"v", string.sub(f.format, 1, 3) .. ":" .. f.string}
+    end
+    local out, tag = {}, "a"
+    if __rlp_type(v.map) == "table" then tag, f = "m", v.map
+    elseif __rlp_type(v.set) == "table" then tag, f = "t", v.set end
+    if tag ~= "a" then
+      for k, x in pairs(f) do
+        local e = __rlp_enc(k, d + 1)
+        if not e then return nil end
+        out[#out + 1] = e
+        if tag == "m" then
+          e = __rlp_enc(x, d + 1)
+          if not e then return nil end
+          out[#out + 1] = e
+        end
+      end
+      return {tag, out}
+    end
     local i = 1
     while v[i] ~= nil do
-      if __rlp_type(v[i]) == "table" and deep(v[i], d + 1) then return true end
+      local e = __rlp_enc(v[i], d + 1)
+      if not e then return nil end
+      out[i] = e
       i = i + 1
     end
-    return false
-  end
-  if deep(__rlp_r, 1) then __rlp_why = "its reply nests more than __RLP_MAXDEPTH arrays, more than the proxy carries" end
+    return {"a", out}
+  elseif t == "number" then return {"i", v}
+  elseif t == "string" then return {"b", v}
+  elseif t == "boolean" and v then return {"i", 1} end
+  return {"n", 0}
+end
+local __rlp_encr
+if not __rlp_why and __rlp_ok and __rlp_r ~= __rlp_okr and __rlp_type(__rlp_r) == "table" then
+  __rlp_encr = __rlp_enc(__rlp_r, 1)
+  if not __rlp_encr then __rlp_why = "its reply nests more than __RLP_MAXDEPTH arrays, more than the proxy carries" end
 end
 if __rlp_why then
   -- Defined here: only a refused run restores. Each key is written back
@@ -169,14 +210,15 @@ elseif __rlp_okr and __rlp_r == __rlp_okr and __rlp_r.ok == "OK" then
   __rlp_tag, __rlp_val = "s", "OK"
 else
   local t = __rlp_type(__rlp_r)
-  -- As one Redis: err, then ok, only when a string.
-  if t == "table" and __rlp_type(__rlp_r.err) == "string" then __rlp_tag, __rlp_val = "e", __rlp_r.err
-  elseif t == "table" and __rlp_type(__rlp_r.ok) == "string" then __rlp_tag, __rlp_val = "s", __rlp_r.ok
+  if t == "table" then
+    __rlp_encr = __rlp_encr or __rlp_enc(__rlp_r, 1)
+    __rlp_tag = __rlp_encr[1]
+    if __rlp_tag == "e" or __rlp_tag == "s" then __rlp_val = __rlp_encr[2] else __rlp_tag = "a" end
   elseif t == "string" then __rlp_tag, __rlp_val = "b", __rlp_r
   elseif t == "number" then __rlp_tag, __rlp_val = "i", __rlp_r
   elseif not __rlp_r then __rlp_tag, __rlp_val = "n", ""
   elseif t == "boolean" then __rlp_tag, __rlp_val = "i", 1
-  else __rlp_tag = "a" end
+  else __rlp_tag, __rlp_val = "n", "" end
 end
 -- The one-string form, if every key is proved: of one key, in one
 -- concatenation.
@@ -207,24 +249,7 @@ if __rlp_short then
 end
 local __rlp_out = {__rlp_tag, __rlp_val}
 if __rlp_tag == "a" then
-  local function enc(v)
-    local t = __rlp_type(v)
-    if t == "table" then
-      if __rlp_type(v.err) == "string" then return {"e", v.err} end
-      if __rlp_type(v.ok) == "string" then return {"s", v.ok} end
-      local out = {}
-      local i = 1
-      while v[i] ~= nil do
-        out[i] = enc(v[i])
-        i = i + 1
-      end
-      return {"a", out}
-    elseif t == "number" then return {"i", v}
-    elseif t == "string" then return {"b", v}
-    elseif t == "boolean" and v then return {"i", 1} end
-    return {"n", 0}
-  end
-  __rlp_out[2] = enc(__rlp_r)[2]
+  __rlp_out[1], __rlp_out[2] = __rlp_encr[1], __rlp_encr[2]
 elseif __rlp_tag == "n" then
   __rlp_out[2] = 0
 end
