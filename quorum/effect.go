@@ -96,16 +96,7 @@ var errNoEffect = errors.New("node cannot run wrapped scripts")
 func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string) (EffectResult, error) {
 	start := time.Now()
 	call := newEffectCall(keys, args, len(e.nodes))
-	if eff.w.fn != "" {
-		call.fcall = fcallCommand(eff.w, keys, args)
-	}
-	results := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (nodeEffect, error) {
-		en, ok := n.(effectNode)
-		if !ok {
-			return nodeEffect{}, errNoEffect
-		}
-		return en.runEffect(ctx, eff, call, call.outFor(i))
-	})
+	results := e.runEffectOnNodes(ctx, start, eff, call)
 	uniq := uniqueKeys(keys)
 	counted := make([]bool, len(results))
 	for i := range counted {
