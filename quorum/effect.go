@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,11 @@ type Effect struct {
 	// The wrapper's lines before the body's first, as a script and as a
 	// library.
 	head, libHead int
+	// ready has bit i set once node i answered this body's FCALL (it has
+	// the library and the body's chunk): the call goes out on the
+	// pipelined fan-out only when every node called is ready
+	// (runEffectOnNodes).
+	ready atomic.Uint64
 }
 
 // Wrap wraps a client's script body; the wrapper lets it call what the

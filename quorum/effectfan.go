@@ -6,11 +6,14 @@ import (
 )
 
 // runEffectOnNodes runs a wrapped script on every node. Where every node
-// is a pipelined Redis node that runs functions, the call's FCALL is
-// encoded once and goes out on the pipelined fan-out (fanOutCall: no
-// goroutine per node); a node that lacks the library or the body's chunk
-// gets it, and the call again, afterwards, within the same node timeout.
-// Otherwise each node runs it as runEffect does.
+// called is a pipelined Redis node that runs functions and has answered
+// this body's FCALL before (eff.ready), the call's FCALL is encoded once
+// and goes out on the pipelined fan-out (fanOutCall: no goroutine per
+// node); a node that lost the library or the body's chunk since (a
+// restart, a flush, an eviction) gets them, and the call again, once the
+// others answered, within the same node timeout. Otherwise each node runs
+// it as runEffect does, loading what it lacks without waiting for the
+// others (a node frozen before its first call costs only itself).
 func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call effectCall) []result[nodeEffect] {
 	each := func(ctx context.Context, i int, n Node) (nodeEffect, error) {
 		en, ok := n.(effectNode)
@@ -19,8 +22,14 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		}
 		return en.runEffect(ctx, eff, call, call.outFor(i))
 	}
-	if !e.fcallsEverywhere(eff.w) {
-		return fanOut(ctx, e, each)
+	if !e.fcallsEverywhere(eff) {
+		results := fanOut(ctx, e, each)
+		for i, r := range results {
+			if r.err == nil && i < 64 {
+				eff.ready.Or(1 << i)
+			}
+		}
+		return results
 	}
 	call.fcall = fcallCommand(eff.w, call.keys, call.args)
 	raw := fanOutCall(ctx, e, pipeCall[any]{cmd: call.fcall, result: fcallAnswer}, func(ctx context.Context, i int, n Node) (any, error) {
@@ -34,6 +43,7 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 			results[i] = result[nodeEffect]{v: v, err: r.err}
 			continue
 		case needsLibraryMark:
+			eff.ready.And(^(uint64(1) << i))
 			if again == nil {
 				again = make([]bool, len(raw))
 			}
@@ -65,6 +75,9 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		for i, r := range retried {
 			if again[i] {
 				results[i] = r
+				if r.err == nil {
+					eff.ready.Or(1 << i)
+				}
 			}
 		}
 	}
@@ -85,15 +98,21 @@ func fcallAnswer(v any, err error) (any, error) {
 	return v, err
 }
 
-// fcallsEverywhere reports whether every node is a pipelined Redis node
-// that runs s's library form.
-func (e *Engine) fcallsEverywhere(s *script) bool {
-	if s.fn == "" || s.noLib.Load() {
+// fcallsEverywhere reports whether every node that is called is a
+// pipelined Redis node that runs eff's library form and has answered its
+// FCALL before.
+func (e *Engine) fcallsEverywhere(eff *Effect) bool {
+	s := eff.w
+	if s.fn == "" || s.noLib.Load() || len(e.nodes) > 64 {
 		return false
 	}
-	for _, n := range e.nodes {
+	ready, monitored := eff.ready.Load(), e.monitored.Load()
+	for i, n := range e.nodes {
 		rn, ok := n.(*redisNode)
 		if !ok || rn.p.noFunctions.Load() {
+			return false
+		}
+		if ready&(1<<i) == 0 && !(monitored && e.health[i].down.Load()) {
 			return false
 		}
 	}
