@@ -64,3 +64,38 @@ func TestEffectNodeThatLostTheLibraryCounts(t *testing.T) {
 		}
 	}
 }
+
+// A body that changes the reply table of its SET before returning it is
+// answered from the table as it returns it, as one Redis answers, not as
+// the SET's OK.
+func TestEffectChangedSetReplyIsAnsweredAsOneRedis(t *testing.T) {
+	p := startRedis(t)
+	e := New(Config{MaxTTL: time.Minute, NodeTimeout: time.Second}, p.node(t))
+	admin := p.admin(t)
+	for _, change := range []string{`r.err = "ERR boom"`, `r.ok = "DONE"`} {
+		body := `local r = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+` + change + `
+return r`
+		one, oneErr := admin.Eval(t.Context(), body, []string{"one"}, "tok", "10000").Result()
+		res, err := e.RunEffect(t.Context(), e.Wrap(body, nil), []string{"k2-" + change}, []string{"tok", "10000"})
+		got := fmt.Sprint(valueOrErr(res.Reply, err))
+		want := fmt.Sprint(one)
+		if oneErr != nil {
+			want = oneErr.Error()
+		}
+		if got != want {
+			t.Errorf("%s: RunEffect answered %q; one Redis %q", change, got, want)
+		}
+		admin.Del(t.Context(), "one")
+	}
+}
+
+func valueOrErr(v Value, err error) any {
+	switch {
+	case err != nil:
+		return err
+	case v.Kind == ValueError:
+		return v.Str
+	}
+	return v.Str
+}
