@@ -105,9 +105,6 @@ type health struct {
 	pending string
 	// fsyncAlways: the node runs appendonly yes, appendfsync always.
 	fsyncAlways bool
-	// alive is when a probe last found the verified process: a process
-	// seen after it started later, whatever its uptime says.
-	alive time.Time
 	// start is when the node's process started, from its uptime.
 	start time.Time
 	clock clockSample

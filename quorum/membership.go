@@ -34,8 +34,13 @@ const (
 	// probeRecords: a process not verified yet; read every node's
 	// membership record and decide with them (recordsRead).
 	probeRecords
-	// probeWrite: write the newly verified run_id to every record.
+	// probeWrite: write the newly verified run_id to every record, and
+	// as the selfField of its own.
 	probeWrite
+	// probeWriteKnown: the same, but its own record's selfField named it
+	// already: it is not written again (a flush since the read would be
+	// hidden).
+	probeWriteKnown
 )
 
 // apply acts on a successful probe of node i: the clock check, then the
@@ -63,8 +68,8 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	switch act {
 	case probeAgain:
 		h.poke()
-	case probeWrite:
-		e.writeRecord(ctx, i, p.RunID)
+	case probeWrite, probeWriteKnown:
+		e.writeRecord(ctx, i, p.RunID, act == probeWrite)
 	}
 }
 
@@ -108,7 +113,6 @@ func (e *Engine) probed(h *health, p Probe, gen uint64, now time.Time) (act prob
 	}
 	switch p.RunID {
 	case h.verified:
-		h.alive = now
 		e.settleLocked(h, now)
 		return probeDone, ""
 	case h.pending:
@@ -165,27 +169,25 @@ func (e *Engine) recordsRead(h *health, i int, p Probe, known string, recs []res
 	var until time.Time
 	kind, reason := QuarantineRestart, "restarted"
 	switch {
-	case own == p.RunID, old == "" && legacyRecord(recs, i, h.addr, p.RunID):
-		// Its data is the data verified.
+	case own == p.RunID && (known == "" || known == p.RunID), old == "" && legacyRecord(recs, i, h.addr, p.RunID):
+		// Its data is the data verified (unless this proxy saw another
+		// process since: then another proxy verified it, maybe from an
+		// uptime a stepped clock made long, and this one times it).
 	case old == "" && firstDeployment(recs, p.RunID, current):
-		// There was none, unless the records unread know of some (a
-		// majority of masters restarted empty, the rest unreachable):
-		// a first deployment needs every record, or its process older
-		// than a quarantine.
-		if n < len(recs) && now.Before(h.start.Add(e.quarantine())) {
-			h.setLocked(StateUnverified, time.Time{}, reasonRecordsUnread)
-			return probeDone
-		}
-	case own != "" && e.cfg.TrustFsyncAlways && h.fsyncAlways:
+		// There was none. (A majority of masters restarted empty, the
+		// rest unreachable, looks the same: beyond what Redlock survives.)
+	case own != "" && own == old && e.cfg.TrustFsyncAlways && h.fsyncAlways:
+		// Its own record is the process before it's: its data came back.
 		e.cfg.Log.Info("node restarted; not quarantined: it runs appendfsync always", "node", h.addr, "run_id", p.RunID)
 	case own != "" || old != "":
-		// The process before it may have granted locks it lost. A
-		// proxy that saw that process answer knows it ended later.
-		until = h.start
-		if h.alive.After(until) {
-			until = h.alive
+		// The process before it may have granted locks it lost: until
+		// max_ttl after its start, or, if this proxy saw that process,
+		// after now (a clock stepped after the restart makes the uptime
+		// too long, and that process may have granted until it ended).
+		until = h.start.Add(e.quarantine())
+		if known != "" && known != p.RunID {
+			until = later(until, now.Add(e.quarantine()))
 		}
-		until = until.Add(e.quarantine())
 	default:
 		// No restart is known: the data went while the process ran, or
 		// the records know the node by another address.
@@ -211,6 +213,9 @@ func (e *Engine) recordsRead(h *health, i int, p Probe, known string, recs []res
 	h.verified, h.pending = p.RunID, ""
 	e.applyMarks(h, recs, at, read)
 	e.settleLocked(h, now)
+	if own == p.RunID {
+		return probeWriteKnown
+	}
 	return probeWrite
 }
 
@@ -480,13 +485,16 @@ func (e *Engine) settleLocked(h *health, now time.Time) {
 }
 
 // writeRecord sets node i's verified run_id in the membership record of
-// every node not down, and in node i's own record as its selfField, with
-// this proxy's max_ttl. A node it misses is filled in later by syncRecord
+// every node not down, and, if self, in node i's own record as its
+// selfField, with this proxy's max_ttl. A node it misses is filled in later by syncRecord
 // (but never a selfField: that is written only here).
-func (e *Engine) writeRecord(ctx context.Context, i int, runID string) {
+func (e *Engine) writeRecord(ctx context.Context, i int, runID string, self bool) {
 	f, v := e.maxTTLField(time.Now())
 	fields := map[string]string{e.health[i].addr: runID, f: v}
-	own := map[string]string{e.health[i].addr: runID, f: v, selfField: runID}
+	own := fields
+	if self {
+		own = map[string]string{e.health[i].addr: runID, f: v, selfField: runID}
+	}
 	e.writeEach(ctx, func(j int) map[string]string {
 		if j == i {
 			return own

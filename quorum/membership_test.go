@@ -122,6 +122,9 @@ func TestRecordsRead(t *testing.T) {
 	up := func(verified, previous string) healthWant {
 		return healthWant{act: probeWrite, state: StateUp, verified: verified, previous: previous}
 	}
+	known := func(previous string) healthWant { // its own record named it: not written again
+		return healthWant{act: probeWriteKnown, state: StateUp, verified: "r1", previous: previous}
+	}
 	restarted := func(verified string, until time.Time) healthWant {
 		return healthWant{act: probeDone, state: StateQuarantined, reason: "restarted", verified: verified, pending: "r1", until: until}
 	}
@@ -134,77 +137,83 @@ func TestRecordsRead(t *testing.T) {
 	tests := []struct {
 		name    string
 		start   time.Time
-		alive   time.Time // when this proxy last saw the known process
-		runID   string    // seen by the time the records are read
+		runID   string // seen by the time the records are read
 		known   string
 		trust   bool
 		current []string                    // the other nodes' run_ids
 		recs    []result[map[string]string] // the node's own first
 		want    healthWant
 	}{
-		{"another process seen meanwhile", recent, time.Time{}, "r2", "", false, nil, recs(rec()),
+		{"another process seen meanwhile", recent, "r2", "", false, nil, recs(rec()),
 			healthWant{act: probeAgain, state: StateUnverified}},
 		// A record the proxy could not read may know an older process.
-		{"fewer than a quorum of records read", recent, time.Time{}, "r1", "", false, nil, recs(rec(), failed, failed),
+		{"fewer than a quorum of records read", recent, "r1", "", false, nil, recs(rec(), failed, failed),
 			unreadable(reasonRecordsUnread)},
-		{"its own record unread", recent, time.Time{}, "r1", "", false, nil, recs(failed, rec(), rec()),
+		{"its own record unread", recent, "r1", "", false, nil, recs(failed, rec(), rec()),
 			unreadable(reasonRecordsUnread)},
-		{"a first deployment", recent, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec("b", "x")),
+		{"a first deployment", recent, "r1", "", false, []string{"x"}, recs(rec(), rec("b", "x")),
 			up("r1", "")},
-		// Two masters restarted empty, the third unreachable: their
-		// records say nothing of what the third one's knows.
-		{"a first deployment, a record unread", recent, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec(), failed),
-			unreadable(reasonRecordsUnread)},
-		{"a first deployment, a record unread, older than max_ttl", long, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec(), failed),
+		// A minority of the records unread: a first deployment with a
+		// master down (or a majority restarted empty, the rest
+		// unreachable: the same to the proxy).
+		{"a first deployment, a record unread", recent, "r1", "", false, []string{"x"}, recs(rec(), rec(), failed),
 			up("r1", "")},
-		{"a first deployment: another node verified first", recent, time.Time{}, "r1", "", false, []string{"x"},
+		{"a first deployment: another node verified first", recent, "r1", "", false, []string{"x"},
 			recs(rec("b", "x"), rec("b", "x", "self", "x"), rec("b", "x")), up("r1", "")},
-		{"its own record names it", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1", "a", "r1"), rec("a", "r1")),
+		{"its own record names it", recent, "r1", "", false, nil, recs(rec("self", "r1", "a", "r1"), rec("a", "r1")),
+			known("")},
+		{"its own record names it, another stale", recent, "r1", "", false, nil, recs(rec("self", "r1"), rec("a", "r0")),
+			known("r0")},
+		{"records from before the self field", recent, "r1", "", false, nil, recs(rec("a", "r1"), rec("a", "r1")),
 			up("r1", "")},
-		{"its own record names it, another stale", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1"), rec("a", "r0")),
-			up("r1", "r0")},
-		{"records from before the self field", recent, time.Time{}, "r1", "", false, nil, recs(rec("a", "r1"), rec("a", "r1")),
-			up("r1", "")},
-		{"a record has another run_id: restarted empty", recent, time.Time{}, "r1", "", false, nil, recs(rec(), rec("a", "r0")),
+		{"a record has another run_id: restarted empty", recent, "r1", "", false, nil, recs(rec(), rec("a", "r0")),
 			restarted("r0", recent.Add(quarantineFor))},
-		{"its own record names another process: restarted with its data", recent, time.Time{}, "r1", "", false, nil,
+		{"its own record names another process: restarted with its data", recent, "r1", "", false, nil,
 			recs(rec("self", "r0", "a", "r0"), rec("a", "r0")), restarted("r0", recent.Add(quarantineFor))},
-		{"restarted longer than max_ttl ago", long, time.Time{}, "r1", "", false, nil, recs(rec(), rec("a", "r0")),
+		{"restarted longer than max_ttl ago", long, "r1", "", false, nil, recs(rec(), rec("a", "r0")),
 			up("r1", "r0")},
-		{"this proxy verified another process", recent, time.Time{}, "r1", "r0", false, nil, recs(rec(), rec(), rec()),
-			restarted("r0", recent.Add(quarantineFor))},
+		{"this proxy verified another process", recent, "r1", "r0", false, nil, recs(rec(), rec(), rec()),
+			restarted("r0", now.Add(quarantineFor))},
+		// Another proxy verified it from its uptime; this one saw the
+		// process before it, so it times the restart itself.
+		{"this proxy verified another process, another proxy this one", long, "r1", "r0", false, nil,
+			recs(rec("self", "r1", "a", "r1"), rec("a", "r1")), restarted("r0", now.Add(quarantineFor))},
 		// The uptime says an hour (its clock stepped), but this proxy saw
 		// the process before it a moment ago.
-		{"seen the process before it after this one's start", long, now.Add(-10 * time.Millisecond), "r1", "r0", false, nil,
-			recs(rec(), rec("a", "r0")), restarted("r0", now.Add(-10*time.Millisecond+quarantineFor))},
-		{"restarted with its data, running appendfsync always, trusted", recent, time.Time{}, "r1", "", true, nil,
+		{"seen the process before it, its uptime long", long, "r1", "r0", false, nil,
+			recs(rec(), rec("a", "r0")), restarted("r0", now.Add(quarantineFor))},
+		{"restarted with its data, running appendfsync always, trusted", recent, "r1", "", true, nil,
 			recs(rec("self", "r0"), rec("a", "r0")), up("r1", "r0")},
-		{"restarted empty, running appendfsync always, trusted", recent, time.Time{}, "r1", "", true, nil,
+		// Its data is an older process's (a restored backup), not the one
+		// before it.
+		{"restarted with an older process's data, running appendfsync always, trusted", recent, "r1", "", true, nil,
+			recs(rec("self", "r9"), rec("a", "r0")), restarted("r0", recent.Add(quarantineFor))},
+		{"restarted empty, running appendfsync always, trusted", recent, "r1", "", true, nil,
 			recs(rec(), rec("a", "r0")), restarted("r0", recent.Add(quarantineFor))},
 		// FLUSHALL: the records name the process, its own lost the field.
-		{"flushed", long, time.Time{}, "r1", "", false, []string{"x"}, recs(rec(), rec("a", "r1", "self", "x")),
+		{"flushed", long, "r1", "", false, []string{"x"}, recs(rec(), rec("a", "r1", "self", "x")),
 			lost(now.Add(quarantineFor))},
-		{"flushed and refilled by another proxy", long, time.Time{}, "r1", "", false, []string{"x"}, recs(rec("a", "r1"), rec("a", "r1", "self", "x")),
+		{"flushed and refilled by another proxy", long, "r1", "", false, []string{"x"}, recs(rec("a", "r1"), rec("a", "r1", "self", "x")),
 			lost(now.Add(quarantineFor))},
-		{"flushed, another proxy's mark", long, time.Time{}, "r1", "", false, []string{"x"},
+		{"flushed, another proxy's mark", long, "r1", "", false, []string{"x"},
 			recs(rec(), rec("a", "r1", "self", "x", "lost:a", mark(now.Add(5*time.Second)))), lost(now.Add(5 * time.Second))},
 		// The records know the node by another address, or name a node
 		// this proxy does not serve.
-		{"known by another address", recent, time.Time{}, "r1", "", false, []string{"x"},
+		{"known by another address", recent, "r1", "", false, []string{"x"},
 			recs(rec(), rec("127.0.0.1:1", "r0", "b", "x", "self", "x")), lost(now.Add(quarantineFor))},
-		{"new beside a node it replaced", recent, time.Time{}, "r1", "", false, []string{"x"},
+		{"new beside a node it replaced", recent, "r1", "", false, []string{"x"},
 			recs(rec(), rec("b", "x", "gone", "y", "self", "x")), lost(now.Add(quarantineFor))},
-		{"a lost mark for this process", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1", "lost:a", mark(now.Add(5*time.Second)))),
-			healthWant{act: probeWrite, state: StateQuarantined, reason: reasonDataLost, pending: "r1", until: now.Add(5 * time.Second)}},
+		{"a lost mark for this process", recent, "r1", "", false, nil, recs(rec("self", "r1", "lost:a", mark(now.Add(5*time.Second)))),
+			healthWant{act: probeWriteKnown, state: StateQuarantined, reason: reasonDataLost, pending: "r1", until: now.Add(5 * time.Second)}},
 		// The mark ends between the probe and the records' read.
-		{"a lost mark over by the read", recent, time.Time{}, "r1", "", false, nil, recs(rec("self", "r1", "lost:a", mark(read))),
-			up("r1", "")},
+		{"a lost mark over by the read", recent, "r1", "", false, nil, recs(rec("self", "r1", "lost:a", mark(read))),
+			known("")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, h := newHealthOf(t, tt.trust)
 			h.setLocked(StateUnverified, time.Time{}, "")
-			h.runID, h.start, h.verified, h.fsyncAlways, h.alive = tt.runID, tt.start, tt.known, true, tt.alive
+			h.runID, h.start, h.verified, h.fsyncAlways = tt.runID, tt.start, tt.known, true
 			current := map[string]bool{tt.runID: true}
 			for _, id := range tt.current {
 				current[id] = true
@@ -235,7 +244,7 @@ func TestRecordsReadNeedsAQuorumOfRecords(t *testing.T) {
 		{"two of three unread", StateUnverified, []result[map[string]string]{failed, failed, none}, unread},
 		{"two of three unread, back from down", StateDown, []result[map[string]string]{none, failed, failed}, unread},
 		{"its own record unread", StateUnverified, []result[map[string]string]{failed, none, none}, unread},
-		{"a quorum read, its process older than max_ttl", StateUnverified, []result[map[string]string]{none, failed, none},
+		{"a quorum read", StateUnverified, []result[map[string]string]{none, failed, none},
 			healthWant{act: probeWrite, state: StateUp, verified: "r1"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
