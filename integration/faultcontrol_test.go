@@ -237,10 +237,13 @@ func wantViolation(t *testing.T, bad []string, want string) {
 	t.Errorf("the checkers reported %d violations over a broken proxy, none containing %q; want at least one:\n%s", len(bad), want, joinLines(bad))
 }
 
-// A proxy that counts one node's grant as a quorum gives the same lock to
-// several clients under plain contention.
+// Proxies that count one node's grant as a quorum give the same lock to
+// several clients under plain contention. Two of them: one proxy writes
+// each call to the nodes in one order from the caller's goroutine, so its
+// contenders reach every node in nearly the same order and rarely split;
+// two proxies' connections reach the nodes in orders of their own.
 func TestFaultNegativeControlQuorumOfOne(t *testing.T) {
-	r := startRun(t, 1, proxyOpts{bin: buildBrokenBinary(t), env: []string{"REDLOCK_PROXY_BROKEN=quorum1"}})
+	r := startRun(t, 2, proxyOpts{bin: buildBrokenBinary(t), env: []string{"REDLOCK_PROXY_BROKEN=quorum1"}})
 	wantViolation(t, r.finish(0), " held [")
 }
 

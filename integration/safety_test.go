@@ -100,8 +100,13 @@ func TestFreshMastersServeAtOnce(t *testing.T) {
 			t.Errorf("node%d = %v; want up with its run_id", i, f)
 		}
 		rec, err := c.direct[i].HGetAll(t.Context(), quorum.MembersKey).Result()
-		if err != nil || len(rec) != 3 {
-			t.Errorf("node %d membership record = %v, %v; want the 3 nodes' run_ids", i, rec, err)
+		if err != nil || rec["self"] != nodeInfo(t, p.Client, i)["run_id"] {
+			t.Errorf("node %d membership record = %v, %v; want self = its run_id", i, rec, err)
+		}
+		for j, a := range c.addrs {
+			if id := nodeInfo(t, p.Client, j)["run_id"]; rec[a] != id {
+				t.Errorf("node %d membership record names %s as %q; want %q", i, a, rec[a], id)
+			}
 		}
 	}
 }
