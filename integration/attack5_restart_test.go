@@ -19,17 +19,7 @@ import (
 // not the one before it, and lost every lock granted since the copy; it
 // counts at once.
 func TestAttack5FsyncAlwaysTrustsAnOlderProcessesRecord(t *testing.T) {
-	aof := []string{"--appendonly", "yes", "--appendfsync", "always"}
-	c := &cluster{killed: map[int]bool{}}
-	for i := range 3 {
-		var extra []string
-		if i == 0 {
-			extra = aof
-		}
-		pr := startRedis(t, extra...)
-		c.procs, c.addrs = append(c.procs, pr), append(c.addrs, pr.Addr)
-		c.direct = append(c.direct, direct(t, pr.Addr))
-	}
+	c := startNodesFsyncFirst(t)
 	cfg := safetyConfig()
 	cfg.TrustFsyncAlways = true
 	cfg.MaxTTL = attack4MaxTTL
@@ -42,7 +32,7 @@ func TestAttack5FsyncAlwaysTrustsAnOlderProcessesRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Restarted with its AOF (process B): trusted, B verified and named.
-	c.procs[0] = restartRedis(t, c.procs[0], aof...)
+	c.procs[0] = restartRedis(t, c.procs[0], fsyncAlways...)
 	second := waitRunID(t, p, 0, first)
 	waitSelf(t, c, 0, second)
 
@@ -63,7 +53,7 @@ func TestAttack5FsyncAlwaysTrustsAnOlderProcessesRecord(t *testing.T) {
 	if err := os.CopyFS(dir, os.DirFS(backup)); err != nil {
 		t.Fatal(err)
 	}
-	c.procs[0] = restartRedis(t, c.procs[0], aof...)
+	c.procs[0] = restartRedis(t, c.procs[0], fsyncAlways...)
 	waitSelf(t, c, 0, first)
 	f := map[string]string{}
 	deadline := time.Now().Add(3 * time.Second)

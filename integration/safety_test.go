@@ -181,17 +181,7 @@ func TestRestartedMasterIsQuarantined(t *testing.T) {
 }
 
 func TestAppendfsyncAlwaysIsTrusted(t *testing.T) {
-	aof := []string{"--appendonly", "yes", "--appendfsync", "always"}
-	c := &cluster{killed: map[int]bool{}}
-	for i := range 3 {
-		var extra []string
-		if i == 0 {
-			extra = aof
-		}
-		pr := startRedis(t, extra...)
-		c.procs, c.addrs = append(c.procs, pr), append(c.addrs, pr.Addr)
-		c.direct = append(c.direct, direct(t, pr.Addr))
-	}
+	c := startNodesFsyncFirst(t)
 	cfg := safetyConfig()
 	cfg.TrustFsyncAlways = true
 	cfg.MaxTTL = time.Minute // a quarantine would outlast the test
@@ -200,7 +190,7 @@ func TestAppendfsyncAlwaysIsTrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := nodeInfo(t, p.Client, 0)["run_id"]
-	c.procs[0] = restartRedis(t, c.procs[0], aof...)
+	c.procs[0] = restartRedis(t, c.procs[0], fsyncAlways...)
 	// A new run_id, and up, never quarantined.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -365,4 +355,24 @@ func TestMasterBackCountsAtOnce(t *testing.T) {
 	if f := nodeInfo(t, p.Client, 0); f["state"] != "up" || f["downs"] != downs {
 		t.Errorf("node0 after the SET = %v; want up, downs still %s", f, downs)
 	}
+}
+
+// fsyncAlways are the options of a master that syncs every write.
+var fsyncAlways = []string{"--appendonly", "yes", "--appendfsync", "always"}
+
+// startNodesFsyncFirst starts three masters, the first with appendonly
+// yes and appendfsync always.
+func startNodesFsyncFirst(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{killed: map[int]bool{}}
+	for i := range 3 {
+		var extra []string
+		if i == 0 {
+			extra = fsyncAlways
+		}
+		pr := startRedis(t, extra...)
+		c.procs, c.addrs = append(c.procs, pr), append(c.addrs, pr.Addr)
+		c.direct = append(c.direct, direct(t, pr.Addr))
+	}
+	return c
 }

@@ -13,12 +13,8 @@ import (
 // decided by its own quorum, and the reply is the script's own, as a
 // quorum of the nodes that did what was decided gave it.
 func (s *Server) runEffect(r *request, eff *quorum.Effect) (resp.Reply, error) {
-	rest := r.args[3:]
-	nk, err := resp.Numkeys(r.args[2], len(rest))
+	rest, nk, err := scriptArgs(r)
 	if err != nil {
-		return resp.Reply{}, err
-	}
-	if err := reservedKeys(rest[:nk]); err != nil {
 		return resp.Reply{}, err
 	}
 	all := argStrings(rest)

@@ -48,12 +48,8 @@ const redissonTokenPrefix = "redisson_lock_token:"
 // Redisson's layout: KEYS the lock and its token counter, ARGV the lease
 // and the lock's name for the thread.
 func (s *Server) runFencedLock(r *request, op fencedScript) (resp.Reply, error) {
-	rest := r.args[3:]
-	nk, err := resp.Numkeys(r.args[2], len(rest))
+	rest, nk, err := scriptArgs(r)
 	if err != nil {
-		return resp.Reply{}, err
-	}
-	if err := reservedKeys(rest[:nk]); err != nil {
 		return resp.Reply{}, err
 	}
 	if nk != 2 || len(rest) != 4 || string(rest[1]) != redissonTokenPrefix+braced(string(rest[0])) {

@@ -65,12 +65,8 @@ func scriptSHA(r *request) string {
 
 // readLockOp is runReadLock's operation.
 func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
-	rest := r.args[3:]
-	nk, err := resp.Numkeys(r.args[2], len(rest))
+	rest, nk, err := scriptArgs(r)
 	if err != nil {
-		return resp.Reply{}, err
-	}
-	if err := reservedKeys(rest[:nk]); err != nil {
 		return resp.Reply{}, err
 	}
 	keys, args := make([]string, nk), make([]string, len(rest)-nk)

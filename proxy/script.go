@@ -482,3 +482,17 @@ func unsupportedScript(name string) error {
 	}
 	return errUnsupportedScript
 }
+
+// scriptArgs is an EVAL's or EVALSHA's keys and arguments after its
+// numkeys, and how many are keys, once its keys were checked against the
+// proxy's reserved keys.
+func scriptArgs(r *request) (rest [][]byte, nk int, err error) {
+	rest = r.args[3:]
+	if nk, err = resp.Numkeys(r.args[2], len(rest)); err != nil {
+		return nil, 0, err
+	}
+	if err := reservedKeys(rest[:nk]); err != nil {
+		return nil, 0, err
+	}
+	return rest, nk, nil
+}
