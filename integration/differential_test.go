@@ -257,6 +257,13 @@ func same(c diffCmd, r, p respValue) bool {
 	case rn < 0 || pn < 0:
 		return false
 	case c.name() == "pttl" || isPTTLScript(c):
+		if rn <= driftAllowance.Milliseconds() {
+			// A key set with a TTL of a few ms: each server set it when
+			// the command reached it, the proxy later, by more than its
+			// drift allowance on so short a TTL (seen: 21ms left on the
+			// reference, 32 on the proxy, for PX 50).
+			return pn <= rn+driftAllowance.Milliseconds()
+		}
 		return pn <= rn && pn >= rn-allowance(rn)
 	case c.name() == "ttl":
 		// Redis rounds to the nearest second, the proxy down.
