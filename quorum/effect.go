@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,6 +17,11 @@ type Effect struct {
 	// The wrapper's lines before the body's first, as a script and as a
 	// library.
 	head, libHead int
+	// ready has bit i set once node i answered this body's FCALL (it has
+	// the library and the body's chunk): the call goes out on the
+	// pipelined fan-out only when every node called is ready
+	// (runEffectOnNodes).
+	ready atomic.Uint64
 }
 
 // Wrap wraps a client's script body; the wrapper lets it call what the
@@ -96,16 +102,7 @@ var errNoEffect = errors.New("node cannot run wrapped scripts")
 func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string) (EffectResult, error) {
 	start := time.Now()
 	call := newEffectCall(keys, args, len(e.nodes))
-	if eff.w.fn != "" {
-		call.fcall = fcallCommand(eff.w, keys, args)
-	}
-	results := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (nodeEffect, error) {
-		en, ok := n.(effectNode)
-		if !ok {
-			return nodeEffect{}, errNoEffect
-		}
-		return en.runEffect(ctx, eff, call, call.outFor(i))
-	})
+	results := e.runEffectOnNodes(ctx, start, eff, call)
 	uniq := uniqueKeys(keys)
 	counted := make([]bool, len(results))
 	for i := range counted {

@@ -169,8 +169,13 @@ func fcallCommand(s *script, keys, args []string) []byte {
 }
 
 func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
-	keys, args := c.keys, c.args
 	v, err := n.runWrapped(ctx, eff.w, c)
+	return effectOf(v, err, eff, c, out)
+}
+
+// effectOf is a node's answer to a wrapped script from its reply.
+func effectOf(v any, err error, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
+	keys, args := c.keys, c.args
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.

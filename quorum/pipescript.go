@@ -103,12 +103,13 @@ func withBody(ctx context.Context, cmd *redis.Cmd, s *script) *redis.Cmd {
 // needsLibrary reports whether an FCALL failed because the node lacks
 // the library, refuses functions or is over maxmemory.
 func needsLibrary(cmd *redis.Cmd) bool {
-	err := cmd.Err()
-	if err == nil || cmd.Args()[0] != "fcall" {
-		return false
-	}
-	return isReplyError(err, "ERR Function not found") || refusesFunctions(err) || overMaxmemory(err) ||
-		redis.HasErrorPrefix(err, "RLPNOBODY")
+	return cmd.Args()[0] == "fcall" && fcallNeedsLibrary(cmd.Err())
+}
+
+// fcallNeedsLibrary reports whether err, an FCALL's, is needsLibrary's.
+func fcallNeedsLibrary(err error) bool {
+	return err != nil && (isReplyError(err, "ERR Function not found") || refusesFunctions(err) ||
+		overMaxmemory(err) || redis.HasErrorPrefix(err, "RLPNOBODY"))
 }
 
 // overMaxmemory reports whether err is a node's OOM refusal. Over

@@ -205,8 +205,9 @@ if not __rlp_ok then
     __rlp_val = __rlp_tostring(__rlp_r)
     if not string.find(__rlp_val, "^%u%u+ ") then __rlp_val = "ERR " .. __rlp_val end
   end
-elseif __rlp_okr and __rlp_r == __rlp_okr and __rlp_r.ok == "OK" then
-  -- The fast path's SET reply, as Redis gave it.
+elseif __rlp_okr and __rlp_r == __rlp_okr and __rlp_r.ok == "OK" and __rlp_r.err == nil then
+  -- The fast path's SET reply, as Redis gave it (the body may have
+  -- changed the table: then as below).
   __rlp_tag, __rlp_val = "s", "OK"
 else
   local t = __rlp_type(__rlp_r)

@@ -1,0 +1,120 @@
+package quorum
+
+import (
+	"context"
+	"time"
+)
+
+// runEffectOnNodes runs a wrapped script on every node. Where every node
+// called is a pipelined Redis node that runs functions and has answered
+// this body's FCALL before (eff.ready), the call's FCALL is encoded once
+// and goes out on the pipelined fan-out (fanOutCall: no goroutine per
+// node); a node that lost the library or the body's chunk since (a
+// restart, a flush, an eviction) gets them, and the call again, once the
+// others answered, within the same node timeout. Otherwise each node runs
+// it as runEffect does, loading what it lacks without waiting for the
+// others (a node frozen before its first call costs only itself).
+func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call effectCall) []result[nodeEffect] {
+	each := func(ctx context.Context, i int, n Node) (nodeEffect, error) {
+		en, ok := n.(effectNode)
+		if !ok {
+			return nodeEffect{}, errNoEffect
+		}
+		return en.runEffect(ctx, eff, call, call.outFor(i))
+	}
+	if !e.fcallsEverywhere(eff) {
+		results := fanOut(ctx, e, each)
+		for i, r := range results {
+			if r.err == nil && i < 64 {
+				eff.ready.Or(1 << i)
+			}
+		}
+		return results
+	}
+	call.fcall = fcallCommand(eff.w, call.keys, call.args)
+	raw := fanOutCall(ctx, e, pipeCall[any]{cmd: call.fcall, result: fcallAnswer}, func(ctx context.Context, i int, n Node) (any, error) {
+		return each(ctx, i, n)
+	})
+	results := make([]result[nodeEffect], len(raw))
+	var again []bool
+	for i, r := range raw {
+		switch v := r.v.(type) {
+		case nodeEffect: // run by each
+			results[i] = result[nodeEffect]{v: v, err: r.err}
+			continue
+		case needsLibraryMark:
+			eff.ready.And(^(uint64(1) << i))
+			if again == nil {
+				again = make([]bool, len(raw))
+			}
+			again[i] = true
+			continue
+		}
+		if r.err != nil {
+			if msg, ok := compileError(r.err); ok {
+				results[i] = result[nodeEffect]{v: nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff)}}
+				continue
+			}
+			results[i] = result[nodeEffect]{err: r.err} // a *NodeError already
+			continue
+		}
+		ne, err := effectOf(r.v, nil, eff, call, call.outFor(i))
+		if err != nil {
+			err = &NodeError{Node: i, Addr: e.nodes[i].Addr(), Err: err}
+		}
+		results[i] = result[nodeEffect]{v: ne, err: err}
+	}
+	if again != nil {
+		left := e.cfg.NodeTimeout - time.Since(start)
+		retried := fanOutWithin(ctx, e, max(left, time.Nanosecond), false, nil, func(ctx context.Context, i int, n Node) (nodeEffect, error) {
+			if !again[i] {
+				return nodeEffect{}, nil
+			}
+			return each(ctx, i, n)
+		})
+		for i, r := range retried {
+			if again[i] {
+				results[i] = r
+				if r.err == nil {
+					eff.ready.Or(1 << i)
+				}
+			}
+		}
+	}
+	return results
+}
+
+// needsLibraryMark is a node's answer to the piped FCALL when the node
+// lacks the library or the body's chunk (fcallNeedsLibrary): it is run
+// again there by runEffect, which loads them.
+type needsLibraryMark struct{}
+
+// fcallAnswer is a piped FCALL's reply as runEffectOnNodes reads it: an
+// error that asks for the library is no failure of the node.
+func fcallAnswer(v any, err error) (any, error) {
+	if fcallNeedsLibrary(err) {
+		return needsLibraryMark{}, nil
+	}
+	return v, err
+}
+
+// fcallsEverywhere reports whether every node that is called is a
+// pipelined Redis node that runs eff's library form and has answered its
+// FCALL before.
+func (e *Engine) fcallsEverywhere(eff *Effect) bool {
+	s := eff.w
+	if s.fn == "" || s.noLib.Load() || len(e.nodes) > 64 {
+		return false
+	}
+	ready, monitored := eff.ready.Load(), e.monitored.Load()
+	for i, n := range e.nodes {
+		rn, ok := n.(*redisNode)
+		if !ok || rn.p.noFunctions.Load() {
+			return false
+		}
+		if ready&(1<<i) == 0 && !(monitored && e.health[i].down.Load()) {
+			return false
+		}
+	}
+	return true
+}
