@@ -39,7 +39,15 @@ type Reader struct {
 	// as its bytes arrive, then parsed once: parsing it again from its
 	// start after each read would cost the square of its length.
 	sc scanner
+	// last is the last short bulk string reply, as returned: the same
+	// reply again (a script's answer, call after call) is returned as it
+	// was, without allocating its string and its interface again.
+	last any
 }
+
+// maxReused is the longest bulk string reply that Next keeps to return
+// again.
+const maxReused = 64
 
 // NewReader reads from r, with a buffer of size bytes to start with.
 func NewReader(r io.Reader, size int) *Reader {
@@ -72,7 +80,7 @@ func (rd *Reader) Next() (any, error) {
 				b = b[:end]
 			}
 			if len(b) > 0 {
-				v, n, err := Parse(b)
+				v, n, err := rd.parseTop(b)
 				switch {
 				case err != nil:
 					return nil, err
@@ -196,6 +204,31 @@ func (rd *Reader) fill() error {
 // its length in bytes, or a length of 0 if b holds only part of it.
 func Parse(b []byte) (v any, n int, err error) {
 	return parse(b, 0)
+}
+
+// parseTop is Parse, returning a short bulk string equal to the last one
+// as rd.last.
+func (rd *Reader) parseTop(b []byte) (any, int, error) {
+	if b[0] != '$' {
+		return parse(b, 0)
+	}
+	line, n, err := readLine(b)
+	if n == 0 || err != nil {
+		return nil, 0, err
+	}
+	size, err := parseInt(line[1:])
+	if err != nil || size < 0 || size > maxReused || int64(len(b)-n) < size+2 {
+		return parse(b, 0)
+	}
+	end := n + int(size)
+	if b[end] != '\r' || b[end+1] != '\n' {
+		return nil, 0, ErrProtocol
+	}
+	if last, ok := rd.last.(string); ok && last == string(b[n:end]) {
+		return rd.last, end + 2, nil
+	}
+	rd.last = string(b[n:end])
+	return rd.last, end + 2, nil
 }
 
 // maxBulk is the longest bulk string a node may send: Redis's own limit

@@ -292,3 +292,45 @@ func FuzzReaderInParts(f *testing.F) {
 		}
 	})
 }
+
+// repeat reads the same bytes again and again.
+type repeat struct {
+	b   []byte
+	off int
+}
+
+func (r *repeat) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.b[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.b)
+	}
+	return n, nil
+}
+
+// A short bulk reply equal to the one before it on the connection (a
+// script's answer, call after call) is returned again without
+// allocating; a different one is its own value.
+func TestReaderReturnsARepeatedBulkReplyWithoutAllocating(t *testing.T) {
+	const reply = "$15\r\ns1.0.1.10500:OK\r\n"
+	rd := NewReader(&repeat{b: []byte(reply)}, 4096)
+	if v, err := rd.Next(); err != nil || v != "s1.0.1.10500:OK" {
+		t.Fatalf("Next = %#v, %v", v, err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if v, err := rd.Next(); err != nil || v != "s1.0.1.10500:OK" {
+			t.Fatalf("Next = %#v, %v", v, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a repeated bulk reply allocated %v times; want 0", allocs)
+	}
+	in := "$1\r\na\r\n$1\r\nb\r\n$1\r\nb\r\n$0\r\n\r\n$-1\r\n$1\r\nb\r\n+b\r\n"
+	rd = NewReader(strings.NewReader(in), 512)
+	for i, w := range []any{"a", "b", "b", "", nil, "b", "b"} {
+		if v, err := rd.Next(); err != nil || v != w {
+			t.Fatalf("reply %d = %#v, %v; want %#v", i, v, err, w)
+		}
+	}
+}
