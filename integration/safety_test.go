@@ -212,6 +212,81 @@ func TestAppendfsyncAlwaysIsTrusted(t *testing.T) {
 	}
 }
 
+// TestFsyncAlwaysTrustsOnlyWhatTheProcessBeforeSynced: trust_fsync_always
+// trusts a restart only when the process before it ran appendfsync
+// always (its own record says so), not when only the new process does:
+// one that ran everysec may have lost its last second of grants.
+func TestFsyncAlwaysTrustsOnlyWhatTheProcessBeforeSynced(t *testing.T) {
+	everysec := []string{"--appendonly", "yes", "--appendfsync", "everysec"}
+	tests := []struct {
+		name  string
+		first []string
+		// before, run on master 0 once it is verified, and what its own
+		// record's fsync field must then say (want: its run_id or "").
+		before func(t *testing.T, c *cluster)
+		named  bool
+	}{
+		{"everysec, restarted with always", everysec, nil, false},
+		{"always, set to everysec while it ran", fsyncAlways, func(t *testing.T, c *cluster) {
+			if err := c.direct[0].ConfigSet(t.Context(), "appendfsync", "everysec").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"always throughout", fsyncAlways, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := startNodesFirstWith(t, tt.first...)
+			cfg := safetyConfig()
+			cfg.TrustFsyncAlways = true
+			cfg.MaxTTL = time.Minute // a quarantine outlasts the test
+			p := mustStartMonitored(t, cfg, c.addrs...)
+			old := waitRunID(t, p, 0, "")
+			waitSelf(t, c, 0, old)
+			if tt.before != nil {
+				tt.before(t, c)
+			}
+			want := ""
+			if tt.named {
+				want = old
+			}
+			waitRecordField(t, c, 0, "fsync", want)
+			c.procs[0] = restartRedis(t, c.procs[0], fsyncAlways...)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				f := nodeInfo(t, p.Client, 0)
+				if f["run_id"] != old && (f["state"] == "up" || f["state"] == "quarantined") {
+					if got := f["state"] == "up"; got != tt.named {
+						t.Fatalf("node0 after the restart = %v; want up only if the process before synced every write (%v)", f, tt.named)
+					}
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("node0 = %v; want the new process seen", f)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// waitRecordField waits until master i's own membership record has field
+// set to want ("" also when it is missing).
+func waitRecordField(t *testing.T, c *cluster, i int, field, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v, _ := c.direct[i].HGet(t.Context(), "redlock-proxy:members", field).Result()
+		if v == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("master %d's record %s = %q; want %q", i, field, v, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestStartRefusesUnsafeMasters(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -364,11 +439,17 @@ var fsyncAlways = []string{"--appendonly", "yes", "--appendfsync", "always"}
 // yes and appendfsync always.
 func startNodesFsyncFirst(t *testing.T) *cluster {
 	t.Helper()
+	return startNodesFirstWith(t, fsyncAlways...)
+}
+
+// startNodesFirstWith starts three masters, the first with options first.
+func startNodesFirstWith(t *testing.T, first ...string) *cluster {
+	t.Helper()
 	c := &cluster{killed: map[int]bool{}}
 	for i := range 3 {
 		var extra []string
 		if i == 0 {
-			extra = fsyncAlways
+			extra = first
 		}
 		pr := startRedis(t, extra...)
 		c.procs, c.addrs = append(c.procs, pr), append(c.addrs, pr.Addr)

@@ -105,6 +105,9 @@ type health struct {
 	pending string
 	// fsyncAlways: the node runs appendonly yes, appendfsync always.
 	fsyncAlways bool
+	// fsyncOf is what the node's own record last read said in
+	// fsyncField: the process seen syncing every write, if any.
+	fsyncOf string
 	// start is when the node's process started, from its uptime.
 	start time.Time
 	clock clockSample

@@ -176,8 +176,9 @@ func (e *Engine) recordsRead(h *health, i int, p Probe, known string, recs []res
 	case old == "" && firstDeployment(recs, p.RunID, current):
 		// There was none. (A majority of masters restarted empty, the
 		// rest unreachable, looks the same: beyond what Redlock survives.)
-	case own != "" && own == old && e.cfg.TrustFsyncAlways && h.fsyncAlways:
-		// Its own record is the process before it's: its data came back.
+	case own != "" && own == old && e.cfg.TrustFsyncAlways && h.fsyncAlways && recs[i].v[fsyncField] == old:
+		// Its own record is the process before it's, which synced every
+		// write: its data came back.
 		e.cfg.Log.Info("node restarted; not quarantined: it runs appendfsync always", "node", h.addr, "run_id", p.RunID)
 	case own != "" || old != "":
 		// The process before it may have granted locks it lost: until
@@ -249,7 +250,7 @@ func (e *Engine) markEnd(recs []result[map[string]string], h *health, at clockRe
 func firstDeployment(recs []result[map[string]string], runID string, current map[string]bool) bool {
 	for _, r := range recs {
 		for f, v := range r.v {
-			if r.err != nil || strings.HasPrefix(f, lostPrefix) || strings.HasPrefix(f, maxTTLPrefix) {
+			if r.err != nil || f == fsyncField || strings.HasPrefix(f, lostPrefix) || strings.HasPrefix(f, maxTTLPrefix) {
 				continue
 			}
 			if v == runID || !current[v] {
@@ -278,6 +279,21 @@ func legacyRecord(recs []result[map[string]string], i int, addr, runID string) b
 // another process, lost its data since (a restart, a flush), whatever
 // address a proxy knows it by.
 const selfField = "self"
+
+// fsyncField, in a node's own membership record only, names the verified
+// process if the proxies last saw it run appendonly yes and appendfsync
+// always (else it is empty): trust_fsync_always trusts a restart only
+// when the process before it synced every write, not when only the new
+// one does.
+const fsyncField = "fsync"
+
+// fsyncValue is fsyncField's value for h's process. h.mu must be held.
+func fsyncValue(h *health) string {
+	if h.fsyncAlways {
+		return h.runID
+	}
+	return ""
+}
 
 // maxTTLPrefix + a max_ttl in ms -> when a proxy with that max_ttl last
 // wrote it (Unix ms, its clock): a quarantine lasts for the longest
@@ -493,7 +509,11 @@ func (e *Engine) writeRecord(ctx context.Context, i int, runID string, self bool
 	fields := map[string]string{e.health[i].addr: runID, f: v}
 	own := fields
 	if self {
-		own = map[string]string{e.health[i].addr: runID, f: v, selfField: runID}
+		h := e.health[i]
+		h.mu.Lock()
+		sync := fsyncValue(h)
+		h.mu.Unlock()
+		own = map[string]string{e.health[i].addr: runID, f: v, selfField: runID, fsyncField: sync}
 	}
 	e.writeEach(ctx, func(j int) map[string]string {
 		if j == i {
@@ -545,13 +565,17 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 	// It is verified again, and named, when the quarantine ends.
 	hi := e.health[i]
 	hi.mu.Lock()
+	hi.fsyncOf = rec[fsyncField]
 	if hi.state == StateUp && hi.runID == hi.verified && rec[selfField] != hi.runID {
 		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, reasonDataLost)
 		e.markLocked(hi, QuarantineDataLost)
 		hi.verified, hi.pending = "", hi.runID
 	}
-	hi.mu.Unlock()
 	fix := map[string]string{}
+	if hi.state == StateUp && hi.runID == hi.verified && rec[selfField] == hi.runID && rec[fsyncField] != fsyncValue(hi) {
+		fix[fsyncField] = fsyncValue(hi) // the process's appendfsync changed, or was never written
+	}
+	hi.mu.Unlock()
 	if f, v := e.maxTTLField(now); stale(rec[f], now) {
 		fix[f] = v
 	}
@@ -573,7 +597,7 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
 			// start later.
 			fix[h.addr] = h.verified
 		case h.state != StateUp || h.verified == "" || v == h.verified:
-		case ok && v != h.previous && now.Before(until) && !(e.cfg.TrustFsyncAlways && h.fsyncAlways):
+		case ok && v != h.previous && now.Before(until) && !(e.cfg.TrustFsyncAlways && h.fsyncAlways && h.fsyncOf == v):
 			h.verified, h.pending = v, h.verified
 			e.quarantineLocked(h, until, QuarantineRestart, "restarted")
 		default:

@@ -183,7 +183,13 @@ func TestRecordsRead(t *testing.T) {
 		{"seen the process before it, its uptime long", long, "r1", "r0", false, nil,
 			recs(rec(), rec("a", "r0")), restarted("r0", now.Add(quarantineFor))},
 		{"restarted with its data, running appendfsync always, trusted", recent, "r1", "", true, nil,
-			recs(rec("self", "r0"), rec("a", "r0")), up("r1", "r0")},
+			recs(rec("self", "r0", "fsync", "r0"), rec("a", "r0")), up("r1", "r0")},
+		// Only the new process syncs every write: the one before may have
+		// lost its last second of grants.
+		{"restarted with its data of a process that did not sync every write, trusted", recent, "r1", "", true, nil,
+			recs(rec("self", "r0", "fsync", ""), rec("a", "r0")), restarted("r0", recent.Add(quarantineFor))},
+		{"restarted with its data, no fsync field, trusted", recent, "r1", "", true, nil,
+			recs(rec("self", "r0"), rec("a", "r0")), restarted("r0", recent.Add(quarantineFor))},
 		// Its data is an older process's (a restored backup), not the one
 		// before it.
 		{"restarted with an older process's data, running appendfsync always, trusted", recent, "r1", "", true, nil,

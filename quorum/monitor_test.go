@@ -68,13 +68,14 @@ func wantState(t *testing.T, e *Engine, i int, state NodeState, reason string) N
 func wantRecord(t *testing.T, f *fakeNode, want map[string]string) {
 	t.Helper()
 	_, self := want[selfField]
+	_, sync := want[fsyncField]
 	marks := false
 	for k := range want {
 		marks = marks || strings.HasPrefix(k, lostPrefix)
 	}
 	got := f.record()
 	maps.DeleteFunc(got, func(k, _ string) bool {
-		return strings.HasPrefix(k, maxTTLPrefix) || k == selfField && !self || strings.HasPrefix(k, lostPrefix) && !marks
+		return strings.HasPrefix(k, maxTTLPrefix) || k == selfField && !self || k == fsyncField && !sync || strings.HasPrefix(k, lostPrefix) && !marks
 	})
 	if !maps.Equal(got, want) {
 		t.Errorf("node %s record = %v; want %v", f.addr, got, want)
@@ -113,15 +114,20 @@ func TestRestartDetected(t *testing.T) {
 		aof     string // appendfsync on a, "" for no AOF
 		want    NodeState
 		records bool // the other nodes hold a record of a's old run_id
+		// a's own record says its old process ran appendfsync always
+		// (with aof: it restarted with its data).
+		oldSynced bool
 	}{
-		{"record mismatch, young: quarantined", 3 * time.Second, nil, "", StateQuarantined, true},
+		{"record mismatch, young: quarantined", 3 * time.Second, nil, "", StateQuarantined, true, false},
 		// Up 100ms, but Redis says 1s: a second boundary passed.
-		{"record mismatch, uptime over-reported: quarantined", 100 * time.Millisecond, nil, "", StateQuarantined, true},
-		{"record mismatch, older than max_ttl: up", 12 * time.Second, nil, "", StateUp, true},
-		{"no record: new, up", time.Second, nil, "", StateUp, false},
-		{"appendfsync always trusted: up", time.Second, func(c *Config) { c.TrustFsyncAlways = true }, "always", StateUp, true},
-		{"appendfsync always, not trusted: quarantined", time.Second, nil, "always", StateQuarantined, true},
-		{"appendfsync everysec, trusted: quarantined", time.Second, func(c *Config) { c.TrustFsyncAlways = true }, "everysec", StateQuarantined, true},
+		{"record mismatch, uptime over-reported: quarantined", 100 * time.Millisecond, nil, "", StateQuarantined, true, false},
+		{"record mismatch, older than max_ttl: up", 12 * time.Second, nil, "", StateUp, true, false},
+		{"no record: new, up", time.Second, nil, "", StateUp, false, false},
+		{"appendfsync always trusted: up", time.Second, func(c *Config) { c.TrustFsyncAlways = true }, "always", StateUp, true, true},
+		{"appendfsync always, not trusted: quarantined", time.Second, nil, "always", StateQuarantined, true, true},
+		{"appendfsync everysec, trusted: quarantined", time.Second, func(c *Config) { c.TrustFsyncAlways = true }, "everysec", StateQuarantined, true, true},
+		// Only the new process syncs every write.
+		{"appendfsync always, the process before not, trusted: quarantined", time.Second, func(c *Config) { c.TrustFsyncAlways = true }, "always", StateQuarantined, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +141,11 @@ func TestRestartDetected(t *testing.T) {
 					}
 				}
 				if tt.aof != "" { // restarted with its data
-					fs[0].withRecord(map[string]string{"a": "run-a", "b": "run-b", "c": "run-c", selfField: "run-a"})
+					rec := map[string]string{"a": "run-a", "b": "run-b", "c": "run-c", selfField: "run-a"}
+					if tt.oldSynced {
+						rec[fsyncField] = "run-a"
+					}
+					fs[0].withRecord(rec)
 				}
 				cfg := monitorConfig(t)
 				if tt.cfg != nil {
