@@ -163,6 +163,41 @@ func TestRedissonWriteLockSideBySide(t *testing.T) {
 	})
 }
 
+// TestRedissonWatchdogRenewsInTheTakesMillisecond: the watchdog's
+// renewal sent right after the take, with the same lease, so that on
+// some masters it lands in the take's millisecond and leaves the expiry
+// as it was: one Redis renews ([1]), and so does the proxy with 2 of 5
+// masters down (it answered NOQUORUM when the masters split between an
+// expiry moved and one left as it was: the renewal ran by its effect).
+func TestRedissonWatchdogRenewsInTheTakesMillisecond(t *testing.T) {
+	lock, renew, rlock := redis.NewScript(redissonWriteLock), redis.NewScript(redissonRenewAll), redis.NewScript(redissonLock)
+	redissonSideBySide(t, func(t *testing.T, cl *redis.Client, _ bool, _ *cluster) {
+		ctx := t.Context()
+		for _, s := range []*redis.Script{lock, renew, rlock} {
+			if err := s.Load(ctx, cl).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 40 {
+			w, plain, a := fmt.Sprintf("ms-w%d", i), fmt.Sprintf("ms-p%d", i), fmt.Sprintf("6b6b-%04d:1", i)
+			cmds, _ := cl.Pipelined(ctx, func(p redis.Pipeliner) error {
+				lock.EvalSha(ctx, p, []string{w}, 30000, a+":write")
+				rlock.EvalSha(ctx, p, []string{plain}, 30000, a)
+				renew.EvalSha(ctx, p, []string{w, plain}, 30000, a+":write", a)
+				return nil
+			})
+			for _, c := range cmds[:2] {
+				if err := c.Err(); !errors.Is(err, redis.Nil) {
+					t.Fatalf("#%d %v: %v; want nil (acquired)", i, c.Args(), err)
+				}
+			}
+			if got, err := cmds[2].(*redis.Cmd).Int64Slice(); err != nil || len(got) != 2 || got[0] != 1 || got[1] != 1 {
+				t.Fatalf("#%d renewal at once = %v, %v; want [1 1]", i, got, err)
+			}
+		}
+	})
+}
+
 // TestRedissonWriteLockForceUnlockSideBySide: with allow_force_del, the
 // write lock's forceUnlock is served as one Redis runs it: 1 and one
 // message of 1 for a write-locked key, which is then gone on every

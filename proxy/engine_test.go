@@ -84,6 +84,9 @@ func (f *fakeEngine) ForceUnlockRW(context.Context, quorum.ForceUnlock) (int64, 
 func (f *fakeEngine) RenewRead(context.Context, []string, []string, time.Duration) ([]int64, error) {
 	return nil, f.op()
 }
+func (f *fakeEngine) RenewLocks(context.Context, []string, []string, time.Duration) ([]int64, error) {
+	return nil, f.op()
+}
 func (f *fakeEngine) ScriptBusy(context.Context) (bool, error) { return false, f.op() }
 
 // newFakeServer returns a server over e.

@@ -89,7 +89,7 @@ var (
 	errUnsupportedScript   = refusal("a catalogue script the proxy does not run")
 	errUnsupportedNamed    = refusal("a named catalogue script the proxy does not run")
 	errRedissonType        = refusal("a refused redisson type's script")
-	errRedissonLayout      = refusal("a redisson read lock script with another layout")
+	errRedissonLayout      = refusal("a redisson read-write lock script with another layout")
 	errFencedLayout        = refusal("a redisson fenced lock script with another layout")
 	errFencedTokenKey      = refusal("a redisson fenced lock's token named")
 	errForceUnlock         = refusal("redisson forceUnlock without allow_force_del")
@@ -190,7 +190,7 @@ var errorTexts = []struct {
 	{errUnsupportedScript, "ERR unsupported script: redlock-proxy runs recognised lock scripts only (see its README)"},
 	{errUnsupportedNamed, "ERR unsupported script (%s): redlock-proxy runs recognised lock scripts only"},
 	{errRedissonType, "ERR unsupported script: Redisson's %s is not served: %s (see the README, Redisson)"},
-	{errRedissonLayout, "ERR Redisson's read lock %s is served only as Redisson calls it: %s"},
+	{errRedissonLayout, "ERR Redisson's %s is served only as Redisson calls it: %s"},
 	{errFencedLayout, "ERR Redisson's RFencedLock lock is served only as Redisson calls it: %s"},
 	{errFencedTokenKey, "ERR '%s' is an RFencedLock's token counter: only GET (getToken), INCR, INCRBY and the lock's scripts may name it"},
 	{errReadUnderWrite, "ERR Redisson's read lock under the same thread's write lock is refused: beside it the write lock's watchdog renewal would be refused (see the README, Redisson)"},

@@ -23,10 +23,12 @@ const (
 	rwRenew               // renewal/ReadLockTask: the watchdog
 	rwForceWrite          // RedissonWriteLock.forceUnlockAsync
 	rwForceLock           // RedissonLock.forceUnlockAsync
+	rwRenewLocks          // renewal/LockTask: the watchdog of RLocks and write locks
 )
 
 // redissonServed names, by the SHA-1 of its text, each read lock script
-// served and the write lock's and RLock's forceUnlock, as redisson/redisson
+// served, the write lock's and RLock's forceUnlock and the watchdog of
+// RLocks and write locks, as redisson/redisson
 // 66863978b4a9 sends them (integration/redissonrwread_test.go and
 // redissonrw_test.go replay each).
 var redissonServed = map[string]rwScript{
@@ -36,10 +38,13 @@ var redissonServed = map[string]rwScript{
 	"38d2b478dfbe264ab67c221b7e4be62245f00ba0": rwRenew,
 	"2e2cb2a3b13e2e80e4236ef6a25beaf365dba608": rwForceWrite,
 	"605e338249a7a1d40df83b04f7658354f883b41b": rwForceLock,
+	"6a3d31570dc6f4b0bd32bcdc8e75667747c6f635": rwRenewLocks,
 }
 
 // rwNames names each script in errors.
-var rwNames = [...]string{rwTake: "tryLock", rwUnlock: "unlock", rwForce: "forceUnlock", rwRenew: "watchdog renewal", rwForceWrite: "write lock forceUnlock", rwForceLock: "RLock forceUnlock"}
+var rwNames = [...]string{rwTake: "read lock tryLock", rwUnlock: "read lock unlock", rwForce: "read lock forceUnlock",
+	rwRenew: "read lock watchdog renewal", rwForceWrite: "write lock forceUnlock", rwForceLock: "RLock forceUnlock",
+	rwRenewLocks: "lock watchdog renewal"}
 
 // runReadLock serves a read lock script called with Redisson's KEYS and
 // ARGV layout; any other call is refused, since the scripts name keys
@@ -114,6 +119,16 @@ func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 		return resp.Int(v), nil
 	case rwRenew:
 		return s.renewRead(r, keys, args, layout)
+	case rwRenewLocks:
+		if nk == 0 || len(args) != nk+1 {
+			return resp.Reply{}, layout("the locks as keys, and the lease, then each lock's name")
+		}
+		r.op = quorum.OpExtend
+		ttl, err := s.parseMillis([]byte(args[0]))
+		if err != nil {
+			return resp.Reply{}, err
+		}
+		return renewReply(s.e.RenewLocks(r.ctx, keys, args, ttl))
 	}
 	return resp.Reply{}, errUnsupportedScript
 }
@@ -253,7 +268,11 @@ func (s *Server) renewRead(r *request, keys, args []string, layout func(string) 
 	if err != nil {
 		return resp.Reply{}, err
 	}
-	got, err := s.e.RenewRead(r.ctx, keys, args, ttl)
+	return renewReply(s.e.RenewRead(r.ctx, keys, args, ttl))
+}
+
+// renewReply is a watchdog renewal's reply: 1 or 0 per lock.
+func renewReply(got []int64, err error) (resp.Reply, error) {
 	if err != nil {
 		return resp.Reply{}, err
 	}

@@ -64,6 +64,7 @@ type rwNode interface {
 	unlockRead(ctx context.Context, u ReadUnlock) (readRelease, error)
 	forceUnlock(ctx context.Context, key, mode string) (int64, error)
 	renewRead(ctx context.Context, keys, args []string) ([]int64, error)
+	renewLocks(ctx context.Context, keys, args []string) ([]int64, error)
 	publish(ctx context.Context, cmd, channel, message string) error
 }
 
@@ -179,13 +180,33 @@ func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error
 // RenewRead runs Redisson's read lock watchdog renewal (keys: pairs of a
 // lock's hash and its key prefix; args: the lease, then per pair a count
 // and the reader names) and answers 1 or 0 per pair, each decided by its
-// own quorum (decideReadRenew).
+// own quorum (decideRenew).
 func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
 	start := time.Now()
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
 		return n.renewRead(ctx, keys, args)
 	})
-	out, err := decideReadRenew(results, e.countedNodes(), e.quorum, len(keys)/2, ttl, start, time.Now(), e.cfg.DriftFactor)
+	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys)/2, ttl, start, time.Now(), e.cfg.DriftFactor)
+	e.observe(OpExtend, start, err)
+	return out, err
+}
+
+// RenewLocks runs Redisson's watchdog renewal of one client's locks
+// (renewal/LockTask.java: keys are the locks, RLocks and write locks
+// mixed; args the lease, then each key's lock name) and answers 1 or 0
+// per key, each decided by its own quorum (decideRenew) from whether
+// the name held it on each node. It is served here rather than by its
+// effect: a renewal that lands within the millisecond of the take (or of
+// the last renewal) leaves a node's expiry as it was, which the effect
+// path counts as no hold there; and a write lock's hash may carry the
+// same thread's reader, another token, whose hold the renewal never
+// shortens (rwlock_renewlock.lua).
+func (e *Engine) RenewLocks(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
+	start := time.Now()
+	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
+		return n.renewLocks(ctx, keys, args)
+	})
+	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys), ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)
 	return out, err
 }

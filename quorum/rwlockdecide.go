@@ -263,17 +263,17 @@ func countEqual(vs []Value, v Value) int {
 	return n
 }
 
-// errRenewReply: a node's renewal answered for another number of keys.
-var errRenewReply = errors.New("read lock renewal answered for another number of keys")
+// errRenewReply: a node's renewal answered for another number of locks.
+var errRenewReply = errors.New("lock renewal answered for another number of keys")
 
-// decideReadRenew decides a watchdog renewal key by key, each by decide:
+// decideRenew decides a watchdog renewal (RenewRead, RenewLocks) key by key, each by decide:
 // renewed (1) when a quorum of counted nodes renewed it with validity
 // left (ttl, from start to now), 0 when the answers decided against it
 // (no name held it there) or validity ran out; when the failed nodes
 // could have changed a key's outcome, the whole call is unavailable
 // (Redisson stops renewing a lock answered 0: a guess would drop a lock
 // still held). results[i] are node i's answers, one per key.
-func decideReadRenew(results []result[[]int64], counted []bool, quorum, keys int, ttl time.Duration, start, now time.Time, driftFactor float64) ([]int64, error) {
+func decideRenew(results []result[[]int64], counted []bool, quorum, keys int, ttl time.Duration, start, now time.Time, driftFactor float64) ([]int64, error) {
 	out := make([]int64, keys)
 	ballots := make([]ballot, len(results))
 	for j := range keys {

@@ -168,26 +168,26 @@ func TestDecideReadRenewAndForce(t *testing.T) {
 	fail := result[[]int64]{err: errors.New("down")}
 	all := []bool{true, true, true, true, true}
 	t0 := time.Unix(0, 0)
-	got, err := decideReadRenew([]result[[]int64]{ok(1, 0), ok(1, 0), ok(1, 0), ok(0, 0), fail}, all, 3, 2, time.Second, t0, t0, 0.01)
+	got, err := decideRenew([]result[[]int64]{ok(1, 0), ok(1, 0), ok(1, 0), ok(0, 0), fail}, all, 3, 2, time.Second, t0, t0, 0.01)
 	if err != nil || got[0] != 1 || got[1] != 0 {
 		t.Errorf("renew = %v, %v; want [1 0]", got, err)
 	}
-	if _, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(0), fail, fail}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrUnavailable) {
+	if _, err := decideRenew([]result[[]int64]{ok(1), ok(1), ok(0), fail, fail}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("renew split = %v; want unavailable", err)
 	}
-	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(1), fail, fail}, all, 3, 1, time.Second, t0, t0.Add(time.Second), 0.01); err != nil || got[0] != 0 {
+	if got, err := decideRenew([]result[[]int64]{ok(1), ok(1), ok(1), fail, fail}, all, 3, 1, time.Second, t0, t0.Add(time.Second), 0.01); err != nil || got[0] != 0 {
 		t.Errorf("renew past validity = %v, %v; want [0]", got, err)
 	}
 	// Over 4 nodes, renewed on 2 and not held on 2: no quorum can have
 	// renewed it, so 0, as Extend decides (not unavailable).
-	if got, err := decideReadRenew([]result[[]int64]{ok(1), ok(1), ok(0), ok(0)}, all[:4], 3, 1, time.Second, t0, t0, 0.01); err != nil || got[0] != 0 {
+	if got, err := decideRenew([]result[[]int64]{ok(1), ok(1), ok(0), ok(0)}, all[:4], 3, 1, time.Second, t0, t0, 0.01); err != nil || got[0] != 0 {
 		t.Errorf("renew on 2 of 4 = %v, %v; want [0]", got, err)
 	}
 	wt := result[[]int64]{err: &NodeError{Err: wrongType}}
-	if _, err := decideReadRenew([]result[[]int64]{wt, wt, wt, ok(1), ok(1)}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrWrongType) {
+	if _, err := decideRenew([]result[[]int64]{wt, wt, wt, ok(1), ok(1)}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrWrongType) {
 		t.Errorf("renew of a key of another type on 3 of 5 = %v; want ErrWrongType", err)
 	}
-	if _, err := decideReadRenew([]result[[]int64]{wt, wt, fail, ok(1), ok(1)}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrUnavailable) {
+	if _, err := decideRenew([]result[[]int64]{wt, wt, fail, ok(1), ok(1)}, all, 3, 1, time.Second, t0, t0, 0.01); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("renew of a key of another type on 2 of 5 = %v; want unavailable", err)
 	}
 	f := func(v int64) result[int64] { return result[int64]{v: v} }

@@ -5,7 +5,10 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
 // The read lock's scripts (rwlock.go), one atomic step each on a node.
@@ -22,6 +25,8 @@ var (
 	rwRenewSrc string
 	//go:embed lua/rwlock_publish.lua
 	rwPublishSrc string
+	//go:embed lua/rwlock_renewlock.lua
+	rwRenewLockSrc string
 
 	rwTakeScript    = newScript(rwTakeSrc)
 	rwUndoScript    = newScript(rwUndoSrc)
@@ -29,6 +34,8 @@ var (
 	rwForceScript   = newScript(rwForceSrc)
 	rwRenewScript   = newScript(rwRenewSrc)
 	rwPublishScript = newScript(rwPublishSrc)
+	// The hold record's prefix is the engine's own (fence.go).
+	rwRenewLockScript = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
 )
 
 func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error) {
@@ -98,11 +105,20 @@ func (n *redisNode) forceUnlock(ctx context.Context, key, mode string) (int64, e
 }
 
 func (n *redisNode) renewRead(ctx context.Context, keys, args []string) ([]int64, error) {
+	return n.renew(ctx, rwRenewScript, keys, args)
+}
+
+func (n *redisNode) renewLocks(ctx context.Context, keys, args []string) ([]int64, error) {
+	return n.renew(ctx, rwRenewLockScript, keys, args)
+}
+
+// renew runs a watchdog renewal script: one 1 or 0 per lock.
+func (n *redisNode) renew(ctx context.Context, s *script, keys, args []string) ([]int64, error) {
 	a := make([]any, len(args))
 	for i, s := range args {
 		a[i] = s
 	}
-	cmd, err := n.p.eval(ctx, rwRenewScript, keys, a...)
+	cmd, err := n.p.eval(ctx, s, keys, a...)
 	if err != nil {
 		return nil, err
 	}
