@@ -1,4 +1,17 @@
 local __rlp_ok, __rlp_r = __rlp_lpcall(__rlp_body)
+-- The commonest run is answered first, as the one-string form below
+-- answers it: one key, proved by the fast path (no key on the slow path,
+-- no own value changed: no fencing record to move), nothing refused or
+-- published, and the body's reply its SET's OK as Redis gave it.
+if __rlp_ok and __rlp_okr and __rlp_r == __rlp_okr and not __rlp_refused and not __rlp_slowfns and not __rlp_held
+  and not __rlp_pubs and __rlp_keys[2] == nil and __rlp_r.ok == "OK" and __rlp_r.err == nil then
+  local st = __rlp_st[__rlp_keys[1]]
+  __RLP_FASTKEY
+  if hold < 1e14 then
+    local D = __rlp_digits
+    return "s" .. D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold) .. ":OK"
+  end
+end
 local __rlp_why = __rlp_refused
 -- The slow path's keys: each is snapshot after the run and judged
 -- against its snapshot from before. A constant left as a string key's
