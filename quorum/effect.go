@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -101,10 +102,12 @@ var errNoEffect = errors.New("node cannot run wrapped scripts")
 // the run tried a hold (then undone), else what it tried.
 func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string) (EffectResult, error) {
 	start := time.Now()
-	call := newEffectCall(keys, args, len(e.nodes))
-	results := e.runEffectOnNodes(ctx, start, eff, call)
+	sc := newEffectScratch(len(e.nodes), len(keys))
+	defer sc.free()
+	call := effectCall{keys: keys, args: args, out: sc.out}
+	results := e.runEffectOnNodes(ctx, start, eff, call, sc)
 	uniq := uniqueKeys(keys)
-	counted := make([]bool, len(results))
+	counted := sc.counted
 	for i := range counted {
 		counted[i] = e.counts(i)
 	}
@@ -129,8 +132,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 			g.ttl = d.ttl
 		}
 	}
-	var refused *RefusedError
-	if !errors.As(d.err, &refused) {
+	if !errors.Is(d.err, ErrRefused) { // Is, not As: no pointer to put on the heap per run
 		e.report(op, start, g)
 	}
 	if d.err != nil {
@@ -190,4 +192,46 @@ func uniqueKeys(keys []string) []string {
 		return keys
 	}
 	return out
+}
+
+// effectScratch is one run's room for what its nodes answered: their key
+// effects, answers and whether each counts. None of it outlives the run
+// (a result keeps only slices of the call's own keys and args), so it is
+// reused: it is most of what a run would allocate and the GC scan.
+type effectScratch struct {
+	out     []KeyEffect
+	results []result[nodeEffect]
+	counted []bool
+}
+
+var effectScratches sync.Pool
+
+// maxScratch bounds the key effects of a scratch kept for reuse.
+const maxScratch = 256
+
+// newEffectScratch is a scratch for a run over nodes nodes and keys keys.
+func newEffectScratch(nodes, keys int) *effectScratch {
+	sc, _ := effectScratches.Get().(*effectScratch)
+	if sc == nil {
+		sc = &effectScratch{}
+	}
+	if cap(sc.out) < nodes*keys {
+		sc.out = make([]KeyEffect, nodes*keys)
+	}
+	if cap(sc.results) < nodes {
+		sc.results, sc.counted = make([]result[nodeEffect], nodes), make([]bool, nodes)
+	}
+	sc.out, sc.results, sc.counted = sc.out[:nodes*keys], sc.results[:nodes], sc.counted[:nodes]
+	return sc
+}
+
+// free clears sc (it holds no string or error past its run) and keeps it
+// for another run.
+func (sc *effectScratch) free() {
+	if cap(sc.out) > maxScratch || cap(sc.results) > maxScratch {
+		return
+	}
+	clear(sc.out)
+	clear(sc.results)
+	effectScratches.Put(sc)
 }

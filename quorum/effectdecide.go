@@ -102,12 +102,13 @@ type decideFunc func(effectVotes) effectDecision
 // reads no clock.
 func decideEffect(v effectVotes) effectDecision {
 	n := len(v.results)
-	d := effectDecision{reply: -1, keys: make([]keyOutcome, v.nkeys),
-		landed: make([][]keyUndo, n), undo: make([][]keyUndo, n)}
-	// One backing array each for every node's outcomes and landed keys:
-	// a node lands at most one undo per key (landedKeys).
+	// One backing array each for the decided and every node's outcomes,
+	// the landed and undone lists, and the landed keys: a node lands at
+	// most one undo per key (landedKeys).
+	flat := make([]keyOutcome, (n+1)*v.nkeys)
+	lists := make([][]keyUndo, 2*n)
+	d := effectDecision{reply: -1, keys: flat[n*v.nkeys:], landed: lists[:n:n], undo: lists[n:]}
 	outs := make([][]keyOutcome, n)
-	flat := make([]keyOutcome, n*v.nkeys)
 	landed := make([]keyUndo, 0, n*v.nkeys)
 	for i := range n {
 		d.landed[i] = landed[i*v.nkeys : i*v.nkeys : (i+1)*v.nkeys]
@@ -148,8 +149,9 @@ func decideEffect(v effectVotes) effectDecision {
 	var lack *Outcome
 	ttl := time.Duration(-1)
 	d.held = n
+	var holdsBuf [8]time.Duration
 	for j := range v.nkeys {
-		o, need, holds := v.tally(outs, j)
+		o, need, holds := v.tally(outs, j, holdsBuf[:0])
 		switch {
 		case o.held >= need:
 			d.keys[j] = keyHeld
@@ -322,7 +324,8 @@ func (t keyTally) outcome(n int) Outcome {
 }
 
 // tally counts key j's outcomes over the counted nodes, and returns how
-// many must hold it and the hold times of those that do. A key that other
+// many must hold it and the hold times of those that do (appended to
+// buf). A key that other
 // tokens also hold (a semaphore, a read lock), held by a caller that did
 // not hold it on a quorum before, needs every configured node: quorums
 // need not meet in a node that counts each of several holders against
@@ -331,9 +334,9 @@ func (t keyTally) outcome(n int) Outcome {
 // counted on each node with every other holder the proxy granted: the
 // one that took the key alone (on a quorum where it met no other) and
 // those that, as it, took it on every node.
-func (v effectVotes) tally(outs [][]keyOutcome, j int) (t keyTally, need int, holds []time.Duration) {
+func (v effectVotes) tally(outs [][]keyOutcome, j int, buf []time.Duration) (t keyTally, need int, holds []time.Duration) {
 	need = v.quorum
-	holds = make([]time.Duration, 0, len(v.results))
+	holds = buf
 	shared, before := false, 0
 	defer func() {
 		if shared && before < v.quorum {

@@ -14,7 +14,7 @@ import (
 // others answered, within the same node timeout. Otherwise each node runs
 // it as runEffect does, loading what it lacks without waiting for the
 // others (a node frozen before its first call costs only itself).
-func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call effectCall) []result[nodeEffect] {
+func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call effectCall, sc *effectScratch) []result[nodeEffect] {
 	each := func(ctx context.Context, i int, n Node) (nodeEffect, error) {
 		en, ok := n.(effectNode)
 		if !ok {
@@ -35,7 +35,7 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 	raw := fanOutCall(ctx, e, pipeCall[any]{cmd: call.fcall, result: fcallAnswer}, func(ctx context.Context, i int, n Node) (any, error) {
 		return each(ctx, i, n)
 	})
-	results := make([]result[nodeEffect], len(raw))
+	results := sc.results[:len(raw)]
 	var again []bool
 	for i, r := range raw {
 		switch v := r.v.(type) {
