@@ -214,7 +214,8 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	// Nodes that lost their counters are marked (or seeded again) as a
 	// read round would: the wait before seeding starts at the mark.
 	tended := e.tend(ctx, reads)
-	t, ok := fenceAgreed(e.agreeing(reads), e.quorum)
+	var buf [8]fenceAnswer
+	t, ok := fenceAgreed(e.agreeing(reads, buf[:]), e.quorum)
 	if !ok {
 		// Nodes disagree (one missed a FENCE or was lost, or calls of
 		// this hold ran at once), or too few are seeded: this round is
@@ -245,7 +246,8 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 // from start.
 func (e *Engine) fenceHold(reads []result[CounterEntry], start time.Time) (Outcome, Fencing, error) {
 	o := Outcome{Total: len(e.nodes)}
-	var ttls []time.Duration
+	var buf [8]time.Duration
+	ttls := buf[:0]
 	for i, r := range reads {
 		switch {
 		case r.err != nil:
@@ -278,8 +280,8 @@ type fenceAnswer struct {
 
 // agreeing returns the answers of FENCE's one round that count: those of
 // counted, seeded nodes where the key holds the token.
-func (e *Engine) agreeing(reads []result[CounterEntry]) []fenceAnswer {
-	var as []fenceAnswer
+func (e *Engine) agreeing(reads []result[CounterEntry], buf []fenceAnswer) []fenceAnswer {
+	as := buf[:0]
 	for i, r := range reads {
 		if r.err == nil && r.v.State == CounterSeeded && r.v.Held && r.v.Answer > 0 && e.counts(i) {
 			as = append(as, fenceAnswer{r.v.Answer, r.v.Hold > 0})

@@ -87,6 +87,19 @@ func TestCounterEntryResultRefusesBadReplies(t *testing.T) {
 	}
 }
 
+func TestTookResult(t *testing.T) {
+	got, err := tookResult("42 9950")
+	want := CounterEntry{State: CounterSeeded, Value: 42, Held: true, TTL: 9950 * time.Millisecond, Answer: 42}
+	if err != nil || got != want {
+		t.Errorf("tookResult(\"42 9950\") = %+v, %v; want %+v", got, err, want)
+	}
+	for _, s := range []string{"", "42", "42 ", " 9950", "0 9950", "42 0", "42 -1", "x 9950", "42 9950 1"} {
+		if got, err := tookResult(s); err == nil {
+			t.Errorf("tookResult(%q) = %+v; want an error", s, got)
+		}
+	}
+}
+
 func TestReserved(t *testing.T) {
 	for key, want := range map[string]bool{
 		MembersKey: true, CountersKey: true, holdPrefix + "lock": true,

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -63,12 +64,26 @@ func pipeFenceRound(key, token, field string) pipeCall[CounterEntry] {
 		if err != nil {
 			return CounterEntry{}, err
 		}
-		vals, ok := v.([]any)
-		if !ok {
-			return CounterEntry{}, fmt.Errorf("counter read replied %T", v)
+		switch v := v.(type) {
+		case string:
+			return tookResult(v)
+		case []any:
+			return counterEntryResult(v, 8)
 		}
-		return counterEntryResult(vals, 8)
+		return CounterEntry{}, fmt.Errorf("counter read replied %T", v)
 	})
+}
+
+// tookResult decodes counter_fence.lua's short reply, "T pttl": a seeded
+// node where the key holds the token took T, and recorded it.
+func tookResult(s string) (CounterEntry, error) {
+	ts, ps, ok := strings.Cut(s, " ")
+	t, err1 := strconv.ParseInt(ts, 10, 64)
+	pttl, err2 := strconv.ParseInt(ps, 10, 64)
+	if !ok || err1 != nil || err2 != nil || t <= 0 || pttl <= 0 {
+		return CounterEntry{}, fmt.Errorf("counter fence replied %q", s)
+	}
+	return CounterEntry{State: CounterSeeded, Value: t, Held: true, TTL: time.Duration(pttl) * time.Millisecond, Answer: t}, nil
 }
 
 // counterEntryResult decodes the reply of counter_read.lua (want 7

@@ -80,16 +80,14 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 // tend carries out seedActions for a read round, and reports whether it
 // called any node to mark or seed it.
 func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
+	if !slices.ContainsFunc(reads, func(r result[CounterEntry]) bool { return r.err == nil && r.v.State != CounterSeeded }) {
+		return false // the request path's usual case: nothing to do
+	}
 	entries := make([]CounterEntry, len(reads))
 	ok := make([]bool, len(reads))
 	up := make([]bool, len(reads))
-	need := false
 	for i, r := range reads {
 		entries[i], ok[i], up[i] = r.v, r.err == nil, e.counts(i)
-		need = need || ok[i] && r.v.State != CounterSeeded
-	}
-	if !need {
-		return false // the request path's usual case: nothing to do
 	}
 	acts := seedActions(entries, ok, up, e.quarantine(), e.quorum)
 	if !slices.ContainsFunc(acts, func(a seedAction) bool { return a != seedNone }) {

@@ -3,10 +3,11 @@
 -- ARGV[2] the lock's token. Where the key holds the token (with a TTL)
 -- on a seeded node, the answer is the hold record's T if it is this
 -- token's, else the counter plus one, taken and recorded here.
--- Returns {state, value, virgin, now, held, pttl, hold, answer}: as
--- counter_read.lua (value: the counter after this call; hold: the record
--- found; now only when pending, virgin only when nothing was taken), and
--- answer the T this node gives (0: none).
+-- Returns "T pttl" when it took T (the usual case: a short reply costs
+-- the node less than a table), else {state, value, virgin, now, held,
+-- pttl, hold, answer}: as counter_read.lua (value: the counter; hold: the
+-- record found; now only when pending), and answer the T this node gives
+-- (0: none).
 local state, value, virgin, now = 0, "0", 0, 0
 if redis.call("hget", KEYS[1], "seeded") == "1" then
   state = 2
@@ -21,8 +22,6 @@ end
 local held, pttl, hold, answer = 0, -2, "0", "0"
 if holds(KEYS[2], ARGV[2]) then
   held = 1
-end
-if held == 1 then
   pttl = redis.call("pttl", KEYS[2])
   local rec = redis.call("get", KEYS[3])
   if rec then
@@ -46,7 +45,7 @@ if held == 1 then
         answer = redis.call("hget", KEYS[1], ARGV[1])
       end
       redis.call("set", KEYS[3], answer .. " " .. ARGV[2], "PX", pttl)
-      return {state, answer, 0, now, held, pttl, hold, answer}
+      return answer .. " " .. pttl
     end
   end
 end
