@@ -108,7 +108,12 @@ func decideEffect(v effectVotes) effectDecision {
 	flat := make([]keyOutcome, (n+1)*v.nkeys)
 	lists := make([][]keyUndo, 2*n)
 	d := effectDecision{reply: -1, keys: flat[n*v.nkeys:], landed: lists[:n:n], undo: lists[n:]}
-	outs := make([][]keyOutcome, n)
+	var outsBuf [8][]keyOutcome
+	outs := outsBuf[:0]
+	if n > len(outsBuf) {
+		outs = make([][]keyOutcome, 0, n)
+	}
+	outs = outs[:n]
 	landed := make([]keyUndo, 0, n*v.nkeys)
 	for i := range n {
 		d.landed[i] = landed[i*v.nkeys : i*v.nkeys : (i+1)*v.nkeys]

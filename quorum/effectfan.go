@@ -15,15 +15,8 @@ import (
 // it as runEffect does, loading what it lacks without waiting for the
 // others (a node frozen before its first call costs only itself).
 func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call effectCall, sc *effectScratch) []result[nodeEffect] {
-	each := func(ctx context.Context, i int, n Node) (nodeEffect, error) {
-		en, ok := n.(effectNode)
-		if !ok {
-			return nodeEffect{}, errNoEffect
-		}
-		return en.runEffect(ctx, eff, call, call.outFor(i))
-	}
 	if !e.fcallsEverywhere(eff) {
-		results := fanOut(ctx, e, each)
+		results := fanOut(ctx, e, eachEffect(eff, call))
 		for i, r := range results {
 			if r.err == nil && i < 64 {
 				eff.ready.Or(1 << i)
@@ -32,9 +25,7 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		return results
 	}
 	call.fcall = fcallCommand(eff.w, call.keys, call.args)
-	raw := fanOutCall(ctx, e, pipeCall[any]{cmd: call.fcall, result: fcallAnswer}, func(ctx context.Context, i int, n Node) (any, error) {
-		return each(ctx, i, n)
-	})
+	raw := fanOutCall(ctx, e, pipeCall[any]{cmd: call.fcall, result: fcallAnswer}, notPiped)
 	results := sc.results[:len(raw)]
 	var again []bool
 	for i, r := range raw {
@@ -70,7 +61,7 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 			if !again[i] {
 				return nodeEffect{}, nil
 			}
-			return each(ctx, i, n)
+			return eachEffect(eff, call)(ctx, i, n)
 		})
 		for i, r := range retried {
 			if again[i] {
@@ -83,6 +74,21 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 	}
 	return results
 }
+
+// eachEffect runs the call of eff on one node as runEffect does.
+func eachEffect(eff *Effect, call effectCall) func(ctx context.Context, i int, n Node) (nodeEffect, error) {
+	return func(ctx context.Context, i int, n Node) (nodeEffect, error) {
+		en, ok := n.(effectNode)
+		if !ok {
+			return nodeEffect{}, errNoEffect
+		}
+		return en.runEffect(ctx, eff, call, call.outFor(i))
+	}
+}
+
+// notPiped is fanOutCall's way for a node without a pipeline: none, where
+// fcallsEverywhere holds (each node is a redisNode).
+func notPiped(context.Context, int, Node) (any, error) { return nil, errNoEffect }
 
 // needsLibraryMark is a node's answer to the piped FCALL when the node
 // lacks the library or the body's chunk (fcallNeedsLibrary): it is run
