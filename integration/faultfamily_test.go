@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ type lockFamily struct {
 	// fenced; a read lock's readers share the key, and a write lock's
 	// field is the token and ":write").
 	fenceArg func(token string) string
+	// renew, if set, is the family's watchdog renewal of token's hold,
+	// granted when it replies 1; its holders also take the key again
+	// with their token (a re-entry), as rwExtras says.
+	renew func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (renewed bool, err error)
 }
 
 // fenceAs is FENCE's argument for token's hold, and whether it is fenced.
@@ -178,11 +183,17 @@ func family(t *testing.T, name string) *lockFamily {
 		write := byReply(run(redissonWriteLock, oneKey, func(token string, ttl time.Duration) []any {
 			return []any{ms(ttl), token + ":write"}
 		}), nil, "int")
+		// Each unlock names a latch of its own (Redisson's request id),
+		// or a re-entered hold's second unlock would read the first's.
+		var unlocks atomic.Int64
+		latch := func(key, token string) string {
+			return "redisson_unlock_latch:{" + key + "}:" + token + ":" + strconv.FormatInt(unlocks.Add(1), 10)
+		}
 		readUnlock := release(redissonReadUnlock, func(key, token string) []string {
-			return []string{key, "redisson_rwlock:{" + key + "}", prefix(key, token)[1], "{" + key + "}", "redisson_unlock_latch:{" + key + "}:" + token}
+			return []string{key, "redisson_rwlock:{" + key + "}", prefix(key, token)[1], "{" + key + "}", latch(key, token)}
 		}, func(token string, _ time.Duration) []any { return []any{"0", token, "PUBLISH", latchMs} })
 		writeUnlock := release(redissonWriteUnlock, func(key, token string) []string {
-			return []string{key, "redisson_rwlock:{" + key + "}", "redisson_unlock_latch:{" + key + "}:" + token}
+			return []string{key, "redisson_rwlock:{" + key + "}", latch(key, token)}
 		}, func(token string, _ time.Duration) []any {
 			return []any{"1", ms(faultTTL), token + ":write", "PUBLISH", latchMs}
 		})
@@ -203,6 +214,28 @@ func family(t *testing.T, name string) *lockFamily {
 				return holdsField(ctx, m, key, token)
 			}
 			return holdsField(ctx, m, key, token+":write")
+		}
+		// The watchdogs, as Redisson's renewal tasks call them for one
+		// lock: renewal/ReadLockTask.java's for a reader (the lock and
+		// its key prefix; the lease, one name), LockTask.java's for a
+		// writer (the lock; the lease, its write name).
+		readRenew := run(redissonReadRenew, func(key, _ string) []string { return []string{key, "{" + key + "}"} }, func(token string, ttl time.Duration) []any {
+			return []any{ms(ttl), "1", token}
+		})
+		writeRenew := run(redissonRenewAll, oneKey, func(token string, ttl time.Duration) []any { return []any{ms(ttl), token + ":write"} })
+		f.renew = func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (bool, error) {
+			eval := writeRenew
+			if rwReader(token) {
+				eval = readRenew
+			}
+			v, err := eval(ctx, rdb, key, token, ttl)
+			if err != nil {
+				return false, err
+			}
+			if got, ok := v.([]any); ok && len(got) == 1 && (got[0] == int64(0) || got[0] == int64(1)) {
+				return got[0] == int64(1), nil
+			}
+			return false, fmt.Errorf("%s renewal replied %#v", name, v)
 		}
 		f.shared = rwReader
 		f.fenceArg = func(token string) string {
@@ -225,6 +258,79 @@ func rwReader(token string) bool {
 	h := fnv.New32a()
 	h.Write([]byte(token))
 	return h.Sum32()%2 == 0
+}
+
+// rwExtras says what a read-write lock's holder does beside its take and
+// its release, by a hash of its token: a quarter of the holds take the
+// key again (a re-entry, then released twice); another quarter renew
+// their hold once, at once; and one writer's hold in sixteen is renewed
+// three times a third of the TTL apart (Redisson's watchdog period) and
+// works past the validity of its take (at most maxLongHolds of them per
+// workload: more keep the others out of the key most of the time).
+func rwExtras(token string, ttl time.Duration) (reenter bool, renewals int, every time.Duration) {
+	h := fnv.New32a()
+	h.Write([]byte(token))
+	x := h.Sum32() >> 1 // the low bit is rwReader's
+	switch {
+	case x%4 == 1:
+		reenter = true
+	case x%4 == 2:
+		renewals = 1
+	case x%16 == 15 && !rwReader(token):
+		renewals, every = 3, ttl/3
+	}
+	return reenter, renewals, every
+}
+
+// maxLongHolds is how many holds of a workload are renewed past the
+// validity of their take.
+const maxLongHolds = 4
+
+// renewWith renews a hold by f's watchdog and records it: "1" renewed,
+// "0" not, an error reply, or unknown.
+func renewWith(h *history, f *lockFamily, rdb *redis.Client, c int, key, token string, ttl, drift time.Duration) (renewed bool, start time.Duration) {
+	start = h.now()
+	ok, err := f.renew(context.Background(), rdb, key, token, ttl)
+	res := result(err, "0")
+	if err == nil && ok {
+		res = "1"
+	}
+	h.add(op{Client: c, Op: opRenew, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: h.now(), Result: res})
+	return res == "1", start
+}
+
+// reenterAndRenew is what a holder of f (a family that renews) does after
+// its take: take the key again with its token, and renew it, as rwExtras
+// says. It returns when the hold's validity ends now (end, or later if a
+// renewal or the re-entry was granted), how many holds the token has
+// (each released once), and whether that count is known (a re-entry
+// without a reply may have landed, or not).
+func (w *workload) reenterAndRenew(c int, rdb *redis.Client, f *lockFamily, key, token string, end time.Duration) (time.Duration, int, bool) {
+	h := w.fc.h
+	holds, known := 1, true
+	reenter, renewals, every := rwExtras(token, w.ttl)
+	if every > 0 && w.longHolds.Add(1) > maxLongHolds {
+		renewals, every = 1, 0
+	}
+	if reenter {
+		switch res, start, _ := acquireWith(h, f, rdb, c, key, token, w.ttl, w.drift); res {
+		case resOK:
+			holds++
+			end = max(end, start+w.ttl-w.drift)
+		case resNil:
+		default:
+			holds, known = 2, false
+		}
+	}
+	for range renewals {
+		time.Sleep(every)
+		ok, start := renewWith(h, f, rdb, c, key, token, w.ttl, w.drift)
+		if !ok {
+			break // the hold ends at end: Redisson stops renewing it
+		}
+		end = max(end, start+w.ttl-w.drift)
+	}
+	return end, holds, known
 }
 
 // holdsString: the key's string value is the token.
@@ -296,6 +402,8 @@ var allFamilies = []string{famSetNX, famGoZero, famRedisson, famNodeRedisson, fa
 func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 	t.Helper()
 	oks, shared, released, failed, fenced := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+	reentered, renewed, pastTake := map[string]int{}, map[string]int{}, map[string]int{}
+	taken := map[string]op{} // each token's first OK
 	firstErr := map[string]string{}
 	for _, o := range ops {
 		switch {
@@ -304,6 +412,16 @@ func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 			oks[o.Key]++
 			if o.Shared {
 				shared[o.Key]++
+			}
+			if _, again := taken[o.Token]; again {
+				reentered[o.Key]++
+			} else {
+				taken[o.Token] = o
+			}
+		case o.Op == opRenew && o.Result == "1":
+			renewed[o.Key]++
+			if a, ok := taken[o.Token]; ok && o.validUntil() > a.validUntil()+o.TTL/2 {
+				pastTake[o.Key]++ // a renewal that carries the hold well past its take's validity
 			}
 		case o.Op == opAcquire && o.Result != resNil:
 			failed[o.Key]++
@@ -322,6 +440,12 @@ func (w *workload) checkFamiliesUsed(t *testing.T, ops []op) []string {
 		name := f.name
 		if f.shared != nil {
 			name += fmt.Sprintf(" (%d OK shared, %d pairs of shared holds overlapped, %d fencing tokens)", shared[key], sharedOverlaps(windows(ops, key)), fenced[key])
+		}
+		if f.renew != nil {
+			name += fmt.Sprintf(" (%d re-entries granted, %d renewals granted, %d of them past the take's validity)", reentered[key], renewed[key], pastTake[key])
+			if reentered[key] == 0 || renewed[key] == 0 {
+				bad = append(bad, fmt.Sprintf("key %s (%s): %d re-entries and %d renewals granted; want both", key, f.name, reentered[key], renewed[key]))
+			}
 		}
 		seen = append(seen, fmt.Sprintf("%s %d OK, %d released, %d failed %q", name, oks[key], released[key], failed[key], firstErr[key]))
 		if oks[key] == 0 || released[key] == 0 {

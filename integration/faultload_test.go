@@ -43,6 +43,10 @@ type workload struct {
 	paused   bool         // guarded by pauseMu
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+
+	// longHolds counts the holds renewed past their take's validity
+	// (reenterAndRenew).
+	longHolds atomic.Int64
 }
 
 // startWorkload starts the clients, acquiring with ttl through proxies
@@ -164,6 +168,10 @@ func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.
 	if fenced {
 		fence(h, rdb, c, key, token, arg)
 	}
+	holds, known := 1, true
+	if f.renew != nil {
+		end, holds, known = w.reenterAndRenew(c, rdb, f, key, token, end)
+	}
 	switch {
 	case h.now() >= end-w.ttl/5:
 	case f.sharedHold(token):
@@ -172,12 +180,22 @@ func (w *workload) hold(c int, rdb *redis.Client, key, token string, start time.
 		time.Sleep(2 * time.Millisecond)
 	default:
 		w.increment(c, key, token, end)
-		if fenced {
+		// The fencing checker holds a FENCE current within its take's
+		// TTL: a hold renewed past it repeats none.
+		if fenced && (f.renew == nil || h.now() < start+w.ttl-w.drift) {
 			fence(h, rdb, c, key, token, arg) // a repeat: the same token, or a higher one after a loss
 		}
 	}
-	releaseWith(h, f, rdb, c, key, token)
-	w.fc.readHolders(c, opGone, f, key, token)
+	for i := range holds {
+		// A hold taken again is released once per take; with a count
+		// down unanswered, what the masters keep is not known.
+		if res := releaseWith(h, f, rdb, c, key, token); i < holds-1 && (res == resUnknown || strings.HasPrefix(res, "error: ")) {
+			known = false
+		}
+	}
+	if known {
+		w.fc.readHolders(c, opGone, f, key, token)
+	}
 }
 
 // increment reads the key's counter, pauses, and writes it back plus one,

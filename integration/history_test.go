@@ -15,6 +15,7 @@ import (
 // The kinds of op a history holds.
 const (
 	opAcquire = "acquire" // SET key token NX PX ttl through a proxy
+	opRenew   = "renew"   // a watchdog renewal of a hold through a proxy: Result "1" when granted
 	opRelease = "release" // the compare-and-delete script through a proxy
 	opHeld    = "held"    // direct reads of every node right after an OK
 	opGone    = "gone"    // direct reads of every node right after a release
@@ -132,7 +133,11 @@ func (o op) validUntil() time.Duration {
 
 // window is the time a holder may rely on a lock: from the OK until the
 // validity the client can compute on its own runs out, or until it starts
-// to release, whichever is first.
+// to release, whichever is first. A hold taken again by its token (a
+// re-entry) or renewed (Redisson's watchdog) is the same hold: each OK
+// and each granted renewal adds the time from its reply to its validity,
+// and the hold's windows are the union, cut where its first release
+// starts.
 type window struct {
 	client     int
 	token      string
@@ -151,16 +156,38 @@ func windows(ops []op, key string) []window {
 			}
 		}
 	}
-	var ws []window
+	byToken := map[string][]window{}
+	shared := map[string]bool{}
+	var tokens []string
 	for _, o := range ops {
-		if o.Op != opAcquire || o.Key != key || o.Result != resOK {
+		if o.Key != key || !(o.Op == opAcquire && o.Result == resOK || o.Op == opRenew && o.Result == "1") {
 			continue
 		}
-		w := window{client: o.Client, token: o.Token, begin: o.End, end: o.validUntil(), shared: o.Shared}
+		if o.Op == opAcquire {
+			shared[o.Token] = o.Shared
+		}
+		w := window{client: o.Client, token: o.Token, begin: o.End, end: o.validUntil()}
 		if s, ok := released[o.Token]; ok && s < w.end {
 			w.end = s
 		}
 		if w.begin < w.end {
+			if byToken[o.Token] == nil {
+				tokens = append(tokens, o.Token)
+			}
+			byToken[o.Token] = append(byToken[o.Token], w)
+		}
+	}
+	var ws []window
+	for _, tok := range tokens {
+		// The union of one hold's windows, each of its parts apart.
+		mine := byToken[tok]
+		slices.SortFunc(mine, func(a, b window) int { return int(a.begin - b.begin) })
+		for _, w := range mine {
+			w.shared = shared[tok]
+			if n := len(ws); n > 0 && ws[n-1].token == tok && w.begin <= ws[n-1].end {
+				ws[n-1].end = max(ws[n-1].end, w.end)
+				continue
+			}
 			ws = append(ws, w)
 		}
 	}
@@ -356,7 +383,9 @@ func checkQuorumHeld(ops []op, n int, settle, nodeTimeout time.Duration) (bad []
 		case o.Op == opFault:
 			faults = append(faults, o)
 		case o.Op == opAcquire && o.Result == resOK:
-			acquires[o.Token] = o
+			if _, again := acquires[o.Token]; !again { // a re-entry's is the first hold's check
+				acquires[o.Token] = o
+			}
 		case o.Op == opRelease:
 			releases[o.Token] = o
 		}
@@ -463,6 +492,10 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 		o.Shared = true
 		return o
 	}
+	// renew is a watchdog renewal of a hold, granted when result is "1".
+	renew := func(client int, key, token string, start, end time.Duration, result string) op {
+		return op{Client: client, Op: opRenew, Key: key, Token: token, TTL: 500 * ms, Start: start, End: end, Result: result}
+	}
 	work := func(key string) op { return op{Op: opWork, Key: key, Result: resOK} }
 	fault := func(node int, start, end time.Duration) op {
 		return op{Client: -1, Op: opFault, Nodes: []int{node}, Start: start, End: end, Result: "kill"}
@@ -526,6 +559,39 @@ func TestCheckersOnHandMadeHistories(t *testing.T) {
 			read(2, "k", "r2", 10*ms, 20*ms, resOK), rel(2, "k", "r2", 30*ms, 31*ms),
 			read(3, "k", "r3", 40*ms, 45*ms, resOK),
 		}, nil, []string{"a"}},
+		{"a renewed hold lasts past its first validity", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK), renew(1, "k", "w1", 300*ms, 305*ms, "1"),
+			acq(2, "k", "w2", 600*ms, 610*ms, resOK),
+		}, nil, []string{"a"}},
+		{"a renewal denied or unanswered extends nothing", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK), renew(1, "k", "w1", 300*ms, 305*ms, "0"), renew(1, "k", "w1", 310*ms, 900*ms, resUnknown),
+			acq(2, "k", "w2", 600*ms, 610*ms, resOK),
+		}, nil, nil},
+		{"a renewed hold ends at its release", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK), renew(1, "k", "w1", 300*ms, 305*ms, "1"), rel(1, "k", "w1", 350*ms, 352*ms),
+			acq(2, "k", "w2", 400*ms, 410*ms, resOK),
+		}, nil, nil},
+		{"a renewal granted after the hold lapsed leaves a gap", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK), acq(2, "k", "w2", 600*ms, 610*ms, resOK), rel(2, "k", "w2", 650*ms, 652*ms),
+			renew(1, "k", "w1", 700*ms, 705*ms, "1"),
+		}, nil, nil},
+		{"a writer beside a renewed reader", []op{
+			read(1, "k", "r1", 0, 5*ms, resOK), renew(1, "k", "r1", 300*ms, 305*ms, "1"),
+			acq(2, "k", "w2", 550*ms, 560*ms, resOK),
+		}, nil, []string{"a"}},
+		{"a re-entry is the same hold", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK), acq(1, "k", "w1", 100*ms, 105*ms, resOK), renew(1, "k", "w1", 200*ms, 205*ms, "1"),
+			rel(1, "k", "w1", 300*ms, 301*ms), rel(1, "k", "w1", 302*ms, 303*ms),
+		}, nil, nil},
+		{"a re-entry lasts past the first OK's validity", []op{
+			acq(1, "k", "w1", 0, 5*ms, resOK), acq(1, "k", "w1", 100*ms, 105*ms, resOK),
+			acq(2, "k", "w2", 550*ms, 560*ms, resOK),
+		}, nil, []string{"a"}},
+		{"a re-entered hold is checked on the nodes as its first OK", []op{
+			fault(2, 0, 10*ms),
+			acq(1, "k", "t1", 0, 5*ms, resOK), held(1, "k", "t1", 8*ms, []int{0, 1}, nil),
+			acq(1, "k", "t1", 3000*ms, 3005*ms, resOK),
+		}, nil, nil},
 		{"late OK", []op{acq(1, "k", "t1", 0, 600*ms, resOK)}, nil, []string{"l"}},
 		{"late OK with a larger drift allowance", []op{
 			{Client: 1, Op: opAcquire, Key: "k", Token: "t1", TTL: 200 * ms, Drift: 102 * ms, Start: 0, End: 99 * ms, Result: resOK},
