@@ -97,7 +97,7 @@ func (r *run) finish(healed time.Duration, extra ...string) []string {
 	r.t.Helper()
 	r.w.runFor(r.t, healed+liveBound-r.fc.h.now(), loadLimit)
 	r.w.stop()
-	probe(r.t, r.fc.h, r.px[0].Addr, append(extra, r.w.keys...), r.w.familyOf, r.po.ttl, r.po.drift(r.po.ttl), liveBound)
+	probe(r.t, r.fc.h, r.px[0].Addr, append(extra, r.w.liveKeys()...), r.w.familyOf, r.po.ttl, r.po.drift(r.po.ttl), liveBound)
 	r.lastPoll()
 	return r.w.check(r.t, healed, liveBound)
 }

@@ -34,6 +34,12 @@ type lockFamily struct {
 	// granted when it replies 1; its holders also take the key again
 	// with their token (a re-entry), as rwExtras says.
 	renew func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (renewed bool, err error)
+	// fencedAcquire and getToken, if set, are a family whose every grant
+	// comes with a fencing token of its own (Redisson's RFencedLock,
+	// faultfence_test.go): the acquire gives it as its reply has it (""
+	// when it has none), and getToken reads it during the hold.
+	fencedAcquire func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (granted bool, t string, err error)
+	getToken      func(ctx context.Context, rdb *redis.Client, key string) (int64, error)
 }
 
 // fenceAs is FENCE's argument for token's hold, and whether it is fenced.
@@ -70,6 +76,7 @@ const (
 	famShedLock     = "ShedLock"
 	famMutex        = "redis-semaphore Mutex"
 	famRW           = "Redisson read-write lock"
+	famFenced       = "Redisson RFencedLock" // every scenario's workload has one key of it
 )
 
 // family returns the named lock family; Symfony's scripts are read from
@@ -244,6 +251,8 @@ func family(t *testing.T, name string) *lockFamily {
 			}
 			return token + ":write"
 		}
+	case famFenced:
+		return redissonFencedFamily(name, latchMs, redissonKeys)
 	default:
 		t.Fatalf("no lock family %q", name)
 	}
@@ -360,13 +369,24 @@ func holdsMember(ctx context.Context, m *redis.Client, key, token string) (bool,
 // nil taken, an error reply, or unknown.
 func acquireWith(h *history, f *lockFamily, rdb *redis.Client, c int, key, token string, ttl, drift time.Duration) (res string, start, end time.Duration) {
 	start = h.now()
-	granted, err := f.acquire(context.Background(), rdb, key, token, ttl)
+	var granted bool
+	var t string
+	var err error
+	if f.fencedAcquire != nil {
+		granted, t, err = f.fencedAcquire(context.Background(), rdb, key, token, ttl)
+	} else {
+		granted, err = f.acquire(context.Background(), rdb, key, token, ttl)
+	}
 	end = h.now()
 	res = result(err, resOK)
 	if err == nil && !granted {
 		res = resNil
 	}
 	h.add(op{Client: c, Op: opAcquire, Key: key, Token: token, TTL: ttl, Drift: drift, Start: start, End: end, Result: res, Shared: f.sharedHold(token)})
+	if res == resOK && t != "" {
+		// The grant's own token, judged as a FENCE's sent with it.
+		h.add(op{Client: c, Op: opFence, Key: key, Token: token, Start: start, End: end, Result: t})
+	}
 	return res, start, end
 }
 

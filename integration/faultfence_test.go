@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -20,8 +21,17 @@ import (
 // error reply or unknown. checkFencing judges them against the holds the
 // history shows.
 
-// opFence is FENCE key token through a proxy, during the hold of token.
+// opFence is FENCE key token through a proxy, during the hold of token;
+// or a lock family's own token for it (Redisson's RFencedLock): the
+// acquire's reply, or a getToken (noteGetToken).
 const opFence = "fence"
+
+// noteGetToken marks an opFence that is RFencedLock's getToken(), a GET
+// of its token counter: the counter at the time, whoever holds the lock.
+// It is judged only when its reply came within the hold's validity and
+// before its release was sent (then no later hold can have taken a token
+// yet); a later one reads a later hold's token, as on one Redis.
+const noteGetToken = "getToken"
 
 // fences reports whether client c asks for fencing tokens: half of them
 // do, so that fenced and unfenced holds of one key alternate.
@@ -33,6 +43,90 @@ func fence(h *history, rdb *redis.Client, c int, key, token, arg string) {
 	start := h.now()
 	t, err := rdb.Do(context.Background(), "FENCE", key, arg).Int64()
 	h.add(op{Client: c, Op: opFence, Key: key, Token: token, Start: start, End: h.now(),
+		Result: result(err, strconv.FormatInt(t, 10))})
+}
+
+// redissonFencedFamily is Redisson's RFencedLock, its acquire scripts
+// byte for byte as redissonfenced_test.go replays them: half the
+// acquisitions (by a hash of the token) run lockAndGetToken's script,
+// whose reply carries the token, the others lock()'s; every hold then
+// reads getToken() (hold, in faultload_test.go). Unlock and renewal are
+// RLock's. Its tokens come from its own counter
+// (redisson_lock_token:{key}), never from FENCE.
+func redissonFencedFamily(name, latchMs string, redissonKeys func(key, token string) []string) *lockFamily {
+	tokenScript, lockScript, unlock := redis.NewScript(redissonFencedToken), redis.NewScript(redissonFencedLock), redis.NewScript(redissonUnlock)
+	keys := func(key string) []string { return []string{key, "redisson_lock_token:{" + key + "}"} }
+	f := &lockFamily{name: name, holds: holdsField, fenceArg: func(string) string { return "" }}
+	f.fencedAcquire = func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (bool, string, error) {
+		if !rwReader(token) { // lock(): nil when taken, else the PTTL
+			v, err := lockScript.Run(ctx, rdb, keys(key), ttl.Milliseconds(), token).Result()
+			switch {
+			case errors.Is(err, redis.Nil):
+				return true, "", nil
+			case err != nil:
+				return false, "", err
+			case isInt(v):
+				return false, "", nil
+			}
+			return false, "", fmt.Errorf("%s lock() replied %#v", name, v)
+		}
+		// lockAndGetToken: {-1, token} when taken, else {PTTL, -1}.
+		v, err := tokenScript.Run(ctx, rdb, keys(key), ttl.Milliseconds(), token).Result()
+		if err != nil {
+			return false, "", err
+		}
+		if a, ok := v.([]any); ok && len(a) == 2 && isInt(a[0]) && isInt(a[1]) {
+			switch {
+			case a[0] == int64(-1):
+				return true, strconv.FormatInt(a[1].(int64), 10), nil
+			case a[1] == int64(-1):
+				return false, "", nil
+			}
+		}
+		return false, "", fmt.Errorf("%s lockAndGetToken replied %#v", name, v)
+	}
+	f.acquire = func(ctx context.Context, rdb *redis.Client, key, token string, ttl time.Duration) (bool, error) {
+		granted, _, err := f.fencedAcquire(ctx, rdb, key, token, ttl)
+		return granted, err
+	}
+	f.release = func(ctx context.Context, rdb *redis.Client, key, token string) (any, error) {
+		return unlock.Run(ctx, rdb, redissonKeys(key, token), "0", faultTTL.Milliseconds(), token, "PUBLISH", latchMs).Result()
+	}
+	f.getToken = func(ctx context.Context, rdb *redis.Client, key string) (int64, error) {
+		return rdb.Get(ctx, keys(key)[1]).Int64()
+	}
+	return f
+}
+
+// countersLost reports whether a quorum of the n masters lost their data
+// (restarted empty, or flushed) in ops, whether or not some were seeded
+// again in between: counters may then stop, by design (fence.go), and
+// so does every RFencedLock acquisition, which takes a token.
+func countersLost(ops []op, n int) bool {
+	lost := map[int]bool{}
+	for _, o := range ops {
+		if o.Op == opFault && (o.Result == "kill" && o.End != openEnd || o.Result == "flushall") {
+			lost[o.Nodes[0]] = true
+		}
+	}
+	return len(lost) >= n/2+1
+}
+
+// liveKeys are the workload's keys that must be acquired again once the
+// faults healed: every key, but the RFencedLock one after countersLost.
+func (w *workload) liveKeys() []string {
+	if !countersLost(w.fc.h.snapshot(), len(w.fc.masters)) {
+		return w.keys
+	}
+	return slices.DeleteFunc(slices.Clone(w.keys), func(k string) bool { return w.families[k].name == famFenced })
+}
+
+// getToken reads the token of f's hold of key by token (RFencedLock's
+// getToken()) and records it as an opFence noted noteGetToken.
+func getToken(h *history, f *lockFamily, rdb *redis.Client, c int, key, token string) {
+	start := h.now()
+	t, err := f.getToken(context.Background(), rdb, key)
+	h.add(op{Client: c, Op: opFence, Key: key, Token: token, Start: start, End: h.now(), Note: noteGetToken,
 		Result: result(err, strconv.FormatInt(t, 10))})
 }
 
@@ -88,6 +182,9 @@ func checkFencing(ops []op) (bad []string, tokens, repeatsDiffer int) {
 			bad = append(bad, fmt.Sprintf("key %s: client %d got fencing token %d for %s, which was never granted",
 				o.Key, o.Client, t, o.Token))
 			continue
+		}
+		if s, ok := released[id]; o.Note == noteGetToken && (o.End >= h.acq.validUntil() || ok && s <= o.End) {
+			continue // a read of the counter after the hold: another's token, maybe
 		}
 		tokens++
 		if len(h.ts) > 0 && h.ts[0] != t {
@@ -162,6 +259,9 @@ func TestFencingCheckerOnHandMadeHistories(t *testing.T) {
 	fen := func(client int, token string, start time.Duration, result string) op {
 		return op{Client: client, Op: opFence, Key: "k", Token: token, Start: start, End: start + 2*ms, Result: result}
 	}
+	get := func(client int, token string, start, end time.Duration, result string) op {
+		return op{Client: client, Op: opFence, Key: "k", Token: token, Start: start, End: end, Result: result, Note: noteGetToken}
+	}
 	tests := []struct {
 		name string
 		ops  []op
@@ -211,6 +311,18 @@ func TestFencingCheckerOnHandMadeHistories(t *testing.T) {
 		{"a reply that is not a token", []op{
 			acq(1, "a", 0, 5*ms), fen(1, "a", 6*ms, "0"),
 		}, "want a token"},
+		{"getToken answered after the release or the validity reads a later hold's", []op{
+			acq(1, "a", 0, 5*ms), fen(1, "a", 0, "7"), get(1, "a", 20*ms, 40*ms, "8"), rel(1, "a", 30*ms),
+			acq(2, "b", 31*ms, 35*ms), fen(2, "b", 31*ms, "8"), get(2, "b", 400*ms, 600*ms, "9"), get(2, "b", 600*ms, 601*ms, "9"),
+			acq(3, "c", 560*ms, 565*ms), fen(3, "c", 560*ms, "9"),
+		}, ""},
+		{"getToken within the hold below an earlier hold's token", []op{
+			acq(1, "a", 0, 5*ms), fen(1, "a", 0, "7"), rel(1, "a", 30*ms),
+			acq(2, "b", 31*ms, 35*ms), get(2, "b", 36*ms, 37*ms, "7"),
+		}, "not above 7"},
+		{"getToken within the hold that is no token", []op{
+			acq(1, "a", 0, 5*ms), get(1, "a", 6*ms, 7*ms, resNil),
+		}, "want a token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,5 +334,28 @@ func TestFencingCheckerOnHandMadeHistories(t *testing.T) {
 				t.Errorf("checkFencing = %q; want a violation containing %q", bad, tt.bad)
 			}
 		})
+	}
+}
+
+// A proxy that returns a counter's value without writing it back to a
+// quorum gives a later RFencedLock holder a token no higher than an
+// earlier holder's: the fencing checker reports it.
+func TestFaultNegativeControlNoWriteBack(t *testing.T) {
+	r := startRun(t, 1, proxyOpts{bin: buildBrokenBinary(t), env: []string{"REDLOCK_PROXY_BROKEN=nowriteback"}})
+	wantViolation(t, r.finish(0), "fencing token")
+}
+
+// countersLost counts the masters restarted empty or flushed, not those
+// killed and left down or faulted otherwise.
+func TestCountersLostNeedsAQuorumEmptied(t *testing.T) {
+	fault := func(node int, what string, end time.Duration) op {
+		return op{Client: -1, Op: opFault, Result: what, Nodes: []int{node}, Start: 0, End: end}
+	}
+	two := []op{fault(0, "kill", time.Second), fault(1, "flushall", time.Second), fault(2, "kill", openEnd), fault(3, "freeze", time.Second), fault(0, "kill", 2*time.Second)}
+	if countersLost(two, 5) {
+		t.Errorf("countersLost(2 of 5 emptied) = true; want false")
+	}
+	if three := append(two, fault(4, "kill", 3*time.Second)); !countersLost(three, 5) {
+		t.Errorf("countersLost(3 of 5 emptied) = false; want true")
 	}
 }

@@ -2,7 +2,10 @@
 
 package quorum
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // The safety rules that the negative-control build breaks on purpose
 // (broken_on.go, the same functions whole, for the fault suite). Each is
@@ -18,3 +21,9 @@ func expired(validity time.Duration) bool { return validity <= 0 }
 // counts reports whether node i's grants count towards a quorum: not
 // while it is quarantined, unverified or refused.
 func (e *Engine) counts(i int) bool { return e.health[i].counts.Load() }
+
+// writeBack is a counter's write-back round (fence.go): v is raised to
+// on every node, done when a quorum wrote it.
+func (e *Engine) writeBack(ctx context.Context, key, token, field string, v int64, exclusive bool) error {
+	return e.writeCounter(ctx, key, token, field, v, exclusive)
+}

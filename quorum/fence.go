@@ -230,7 +230,7 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 		if t, ok = nextToken(vals, holds, 1, e.quorum); !ok {
 			return Fencing{}, counterUnavailable(reads, len(vals))
 		}
-		if err := e.writeCounter(ctx, key, token, fenceField, t, false); err != nil {
+		if err := e.writeBack(ctx, key, token, fenceField, t, false); err != nil {
 			return Fencing{}, err
 		}
 	}
@@ -325,7 +325,7 @@ func (e *Engine) Incr(ctx context.Context, name string, by int64) (int64, error)
 	case !ok:
 		return 0, counterUnavailable(reads, len(vals))
 	}
-	if err := e.writeCounter(ctx, "", "", counterPrefix+name, t, true); err != nil {
+	if err := e.writeBack(ctx, "", "", counterPrefix+name, t, true); err != nil {
 		return 0, err
 	}
 	if time.Since(start) >= e.cfg.MaxTTL {
@@ -350,7 +350,7 @@ func (e *Engine) Counter(ctx context.Context, name string) (int64, error) {
 		// The highest may be on fewer than a quorum (an Incr that failed
 		// or still runs): written back first, or a later Incr could miss
 		// it and return it again.
-		if err := e.writeCounter(ctx, "", "", counterPrefix+name, m, false); err != nil {
+		if err := e.writeBack(ctx, "", "", counterPrefix+name, m, false); err != nil {
 			return 0, err
 		}
 	}
