@@ -1,0 +1,74 @@
+package integration
+
+import (
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+)
+
+// attack6 A1. A proxy's max_ttl field (max_ttl:<ms> -> when) is stamped
+// with that proxy's wall clock and judged stale by another proxy's wall
+// clock (unrefreshed for max_ttl + 3 minutes). A proxy whose host clock
+// is a few minutes behind writes fields that every other proxy reads as
+// stale at once: its longer max_ttl is never learned, and a master
+// restarted empty after it stopped is quarantined for the shorter one
+// while its locks still run.
+//
+// The test cannot move one proxy's wall clock, so it runs P1 (max_ttl
+// 8s) with a true clock, stops it (a rolling deploy: its clients' locks
+// keep running), and moves the stamps it wrote 5 minutes back, as P1's
+// clock 5 minutes behind would have written them; nothing else in the
+// records changes.
+func TestAttack6MaxTTLStampedByAProxyClockBehind(t *testing.T) {
+	c := startNodes(t, 3)
+	ctx := t.Context()
+	long := safetyConfig()
+	long.MaxTTL = 8 * time.Second
+	log := slog.New(slog.NewTextHandler(newLogWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	long.Log = log
+	e1 := newEngine(t, long, c.addrs...)
+	if err := e1.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p1 := serveProxy(t, proxy.Config{Log: log, CommandTimeout: commandTimeout}, e1)
+	p1.Client = newClient(t, p1.Addr, nil)
+
+	const ttl = 8 * time.Second
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
+	p1.Server.Close()
+	e1.Close()
+
+	field := "max_ttl:" + strconv.FormatInt(ttl.Milliseconds(), 10)
+	for i, d := range c.direct {
+		v, err := d.HGet(ctx, quorum.MembersKey, field).Int64()
+		if err != nil {
+			t.Fatalf("master %d: %s: %v; want P1's stamp", i, field, err)
+		}
+		if err := d.HSet(ctx, quorum.MembersKey, field, v-(5*time.Minute).Milliseconds()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	p2 := mustStartMonitored(t, safetyConfig(), c.addrs...) // max_ttl 2s
+	c.procs[0] = restartRedis(t, c.procs[0])
+	waitState(t, p2.Client, 0, "quarantined", 5*time.Second)
+	tries := 0
+	for time.Since(start) < ttl-time.Second {
+		tries++
+		if err := p2.Client.SetNX(ctx, "k", "second", 2*time.Second).Err(); err == nil {
+			t.Fatalf("SET k second NX PX 2000 through P2 (max_ttl 2s) = OK %v after P1 (max_ttl 8s, its clock 5 min behind) granted k for 8s on exactly masters 0 and 1 and master 0 restarted empty: two holders (node0 %v)",
+				time.Since(start).Round(time.Millisecond), nodeInfo(t, p2.Client, 0))
+		} else if !strings.Contains(errText(err), "NOQUORUM") && err.Error() != "redis: nil" {
+			t.Logf("try %d: %v", tries, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if tries < 3 {
+		t.Skipf("too slow to judge: %d tries before the first lock's end", tries)
+	}
+}
