@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,4 +74,81 @@ func TestAttack6MaxTTLStampedByAProxyClockBehind(t *testing.T) {
 	if tries < 3 {
 		t.Skipf("too slow to judge: %d tries before the first lock's end", tries)
 	}
+}
+
+// attack6 A2. A running proxy sees a FLUSHALL only when a probe reads the
+// master's own record (syncRecord), after INFO and TIME, within the same
+// probe timeout (max(probe_interval, node_timeout)). A master whose
+// round trip grew past a third of that (a congested link), still well
+// within node_timeout, answers every lock call in time and counts, but
+// its record is never read by a probe again, and nothing logs it: a
+// FLUSHALL there is never seen.
+func TestAttack6FlushOnASlowLinkIsNeverSeen(t *testing.T) {
+	c := startNodes(t, 3)
+	ctx := t.Context()
+	var delay atomic.Int64
+	slow := delayRelay(t, c.addrs[0], &delay)
+	cfg := safetyConfig() // node_timeout 1s, probe_interval 100ms: probes time out at 1s
+	cfg.MaxTTL = 10 * time.Second
+	p := mustStartMonitored(t, cfg, slow, c.addrs[1], c.addrs[2])
+
+	const ttl = 8 * time.Second
+	start := holdOnTwoOfThree(t, p.Client, c, ttl)
+	delay.Store(int64(400 * time.Millisecond)) // the connections are up; each reply now takes 400ms
+	if err := c.direct[0].FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // probes every 100ms, each about 1s long
+	err := p.Client.SetNX(ctx, "k", "second", ttl).Err()
+	f := nodeInfo(t, p.Client, 0)
+	if err == nil {
+		t.Fatalf("SET k second NX PX 8000 = OK %v after k first was granted on exactly masters 0 and 1 and master 0 was FLUSHALLed: two holders (node0 %v; its record %v)",
+			time.Since(start).Round(time.Millisecond), f, c.direct[0].HGetAll(ctx, quorum.MembersKey).Val())
+	}
+	if f["state"] != "quarantined" {
+		t.Errorf("node0 = %v 3s after its FLUSHALL; want quarantined (data lost)", f)
+	}
+}
+
+// delayRelay forwards 127.0.0.1 connections to target, holding every
+// chunk of the target's replies for what delay holds at the time.
+func delayRelay(t *testing.T, target string, delay *atomic.Int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); s.Close() })
+			go func() { io.Copy(s, c); s.Close() }()
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						time.Sleep(time.Duration(delay.Load()))
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				c.Close()
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
