@@ -76,6 +76,46 @@ func TestAttack6MaxTTLStampedByAProxyClockBehind(t *testing.T) {
 	}
 }
 
+// attack6 A1b. A max_ttl over 24h (config takes any) is never learned
+// from the records (maxLearnedTTL): another proxy quarantines a master
+// restarted empty for its own max_ttl, while a lock the first proxy
+// granted still runs. Here P1 (max_ttl 25h) grants k for 8s and stops.
+func TestAttack6MaxTTLOverADayIsNotLearned(t *testing.T) {
+	c := startNodes(t, 3)
+	ctx := t.Context()
+	long := safetyConfig()
+	long.MaxTTL = 25 * time.Hour
+	log := slog.New(slog.NewTextHandler(newLogWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	long.Log = log
+	e1 := newEngine(t, long, c.addrs...)
+	if err := e1.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p1 := serveProxy(t, proxy.Config{Log: log, CommandTimeout: commandTimeout}, e1)
+	p1.Client = newClient(t, p1.Addr, nil)
+
+	const ttl = 8 * time.Second
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
+	p1.Server.Close()
+	e1.Close()
+
+	p2 := mustStartMonitored(t, safetyConfig(), c.addrs...) // max_ttl 2s
+	c.procs[0] = restartRedis(t, c.procs[0])
+	waitState(t, p2.Client, 0, "quarantined", 5*time.Second)
+	tries := 0
+	for time.Since(start) < ttl-time.Second {
+		tries++
+		if err := p2.Client.SetNX(ctx, "k", "second", 2*time.Second).Err(); err == nil {
+			t.Fatalf("SET k second NX PX 2000 through P2 (max_ttl 2s) = OK %v after P1 (max_ttl 25h) granted k for 8s on exactly masters 0 and 1 and master 0 restarted empty: two holders (node0 %v)",
+				time.Since(start).Round(time.Millisecond), nodeInfo(t, p2.Client, 0))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if tries < 3 {
+		t.Skipf("too slow to judge: %d tries before the first lock's end", tries)
+	}
+}
+
 // attack6 A2. A running proxy sees a FLUSHALL only when a probe reads the
 // master's own record (syncRecord), after INFO and TIME, within the same
 // probe timeout (max(probe_interval, node_timeout)). A master whose
