@@ -192,3 +192,39 @@ func delayRelay(t *testing.T, target string, delay *atomic.Int64) string {
 	}()
 	return ln.Addr().String()
 }
+
+// attack6 A4. trust_fsync_always trusts a restart when the process before
+// it ran appendonly yes and appendfsync always (its record's fsync
+// field). With no-appendfsync-on-rewrite yes (a common latency setting),
+// Redis does not fsync while a BGSAVE or BGREWRITEAOF child runs: "the
+// durability of Redis is the same as appendfsync no" (redis.conf), up to
+// 30s of acknowledged writes lost in a host crash, while the record,
+// written long before, survives. The proxy reads only appendfsync and
+// trusts such a master. A host crash cannot be staged here; the test
+// checks the decision: the restarted master must not count at once.
+func TestAttack6FsyncAlwaysWithNoFsyncOnRewriteIsTrusted(t *testing.T) {
+	before := append([]string{"--no-appendfsync-on-rewrite", "yes"}, fsyncAlways...)
+	c := startNodesFirstWith(t, before...)
+	cfg := safetyConfig()
+	cfg.TrustFsyncAlways = true
+	cfg.MaxTTL = time.Minute // a quarantine outlasts the test
+	p := mustStartMonitored(t, cfg, c.addrs...)
+	old := waitRunID(t, p, 0, "")
+	waitSelf(t, c, 0, old)
+	waitRecordField(t, c, 0, "fsync", old)
+	c.procs[0] = restartRedis(t, c.procs[0], before...)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f := nodeInfo(t, p.Client, 0)
+		if f["run_id"] != old && f["state"] == "up" {
+			t.Fatalf("node0 after a restart = %v: trusted, while the process before ran no-appendfsync-on-rewrite yes (no fsync during a BGSAVE or AOF rewrite: a host crash then loses acknowledged locks)", f)
+		}
+		if f["run_id"] != old && f["state"] == "quarantined" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node0 = %v; want the new process seen", f)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
