@@ -90,6 +90,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("min_ttl (%v) must be at least 1ms", c.MinTTL)
 	case c.MaxTTL < c.MinTTL:
 		return fmt.Errorf("max_ttl (%v) must not be under min_ttl (%v)", c.MaxTTL, c.MinTTL)
+	case c.MaxTTL > maxLearnedTTL:
+		// Other proxies learn a max_ttl from the records up to this bound.
+		return fmt.Errorf("max_ttl (%v) must be at most %v", c.MaxTTL, maxLearnedTTL)
 	case 2*c.NodeTimeout > c.MinTTL:
 		// A lock's validity pays for its slowest node: a node timeout
 		// near the TTL would leave nothing to grant.

@@ -369,7 +369,7 @@ func (f *fakeNode) Probe(ctx context.Context) (Probe, error) {
 			p.Role = "master"
 		}
 		if f.aof {
-			p.Appendfsync = f.fsync
+			p.Appendfsync, p.NoFsyncOnRewrite = f.fsync, "no"
 		}
 		started := f.started
 		if started.IsZero() {

@@ -103,7 +103,8 @@ type health struct {
 	// pending is the run_id of a restarted process in quarantine; it
 	// becomes verified when the quarantine ends.
 	pending string
-	// fsyncAlways: the node runs appendonly yes, appendfsync always.
+	// fsyncAlways: the node runs appendonly yes, appendfsync always and
+	// no-appendfsync-on-rewrite no: it syncs every write.
 	fsyncAlways bool
 	// fsyncOf is what the node's own record last read said in
 	// fsyncField: the process seen syncing every write, if any.

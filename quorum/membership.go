@@ -41,13 +41,19 @@ const (
 	// already: it is not written again (a flush since the read would be
 	// hidden).
 	probeWriteKnown
+	// probeSettle: the verified process, back from down or unverified;
+	// it counts again only once its own record is read (syncRecord),
+	// which tells whether it was flushed meanwhile.
+	probeSettle
 )
 
 // apply acts on a successful probe of node i: the clock check, then the
 // restart check. gen is the node's generation when the probe began. Each
 // step is decided under the health lock (probed, then, for a process not
 // verified yet, recordsRead), and the node I/O it calls for runs after.
-func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
+// It reports whether the node counts again only once its own record is
+// read (probeSettle).
+func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) (settle bool) {
 	h := e.health[i]
 	now := time.Now()
 	h.mu.Lock()
@@ -71,6 +77,7 @@ func (e *Engine) apply(ctx context.Context, i int, p Probe, gen uint64) {
 	case probeWrite, probeWriteKnown:
 		e.writeRecord(ctx, i, p.RunID, act == probeWrite)
 	}
+	return act == probeSettle
 }
 
 // currentRunIDs is the run_id each node was last seen with.
@@ -102,7 +109,7 @@ func (e *Engine) probed(h *health, p Probe, gen uint64, now time.Time) (act prob
 	// start it gives is moved a second later, so that it is never early
 	// and a quarantine never ends too soon.
 	h.start = p.Local.Add(time.Second - p.Uptime)
-	h.fsyncAlways = p.AOF && p.Appendfsync == "always"
+	h.fsyncAlways = p.AOF && p.Appendfsync == "always" && p.NoFsyncOnRewrite == "no"
 	if p.Loading {
 		h.setLocked(StateUnverified, time.Time{}, "loading")
 		return probeDone, ""
@@ -113,6 +120,9 @@ func (e *Engine) probed(h *health, p Probe, gen uint64, now time.Time) (act prob
 	}
 	switch p.RunID {
 	case h.verified:
+		if h.state != StateUp && !now.Before(h.until) {
+			return probeSettle, "" // it would count: first its own record
+		}
 		e.settleLocked(h, now)
 		return probeDone, ""
 	case h.pending:
@@ -321,6 +331,22 @@ const lostPrefix = "lost:"
 // reasonDataLost is the reason shown for a node whose data was lost.
 const reasonDataLost = "data lost (membership record gone)"
 
+// reasonOwnRecordUnread is the reason shown for a verified process whose
+// own record a probe could not read: a FLUSHALL there would go unseen.
+const reasonOwnRecordUnread = "its own membership record unread"
+
+// ownRecordUnread makes node i, if it counts, not count until a probe
+// reads its own record again.
+func (e *Engine) ownRecordUnread(i int, err error) {
+	h := e.health[i]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state == StateUp {
+		h.setLocked(StateUnverified, time.Time{}, reasonOwnRecordUnread)
+		e.cfg.Log.Warn("node not counted: its membership record could not be read", "node", h.addr, "err", err)
+	}
+}
+
 // reasonRecordsUnread is the reason shown for a process not verified
 // while too few records, or not its own, could be read to tell whether
 // it lost data.
@@ -418,16 +444,19 @@ func (e *Engine) quarantine() time.Duration {
 // learnMaxTTLs takes the longest max_ttl that the records read at now
 // say a proxy grants.
 func (e *Engine) learnMaxTTLs(recs []result[map[string]string], now time.Time) {
-	for _, r := range recs {
+	for j, r := range recs {
 		if r.err == nil {
-			e.learnMaxTTL(r.v, now)
+			e.learnMaxTTL(j, r.v, now)
 		}
 	}
 }
 
-// learnMaxTTL takes the longest max_ttl that rec, read at now, says a
-// proxy grants.
-func (e *Engine) learnMaxTTL(rec map[string]string, now time.Time) {
+// learnMaxTTL takes the longest max_ttl that rec, node j's record read
+// at now, says a proxy grants. A field's time is on node j's clock
+// (maxTTLField), so the proxies' own clocks do not matter; before this
+// proxy has read that clock, every field counts.
+func (e *Engine) learnMaxTTL(j int, rec map[string]string, now time.Time) {
+	nodeNow, known := e.onNodeClock(j, now)
 	for f, v := range rec {
 		ms, ok := strings.CutPrefix(f, maxTTLPrefix)
 		if !ok {
@@ -435,11 +464,13 @@ func (e *Engine) learnMaxTTL(rec map[string]string, now time.Time) {
 		}
 		m, err1 := strconv.ParseInt(ms, 10, 64)
 		at, err2 := strconv.ParseInt(v, 10, 64)
-		if err1 != nil || err2 != nil || m <= 0 || m > int64(maxLearnedTTL/time.Millisecond) {
+		if err1 != nil || err2 != nil || m <= 0 {
 			continue
 		}
-		d := time.Duration(m) * time.Millisecond
-		if now.Sub(time.UnixMilli(at)) > d+maxTTLSlack {
+		// A longer one is no proxy's (Validate), but is not dropped:
+		// its locks may run for the whole bound.
+		d := time.Duration(min(m, maxLearnedTTL.Milliseconds())) * time.Millisecond
+		if known && nodeNow.Sub(time.UnixMilli(at)) > d+maxTTLSlack {
 			continue // no lock of that proxy's can be left
 		}
 		for {
@@ -454,9 +485,26 @@ func (e *Engine) learnMaxTTL(rec map[string]string, now time.Time) {
 // maxLearnedTTL bounds a max_ttl taken from a record.
 const maxLearnedTTL = 24 * time.Hour
 
-// maxTTLField is this proxy's max_ttl field and its value at now.
-func (e *Engine) maxTTLField(now time.Time) (string, string) {
-	return maxTTLPrefix + strconv.FormatInt(e.cfg.MaxTTL.Milliseconds(), 10), strconv.FormatInt(now.UnixMilli(), 10)
+// maxTTLField is this proxy's max_ttl field and its value at now for node
+// j's record: now on node j's clock, so that every proxy judges its age
+// by the same clock, whatever its own says. It is not written (false)
+// before this proxy has read node j's clock.
+func (e *Engine) maxTTLField(j int, now time.Time) (string, string, bool) {
+	t, ok := e.onNodeClock(j, now)
+	return maxTTLPrefix + strconv.FormatInt(e.cfg.MaxTTL.Milliseconds(), 10), strconv.FormatInt(t.UnixMilli(), 10), ok
+}
+
+// onNodeClock is now on node j's clock, from the last reading a probe
+// took of it; false before the first.
+func (e *Engine) onNodeClock(j int, now time.Time) (time.Time, bool) {
+	h := e.health[j]
+	h.mu.Lock()
+	at := h.clock.last
+	h.mu.Unlock()
+	if at.local.IsZero() {
+		return time.Time{}, false
+	}
+	return at.node.Add(now.Sub(at.local)), true
 }
 
 // quarantineLocked quarantines h until then (or later, if a quarantine
@@ -505,19 +553,18 @@ func (e *Engine) settleLocked(h *health, now time.Time) {
 // selfField, with this proxy's max_ttl. A node it misses is filled in later by syncRecord
 // (but never a selfField: that is written only here).
 func (e *Engine) writeRecord(ctx context.Context, i int, runID string, self bool) {
-	f, v := e.maxTTLField(time.Now())
-	fields := map[string]string{e.health[i].addr: runID, f: v}
-	own := fields
-	if self {
-		h := e.health[i]
-		h.mu.Lock()
-		sync := fsyncValue(h)
-		h.mu.Unlock()
-		own = map[string]string{e.health[i].addr: runID, f: v, selfField: runID, fsyncField: sync}
-	}
+	now := time.Now()
+	h := e.health[i]
+	h.mu.Lock()
+	sync := fsyncValue(h)
+	h.mu.Unlock()
 	e.writeEach(ctx, func(j int) map[string]string {
-		if j == i {
-			return own
+		fields := map[string]string{h.addr: runID}
+		if f, v, ok := e.maxTTLField(j, now); ok {
+			fields[f] = v
+		}
+		if j == i && self {
+			fields[selfField], fields[fsyncField] = runID, sync
 		}
 		return fields
 	})
@@ -545,7 +592,7 @@ func (e *Engine) writeEach(ctx context.Context, fields func(i int) map[string]st
 }
 
 // stale reports whether a max_ttl field's value, written at a Unix ms,
-// is missing or due for a refresh at now.
+// is missing or due for a refresh at now (both on the node's clock).
 func stale(v string, now time.Time) bool {
 	at, err := strconv.ParseInt(v, 10, 64)
 	return err != nil || now.Sub(time.UnixMilli(at)) >= maxTTLRefresh
@@ -557,27 +604,33 @@ func stale(v string, now time.Time) bool {
 // be read (or this proxy started after): it is quarantined for what is
 // left of max_ttl since its start, or, if that is over, the field is
 // corrected.
-func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string) {
+func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string, settle bool) {
 	now := time.Now()
-	e.learnMaxTTL(rec, now)
+	e.learnMaxTTL(i, rec, now)
 	// A process whose own record no longer names it lost its data
 	// without a restart (FLUSHALL): the locks it granted are gone too.
-	// It is verified again, and named, when the quarantine ends.
+	// It is verified again, and named, when the quarantine ends. One
+	// back from down (settle) counts again only if its record names it.
 	hi := e.health[i]
 	hi.mu.Lock()
 	hi.fsyncOf = rec[fsyncField]
-	if hi.state == StateUp && hi.runID == hi.verified && rec[selfField] != hi.runID {
+	if (hi.state == StateUp || settle) && hi.runID == hi.verified && rec[selfField] != hi.runID {
 		e.quarantineLocked(hi, now.Add(e.quarantine()), QuarantineDataLost, reasonDataLost)
 		e.markLocked(hi, QuarantineDataLost)
 		hi.verified, hi.pending = "", hi.runID
+	}
+	if settle && hi.runID == hi.verified {
+		e.settleLocked(hi, now)
 	}
 	fix := map[string]string{}
 	if hi.state == StateUp && hi.runID == hi.verified && rec[selfField] == hi.runID && rec[fsyncField] != fsyncValue(hi) {
 		fix[fsyncField] = fsyncValue(hi) // the process's appendfsync changed, or was never written
 	}
 	hi.mu.Unlock()
-	if f, v := e.maxTTLField(now); stale(rec[f], now) {
-		fix[f] = v
+	if f, v, ok := e.maxTTLField(i, now); ok {
+		if t, _ := strconv.ParseInt(v, 10, 64); stale(rec[f], time.UnixMilli(t)) {
+			fix[f] = v
+		}
 	}
 	for _, h := range e.health {
 		h.mu.Lock()

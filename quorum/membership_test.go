@@ -57,7 +57,10 @@ func TestProbed(t *testing.T) {
 			healthWant{act: probeDone, state: StateUp, verified: "r1"}, ""},
 		{"loading", func(h *health) { h.verified = "r1" }, Probe{RunID: "r1", Loading: true, Local: now}, 0,
 			healthWant{act: probeDone, state: StateUnverified, reason: "loading", verified: "r1"}, ""},
+		// It counts again once its own record is read (syncRecord).
 		{"the verified process", func(h *health) { h.verified = "r1"; h.setLocked(StateUnverified, time.Time{}, "x") }, probe, 0,
+			healthWant{act: probeSettle, state: StateUnverified, reason: "x", verified: "r1"}, ""},
+		{"the verified process, up", func(h *health) { h.verified = "r1" }, probe, 0,
 			healthWant{act: probeDone, state: StateUp, verified: "r1"}, ""},
 		{"the verified process back before its quarantine ends", func(h *health) {
 			h.verified = "r1"

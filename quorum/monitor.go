@@ -111,11 +111,18 @@ func (e *Engine) check(ctx context.Context, i int) {
 		e.refuse(i, p, reason)
 		return
 	}
-	e.apply(ctx, i, p, gen)
-	if rec, err := n.Members(pctx); err == nil {
-		e.syncRecord(pctx, i, rec)
+	settle := e.apply(ctx, i, p, gen)
+	// The record gets a timeout of its own: on a slow link a probe's
+	// round trips may use up the first, and a record not read leaves a
+	// FLUSHALL unseen.
+	rctx, rcancel := context.WithTimeout(ctx, e.probeTimeout())
+	defer rcancel()
+	if rec, err := n.Members(rctx); err == nil {
+		e.syncRecord(rctx, i, rec, settle)
+	} else if ctx.Err() == nil {
+		e.ownRecordUnread(i, err)
 	}
-	e.publishMark(pctx, i)
+	e.publishMark(rctx, i)
 }
 
 // probeFailed is the breaker for the monitor's own probes, sent at sent:

@@ -56,6 +56,9 @@ type Probe struct {
 	MaxmemoryPolicy string
 	AOF             bool   // INFO aof_enabled
 	Appendfsync     string // CONFIG GET appendfsync; "" if not read
+	// NoFsyncOnRewrite is CONFIG GET no-appendfsync-on-rewrite ("" if not
+	// read): with "yes" no write is synced while a rewrite runs.
+	NoFsyncOnRewrite string
 	// Time is the node's clock (TIME), and Local the proxy's clock (with
 	// its monotonic reading) half-way through that call, which took RTT.
 	Time  time.Time

@@ -13,8 +13,9 @@ import (
 )
 
 // Probe reads INFO, then TIME on its own so that its round trip is tight,
-// then, on a node with AOF on, CONFIG GET appendfsync (which an ACL may
-// refuse; then Appendfsync stays empty).
+// then, on a node with AOF on, CONFIG GET of appendfsync and
+// no-appendfsync-on-rewrite (which an ACL may refuse; then both stay
+// empty).
 func (n *redisNode) Probe(ctx context.Context) (Probe, error) {
 	text, err := n.c.Info(ctx).Result()
 	if err != nil {
@@ -33,8 +34,8 @@ func (n *redisNode) Probe(ctx context.Context) (Probe, error) {
 	p.Local = sent.Add(p.RTT / 2)
 	p.Time = now
 	if p.AOF {
-		if v, err := n.c.ConfigGet(ctx, "appendfsync").Result(); err == nil {
-			p.Appendfsync = v["appendfsync"]
+		if v, err := n.c.ConfigGet(ctx, "*fsync*").Result(); err == nil {
+			p.Appendfsync, p.NoFsyncOnRewrite = v["appendfsync"], v["no-appendfsync-on-rewrite"]
 		}
 	}
 	return p, nil
