@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -30,5 +31,26 @@ func TestAttack6ScriptOnAnRFencedLockTokenName(t *testing.T) {
 	if !refused && (errText(err) != errText(oneErr) || got != one) {
 		t.Errorf("a SET NX script on %s after INCR through the proxy = %q, %v; one Redis = %q, %v (or the counter refusal a plain SET gets)",
 			key, got, err, one, oneErr)
+	}
+}
+
+// attack6 A5. RFencedLock's lockAndGetToken script with a lease of 0 (or
+// below): one Redis takes a token (INCR) and answers {-1, token}, the
+// lock deleted at once by its PEXPIRE. The proxy runs RLock's script for
+// the lock part, finds no hold, and answers that script's own reply, a
+// nil, which the token script never returns.
+func TestAttack6FencedTokenScriptWithLeaseZero(t *testing.T) {
+	run := func(t *testing.T, cl *redis.Client) (any, error) {
+		c := fencedLockClient{"fl0", "8c1f-0001:1"}
+		return redis.NewScript(redissonFencedToken).Run(t.Context(), cl, c.keys(), 0, c.thread).Result()
+	}
+	one, oneErr := run(t, direct(t, startRedis(t).Addr))
+	_, p := setup(t, 3, proxy.Config{})
+	got, err := run(t, p.Client)
+	a, ok := got.([]any)
+	if !ok || len(a) != 2 || a[0] != int64(-1) {
+		if err == nil || errors.Is(err, redis.Nil) {
+			t.Errorf("lockAndGetToken with lease 0 through the proxy = %v, %v; one Redis = %v, %v (or a refusal of the lease)", got, err, one, oneErr)
+		}
 	}
 }
