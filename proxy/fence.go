@@ -107,8 +107,8 @@ var counterCommands = map[string]bool{"incr": true, "incrby": true, "get": true}
 // counterRefusal refuses a command that names a counter, other than INCR,
 // INCRBY and GET: a counter lives in the masters' counters, and one
 // master's key of that name means nothing. A script may name an
-// RFencedLock's token: RFencedLock's own scripts do (runFencedLock), and
-// no other script reaches a counter.
+// RFencedLock's token here: RFencedLock's own scripts do (runFencedLock),
+// and run refuses every other (tokenKeys).
 func (s *Server) counterRefusal(name string, cm command, args [][]byte) error {
 	if counterCommands[name] {
 		return nil

@@ -280,6 +280,9 @@ func (s *Server) run(r *request, sv served) (resp.Reply, error) {
 	if sv.fenced != fencedNone {
 		return s.runFencedLock(r, sv.fenced)
 	}
+	if err := tokenKeys(r); err != nil {
+		return resp.Reply{}, err
+	}
 	if sv.eff != nil {
 		return s.runEffect(r, sv.eff)
 	}
@@ -481,6 +484,21 @@ func unsupportedScript(name string) error {
 		return withArgs(errUnsupportedNamed, name)
 	}
 	return errUnsupportedScript
+}
+
+// tokenKeys refuses a script naming an RFencedLock's token counter among
+// its keys: only RFencedLock's own scripts may (runFencedLock).
+func tokenKeys(r *request) error {
+	rest, nk, err := scriptArgs(r)
+	if err != nil {
+		return nil // the script's own path answers it
+	}
+	for _, k := range rest[:nk] {
+		if redissonToken(k) {
+			return withArgs(errFencedTokenKey, cString(k, 128))
+		}
+	}
+	return nil
 }
 
 // scriptArgs is an EVAL's or EVALSHA's keys and arguments after its
