@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -55,7 +56,10 @@ func (s *Server) scan(r *request) (resp.Reply, error) {
 		}
 	}
 	next, found, err := s.e.Scan(r.ctx, cur, match, count, typ)
-	if err != nil {
+	switch {
+	case errors.Is(err, quorum.ErrBadCursor):
+		return resp.Reply{}, errInvalidCursor // another node list's
+	case err != nil:
 		return resp.Reply{}, err
 	}
 	keys := make([]resp.Reply, 0, len(found))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/bits"
+	"slices"
+	"strings"
 )
 
 // A quorum scan walks the nodes one after the other, each with its own
@@ -13,11 +15,15 @@ import (
 // node already walked to the end holds it too. Its cursor is one integer,
 // as Redis's:
 //
-//	bits  0-47  the SCAN cursor of the node being walked
-//	bits 48-51  that node's index
+//	bits  0-43  the SCAN cursor of the node being walked
+//	bits 44-47  four bits of a hash of the node list
+//	bits 48-51  that node's place
 //	bits 52-60  the nodes walked to the end, one bit each
 //	bits 61-63  three bits of a hash of that node's run_id
 //
+// A node's place is in the nodes sorted by address, so that proxies that
+// list the same masters in another order (clients behind a load balancer)
+// read one another's cursors; a cursor from another node list is refused.
 // A node that is down, in quarantine or failing when the walk reaches it
 // is passed over, not marked walked. A key a quorum holds from the first
 // call to the last is on at least one node that is walked whenever a
@@ -30,14 +36,15 @@ import (
 // ScanCursor is where a quorum scan stands. The zero cursor starts a scan,
 // and a scan is over when Scan returns it.
 type ScanCursor struct {
-	Node    int    // the node being walked
+	Node    int    // the node being walked, by its place (scanOrder)
 	Walked  uint16 // the nodes walked to the end, one bit each
 	At      uint64 // the node's own SCAN cursor
 	RunHash uint8  // three bits of the node's run_id when At was read
+	List    uint8  // four bits of a hash of the node list (scanOrder)
 }
 
 const (
-	atBits    = 48
+	atBits    = 44
 	maxWalked = 9 // bits for Walked: the nodes a proxy may have
 )
 
@@ -46,14 +53,15 @@ var ErrBadCursor = errors.New("quorum: invalid cursor")
 
 // Encode packs c into SCAN's integer cursor.
 func (c ScanCursor) Encode() uint64 {
-	return c.At | uint64(c.Node)<<atBits | uint64(c.Walked)<<52 | uint64(c.RunHash&7)<<61
+	return c.At | uint64(c.List&0xf)<<atBits | uint64(c.Node)<<48 | uint64(c.Walked)<<52 | uint64(c.RunHash&7)<<61
 }
 
 // DecodeCursor unpacks an integer cursor for a proxy over nodes nodes.
 func DecodeCursor(v uint64, nodes int) (ScanCursor, error) {
 	c := ScanCursor{
 		At:      v & (1<<atBits - 1),
-		Node:    int(v >> atBits & 0xf),
+		List:    uint8(v >> atBits & 0xf),
+		Node:    int(v >> 48 & 0xf),
 		Walked:  uint16(v >> 52 & (1<<maxWalked - 1)),
 		RunHash: uint8(v >> 61),
 	}
@@ -80,12 +88,48 @@ type keyScanner interface {
 // a quorum holds, not reserved, of type typ if typ is set ("string",
 // "hash", "zset"), and the next cursor. match, count and typ go to the
 // node's SCAN as given.
-// A scan that ends with too few nodes walked is unavailable (ended).
+// A scan that ends with too few nodes walked is unavailable (ended). A
+// cursor of another node list is ErrBadCursor.
 func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count int64, typ string) (ScanCursor, []ScanKey, error) {
 	if len(e.nodes) > maxWalked {
 		return ScanCursor{}, nil, fmt.Errorf("quorum: a scan walks at most %d nodes", maxWalked)
 	}
-	j := cur.Node
+	order, list := e.scanOrder()
+	if cur != (ScanCursor{}) && cur.List != list {
+		return ScanCursor{}, nil, ErrBadCursor
+	}
+	next, found, err := e.scan(ctx, cur, order, match, count, typ)
+	if next != (ScanCursor{}) {
+		next.List = list
+	}
+	return next, found, err
+}
+
+// scanOrder is the nodes' indexes sorted by address, and four bits of a
+// hash of those addresses.
+func (e *Engine) scanOrder() ([]int, uint8) {
+	order := make([]int, len(e.health))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(e.health[a].addr, e.health[b].addr) })
+	h := fnv.New32a()
+	for _, i := range order {
+		h.Write([]byte(e.health[i].addr))
+		h.Write([]byte{0})
+	}
+	return order, uint8(h.Sum32() & 0xf)
+}
+
+// scan is Scan's step, with the nodes' order.
+func (e *Engine) scan(ctx context.Context, cur ScanCursor, order []int, match string, count int64, typ string) (ScanCursor, []ScanKey, error) {
+	j := order[cur.Node]
+	var walked uint16 // cur.Walked by node index
+	for place, i := range order {
+		if cur.Walked&(1<<place) != 0 {
+			walked |= 1 << i
+		}
+	}
 	status := e.Status()[j]
 	ks, ok := e.nodes[j].(keyScanner)
 	if !ok || status.State != StateUp {
@@ -114,7 +158,7 @@ func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count i
 		switch {
 		case err != nil:
 			return ScanCursor{}, nil, err
-		case !st.Held, holders&cur.Walked != 0:
+		case !st.Held, holders&walked != 0:
 			continue // not held, or reported where a walked node has it
 		case typ != "" && typeName(st) != typ:
 			continue
@@ -127,9 +171,9 @@ func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count i
 		return e.ended(cur, found)
 	}
 	if next != 0 {
-		return ScanCursor{Node: j, Walked: cur.Walked, At: next, RunHash: hash}, found, nil
+		return ScanCursor{Node: cur.Node, Walked: cur.Walked, At: next, RunHash: hash}, found, nil
 	}
-	cur.Walked |= 1 << j
+	cur.Walked |= 1 << cur.Node
 	return e.ended(cur, found)
 }
 

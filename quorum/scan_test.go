@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -15,6 +16,7 @@ func TestScanCursorRoundTrip(t *testing.T) {
 		{"mid first node", ScanCursor{At: 12345, RunHash: 5}},
 		{"last node, others walked", ScanCursor{Node: 4, Walked: 0b1011, At: 1<<atBits - 1, RunHash: 7}},
 		{"nine nodes", ScanCursor{Node: 8, Walked: 0xff}},
+		{"a node list hash", ScanCursor{Node: 2, At: 7, List: 0xf}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -28,7 +30,7 @@ func TestScanCursorRoundTrip(t *testing.T) {
 	if (ScanCursor{Node: 1}).Encode() == 0 || (ScanCursor{At: 1}).Encode() == 0 {
 		t.Error("a cursor in progress encodes as 0")
 	}
-	for _, v := range []uint64{uint64(5) << atBits, uint64(1) << 60, ^uint64(0)} {
+	for _, v := range []uint64{uint64(5) << 48, uint64(1) << 60, ^uint64(0)} {
 		if _, err := DecodeCursor(v, 5); !errors.Is(err, ErrBadCursor) {
 			t.Errorf("DecodeCursor(%d, 5 nodes) = %v; want ErrBadCursor", v, err)
 		}
@@ -81,5 +83,22 @@ func BenchmarkInspectTraced(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A cursor names nodes by their place in the sorted addresses, and one
+// from another node list is refused rather than read as this one's.
+func TestScanCursorOfAnotherNodeList(t *testing.T) {
+	e := New(Config{}, &fakeNode{addr: "c"}, &fakeNode{addr: "a"}, &fakeNode{addr: "b"})
+	order, list := e.scanOrder()
+	if !slices.Equal(order, []int{1, 2, 0}) {
+		t.Errorf("scanOrder = %v; want the nodes by address, [1 2 0]", order)
+	}
+	f := New(Config{}, &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"})
+	if _, other := f.scanOrder(); other != list {
+		t.Errorf("list hash %d for a, b, c; %d for c, a, b: want one for the same masters in any order", other, list)
+	}
+	if _, _, err := e.Scan(t.Context(), ScanCursor{Node: 1, At: 5, List: list ^ 1}, "", 0, ""); !errors.Is(err, ErrBadCursor) {
+		t.Errorf("Scan of another list's cursor = %v; want ErrBadCursor", err)
 	}
 }
