@@ -22,8 +22,8 @@ func expired(validity time.Duration) bool { return validity <= 0 }
 // while it is quarantined, unverified or refused.
 func (e *Engine) counts(i int) bool { return e.health[i].counts.Load() }
 
-// writeBack is a counter's write-back round (fence.go): v is raised to
-// on every node, done when a quorum wrote it.
+// writeBack is a counter's write-back round (fence.go): field raised to
+// v on every node, done when a quorum wrote it.
 func (e *Engine) writeBack(ctx context.Context, key, token, field string, v int64, exclusive bool) error {
 	return e.writeCounter(ctx, key, token, field, v, exclusive)
 }
