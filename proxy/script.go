@@ -20,8 +20,10 @@ const maxCachedScripts = 1024
 // EVALSHA of the same digest runs them, as Redis's script cache does. It
 // holds no lock state.
 type scriptCache struct {
-	wrap  func(body string, literals []string) *quorum.Effect
-	mu    sync.Mutex
+	wrap func(body string, literals []string) *quorum.Effect
+	// mu is read-locked by every EVALSHA's lookup: many clients at once
+	// share it without waiting on each other.
+	mu    sync.RWMutex
 	bySHA map[string]served
 	// byEffect are the catalogue scripts wrapped for the calls the
 	// catalogue cannot take, by digest.
@@ -60,9 +62,9 @@ func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *s
 // byItsEffect returns the catalogue script sv wrapped to run by its
 // effect, admitting it on first use.
 func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, error) {
-	c.mu.Lock()
+	c.mu.RLock()
 	eff, ok := c.byEffect[sv.sha]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if ok {
 		return eff, nil
 	}
@@ -91,18 +93,19 @@ func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, error) {
 // lookup finds the script with digest sha: a catalogue script, or one a
 // client sent before.
 func (c *scriptCache) lookup(sha string) (served, bool) {
-	if rw, ok := redissonServed[strings.ToLower(sha)]; ok {
+	sha = strings.ToLower(sha)
+	if rw, ok := redissonServed[sha]; ok {
 		return served{rw: rw}, true
 	}
-	if f, ok := redissonFenced[strings.ToLower(sha)]; ok {
+	if f, ok := redissonFenced[sha]; ok {
 		return served{fenced: f}, true
 	}
 	if sc, ok := script.ClassifySHA(sha); ok {
-		return served{sc: sc, sha: strings.ToLower(sha)}, true
+		return served{sc: sc, sha: sha}, true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sv, ok := c.bySHA[strings.ToLower(sha)]
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	sv, ok := c.bySHA[sha]
 	return sv, ok
 }
 
@@ -123,9 +126,9 @@ func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, e
 	if sc, known := script.ClassifySHA(sha); known {
 		return served{sc: sc, sha: sha}, sha, nil // a catalogue script: no need to remember it
 	}
-	c.mu.Lock()
+	c.mu.RLock()
 	sv, ok := c.bySHA[sha]
-	c.mu.Unlock()
+	c.mu.RUnlock()
 	if ok {
 		return sv, sha, nil
 	}
