@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,5 +53,37 @@ func TestAttack6FencedTokenScriptWithLeaseZero(t *testing.T) {
 		if err == nil || errors.Is(err, redis.Nil) {
 			t.Errorf("lockAndGetToken with lease 0 through the proxy = %v, %v; one Redis = %v, %v (or a refusal of the lease)", got, err, one, oneErr)
 		}
+	}
+}
+
+// attack6 A7. An admin's forced DEL (allow_force_del) deletes the lock
+// key but leaves FENCE's hold record ("T token"), which lives on with the
+// TTL the lock had. A client that takes the key again with the same token
+// (one token per process, as some clients use; Redisson's uuid:threadId)
+// gets the earlier hold's T again, deterministically: a DEL is the admin's
+// way with a stuck holder, the paused holder fencing exists for, and its
+// late writes carry the same T as the new hold's.
+func TestAttack6ForcedDelLeavesTheHoldRecord(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{AllowForceDel: true})
+	ctx := t.Context()
+	if err := p.Client.SetNX(ctx, "fk", "host:1", 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t1, err := p.Client.Do(ctx, "FENCE", "fk", "host:1").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Client.Del(ctx, "fk").Err(); err != nil {
+		t.Fatalf("forced DEL: %v", err)
+	}
+	if err := p.Client.SetNX(ctx, "fk", "host:1", 30*time.Second).Err(); err != nil {
+		t.Fatalf("SET NX after the forced DEL: %v", err)
+	}
+	t2, err := p.Client.Do(ctx, "FENCE", "fk", "host:1").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t2 <= t1 {
+		t.Errorf("FENCE of a new hold after a forced DEL = %d; the hold before it got %d: want above", t2, t1)
 	}
 }
