@@ -371,13 +371,19 @@ func entryResult(vals []any) (Entry, error) {
 	}
 }
 
+// deleteScript is DEL of KEYS, with each key's fencing record (fence.go):
+// a later hold of the key, even by the same token, is another hold.
+var deleteScript = newScript(`
+local n = 0
+for _, key in ipairs(KEYS) do
+  n = n + redis.call("del", key)
+  redis.call("del", "` + holdPrefix + `" .. key)
+end
+return n
+`)
+
 func (n *redisNode) Delete(ctx context.Context, keys []string) (int, error) {
-	args := make([]any, 1+len(keys))
-	args[0] = "del"
-	for i, k := range keys {
-		args[1+i] = k
-	}
-	cmd, err := n.p.do(ctx, args...)
+	cmd, err := n.p.eval(ctx, deleteScript, keys)
 	if err != nil {
 		return 0, err
 	}

@@ -31,7 +31,7 @@ var (
 	rwTakeScript    = newScript(rwTakeSrc)
 	rwUndoScript    = newScript(rwUndoSrc)
 	rwUnlockScript  = newScript(rwUnlockSrc)
-	rwForceScript   = newScript(rwForceSrc)
+	rwForceScript   = newScript(strings.ReplaceAll(rwForceSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
 	rwRenewScript   = newScript(rwRenewSrc)
 	rwPublishScript = newScript(rwPublishSrc)
 	// The hold record's prefix is the engine's own (fence.go).
