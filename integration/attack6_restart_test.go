@@ -228,3 +228,55 @@ func TestAttack6FsyncAlwaysWithNoFsyncOnRewriteIsTrusted(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// attack6 A8. A clock quarantine reaches proxies started after the jump
+// only through the lost mark, field "lost:<address>", keyed by the
+// address as the quarantining proxy spells it. A proxy that names the
+// same master another way (localhost for 127.0.0.1: attack4 A1's
+// premise, which self fixed for restarts) finds no mark, cannot see the
+// jump itself (its first TIME is its baseline), and counts the master at
+// once while locks that expired early there still run.
+func TestAttack6ClockMarkUnderAnotherAddressSpelling(t *testing.T) {
+	c := startNodes(t, 3)
+	relay := startClockRelay(t, c.addrs[0])
+	cfg := clockConfig()
+	cfg.MaxTTL = 8 * time.Second
+	p1 := mustStartMonitored(t, cfg, relay.Addr, c.addrs[1], c.addrs[2])
+	ctx := t.Context()
+
+	const ttl = 8 * time.Second
+	start := holdOnTwoOfThree(t, p1.Client, c, ttl)
+	// Master 0's clock jumps 10s: k, with 8s left, expires there at once
+	// (emulated: the relay moves only TIME).
+	relay.setSkew(func() time.Duration { return 10 * time.Second })
+	if err := c.direct[0].Del(ctx, "k").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, p1.Client, 0, "quarantined", 3*time.Second)
+	// P1's mark reaches master 1's record (and every other).
+	deadline := time.Now().Add(3 * time.Second)
+	for !strings.HasSuffix(c.direct[1].HGet(ctx, quorum.MembersKey, "lost:"+relay.Addr).Val(), " clock") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no clock mark for %s in master 1's record: %v", relay.Addr, c.direct[1].HGetAll(ctx, quorum.MembersKey).Val())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	_, port, _ := net.SplitHostPort(relay.Addr)
+	p2 := mustStartMonitored(t, cfg, net.JoinHostPort("localhost", port), c.addrs[1], c.addrs[2])
+	err := p2.Client.SetNX(ctx, "k", "second", 2*time.Second).Err()
+	if err == nil && time.Since(start) < ttl-time.Second {
+		t.Fatalf("SET k second NX through P2 (master 0 named localhost) = OK %v after k first was granted on exactly masters 0 and 1 and master 0's clock jumped 10s (P1 quarantined it, mark %q): two holders (P2's node0 %v)",
+			time.Since(start).Round(time.Millisecond), mustField(t, c, 1, "lost:"+relay.Addr), nodeInfo(t, p2.Client, 0))
+	}
+}
+
+// mustField is master i's own membership record's field.
+func mustField(t *testing.T, c *cluster, i int, field string) string {
+	t.Helper()
+	v, err := c.direct[i].HGet(t.Context(), quorum.MembersKey, field).Result()
+	if err != nil {
+		t.Fatalf("master %d's record %s: %v", i, field, err)
+	}
+	return v
+}
