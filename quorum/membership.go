@@ -235,9 +235,25 @@ func (e *Engine) recordsRead(h *health, i int, p Probe, known string, recs []res
 func (e *Engine) applyMarks(h *health, recs []result[map[string]string], at clockReading, read time.Time) {
 	for _, r := range recs {
 		if r.err == nil {
-			e.lostLocked(h, r.v[lostPrefix+h.addr], at, read)
+			for _, mark := range marksOf(r.v, h.runID) {
+				e.lostLocked(h, mark, at, read)
+			}
 		}
 	}
+}
+
+// marksOf is every lost mark in rec about process runID, whatever the
+// address its field names the node by: a proxy that spells the address
+// otherwise (localhost for 127.0.0.1) wrote it, and a run_id names one
+// process of one node.
+func marksOf(rec map[string]string, runID string) []string {
+	var marks []string
+	for f, v := range rec {
+		if strings.HasPrefix(f, lostPrefix) && runID != "" && strings.HasPrefix(v, runID+" ") {
+			marks = append(marks, v)
+		}
+	}
+	return marks
 }
 
 // markEnd is the latest end, after now, of the lost marks the records
@@ -247,8 +263,10 @@ func (e *Engine) markEnd(recs []result[map[string]string], h *health, at clockRe
 		if r.err != nil {
 			continue
 		}
-		if t, _, good := markUntil(r.v[lostPrefix+h.addr], h.runID, at); good && t.After(now) && t.After(end) {
-			end, ok = t, true
+		for _, mark := range marksOf(r.v, h.runID) {
+			if t, _, good := markUntil(mark, h.runID, at); good && t.After(now) && t.After(end) {
+				end, ok = t, true
+			}
 		}
 	}
 	return end, ok
@@ -634,9 +652,10 @@ func (e *Engine) syncRecord(ctx context.Context, i int, rec map[string]string, s
 	}
 	for _, h := range e.health {
 		h.mu.Lock()
-		mark := rec[lostPrefix+h.addr]
-		e.lostLocked(h, mark, h.clock.last, time.Now())
-		if h.lost != "" && now.Before(h.until) && !strings.HasPrefix(mark, h.runID+" ") {
+		for _, m := range marksOf(rec, h.runID) {
+			e.lostLocked(h, m, h.clock.last, time.Now())
+		}
+		if mark := rec[lostPrefix+h.addr]; h.lost != "" && now.Before(h.until) && !strings.HasPrefix(mark, h.runID+" ") {
 			// The mark is missing here (a write lost under load, or the
 			// node flushed again): refilled while the quarantine runs.
 			fix[lostPrefix+h.addr] = h.lost
