@@ -281,6 +281,8 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed, and quarantined grants do not count (see INFO)", oe.Outcome, quorum.Quorum(oe.Total)))
 	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable):
 		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed", oe.Outcome, quorum.Quorum(oe.Total)))
+	case errors.As(err, &oe) && oe.Expired:
+		return s.replyForError(cmd, errLate) // granted everywhere, but too late: one text
 	case errors.Is(err, context.DeadlineExceeded):
 		return resp.Error("NOQUORUM command timed out")
 	case errors.As(err, &nodeRefused):

@@ -32,6 +32,8 @@ func TestErrorReply(t *testing.T) {
 			"NOQUORUM 1 granted, 1 quarantined, 1 denied, 0 failed of 3 nodes; 2 needed, and quarantined grants do not count (see INFO)", false},
 		{"command deadline", "get", quorum.OpRead, context.DeadlineExceeded, "NOQUORUM command timed out", false},
 		{"validity ran out", "evalsha", 0, errLate, "ERR quorum: denied: validity expired before the reply", false},
+		{"validity ran out, every node granting", "evalsha", quorum.OpAcquire, &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Granted: 3}, Expired: true},
+			"ERR quorum: denied: validity expired before the reply", false},
 		{"extended over max_ttl", "evalsha", quorum.OpExtend, fmt.Errorf("%w (30s): %w", quorum.ErrOverMaxTTL, quorum.ErrDenied),
 			"ERR invalid expire time in 'evalsha' command: the extended TTL would be over max_ttl (5m0s)", false}, // the engine's max_ttl, by default
 		{"a node refused the script", "eval", 0, &quorum.RefusedError{Reason: "write outside KEYS"},
