@@ -198,6 +198,164 @@ func TestRedissonWatchdogRenewsInTheTakesMillisecond(t *testing.T) {
 	})
 }
 
+// TestRedissonLockDowngradeSideBySide replays Redisson's lock
+// downgrade: a thread holding the write lock (twice) takes the read
+// lock, both renewed by the watchdogs, then unlocks the write lock and
+// still reads; another thread's reader and writer are kept out until
+// then, and the reader comes in after. Neither the write lock's renewal
+// nor its unlock's count-down shortens the hash below the reader's lease
+// (one Redis's can).
+func TestRedissonLockDowngradeSideBySide(t *testing.T) {
+	wlock, wunlock, renew := redis.NewScript(redissonWriteLock), redis.NewScript(redissonWriteUnlock), redis.NewScript(redissonRenewAll)
+	rrenew := redis.NewScript(redissonReadRenew)
+	redissonSideBySide(t, func(t *testing.T, cl *redis.Client, proxied bool, c *cluster) {
+		ctx := t.Context()
+		const name, channel = "dg", "redisson_rwlock:{dg}"
+		me, other := readLockClient{name, "2f2f-0001:1"}, readLockClient{name, "2f2f-0002:7"}
+		sub := cl.Subscribe(ctx, channel)
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 2 { // taken and taken again
+			if err := wlock.Run(ctx, cl, []string{name}, 30000, me.thread+":write").Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("write lock #%d: %v; want nil (acquired)", i+1, err)
+			}
+		}
+		me.mustTake(t, cl, 30000)
+		if c != nil {
+			for _, i := range c.live() {
+				if h := c.direct[i].HGetAll(ctx, name).Val(); len(h) != 3 || h["mode"] != "write" || h[me.thread+":write"] != "2" || h[me.thread] != "1" {
+					t.Errorf("node %d holds %v; want mode=write, the write lock and its reader", i, h)
+				}
+			}
+		}
+		if ms, err := other.take(t, cl, 30000); err != nil || ms <= 0 || ms > 60000 {
+			t.Fatalf("another thread's read lock beside the downgrading writer = %d, %v; want the PTTL", ms, err)
+		}
+		if ms, err := wlock.Run(ctx, cl, []string{name}, 30000, other.thread+":write").Int64(); err != nil || ms <= 0 {
+			t.Fatalf("another writer = %d, %v; want the PTTL", ms, err)
+		}
+		// The watchdogs: the write lock's (LockTask) and the reader's
+		// (ReadLockTask), each renewing its own hold.
+		if got, err := renew.Run(ctx, cl, []string{name}, 30000, me.thread+":write").Int64Slice(); err != nil || len(got) != 1 || got[0] != 1 {
+			t.Fatalf("write lock renewal beside its reader = %v, %v; want [1]", got, err)
+		}
+		if got, err := rrenew.Run(ctx, cl, []string{name, "{" + name + "}"}, 30000, 1, me.thread).Int64Slice(); err != nil || len(got) != 1 || got[0] != 1 {
+			t.Fatalf("read lock renewal under its write lock = %v, %v; want [1]", got, err)
+		}
+		// The hash outlives the reader's lease (the proxy never shortens
+		// it while the reader is in it; one Redis here sets both alike).
+		readerLeft := func(when string) {
+			t.Helper()
+			if h, r := cl.PTTL(ctx, name).Val(), cl.PTTL(ctx, me.timeoutPrefix()+":1").Val(); h < r || r <= 25*time.Second {
+				t.Errorf("PTTL of the hash %v, of the reader's hold %v, %s; want the reader's above 25s and the hash's no shorter", h, r, when)
+			}
+		}
+		readerLeft("after the renewals")
+		if proxied {
+			// Taken again beside its reader: refused by the effect path,
+			// which changes no hash another token holds; nothing kept.
+			if err := wlock.Run(ctx, cl, []string{name}, 30000, me.thread+":write").Err(); err == nil || !strings.Contains(err.Error(), "script refused") {
+				t.Fatalf("write lock taken again beside its reader through the proxy: %v; want a refusal", err)
+			}
+			for _, i := range c.live() {
+				if n := c.direct[i].HGet(ctx, name, me.thread+":write").Val(); n != "2" {
+					t.Errorf("node %d counts the write lock %q after the refusal; want 2", i, n)
+				}
+			}
+		}
+		// The write unlocks: one hold counted down (0), then the last
+		// (1), which leaves the reader: mode read, no message (the lock
+		// is not free).
+		wu := func(req string) (int64, error) {
+			return wunlock.Run(ctx, cl, []string{name, channel, "redisson_unlock_latch:{dg}:" + req}, 1, 30000, me.thread+":write", "PUBLISH", 3000).Int64()
+		}
+		if v, err := wu("d0"); v != 0 || err != nil {
+			t.Fatalf("write unlock of 1 of 2 under its reader = %d, %v; want 0", v, err)
+		}
+		readerLeft("after a write unlock's count-down")
+		if v, err := wu("d1"); v != 1 || err != nil {
+			t.Fatalf("write unlock under its reader = %d, %v; want 1", v, err)
+		}
+		if v, err := wu("d1"); v != 1 || err != nil {
+			t.Fatalf("repeated write unlock = %d, %v; want 1 from the latch", v, err)
+		}
+		if msg, err := sub.ReceiveTimeout(ctx, 300*time.Millisecond); err == nil {
+			t.Errorf("a message after a write unlock that leaves a reader: %v", msg)
+		}
+		if m, err := cl.HGet(ctx, name, "mode").Result(); m != "read" || err != nil {
+			t.Errorf("mode after the downgrade = %q, %v; want read", m, err)
+		}
+		if ms, err := wlock.Run(ctx, cl, []string{name}, 30000, other.thread+":write").Int64(); err != nil || ms <= 0 {
+			t.Fatalf("another writer after the downgrade = %d, %v; want the PTTL", ms, err)
+		}
+		other.mustTake(t, cl, 30000)
+		if v, err := me.unlock(t, cl, "d2"); v != 0 || err != nil {
+			t.Fatalf("the downgraded reader's unlock beside another = %d, %v; want 0", v, err)
+		}
+		if v, err := other.unlock(t, cl, "d3"); v != 1 || err != nil {
+			t.Fatalf("the last reader's unlock = %d, %v; want 1", v, err)
+		}
+		if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "0" {
+			t.Fatalf("unlock message = %v, %v; want 0 on %s", msg, err, channel)
+		}
+		if err := wlock.Run(ctx, cl, []string{name}, 30000, other.thread+":write").Err(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("another writer once free: %v; want nil (acquired)", err)
+		}
+	})
+}
+
+// TestRedissonLockDowngradeThroughTwoProxies: a downgrade seen through
+// two proxies over the same masters (all up, 2 of 5 down): the write
+// lock and its reader taken through one, renewed and the write lock
+// unlocked through the other; another thread's reader is kept out until
+// then and comes in after, through either, and no writer gets in.
+func TestRedissonLockDowngradeThroughTwoProxies(t *testing.T) {
+	wlock, wunlock, renew := redis.NewScript(redissonWriteLock), redis.NewScript(redissonWriteUnlock), redis.NewScript(redissonRenewAll)
+	rrenew := redis.NewScript(redissonReadRenew)
+	for _, down := range []int{0, 2} {
+		t.Run(map[int]string{0: "all up", 2: "2 of 5 down"}[down], func(t *testing.T) {
+			ctx := t.Context()
+			c := startNodes(t, 5)
+			for i := range down {
+				c.kill(i)
+			}
+			p1 := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, engineConfig(), c.addrs...).Client
+			p2 := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, engineConfig(), c.addrs...).Client
+			const name = "dg2"
+			me, other := readLockClient{name, "3a3a-0001:1"}, readLockClient{name, "3a3a-0002:5"}
+			if err := wlock.Run(ctx, p1, []string{name}, 30000, me.thread+":write").Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("write lock through proxy 1: %v; want nil (acquired)", err)
+			}
+			me.mustTake(t, p1, 30000)
+			if ms, err := other.take(t, p2, 30000); err != nil || ms <= 0 {
+				t.Fatalf("another thread's read lock through proxy 2 = %d, %v; want the PTTL", ms, err)
+			}
+			if got, err := renew.Run(ctx, p2, []string{name}, 30000, me.thread+":write").Int64Slice(); err != nil || len(got) != 1 || got[0] != 1 {
+				t.Fatalf("write lock renewal through proxy 2 = %v, %v; want [1]", got, err)
+			}
+			if got, err := rrenew.Run(ctx, p2, []string{name, "{" + name + "}"}, 30000, 1, me.thread).Int64Slice(); err != nil || len(got) != 1 || got[0] != 1 {
+				t.Fatalf("read lock renewal through proxy 2 = %v, %v; want [1]", got, err)
+			}
+			if v, err := wunlock.Run(ctx, p2, []string{name, "redisson_rwlock:{" + name + "}", "redisson_unlock_latch:{dg2}:q1"}, 1, 30000, me.thread+":write", "PUBLISH", 3000).Int64(); v != 1 || err != nil {
+				t.Fatalf("write unlock through proxy 2 = %d, %v; want 1", v, err)
+			}
+			for _, p := range []*redis.Client{p1, p2} {
+				if ms, err := wlock.Run(ctx, p, []string{name}, 30000, other.thread+":write").Int64(); err != nil || ms <= 0 {
+					t.Fatalf("another writer after the downgrade = %d, %v; want the PTTL", ms, err)
+				}
+			}
+			other.mustTake(t, p1, 30000)
+			for _, i := range c.live() {
+				if h := c.direct[i].HGetAll(ctx, name).Val(); len(h) != 3 || h["mode"] != "read" || h[me.thread] != "1" || h[other.thread] != "1" {
+					t.Errorf("node %d holds %v; want mode=read and the two readers", i, h)
+				}
+			}
+		})
+	}
+}
+
 // TestRedissonWriteLockForceUnlockSideBySide: with allow_force_del, the
 // write lock's forceUnlock is served as one Redis runs it: 1 and one
 // message of 1 for a write-locked key, which is then gone on every

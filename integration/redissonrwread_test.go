@@ -70,8 +70,8 @@ func (c readLockClient) mustTake(t *testing.T, cl *redis.Client, lease int) {
 // isLocked, the watchdog's renewal (also of a lock gone), unlock down to
 // 0 and then 1 with its one message, the latch, an unlock by a non-holder
 // and of a lock gone, a writer then in and readers out, a reader under
-// its own write lock (refused through the proxy); forceUnlock is refused
-// through the proxy without allow_force_del.
+// its own write lock (a downgrade); forceUnlock is refused through the
+// proxy without allow_force_del.
 func TestRedissonReadLockSideBySide(t *testing.T) {
 	wlock, wunlock := redis.NewScript(redissonWriteLock), redis.NewScript(redissonWriteUnlock)
 	isLocked, renew, force := redis.NewScript(redissonReadIsLocked), redis.NewScript(redissonReadRenew), redis.NewScript(redissonReadForceUnlock)
@@ -158,38 +158,18 @@ func TestRedissonReadLockSideBySide(t *testing.T) {
 		if ms, err := a.take(t, cl, 30000); err != nil || ms <= 0 || ms > 30000 {
 			t.Fatalf("read lock beside a writer = %d, %v; want the PTTL", ms, err)
 		}
-		// A reader under its own write lock: one Redis grants it, and the
-		// write lock's unlock then leaves it (mode read). The proxy
-		// refuses it and keeps nothing of it: beside it the effect path
-		// refuses the write lock's watchdog renewal (and every lock renewed
-		// in the same call). Unlocked and taken again, it is served.
+		// A reader under its own write lock (a downgrade): granted, and
+		// the write lock's unlock then leaves it (mode read), through
+		// the proxy as on one Redis (TestRedissonLockDowngradeSideBySide).
 		wu := func(req string) (int64, error) {
 			return wunlock.Run(ctx, cl, []string{name, channel, "redisson_unlock_latch:{rl}:" + req}, 1, 30000, w.thread+":write", "PUBLISH", 3000).Int64()
 		}
-		if !proxied {
-			w.mustTake(t, cl, 30000)
-			if v, err := isLocked.Run(ctx, cl, []string{name}).Int64(); v != 1 || err != nil {
-				t.Errorf("isLocked under a write lock with its reader = %d, %v; want 1", v, err)
-			}
-			if v, err := wu("w1"); v != 1 || err != nil {
-				t.Fatalf("write unlock under its reader = %d, %v; want 1", v, err)
-			}
-		} else {
-			if ms, err := w.take(t, cl, 30000); err == nil || !strings.Contains(err.Error(), "same thread's write lock is refused") {
-				t.Fatalf("read lock under its own write lock through the proxy = %d, %v; want a refusal", ms, err)
-			}
-			for _, i := range c.live() {
-				if h := c.direct[i].HGetAll(ctx, name).Val(); len(h) != 2 || h["mode"] != "write" {
-					t.Errorf("node %d holds %v after the refusal; want the write lock alone", i, h)
-				}
-			}
-			if v, err := wu("w1"); v != 1 || err != nil {
-				t.Fatalf("write unlock = %d, %v; want 1", v, err)
-			}
-			if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "1" {
-				t.Fatalf("write unlock message = %v, %v; want 1", msg, err)
-			}
-			w.mustTake(t, cl, 30000) // a read lock, as one Redis has it now
+		w.mustTake(t, cl, 30000)
+		if v, err := isLocked.Run(ctx, cl, []string{name}).Int64(); v != 1 || err != nil {
+			t.Errorf("isLocked under a write lock with its reader = %d, %v; want 1", v, err)
+		}
+		if v, err := wu("w1"); v != 1 || err != nil {
+			t.Fatalf("write unlock under its reader = %d, %v; want 1", v, err)
 		}
 		if m, err := cl.HGet(ctx, name, "mode").Result(); m != "read" || err != nil {
 			t.Errorf("mode after the write unlock = %q, %v; want read", m, err)

@@ -37,11 +37,13 @@ type Engine interface {
 	Incr(ctx context.Context, name string, by int64) (int64, error)
 	Counter(ctx context.Context, name string) (int64, error)
 
-	// Redisson's read lock, forceUnlock of a read or a write lock, and
-	// the watchdog of RLocks and write locks (quorum/rwlock.go).
+	// Redisson's read lock, the write lock's unlock, forceUnlock of a
+	// read or a write lock, and the watchdog of RLocks and write locks
+	// (quorum/rwlock.go).
 	TakeRead(ctx context.Context, l quorum.ReadLock, ttl time.Duration) (quorum.ReadTaken, error)
 	UndoRead(ctx context.Context, t quorum.ReadTaken)
 	UnlockRead(ctx context.Context, u quorum.ReadUnlock) (quorum.Value, error)
+	UnlockWrite(ctx context.Context, u quorum.WriteUnlock) (quorum.Value, error)
 	ForceUnlockRW(ctx context.Context, f quorum.ForceUnlock) (int64, error)
 	RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error)
 	RenewLocks(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error)

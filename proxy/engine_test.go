@@ -84,6 +84,9 @@ func (f *fakeEngine) ForceUnlockRW(context.Context, quorum.ForceUnlock) (int64, 
 func (f *fakeEngine) RenewRead(context.Context, []string, []string, time.Duration) ([]int64, error) {
 	return nil, f.op()
 }
+func (f *fakeEngine) UnlockWrite(context.Context, quorum.WriteUnlock) (quorum.Value, error) {
+	return quorum.Value{}, f.op()
+}
 func (f *fakeEngine) RenewLocks(context.Context, []string, []string, time.Duration) ([]int64, error) {
 	return nil, f.op()
 }

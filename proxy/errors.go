@@ -93,7 +93,6 @@ var (
 	errFencedLayout        = refusal("a redisson fenced lock script with another layout")
 	errFencedTokenKey      = refusal("a redisson fenced lock's token named")
 	errForceUnlock         = refusal("redisson forceUnlock without allow_force_del")
-	errReadUnderWrite      = refusal("a redisson read lock under its own write lock")
 	errAdmitBusy           = refusal("every admission place taken")
 	errScriptFlushOption   = refusal("script flush: unknown option")
 	errInvalidCursor       = refusal("invalid scan cursor")
@@ -193,7 +192,6 @@ var errorTexts = []struct {
 	{errRedissonLayout, "ERR Redisson's %s is served only as Redisson calls it: %s"},
 	{errFencedLayout, "ERR Redisson's RFencedLock lock is served only as Redisson calls it: %s"},
 	{errFencedTokenKey, "ERR '%s' is an RFencedLock's token counter: only GET (getToken), INCR, INCRBY and the lock's scripts may name it"},
-	{errReadUnderWrite, "ERR Redisson's read lock under the same thread's write lock is refused: beside it the write lock's watchdog renewal would be refused (see the README, Redisson)"},
 	{errForceUnlock, "ERR Redisson's forceUnlock is refused: it deletes every holder's lock; release with unlock, or set allow_force_del for admin use"},
 	{errAdmitBusy, "ERR unsupported script: the proxy is busy admitting other scripts; try again"},
 	{errScriptFlushOption, "ERR SCRIPT FLUSH only support SYNC|ASYNC option"},

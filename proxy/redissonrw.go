@@ -16,19 +16,20 @@ import (
 type rwScript uint8
 
 const (
-	rwNone       rwScript = iota
-	rwTake                // RedissonReadLock.tryLockInnerAsync
-	rwUnlock              // RedissonReadLock.unlockInnerAsync
-	rwForce               // RedissonReadLock.forceUnlockAsync
-	rwRenew               // renewal/ReadLockTask: the watchdog
-	rwForceWrite          // RedissonWriteLock.forceUnlockAsync
-	rwForceLock           // RedissonLock.forceUnlockAsync
-	rwRenewLocks          // renewal/LockTask: the watchdog of RLocks and write locks
+	rwNone        rwScript = iota
+	rwTake                 // RedissonReadLock.tryLockInnerAsync
+	rwUnlock               // RedissonReadLock.unlockInnerAsync
+	rwForce                // RedissonReadLock.forceUnlockAsync
+	rwRenew                // renewal/ReadLockTask: the watchdog
+	rwForceWrite           // RedissonWriteLock.forceUnlockAsync
+	rwForceLock            // RedissonLock.forceUnlockAsync
+	rwRenewLocks           // renewal/LockTask: the watchdog of RLocks and write locks
+	rwWriteUnlock          // RedissonWriteLock.unlockInnerAsync
 )
 
 // redissonServed names, by the SHA-1 of its text, each read lock script
-// served, the write lock's and RLock's forceUnlock and the watchdog of
-// RLocks and write locks, as redisson/redisson
+// served, the write lock's unlock, its and RLock's forceUnlock and the
+// watchdog of RLocks and write locks, as redisson/redisson
 // 66863978b4a9 sends them (integration/redissonrwread_test.go and
 // redissonrw_test.go replay each).
 var redissonServed = map[string]rwScript{
@@ -39,12 +40,13 @@ var redissonServed = map[string]rwScript{
 	"2e2cb2a3b13e2e80e4236ef6a25beaf365dba608": rwForceWrite,
 	"605e338249a7a1d40df83b04f7658354f883b41b": rwForceLock,
 	"6a3d31570dc6f4b0bd32bcdc8e75667747c6f635": rwRenewLocks,
+	"21f5fb0f8ddfa9be5c3e0c9757c128796add75c6": rwWriteUnlock,
 }
 
 // rwNames names each script in errors.
 var rwNames = [...]string{rwTake: "read lock tryLock", rwUnlock: "read lock unlock", rwForce: "read lock forceUnlock",
 	rwRenew: "read lock watchdog renewal", rwForceWrite: "write lock forceUnlock", rwForceLock: "RLock forceUnlock",
-	rwRenewLocks: "lock watchdog renewal"}
+	rwRenewLocks: "lock watchdog renewal", rwWriteUnlock: "write lock unlock"}
 
 // runReadLock serves a read lock script called with Redisson's KEYS and
 // ARGV layout; any other call is refused, since the scripts name keys
@@ -119,6 +121,12 @@ func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 		return resp.Int(v), nil
 	case rwRenew:
 		return s.renewRead(r, keys, args, layout)
+	case rwWriteUnlock:
+		if nk != 3 || len(args) != 5 {
+			return resp.Reply{}, layout("3 keys (the lock, the channel, the latch) and 5 arguments (message, lease, name, publish command, latch timeout)")
+		}
+		return s.unlockWrite(r, quorum.WriteUnlock{Key: keys[0], Channel: keys[1], Latch: keys[2],
+			Message: args[0], Lease: args[1], Name: args[2], Publish: args[3], LatchPX: args[4]})
 	case rwRenewLocks:
 		if nk == 0 || len(args) != nk+1 {
 			return resp.Reply{}, layout("the locks as keys, and the lease, then each lock's name")
@@ -194,8 +202,6 @@ func (s *Server) takeRead(r *request, l quorum.ReadLock, leaseArg []byte) (resp.
 		s.warnFailures(t.Lease.Failures)
 		r.validity = t.Lease.Validity
 		return resp.Null(), nil
-	case errors.Is(err, quorum.ErrReadUnderWrite):
-		return resp.Reply{}, errReadUnderWrite
 	case errors.As(err, &oe) && !oe.Unavailable && !oe.Expired:
 		s.warnFailures(oe.Failures)
 		return resp.Int(t.PTTL.Milliseconds()), nil
@@ -221,6 +227,29 @@ func (s *Server) unlockRead(r *request, u quorum.ReadUnlock) (resp.Reply, error)
 			timeoutPrefix(u.Key, "<name>")+", "+braced(u.Key)+", redisson_unlock_latch:"+braced(u.Key)+":<id>")
 	}
 	v, err := s.e.UnlockRead(r.ctx, u)
+	if err != nil {
+		return resp.Reply{}, err
+	}
+	return valueReply(v), nil
+}
+
+// unlockWrite serves a write lock's unlock. Its count-down sets the
+// lease, which must be one the proxy grants.
+func (s *Server) unlockWrite(r *request, u quorum.WriteUnlock) (resp.Reply, error) {
+	r.op = quorum.OpRelease
+	if !publishCommand(u.Publish) {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwWriteUnlock], "PUBLISH or SPUBLISH as the publish command")
+	}
+	if px, err := strconv.ParseInt(u.LatchPX, 10, 64); err != nil || px <= 0 || time.Duration(px)*time.Millisecond > s.e.MaxTTL() {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwWriteUnlock], "a latch timeout in milliseconds above 0 and within max_ttl")
+	}
+	if _, err := s.parseMillis([]byte(u.Lease)); err != nil {
+		return resp.Reply{}, err
+	}
+	if !strings.HasPrefix(u.Latch, "redisson_unlock_latch:"+braced(u.Key)+":") {
+		return resp.Reply{}, withArgs(errRedissonLayout, rwNames[rwWriteUnlock], "the latch Redisson names from the lock: redisson_unlock_latch:"+braced(u.Key)+":<id>")
+	}
+	v, err := s.e.UnlockWrite(r.ctx, u)
 	if err != nil {
 		return resp.Reply{}, err
 	}

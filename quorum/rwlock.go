@@ -17,7 +17,11 @@ package quorum
 // the hash is missing, and a reader only where it is not another's
 // write lock. Each needs a quorum, so a reader's quorum and a writer's
 // meet in a node that denied the later of them while the earlier held:
-// never a writer beside a reader (rwlockcheck_test.go checks it).
+// never a writer beside another thread's reader (rwlockcheck_test.go
+// checks it). A reader under its own thread's write lock (Redisson's
+// downgrade) shares the hash with it; so the write lock's unlock and its
+// watchdog are served here too, and never shorten the hash while another
+// holder is in it.
 
 import (
 	"context"
@@ -62,6 +66,7 @@ type rwNode interface {
 	takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error)
 	undoRead(ctx context.Context, l ReadLock, nonce string) error
 	unlockRead(ctx context.Context, u ReadUnlock) (readRelease, error)
+	unlockWrite(ctx context.Context, u WriteUnlock) (writeRelease, error)
 	forceUnlock(ctx context.Context, key, mode string) (int64, error)
 	renewRead(ctx context.Context, keys, args []string) ([]int64, error)
 	renewLocks(ctx context.Context, keys, args []string) ([]int64, error)
@@ -140,6 +145,36 @@ func (e *Engine) UnlockRead(ctx context.Context, u ReadUnlock) (Value, error) {
 		return n.unlockRead(ctx, u)
 	})
 	d := decideReadRelease(results, e.countedNodes(), e.quorum, failures(results))
+	e.observe(OpRelease, start, d.err)
+	if d.err != nil {
+		return Value{}, d.err
+	}
+	if d.publish {
+		e.publishAll(ctx, u.Publish, u.Channel, u.Message)
+	}
+	return d.reply, nil
+}
+
+// WriteUnlock is a write lock's unlock, with Redisson's KEYS and ARGV
+// (RedissonWriteLock.unlockInnerAsync).
+type WriteUnlock struct {
+	Key, Channel, Latch                    string // KEYS[1..3]
+	Message, Lease, Name, Publish, LatchPX string // ARGV[1..5]
+}
+
+// UnlockWrite releases one hold of a write lock and answers as Redisson's
+// unlock on one Redis: nil (not held), 0 (counted down, still held), 1
+// (released; a reader the same thread took under it keeps the lock, now
+// in mode read), or an earlier run's latched answer. It is served here
+// rather than by its effect, which refuses a change to a hash another
+// token holds (that reader). The message is published once the quorum
+// has decided, when one Redis would publish it.
+func (e *Engine) UnlockWrite(ctx context.Context, u WriteUnlock) (Value, error) {
+	start := time.Now()
+	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (writeRelease, error) {
+		return n.unlockWrite(ctx, u)
+	})
+	d := decideWriteRelease(results, e.countedNodes(), e.quorum, failures(results))
 	e.observe(OpRelease, start, d.err)
 	if d.err != nil {
 		return Value{}, d.err

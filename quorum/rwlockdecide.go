@@ -17,17 +17,7 @@ type readTake struct {
 	granted bool
 	prior   int
 	pttl    time.Duration
-	// ownWrite: the same thread's write lock holds the key here; the
-	// take is refused (ErrReadUnderWrite), nothing set.
-	ownWrite bool
 }
-
-// ErrReadUnderWrite refuses a read lock taken under the same thread's
-// write lock. One Redis keeps the reader's field in the write lock's
-// hash; the effect path then refuses the write lock's watchdog renewal
-// (it changes the expiry of another token's hold), and with it every
-// lock renewed in the same call, which would lapse while held.
-var ErrReadUnderWrite = errors.New("quorum: read lock under its own write lock")
 
 // ErrWrongType means a quorum of the nodes answered a read lock script
 // with WRONGTYPE: the key is of another type there, and one Redis
@@ -66,7 +56,7 @@ type readTakeVotes struct {
 
 // readTakeDecision is how a take is answered, and where it is undone.
 type readTakeDecision struct {
-	decision // decide's; its err ErrReadUnderWrite or ErrWrongType when so
+	decision // decide's; its err ErrWrongType when so
 	// pttl is a denial's reply: how long until a quorum of nodes could
 	// grant, by their PTTLs (negative: one of them has no expiry).
 	pttl time.Duration
@@ -100,20 +90,15 @@ func decideReadTake(v readTakeVotes) readTakeDecision {
 	depth := reentryDepth(v)
 	ballots := make([]ballot, n)
 	var pttls []time.Duration
-	ownWrite := false
 	for i, r := range v.results {
 		granted := r.err == nil && r.v.granted
 		ballots[i] = ballot{err: r.err, granted: granted, ttl: v.ttl, counts: v.counted[i] && r.v.prior >= depth}
 		d.landed[i] = granted || r.err != nil && !errors.Is(r.err, ErrNodeDown)
 		if r.err == nil && !granted {
 			pttls = append(pttls, r.v.pttl)
-			ownWrite = ownWrite || r.v.ownWrite
 		}
 	}
 	d.decision = decide(ballots, v.quorum, v.start, v.now, v.driftFactor)
-	if ownWrite {
-		d.decision = decision{err: ErrReadUnderWrite}
-	}
 	if d.err == nil {
 		return d
 	}
@@ -321,4 +306,78 @@ func decideReadForce(results []result[int64], counted []bool, quorum int, failur
 		return 0, orWrongType(&OutcomeError{Outcome: o, Unavailable: true, Failures: failures}, results, counted, quorum)
 	}
 	return deleted, nil
+}
+
+// writeRelease is one node's answer to a write lock's unlock.
+type writeRelease struct {
+	// latched: an earlier run of the same request answered latch here.
+	latched bool
+	latch   Value
+	// outcome is relNotHeld, relCounted or relReleased (flag: the
+	// lock was gone, or the hash is gone now).
+	outcome uint8
+	flag    bool
+}
+
+// A write unlock's outcomes on a node (rwlock_wunlock.lua).
+const (
+	relNotHeld  = 1 // the name held nothing (flag: there was no lock)
+	relCounted  = 2 // one hold counted down, one left
+	relReleased = 3 // its last hold released (flag: the hash is gone)
+)
+
+// decideWriteRelease decides a write lock's unlock as one Redis answers
+// it, from a quorum of agreeing answers: 0 when a quorum counted a hold
+// down (the writer still holds it there, so it may go on), 1 when a
+// quorum released its last hold (the message is due when a quorum has
+// no lock left), nil when a quorum held nothing of it (the message is
+// due when a quorum had no lock, as one Redis publishes then). An
+// earlier run's latched answer counts as the outcome it latched (0 a
+// count-down, 1 a release); any other split, or fewer answers, is
+// unavailable: a 0 may be answered only where a quorum still holds.
+func decideWriteRelease(results []result[writeRelease], counted []bool, quorum int, failures error) readReleaseDecision {
+	o := Outcome{Total: len(results)}
+	var by [4]int // per outcome
+	free, gone := 0, 0
+	var latched []Value
+	for i, r := range results {
+		switch {
+		case r.err != nil:
+			o.Failed++
+			continue
+		case !counted[i]:
+			o.Quarantined++
+			continue
+		case r.v.latched:
+			latched = append(latched, r.v.latch)
+			if r.v.latch.Kind == ValueInt && (r.v.latch.Int == 0 || r.v.latch.Int == 1) {
+				by[relCounted+int(r.v.latch.Int)]++
+			}
+			continue
+		}
+		by[r.v.outcome]++
+		switch {
+		case r.v.outcome == relReleased && r.v.flag:
+			free++
+		case r.v.outcome == relNotHeld && r.v.flag:
+			gone++
+		}
+	}
+	o.Granted, o.Denied = by[relCounted]+by[relReleased]+len(latched), by[relNotHeld]
+	unavailable := orWrongType(&OutcomeError{Outcome: o, Unavailable: true, Failures: failures}, results, counted, quorum)
+	switch {
+	case len(latched) >= quorum:
+		for _, l := range latched {
+			if countEqual(latched, l) >= quorum {
+				return readReleaseDecision{reply: l}
+			}
+		}
+	case by[relCounted] >= quorum:
+		return readReleaseDecision{reply: Value{Kind: ValueInt}}
+	case by[relReleased] >= quorum:
+		return readReleaseDecision{reply: Value{Kind: ValueInt, Int: 1}, publish: free >= quorum}
+	case by[relNotHeld] >= quorum:
+		return readReleaseDecision{reply: Value{Kind: ValueNil}, publish: gone >= quorum}
+	}
+	return readReleaseDecision{err: unavailable}
 }

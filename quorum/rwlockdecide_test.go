@@ -27,8 +27,6 @@ func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
 			r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
 		case 'x':
 			r.err = &NodeError{Node: i, Err: ErrNodeDown}
-		case 'o':
-			r.v.ownWrite = true
 		case 'w', 'W':
 			r.err = &NodeError{Node: i, Err: wrongType}
 		}
@@ -56,7 +54,6 @@ func TestDecideReadTake(t *testing.T) {
 		{"ffxgg", 0, ErrUnavailable, 0, "uu-uu"},
 		{"ggggg", time.Second, ErrDenied, 0, "uuuuu"}, // validity ran out
 		{"ggd", 0, nil, 0, "---"},
-		{"gggox", 0, ErrReadUnderWrite, 0, "uuu--"}, // under its own write lock: refused, undone
 		{"gdd", 0, ErrDenied, 200 * time.Millisecond, "u--"},
 		// A key of another type on a quorum: Redis's WRONGTYPE, and the
 		// grants elsewhere undone; on fewer, the nodes disagree: unavailable.
@@ -144,6 +141,80 @@ func TestDecideReadRelease(t *testing.T) {
 	} {
 		rs, counted := rel(tc.nodes)
 		d := decideReadRelease(rs, counted, Quorum(len(rs)), nil)
+		got := "err"
+		switch {
+		case errors.Is(d.err, ErrWrongType):
+			got = "wrongtype"
+		case d.err != nil:
+			if !errors.Is(d.err, ErrUnavailable) {
+				t.Errorf("%s: %v; want unavailable", tc.nodes, d.err)
+			}
+		case d.reply.Kind == ValueNil:
+			got = "nil"
+		default:
+			got = string(rune('0' + d.reply.Int))
+		}
+		if got != tc.reply || d.publish != tc.publish {
+			t.Errorf("%s: reply %s, publish %v; want %s, %v", tc.nodes, got, d.publish, tc.reply, tc.publish)
+		}
+	}
+}
+
+// A write lock's unlock answers 0 only where a quorum still holds a
+// hold of it, 1 where a quorum released its last, nil where a quorum
+// held nothing; any other split is unavailable.
+func TestDecideWriteRelease(t *testing.T) {
+	rel := func(s string) ([]result[writeRelease], []bool) {
+		var rs []result[writeRelease]
+		var counted []bool
+		for i, c := range s {
+			r := result[writeRelease]{}
+			switch c {
+			case 'R': // released, the hash gone
+				r.v = writeRelease{outcome: relReleased, flag: true}
+			case 'r': // released, its reader left (mode read)
+				r.v = writeRelease{outcome: relReleased}
+			case 'c': // counted down
+				r.v = writeRelease{outcome: relCounted}
+			case 'N': // no lock at all
+				r.v = writeRelease{outcome: relNotHeld, flag: true}
+			case 'n': // another's lock
+				r.v = writeRelease{outcome: relNotHeld}
+			case '0', '1':
+				r.v = writeRelease{latched: true, latch: Value{Kind: ValueInt, Int: int64(c - '0')}}
+			case 'f':
+				r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
+			case 'w':
+				r.err = &NodeError{Node: i, Err: wrongType}
+			}
+			rs = append(rs, r)
+			counted = append(counted, c != 'q')
+		}
+		return rs, counted
+	}
+	for _, tc := range []struct {
+		nodes   string
+		reply   string // nil, 0, 1, err or wrongtype
+		publish bool
+	}{
+		{"RRRRR", "1", true},
+		{"rrrRR", "1", false}, // its reader keeps the lock on a quorum
+		{"RRRff", "1", true},
+		{"cccRR", "0", false}, // a re-entry held on a quorum: still held there
+		{"ccRRR", "1", true},
+		{"ccRRf", "err", false}, // neither on a quorum
+		{"ccfff", "err", false},
+		{"nnnRR", "nil", false},
+		{"NNNcc", "nil", true}, // gone on a quorum: one Redis publishes too
+		{"111ff", "1", false},  // the latch answers, and publishes nothing
+		{"00cff", "0", false},
+		{"11RRf", "1", false},
+		{"01cRf", "err", false},
+		{"wwwRR", "wrongtype", false},
+		{"wwfRR", "err", false},
+	} {
+		rs, counted := rel(tc.nodes)
+		d := decideWriteRelease(rs, counted, Quorum(len(rs)), nil)
 		got := "err"
 		switch {
 		case errors.Is(d.err, ErrWrongType):

@@ -27,6 +27,8 @@ var (
 	rwPublishSrc string
 	//go:embed lua/rwlock_renewlock.lua
 	rwRenewLockSrc string
+	//go:embed lua/rwlock_wunlock.lua
+	rwWriteUnlockSrc string
 
 	rwTakeScript    = newScript(rwTakeSrc)
 	rwUndoScript    = newScript(rwUndoSrc)
@@ -35,7 +37,8 @@ var (
 	rwRenewScript   = newScript(rwRenewSrc)
 	rwPublishScript = newScript(rwPublishSrc)
 	// The hold record's prefix is the engine's own (fence.go).
-	rwRenewLockScript = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
+	rwRenewLockScript   = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
+	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
 )
 
 func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error) {
@@ -47,11 +50,8 @@ func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration,
 	if err != nil || len(vals) != 2 {
 		return readTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
 	}
-	switch vals[0] {
-	case 1:
+	if vals[0] == 1 {
 		return readTake{granted: true, prior: int(vals[1]) - 1}, nil
-	case 2:
-		return readTake{ownWrite: true, pttl: time.Duration(vals[1]) * time.Millisecond}, nil
 	}
 	return readTake{pttl: time.Duration(vals[1]) * time.Millisecond}, nil
 }
@@ -94,6 +94,38 @@ func readReleaseResult(vals []any) (readRelease, error) {
 		return readRelease{held: kind == 2, free: free == 1}, nil
 	}
 	return readRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
+}
+
+func (n *redisNode) unlockWrite(ctx context.Context, u WriteUnlock) (writeRelease, error) {
+	cmd, err := n.p.eval(ctx, rwWriteUnlockScript, []string{u.Key, u.Channel, u.Latch}, u.Message, u.Lease, u.Name, u.Publish, u.LatchPX)
+	if err != nil {
+		return writeRelease{}, err
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return writeRelease{}, err
+	}
+	return writeReleaseResult(vals)
+}
+
+// writeReleaseResult decodes rwlock_wunlock.lua's reply.
+func writeReleaseResult(vals []any) (writeRelease, error) {
+	if len(vals) == 2 {
+		kind, _ := vals[0].(int64)
+		flag, _ := vals[1].(int64)
+		switch {
+		case kind == 0:
+			// Redisson answers tonumber(latch): nil when it is not a number.
+			s, _ := vals[1].(string)
+			if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return writeRelease{latched: true, latch: Value{Kind: ValueInt, Int: v}}, nil
+			}
+			return writeRelease{latched: true}, nil
+		case kind >= 1 && kind <= 3:
+			return writeRelease{outcome: uint8(kind), flag: flag == 1}, nil
+		}
+	}
+	return writeRelease{}, fmt.Errorf("write lock unlock replied %v", vals)
 }
 
 func (n *redisNode) forceUnlock(ctx context.Context, key, mode string) (int64, error) {
