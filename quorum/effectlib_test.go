@@ -2,9 +2,11 @@ package quorum
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // infoInt reads one integer field of INFO section from a node.
@@ -60,4 +62,41 @@ func TestEffectLibraryStaysBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(0, "after a flush")
+}
+
+// TestEffectTakeReplyIsEachRuns: the library answers a take of ARGV[1]
+// with the last such take's reply when its ttl argument is the same
+// (wrapperTailSrc); every other take, run after one on the same node,
+// still reports its own holder and hold.
+func TestEffectTakeReplyIsEachRuns(t *testing.T) {
+	_, n, e := formEngine(t, asLibrary)
+	ctx := t.Context()
+	take := e.Wrap(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, nil)
+	takeSecond := e.Wrap(`return redis.call("set", KEYS[1], ARGV[2], "NX", "PX", ARGV[3])`, nil)
+	takeAndDel := e.Wrap(`local r = redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
+redis.call("del", KEYS[1])
+return r`, nil)
+	for i, c := range []struct {
+		eff   *Effect
+		args  []string
+		after []string
+		hold  time.Duration
+	}{
+		{take, []string{"tok", "10500"}, []string{"tok"}, 10500 * time.Millisecond},
+		{take, []string{"tok", "20000"}, []string{"tok"}, 20 * time.Second},
+		{take, []string{"tok2", "20000"}, []string{"tok2"}, 20 * time.Second},
+		{takeSecond, []string{"a", "b", "20000"}, []string{"b"}, 20 * time.Second},
+		{takeAndDel, []string{"tok", "20000"}, nil, 0},
+		{take, []string{"tok", "10500"}, []string{"tok"}, 10500 * time.Millisecond},
+	} {
+		key := "k" + strconv.Itoa(i)
+		ne, err := n.runEffect(ctx, c.eff, newEffectCall([]string{key}, c.args, 1), nil)
+		if err != nil || ne.refused != "" || ne.reply.Kind != ValueStatus || ne.reply.Str != "OK" || len(ne.keys) != 1 {
+			t.Fatalf("take %d = %+v, %v; want OK and one key", i, ne, err)
+		}
+		k := ne.keys[0]
+		if !k.Changed || !slices.Equal(k.AfterOwn, c.after) || len(k.BeforeOwn) != 0 || k.Hold != c.hold {
+			t.Errorf("take %d of %s with %q: %+v; want changed, after %q, hold %v", i, key, c.args, k, c.after, c.hold)
+		}
+	}
 }

@@ -32,3 +32,6 @@ local __rlp_okr, __rlp_held
 local __rlp_tsv, __rlp_tsn
 -- digits are the small numbers as text.
 local __rlp_digits = {[0] = "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15"}
+-- fastts and fastr are the ttl argument and the reply of the last run
+-- the tail answered first as a take of ARGV[1] (wrapperTailSrc).
+local __rlp_fastts, __rlp_fastr

@@ -5,11 +5,19 @@ local __rlp_ok, __rlp_r = __rlp_lpcall(__rlp_body)
 -- published, and the body's reply its SET's OK as Redis gave it.
 if __rlp_ok and __rlp_okr and __rlp_r == __rlp_okr and not __rlp_refused and not __rlp_slowfns and not __rlp_held
   and not __rlp_pubs and __rlp_keys[2] == nil and __rlp_r.ok == "OK" and __rlp_r.err == nil then
+  -- Here the key was changed (okr) from no own holder before (held is
+  -- false): a take. One that holds ARGV[1] now (mi is set only beside a
+  -- value m), with the ttl argument of the last such take, gets that
+  -- take's reply again (fastr): no string is built.
   local st = __rlp_st[__rlp_keys[1]]
+  local ts = st.ttls
+  if ts ~= nil and ts == __rlp_fastts and st.mi == 1 then return __rlp_fastr end
   __RLP_FASTKEY
   if hold < 1e14 then
     local D = __rlp_digits
-    return "s" .. D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold) .. ":OK"
+    local r = "s" .. D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold) .. ":OK"
+    if ch == 1 and bi == 0 and ai == 1 and holds ~= nil then __rlp_fastts, __rlp_fastr = holds, r end
+    return r
   end
 end
 local __rlp_why = __rlp_refused
