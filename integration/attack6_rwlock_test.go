@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +45,36 @@ func TestAttack6ReadUnlockUnderOwnWriteLockCutsTheWriteLease(t *testing.T) {
 		t.Fatalf("U's write lock = granted %v after T's write lock (lease 20s) and a read unlock under it: two writers", time.Since(start).Round(time.Millisecond))
 	} else if err != nil || ms <= 0 {
 		t.Errorf("U's write lock = %d, %v; want T's PTTL", ms, err)
+	}
+}
+
+// attack6 A11 (PRE-LANDING: rw20b's downgrade). The read lock take's
+// ARGV[3], "its write lock's name", is not checked against the reader's
+// name (Redisson always sends name + ":write"). Once a reader under the
+// same thread's write lock is granted, a reader naming ANOTHER thread's
+// write lock there is granted too: a reader beside a writer. One Redis
+// runs the same script, but no Redisson call has that layout, as no
+// Redisson call names another lock's timeout prefix (attack B1's rule).
+func TestAttack6ReadUnderAnotherThreadsWriteLock(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	cl := p.Client
+	ctx := t.Context()
+	const name = "a6rw2"
+	if ms, err := redis.NewScript(redissonWriteLock).Run(ctx, cl, []string{name}, 20000, "a6-uuid-w:1:write").Int64(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("W's write lock = %d, %v; want nil (acquired)", ms, err)
+	}
+	r := readLockClient{name, "a6-uuid-r:1"}
+	v, err := redis.NewScript(redissonReadLock).Run(ctx, cl, []string{name, r.timeoutPrefix()}, 20000, r.thread, "a6-uuid-w:1:write").Int64()
+	if errors.Is(err, redis.Nil) {
+		t.Fatalf("R's read lock naming W's write lock as its own = granted while W holds the write lock: a reader beside a writer")
+	}
+	switch {
+	case err == nil && v > 0: // W's PTTL: denied, as for any other thread
+	case strings.HasPrefix(errText(err), "ERR Redisson's read lock tryLock is served only as Redisson calls it"):
+		// the layout refusal this test wants
+	case errText(err) == "ERR Redisson's read lock under the same thread's write lock is refused: beside it the write lock's watchdog renewal would be refused (see the README, Redisson)":
+		t.Logf("main's refusal of every read under a write lock: %v", err)
+	default:
+		t.Errorf("R's read lock naming W's write lock = %d, %v; want W's PTTL or a layout refusal", v, err)
 	}
 }
