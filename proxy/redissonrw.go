@@ -89,6 +89,12 @@ func (s *Server) readLockOp(r *request, op rwScript) (resp.Reply, error) {
 		if nk != 2 || len(args) != 3 {
 			return resp.Reply{}, layout("2 keys (the lock, the timeout prefix) and 3 arguments (lease, name, write name)")
 		}
+		if args[2] != args[1]+":write" {
+			// The script lets a reader in beside the write lock it names:
+			// Redisson names its own thread's, and another would put a
+			// reader beside another thread's writer.
+			return resp.Reply{}, layout("the write name is the reader's name and \":write\"")
+		}
 		return s.takeRead(r, quorum.ReadLock{Key: keys[0], TimeoutPrefix: keys[1], Name: args[1], WriteName: args[2]}, rest[nk])
 	case rwUnlock:
 		if nk != 5 || len(args) != 4 {

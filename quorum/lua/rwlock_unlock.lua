@@ -35,7 +35,12 @@ if redis.call("hlen", KEYS[1]) > 1 then
     end
   end
   if most > 0 then
-    redis.call("pexpire", KEYS[1], most)
+    -- Redisson sets the hash's expiry to its readers' longest lease,
+    -- which under the same thread's write lock cuts the writer's: the
+    -- proxy never lowers a write lock's expiry so.
+    if mode ~= "write" or most > redis.call("pttl", KEYS[1]) then
+      redis.call("pexpire", KEYS[1], most)
+    end
     redis.call("set", KEYS[5], 0, "px", ARGV[4])
     return {2, 0}
   end
