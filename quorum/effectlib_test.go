@@ -100,3 +100,55 @@ return r`, nil)
 		}
 	}
 }
+
+// TestEffectRunForgetsTheLastRunsKeys: the library keeps a key's state
+// from run to run and clears what a run that refreshed an own value or
+// put a key on the slow path left in it: a take after such runs, on the
+// same node, reports no holder before it.
+func TestEffectRunForgetsTheLastRunsKeys(t *testing.T) {
+	admin, n, e := formEngine(t, asLibrary)
+	ctx := t.Context()
+	take := e.Wrap(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, nil)
+	each := e.Wrap(`for i = 1, #KEYS do
+  if redis.call("GET", KEYS[i]) == ARGV[1] then
+    redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])
+  else
+    redis.call("SET", KEYS[i], ARGV[1], "NX", "PX", ARGV[2])
+  end
+end
+return "OK"`, nil)
+	hash := e.Wrap(`redis.call("hset", KEYS[1], ARGV[1], 1)
+redis.call("pexpire", KEYS[1], ARGV[2])
+return 1`, nil)
+	for _, k := range []string{"a1", "a2"} {
+		if err := admin.Set(ctx, k, "tok", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, c := range []struct {
+		eff    *Effect
+		keys   []string
+		before []string
+	}{
+		{each, []string{"a1", "a2"}, []string{"tok"}}, // refreshes: held
+		{take, []string{"b1"}, nil},
+		{each, []string{"a1", "c2"}, []string{"tok"}},
+		{each, []string{"c1", "c3"}, nil},
+		{hash, []string{"h1"}, nil}, // the slow path
+		{take, []string{"d1"}, nil},
+	} {
+		ne, err := n.runEffect(ctx, c.eff, newEffectCall(c.keys, []string{"tok", "10000"}, 1), nil)
+		if err != nil || ne.refused != "" || len(ne.keys) != len(c.keys) {
+			t.Fatalf("run %d = %+v, %v; want one effect per key", i, ne, err)
+		}
+		for j, k := range ne.keys {
+			want := c.before
+			if j > 0 && i == 2 {
+				want = nil // c2 was free
+			}
+			if !k.Changed || !slices.Equal(k.BeforeOwn, want) || !slices.Equal(k.AfterOwn, []string{"tok"}) {
+				t.Errorf("run %d, key %s: %+v; want changed, before %q, after tok", i, c.keys[j], k, want)
+			}
+		}
+	}
+}

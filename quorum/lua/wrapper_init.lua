@@ -2,6 +2,15 @@ if not __rlp_call then
   __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_lpcall = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type, pcall
   __RLP_FIRSTRUN
 end
+-- Only a run that kept an own value's past (held) or put a key on the
+-- slow path (slowfns) set a state's o, oi, oe or s: the last run's states
+-- lose them here, and every run's lose the other fields below.
+if __rlp_held or __rlp_slowfns then
+  for i = 1, #__rlp_keys do
+    local st = __rlp_st[__rlp_keys[i]]
+    st.o, st.oi, st.oe, st.s = nil, nil, nil, nil
+  end
+end
 __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_okr, __rlp_held = false, nil, nil, nil, false
 if __rlp_nargv > 64 then
   -- A large run's tables are not kept.
@@ -18,7 +27,7 @@ for i = 1, #KEYS do
     local j = #__rlp_keys + 1
     local st = __rlp_pool[j]
     if st then
-      st.m, st.mi, st.w, st.o, st.oi, st.oe, st.ttl, st.ttls, st.s = nil, nil, nil, nil, nil, nil, nil, nil, nil
+      st.m, st.mi, st.w, st.ttl, st.ttls = nil, nil, nil, nil, nil
     else
       -- The fields named here get their room now, not by a rehash each.
       st = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
