@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -29,6 +30,27 @@ func TestAttack7FencedLockNamedAfterAnotherLocksTokenCounter(t *testing.T) {
 	got, err := run(t, p.Client)
 	if err == nil {
 		t.Errorf("lockAndGetToken of a lock named after lock a7x's token counter, through the proxy = %v, %v: a lock hash taken on the counter's name; one Redis = %v, %v (or a refusal)",
+			got, err, one, oneErr)
+	}
+}
+
+// attack7 B2b: the same hole through Redisson's read lock script, which
+// run serves (runReadLock) before tokenKeys: a read lock taken on a name
+// that is an RFencedLock's token counter. One Redis answers WRONGTYPE.
+func TestAttack7ReadLockOnAnRFencedLockTokenName(t *testing.T) {
+	run := func(t *testing.T, cl *redis.Client) (int64, error) {
+		x := fencedLockClient{"a7y", "a7-uuid:1"}
+		x.mustToken(t, cl) // redisson_lock_token:{a7y} is 1
+		// Redisson's names for a lock name holding a brace: no braces added.
+		const name, thread = "redisson_lock_token:{a7y}", "a7-uuid:2"
+		keys := []string{name, name + ":" + thread + ":rwlock_timeout"}
+		return redis.NewScript(redissonReadLock).Run(t.Context(), cl, keys, 30000, thread, thread+":write").Int64()
+	}
+	one, oneErr := run(t, direct(t, startRedis(t).Addr))
+	_, p := setup(t, 3, proxy.Config{})
+	got, err := run(t, p.Client)
+	if err == nil || errors.Is(err, redis.Nil) {
+		t.Errorf("a read lock on lock a7y's token counter name through the proxy = %d, %v (nil: taken); one Redis = %d, %v (or a refusal)",
 			got, err, one, oneErr)
 	}
 }
