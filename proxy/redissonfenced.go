@@ -55,6 +55,9 @@ func (s *Server) runFencedLock(r *request, op fencedScript) (resp.Reply, error) 
 	if nk != 2 || len(rest) != 4 || string(rest[1]) != redissonTokenPrefix+braced(string(rest[0])) {
 		return resp.Reply{}, withArgs(errFencedLayout, "2 keys (the lock, "+redissonTokenPrefix+"{name}) and 2 arguments (lease, name)")
 	}
+	if redissonToken(rest[0]) {
+		return resp.Reply{}, withArgs(errFencedTokenKey, cString(rest[0], 128)) // a lock named as another's counter
+	}
 	if lease, ok := resp.ParseInt(rest[2]); !ok || lease <= 0 {
 		// Redisson always sends one; with none, one Redis takes a token
 		// for a lock that ends at once.

@@ -277,14 +277,14 @@ func (s *Server) function(r *request) (resp.Reply, error) {
 // than the script reads, fewer arguments, a TTL or token length it cannot
 // read) runs by its effect, as one Redis would run it.
 func (s *Server) run(r *request, sv served) (resp.Reply, error) {
-	if sv.rw != rwNone {
-		return s.runReadLock(r, sv.rw)
-	}
 	if sv.fenced != fencedNone {
-		return s.runFencedLock(r, sv.fenced)
+		return s.runFencedLock(r, sv.fenced) // its KEYS[2] is a token: checked there
 	}
 	if err := tokenKeys(r); err != nil {
 		return resp.Reply{}, err
+	}
+	if sv.rw != rwNone {
+		return s.runReadLock(r, sv.rw)
 	}
 	if sv.eff != nil {
 		return s.runEffect(r, sv.eff)

@@ -107,6 +107,9 @@ func (e *Engine) check(ctx context.Context, i int) {
 		return
 	}
 	h.stalls.Store(0)
+	h.mu.Lock()
+	h.probeFails = 0
+	h.mu.Unlock()
 	if reason := e.refusal(i, p, nil); reason != "" {
 		e.refuse(i, p, reason)
 		return
@@ -125,6 +128,13 @@ func (e *Engine) check(ctx context.Context, i int) {
 	e.publishMark(rctx, i)
 }
 
+// probeFailLimit is how many probes in a row may fail before a node that
+// counts stops counting, and reasonProbesFailing the reason then shown.
+const (
+	probeFailLimit      = 2
+	reasonProbesFailing = "its probes fail"
+)
+
 // probeFailed is the breaker for the monitor's own probes, sent at sent:
 // a probe that times out in a stall the request path already counted is
 // not counted again.
@@ -132,6 +142,14 @@ func (e *Engine) probeFailed(i int, sent time.Time, err error) {
 	h := e.health[i]
 	h.mu.Lock()
 	h.lastErr = err.Error()
+	h.probeFails++
+	if h.probeFails >= probeFailLimit && h.state == StateUp {
+		// Lock calls may still get through in time, but what only a
+		// probe sees (a FLUSHALL, a restart, a clock jump) would not be
+		// seen: it counts again once a probe and its record read pass.
+		h.setLocked(StateUnverified, time.Time{}, reasonProbesFailing)
+		e.cfg.Log.Warn("node not counted: its probes fail", "node", h.addr, "err", err)
+	}
 	h.mu.Unlock()
 	if (isTimeout(err) || errors.Is(err, context.DeadlineExceeded)) && !e.stall(i, sent) {
 		return
