@@ -152,3 +152,28 @@ return 1`, nil)
 		}
 	}
 }
+
+// TestEffectCommandInAnyCase: the guard knows a command whatever the case
+// the body writes it in, and refuses one off the allow-list by its name.
+func TestEffectCommandInAnyCase(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		_, n, e := formEngine(t, form)
+		ctx := t.Context()
+		take := e.Wrap(`if redis.call("gEt", KEYS[1]) == ARGV[1] then return 2 end
+return redis.call("Set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, nil)
+		ne, err := n.runEffect(ctx, take, newEffectCall([]string{"k"}, []string{"tok", "10000"}, 1), nil)
+		if err != nil || ne.refused != "" || ne.reply.Str != "OK" || len(ne.keys) != 1 ||
+			!ne.keys[0].Changed || !slices.Equal(ne.keys[0].AfterOwn, []string{"tok"}) {
+			t.Fatalf("take in mixed case = %+v, %v; want OK, k taken", ne, err)
+		}
+		ne, err = n.runEffect(ctx, take, newEffectCall([]string{"k"}, []string{"tok", "10000"}, 1), nil)
+		if err != nil || ne.refused != "" || ne.reply.Kind != ValueInt || ne.reply.Int != 2 {
+			t.Fatalf("take again = %+v, %v; want 2 (its GET found its token)", ne, err)
+		}
+		flush := e.Wrap(`return redis.call("FlushAll")`, nil)
+		ne, err = n.runEffect(ctx, flush, newEffectCall([]string{"k"}, []string{"tok"}, 1), nil)
+		if err != nil || !strings.Contains(ne.refused, "FLUSHALL is not a lock command") {
+			t.Fatalf("FlushAll = %+v, %v; want refused as not a lock command", ne, err)
+		}
+	})
+}

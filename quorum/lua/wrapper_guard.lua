@@ -4,12 +4,12 @@
     -- would be built anew on every run.
     local c, kind = cmd
     if not __rlp_refused then
-      for _ = 1, 2 do
-        __RLP_KINDCHAIN
-        if kind then break end
+      __RLP_KINDCHAIN
+      if not kind then
         c = string.lower(__rlp_tostring(cmd))
+        __RLP_KINDCHAIN
+        if not kind then __rlp_refused = string.upper(c) .. " is not a lock command" end
       end
-      if not kind then __rlp_refused = string.upper(c) .. " is not a lock command" end
     end
     local k, st
     if kind == 1 or kind == 3 then
