@@ -50,3 +50,48 @@ func TestAttack7FlushOnALinkTooSlowForTheProbe(t *testing.T) {
 		t.Errorf("node0 = %v 4s after its FLUSHALL, its probes all timed out; want it not counted", f)
 	}
 }
+
+// attack7 B4 (regression of ad227ff, attack6 A1's fix). learnMaxTTL now
+// judges a max_ttl field's age on its node's clock, and counts every
+// field of a node whose clock this proxy has not read yet. At Start the
+// first node's records are read (apply, probeRecords) before the other
+// nodes' clocks are (each node's apply reads its own, in turn), so every
+// field in those records counts, however old, and the learned max_ttl
+// only ever grows: one field an old proxy (max_ttl 1h, gone for good)
+// left in the records makes every later proxy quarantine a restarted
+// master for an hour. Fields are never deleted; before ad227ff such a
+// field was dropped 3 minutes after its max_ttl.
+func TestAttack7AnOldMaxTTLFieldCountsAtEveryStart(t *testing.T) {
+	c := startNodes(t, 3)
+	ctx := t.Context()
+	for i, d := range c.direct {
+		now, err := d.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A proxy with max_ttl 1h last ran two hours ago (on this node's clock).
+		if err := d.HSet(ctx, quorum.MembersKey, "max_ttl:3600000", now.Add(-2*time.Hour).UnixMilli()).Err(); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	cfg := safetyConfig() // max_ttl 2s
+	p := mustStartMonitored(t, cfg, c.addrs...)
+	old := waitRunID(t, p, 0, "")
+	waitSelf(t, c, 0, old)
+	c.procs[0] = restartRedis(t, c.procs[0])
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f := nodeInfo(t, p.Client, 0)
+		if f["run_id"] != old && f["state"] == "quarantined" {
+			if until, err := time.Parse(time.RFC3339Nano, f["until"]); err == nil && time.Until(until) > time.Minute {
+				t.Fatalf("node0 after a restart = %v: quarantined %v, for a max_ttl field stamped 2h ago by a proxy long gone (max_ttl 1h; this proxy's 2s)",
+					f, time.Until(until).Round(time.Second))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node0 = %v; want the new process quarantined", f)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
