@@ -106,8 +106,8 @@ type health struct {
 	// fsyncAlways: the node runs appendonly yes, appendfsync always and
 	// no-appendfsync-on-rewrite no: it syncs every write.
 	fsyncAlways bool
-	// probeFails counts the monitor's failed probes in a row.
-	probeFails int
+	// probedOK is when a probe of the node last passed.
+	probedOK time.Time
 	// fsyncOf is what the node's own record last read said in
 	// fsyncField: the process seen syncing every write, if any.
 	fsyncOf string

@@ -3,7 +3,9 @@ package quorum
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
@@ -329,4 +331,27 @@ func TestRestartedMasterNotCountedWhileRecordsUnread(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// A max_ttl field is stamped with the node's own clock and judged by it
+// (attack6 A1): a node 5 minutes behind the proxy gets a stamp 5 minutes
+// behind, and a stamp a minute old on its clock still counts, whatever
+// the proxy's clock says.
+func TestMaxTTLStampOnTheNodesClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeNode{addr: "a", offset: -5 * time.Minute}
+		cfg := monitorConfig(t)
+		e := started(t, cfg, []*fakeNode{f})
+		field := maxTTLPrefix + strconv.FormatInt(cfg.MaxTTL.Milliseconds(), 10)
+		at, err := strconv.ParseInt(f.record()[field], 10, 64)
+		if want := time.Now().Add(f.offset).UnixMilli(); err != nil || at < want-1000 || at > want+1000 {
+			t.Fatalf("%s = %d, %v; want the node's clock, about %d", field, at, err, want)
+		}
+		long := maxTTLPrefix + "600000" // another proxy's 10m, stamped a minute ago on the node's clock
+		rec := map[string]string{long: strconv.FormatInt(time.Now().Add(f.offset-time.Minute).UnixMilli(), 10)}
+		e.learnMaxTTL(0, rec, time.Now())
+		if got := time.Duration(e.peerMaxTTL.Load()); got != 10*time.Minute {
+			t.Errorf("learned max_ttl = %v; want 10m (the field is a minute old on the node's clock)", got)
+		}
+	})
 }

@@ -46,10 +46,13 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	for i, r := range probes {
-		if r.err == nil { // every node's process, seen before any is decided
+		if r.err == nil { // every node's process and clock, seen before any is decided
 			h := e.health[i]
 			h.mu.Lock()
 			h.runID = r.v.RunID
+			// The records' max_ttl fields are judged by their node's
+			// clock (learnMaxTTL): read before the first node's records.
+			clockCheck(&h.clock, r.v, e.cfg.ClockJumpLimit, e.cfg.DriftFactor)
 			h.mu.Unlock()
 		}
 	}
@@ -108,7 +111,7 @@ func (e *Engine) check(ctx context.Context, i int) {
 	}
 	h.stalls.Store(0)
 	h.mu.Lock()
-	h.probeFails = 0
+	h.probedOK = time.Now()
 	h.mu.Unlock()
 	if reason := e.refusal(i, p, nil); reason != "" {
 		e.refuse(i, p, reason)
@@ -128,12 +131,16 @@ func (e *Engine) check(ctx context.Context, i int) {
 	e.publishMark(rctx, i)
 }
 
-// probeFailLimit is how many probes in a row may fail before a node that
-// counts stops counting, and reasonProbesFailing the reason then shown.
-const (
-	probeFailLimit      = 2
-	reasonProbesFailing = "its probes fail"
-)
+// reasonProbesFailing is the reason shown for a node that stopped
+// counting because no probe of it passed for probeFailGrace.
+const reasonProbesFailing = "its probes fail"
+
+// probeFailGrace is how long a node that counts may go without a probe
+// that passed: three probe timeouts, and at least a second, so that a
+// loaded machine's slow probes do not take nodes out.
+func (e *Engine) probeFailGrace() time.Duration {
+	return max(3*e.probeTimeout(), time.Second)
+}
 
 // probeFailed is the breaker for the monitor's own probes, sent at sent:
 // a probe that times out in a stall the request path already counted is
@@ -142,8 +149,7 @@ func (e *Engine) probeFailed(i int, sent time.Time, err error) {
 	h := e.health[i]
 	h.mu.Lock()
 	h.lastErr = err.Error()
-	h.probeFails++
-	if h.probeFails >= probeFailLimit && h.state == StateUp {
+	if h.state == StateUp && !h.probedOK.IsZero() && time.Since(h.probedOK) >= e.probeFailGrace() {
 		// Lock calls may still get through in time, but what only a
 		// probe sees (a FLUSHALL, a restart, a clock jump) would not be
 		// seen: it counts again once a probe and its record read pass.
