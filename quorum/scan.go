@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/bits"
+	"net"
 	"slices"
 	"strings"
 )
@@ -15,8 +16,9 @@ import (
 // node already walked to the end holds it too. Its cursor is one integer,
 // as Redis's:
 //
-//	bits  0-43  the SCAN cursor of the node being walked
-//	bits 44-47  four bits of a hash of the node list
+//	bits  0-39  the SCAN cursor of the node being walked (Redis's is
+//	            under its table's size: 2^40 slots is a trillion keys)
+//	bits 40-47  eight bits of a hash of the node list
 //	bits 48-51  that node's place
 //	bits 52-60  the nodes walked to the end, one bit each
 //	bits 61-63  three bits of a hash of that node's run_id
@@ -40,11 +42,11 @@ type ScanCursor struct {
 	Walked  uint16 // the nodes walked to the end, one bit each
 	At      uint64 // the node's own SCAN cursor
 	RunHash uint8  // three bits of the node's run_id when At was read
-	List    uint8  // four bits of a hash of the node list (scanOrder)
+	List    uint8  // eight bits of a hash of the node list (scanOrder)
 }
 
 const (
-	atBits    = 44
+	atBits    = 40
 	maxWalked = 9 // bits for Walked: the nodes a proxy may have
 )
 
@@ -53,14 +55,14 @@ var ErrBadCursor = errors.New("quorum: invalid cursor")
 
 // Encode packs c into SCAN's integer cursor.
 func (c ScanCursor) Encode() uint64 {
-	return c.At | uint64(c.List&0xf)<<atBits | uint64(c.Node)<<48 | uint64(c.Walked)<<52 | uint64(c.RunHash&7)<<61
+	return c.At | uint64(c.List)<<atBits | uint64(c.Node)<<48 | uint64(c.Walked)<<52 | uint64(c.RunHash&7)<<61
 }
 
 // DecodeCursor unpacks an integer cursor for a proxy over nodes nodes.
 func DecodeCursor(v uint64, nodes int) (ScanCursor, error) {
 	c := ScanCursor{
 		At:      v & (1<<atBits - 1),
-		List:    uint8(v >> atBits & 0xf),
+		List:    uint8(v >> atBits),
 		Node:    int(v >> 48 & 0xf),
 		Walked:  uint16(v >> 52 & (1<<maxWalked - 1)),
 		RunHash: uint8(v >> 61),
@@ -105,20 +107,38 @@ func (e *Engine) Scan(ctx context.Context, cur ScanCursor, match string, count i
 	return next, found, err
 }
 
-// scanOrder is the nodes' indexes sorted by address, and four bits of a
-// hash of those addresses.
+// scanOrder is the nodes' indexes sorted by address (canonicalAddr), and
+// eight bits of a hash of those addresses.
 func (e *Engine) scanOrder() ([]int, uint8) {
 	order := make([]int, len(e.health))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(e.health[a].addr, e.health[b].addr) })
+	names := make([]string, len(e.health))
+	for i, h := range e.health {
+		names[i] = canonicalAddr(h.addr)
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(names[a], names[b]) })
 	h := fnv.New32a()
 	for _, i := range order {
-		h.Write([]byte(e.health[i].addr))
+		h.Write([]byte(names[i]))
 		h.Write([]byte{0})
 	}
-	return order, uint8(h.Sum32() & 0xf)
+	return order, uint8(h.Sum32())
+}
+
+// canonicalAddr is addr with an IP literal in one spelling
+// (::ffff:127.0.0.1 and 127.0.0.1 alike) and a host name in lower case,
+// so that proxies spelling the masters otherwise sort them alike.
+func canonicalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return net.JoinHostPort(ip.String(), port)
+	}
+	return net.JoinHostPort(strings.ToLower(host), port)
 }
 
 // scan is Scan's step, with the nodes' order.
