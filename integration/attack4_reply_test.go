@@ -170,6 +170,33 @@ func TestEffectTooDeepReplyRefusedAndUndone(t *testing.T) {
 	}
 }
 
+// A reply that holds one table many times over ({t, t} nested 40 deep:
+// 2^40 elements, under the depth bound) is refused after 100,000
+// elements, and the take undone, rather than keep every master encoding
+// it (one Redis would, for hours).
+func TestEffectExponentialReplyRefusedAndUndone(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	pc := dialResp(t, p.Addr)
+	args := []string{"EVAL", "redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000) local t = {1} for i = 1, 40 do t = {t, t} end return t", "1", "x", "tok"}
+	start := time.Now()
+	v, err := pc.do(cmdOf(args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.isError() || !strings.Contains(v.String(), "ERR script refused: its reply has more than 100000 elements") {
+		t.Errorf("a reply of 2^40 elements = %.100s; want the refusal of a reply too large", v)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the refusal took %v", took)
+	}
+	if held := c.holding(t, "x", "tok"); len(held) > 0 {
+		t.Errorf("x held with the caller's token on masters %v after the refusal", held)
+	}
+	if v, err := pc.do(cmdOf("PING")); err != nil || v.String() != "+PONG" {
+		t.Errorf("PING after = %v, %v", v, err)
+	}
+}
+
 // A reply table's err and ok count only when they are strings, err
 // first, as one Redis converts them (script_lua.c): never NOQUORUM for a
 // table there ("table: 0x…" differs on every master).

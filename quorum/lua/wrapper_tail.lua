@@ -59,7 +59,13 @@ end
 -- map or a set by its field; else an array. Nil when it nests more than
 -- __RLP_MAXDEPTH tables (a cycle is endless): more than the proxy
 -- carries, so the run is refused and undone.
+-- It also gives up past __rlp_left elements in all: a table may appear
+-- in itself many times over ({t, t} nested), which encodes
+-- exponentially.
+local __rlp_left = 100000
 local function __rlp_enc(v, d)
+  __rlp_left = __rlp_left - 1
+  if __rlp_left < 0 then return nil end
   local t = __rlp_type(v)
   if t == "table" then
     if d > __RLP_MAXDEPTH then return nil end
@@ -107,7 +113,11 @@ end
 local __rlp_encr
 if not __rlp_why and __rlp_ok and __rlp_r ~= __rlp_okr and __rlp_type(__rlp_r) == "table" then
   __rlp_encr = __rlp_enc(__rlp_r, 1)
-  if not __rlp_encr then __rlp_why = "its reply nests more than __RLP_MAXDEPTH arrays, more than the proxy carries" end
+  if not __rlp_encr and __rlp_left < 0 then
+    __rlp_why = "its reply has more than 100000 elements, more than the proxy carries"
+  elseif not __rlp_encr then
+    __rlp_why = "its reply nests more than __RLP_MAXDEPTH arrays, more than the proxy carries"
+  end
 end
 if __rlp_why then
   -- Defined here: only a refused run restores. Each key is written back
