@@ -198,6 +198,38 @@ func TestRedissonWatchdogRenewsInTheTakesMillisecond(t *testing.T) {
 	})
 }
 
+// TestRenewalServedByEffectInTheTakesMillisecond: Redisson's one-key
+// renewal (served by its effect, not by SHA) sent right after the take
+// with the same lease lands on some masters in the take's millisecond and
+// leaves the expiry as it was; one Redis renews (1), and so does the
+// proxy with 2 of 5 masters down (it answered NOQUORUM when the masters
+// split between an expiry moved and one left as it was).
+func TestRenewalServedByEffectInTheTakesMillisecond(t *testing.T) {
+	rlock, renew := redis.NewScript(redissonLock), redis.NewScript(redissonRenew)
+	redissonSideBySide(t, func(t *testing.T, cl *redis.Client, _ bool, _ *cluster) {
+		ctx := t.Context()
+		for _, s := range []*redis.Script{rlock, renew} {
+			if err := s.Load(ctx, cl).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 40 {
+			k, a := fmt.Sprintf("ms-e%d", i), fmt.Sprintf("6c6c-%04d:1", i)
+			cmds, _ := cl.Pipelined(ctx, func(p redis.Pipeliner) error {
+				rlock.EvalSha(ctx, p, []string{k}, 30000, a)
+				renew.EvalSha(ctx, p, []string{k}, 30000, a)
+				return nil
+			})
+			if err := cmds[0].Err(); !errors.Is(err, redis.Nil) {
+				t.Fatalf("#%d take: %v; want nil (acquired)", i, err)
+			}
+			if got, err := cmds[1].(*redis.Cmd).Int64(); err != nil || got != 1 {
+				t.Fatalf("#%d renewal at once = %v, %v; want 1", i, got, err)
+			}
+		}
+	})
+}
+
 // TestRedissonLockDowngradeSideBySide replays Redisson's lock
 // downgrade: a thread holding the write lock (twice) takes the read
 // lock, both renewed by the watchdogs, then unlocks the write lock and

@@ -157,6 +157,9 @@ func decideEffect(v effectVotes) effectDecision {
 	var holdsBuf [8]time.Duration
 	for j := range v.nkeys {
 		o, need, holds := v.tally(outs, j, holdsBuf[:0])
+		if o.held > 0 && o.held < need && !v.tookNew(outs, j) {
+			o, holds = v.unchangedHolds(outs, j, o, holds)
+		}
 		switch {
 		case o.held >= need:
 			d.keys[j] = keyHeld
@@ -375,6 +378,48 @@ func (v effectVotes) tally(outs [][]keyOutcome, j int, buf []time.Duration) (t k
 		}
 	}
 	return t, need, holds
+}
+
+// unchangedHolds counts, beside nodes that extended key j and changed
+// nothing else, the counted nodes that changed nothing else either and
+// where an own holder held j before and after, alone and for longer than
+// the drift allowance, with its expiry as it was: an extend that landed
+// in the millisecond of the hold's last change (a watchdog renewing right
+// after the take) sets the expiry it had. They hold it as extended, and
+// are marked so in outs. (A node that did something else, such as a
+// lock-or-enqueue taking the lock where another enqueued, is not one.)
+func (v effectVotes) unchangedHolds(outs [][]keyOutcome, j int, t keyTally, holds []time.Duration) (keyTally, []time.Duration) {
+	only := func(i int, o keyOutcome) bool {
+		for jj, x := range outs[i] {
+			if (jj == j && x != o) || (jj != j && x != keyKept) {
+				return false
+			}
+		}
+		return true
+	}
+	extends := false
+	for i, r := range v.results {
+		if outs[i] != nil && v.counted[i] && only(i, keyHeld) && len(keyOf(r.v, j).BeforeOwn) > 0 {
+			extends = true
+			break
+		}
+	}
+	if !extends {
+		return t, holds
+	}
+	for i, r := range v.results {
+		if r.err != nil || r.v.refused != "" || !v.counted[i] || outs[i] == nil || !only(i, keyKept) {
+			continue
+		}
+		k := keyOf(r.v, j)
+		if !k.Changed && len(k.BeforeOwn) > 0 && slices.Equal(k.BeforeOwn, k.AfterOwn) && k.Others == 0 && k.Hold > drift(k.Hold, v.driftFactor) {
+			outs[i][j] = keyHeld
+			t.held++
+			t.kept--
+			holds = append(holds, k.Hold)
+		}
+	}
+	return t, holds
 }
 
 // consistent reports whether node i counts and did on every key what was

@@ -76,6 +76,14 @@ func TestDecideEffect(t *testing.T) {
 		{name: "failed nodes are not undone when too few took the key new",
 			results: []result[nodeEffect]{vote(okReply, took(s)), vote(okReply, took(s)), vote(nilReply, KeyEffect{}), failedVote(lost), failedVote(lost)},
 			op:      EffectHold, reply: -1, err: ErrUnavailable, undo: [][]keyUndo{0: u(0, "own"), 1: u(0, "own")}},
+		// A renewal landing in the millisecond of the take sets the expiry
+		// the hold had: that node holds it, as extended (rw20b's flake).
+		{name: "an extend beside holds whose expiry it left as it was",
+			results: []result[nodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s}), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s}), failedVote(down), failedVote(down)},
+			op:      EffectHold, granted: true, reply: 0, keys: []keyOutcome{keyHeld}},
+		{name: "holds left as they were do not make a quorum alone, nor beside another token's",
+			results: []result[nodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s, Others: 1}), vote(intReply(1), KeyEffect{}), failedVote(down), failedVote(down)},
+			op:      EffectHold, reply: -1, err: ErrUnavailable},
 		{name: "a re-entry that fails is not undone",
 			results: []result[nodeEffect]{vote(nilReply, extended(s)), failedVote(lost), failedVote(lost)},
 			op:      EffectHold, reply: -1, err: ErrUnavailable},
