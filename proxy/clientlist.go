@@ -26,6 +26,9 @@ type listing struct {
 	name, user string // user is "" until the connection authenticates
 	cmd        string // the last command's name; "NULL" before one ran, as Redis shows it
 	last       time.Time
+	// killed: CLIENT KILL closed it; it is gone from the list at once,
+	// as in Redis, before its goroutine ends and removes it.
+	killed bool
 }
 
 // saw records a command the connection is about to run.
@@ -80,7 +83,11 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 	}
 	var ls []*listing
 	s.listings.Range(func(_, v any) bool {
-		if l := v.(*listing); ids == nil || ids[l.id] {
+		l := v.(*listing)
+		l.mu.Lock()
+		killed := l.killed
+		l.mu.Unlock()
+		if !killed && (ids == nil || ids[l.id]) {
 			ls = append(ls, l)
 		}
 		return true
@@ -148,12 +155,14 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 	s.listings.Range(func(_, v any) bool {
 		l := v.(*listing)
 		l.mu.Lock()
-		lu := l.user
+		lu, gone := l.user, l.killed
 		l.mu.Unlock()
 		if lu == "" {
 			lu = acl.DefaultUser
 		}
 		switch {
+		case gone:
+			return true // killed already: no longer a client
 		case id != 0 && l.id != id, addr != "" && l.addr != addr, laddr != "" && l.laddr != laddr, user != "" && lu != user:
 			return true
 		case l.id == r.c.id:
@@ -162,6 +171,9 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 			}
 			r.closeAfter = true // after the reply, as Redis does
 		case l.nc != nil:
+			l.mu.Lock()
+			l.killed = true
+			l.mu.Unlock()
 			l.nc.Close()
 		}
 		killed++
