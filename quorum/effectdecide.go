@@ -397,22 +397,29 @@ func (v effectVotes) unchangedHolds(outs [][]keyOutcome, j int, t keyTally, hold
 		}
 		return true
 	}
-	extends := false
+	// The shortest hold the extends left: an unchanged hold counts only
+	// if it runs as long, but for the run's time and the drift allowance
+	// (its own expiry is the one the extend set, in the same millisecond;
+	// a hold the run left shorter, say one its script did not extend,
+	// would end the quorum before the caller expects).
+	shortest := time.Duration(-1)
 	for i, r := range v.results {
 		if outs[i] != nil && v.counted[i] && only(i, keyHeld) && len(keyOf(r.v, j).BeforeOwn) > 0 {
-			extends = true
-			break
+			if h := keyOf(r.v, j).Hold; shortest < 0 || h < shortest {
+				shortest = h
+			}
 		}
 	}
-	if !extends {
+	if shortest < 0 {
 		return t, holds
 	}
+	least := shortest - v.elapsed - drift(shortest, v.driftFactor)
 	for i, r := range v.results {
 		if r.err != nil || r.v.refused != "" || !v.counted[i] || outs[i] == nil || !only(i, keyKept) {
 			continue
 		}
 		k := keyOf(r.v, j)
-		if !k.Changed && len(k.BeforeOwn) > 0 && slices.Equal(k.BeforeOwn, k.AfterOwn) && k.Others == 0 && k.Hold > drift(k.Hold, v.driftFactor) {
+		if !k.Changed && len(k.BeforeOwn) > 0 && slices.Equal(k.BeforeOwn, k.AfterOwn) && k.Others == 0 && k.Hold > drift(k.Hold, v.driftFactor) && k.Hold >= least {
 			outs[i][j] = keyHeld
 			t.held++
 			t.kept--

@@ -81,6 +81,12 @@ func TestDecideEffect(t *testing.T) {
 		{name: "an extend beside holds whose expiry it left as it was",
 			results: []result[nodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s}), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s}), failedVote(down), failedVote(down)},
 			op:      EffectHold, granted: true, reply: 0, keys: []keyOutcome{keyHeld}},
+		// A script that extended the key on one node and left an older,
+		// shorter hold on two (it returns 1 either way): those end first,
+		// and the quorum with them.
+		{name: "holds left shorter than the extend set do not count",
+			results: []result[nodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s / 2}), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s / 2}), failedVote(down), failedVote(down)},
+			op:      EffectHold, reply: -1, err: ErrUnavailable},
 		{name: "holds left as they were do not make a quorum alone, nor beside another token's",
 			results: []result[nodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), KeyEffect{BeforeOwn: []string{"own"}, AfterOwn: []string{"own"}, Hold: s, Others: 1}), vote(intReply(1), KeyEffect{}), failedVote(down), failedVote(down)},
 			op:      EffectHold, reply: -1, err: ErrUnavailable},
