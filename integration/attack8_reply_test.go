@@ -49,3 +49,33 @@ func TestAttack8ReplyOfExactly100000ElementsAnswered(t *testing.T) {
 		}
 	}
 }
+
+// attack8 A3: the refusal of a reply too large (or too deep) is skipped
+// when the body returns the SET reply table the wrapper handed it (okr),
+// changed: the tail then encodes it unguarded, the encoder gives up (nil)
+// and the wrapper fails indexing it, on every master, after the run's
+// writes, which Redis keeps: the take stays, the client gets an error.
+func TestAttack8ChangedSetReplyTooLargeRefusedAndUndone(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	pc := dialResp(t, p.Addr)
+	for name, body := range map[string]string{
+		"exponential": "local t = {1} for i = 1, 40 do t = {t, t} end",
+		"too deep":    "local t = {1} for i = 1, 1000 do t = {t} end",
+	} {
+		key := "x" + strings.ReplaceAll(name, " ", "")
+		script := "local r = redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000) r.ok = nil " + body + " r[1] = t return r"
+		v, err := pc.do(cmdOf("EVAL", script, "1", key, "tok"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.isError() || !strings.Contains(v.String(), "ERR script refused: its reply") {
+			t.Errorf("%s: the SET reply table returned %s = %.200s; want the refusal of a reply too large", name, body, v)
+		}
+		if held := c.holding(t, key, "tok"); len(held) > 0 {
+			t.Errorf("%s: %s held with the caller's token on masters %v after an error reply", name, key, held)
+		}
+		if v, err := pc.do(cmdOf("PING")); err != nil || v.String() != "+PONG" {
+			t.Errorf("PING after = %v, %v", v, err)
+		}
+	}
+}
