@@ -155,13 +155,13 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 	s.listings.Range(func(_, v any) bool {
 		l := v.(*listing)
 		l.mu.Lock()
-		lu, gone := l.user, l.killed
-		l.mu.Unlock()
+		defer l.mu.Unlock() // one killer at a time: each client is killed once
+		lu := l.user
 		if lu == "" {
 			lu = acl.DefaultUser
 		}
 		switch {
-		case gone:
+		case l.killed:
 			return true // killed already: no longer a client
 		case id != 0 && l.id != id, addr != "" && l.addr != addr, laddr != "" && l.laddr != laddr, user != "" && lu != user:
 			return true
@@ -171,11 +171,9 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 			}
 			r.closeAfter = true // after the reply, as Redis does
 		case l.nc != nil:
-			l.mu.Lock()
-			l.killed = true
-			l.mu.Unlock()
 			l.nc.Close()
 		}
+		l.killed = true
 		killed++
 		return true
 	})

@@ -59,10 +59,10 @@ end
 -- map or a set by its field; else an array. Nil when it nests more than
 -- __RLP_MAXDEPTH tables (a cycle is endless): more than the proxy
 -- carries, so the run is refused and undone.
--- It also gives up past __rlp_left elements in all: a table may appear
--- in itself many times over ({t, t} nested), which encodes
+-- It also gives up past 100,000 elements below the reply: a table may
+-- appear in itself many times over ({t, t} nested), which encodes
 -- exponentially.
-local __rlp_left = 100000
+local __rlp_left = 100001
 local function __rlp_enc(v, d)
   __rlp_left = __rlp_left - 1
   if __rlp_left < 0 then return nil end
@@ -111,7 +111,12 @@ local function __rlp_enc(v, d)
   return {"n", 0}
 end
 local __rlp_encr
-if not __rlp_why and __rlp_ok and __rlp_r ~= __rlp_okr and __rlp_type(__rlp_r) == "table" then
+-- Every table reply but the fast path's SET reply as Redis gave it (its
+-- ok still "OK", no err: answered "OK" below) is encoded here, also the
+-- SET's table once the body changed it, so that one too big is refused
+-- and undone.
+if not __rlp_why and __rlp_ok and __rlp_type(__rlp_r) == "table"
+  and not (__rlp_r == __rlp_okr and __rlp_r.ok == "OK" and __rlp_r.err == nil) then
   __rlp_encr = __rlp_enc(__rlp_r, 1)
   if not __rlp_encr and __rlp_left < 0 then
     __rlp_why = "its reply has more than 100000 elements, more than the proxy carries"
