@@ -55,7 +55,7 @@ func TestAttack5FsyncAlwaysTrustsAnOlderProcessesRecord(t *testing.T) {
 	}
 	c.procs[0] = restartRedis(t, c.procs[0], fsyncAlways...)
 	waitSelf(t, c, 0, first)
-	f := map[string]string{}
+	var f map[string]string
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		f = nodeInfo(t, p.Client, 0)
