@@ -140,17 +140,24 @@ func (e *Engine) undoRead(ctx context.Context, l ReadLock, nonce string, undo []
 // once the quorum has decided, on every node (the proxies' subscribers
 // get it once), when one Redis would publish it.
 func (e *Engine) UnlockRead(ctx context.Context, u ReadUnlock) (Value, error) {
-	start := time.Now()
-	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (readRelease, error) {
+	return unlockRW(ctx, e, func(ctx context.Context, n rwNode) (readRelease, error) {
 		return n.unlockRead(ctx, u)
-	})
-	d := decideReadRelease(results, e.countedNodes(), e.quorum, failures(results))
+	}, decideReadRelease, u.Publish, u.Channel, u.Message)
+}
+
+// unlockRW runs an unlock on every node, decides it, and publishes the
+// message (with cmd, on channel) once the quorum decided it is due.
+func unlockRW[T any](ctx context.Context, e *Engine, op func(context.Context, rwNode) (T, error),
+	decide func([]result[T], []bool, int, error) readReleaseDecision, cmd, channel, message string) (Value, error) {
+	start := time.Now()
+	results := rwOp(ctx, e, op)
+	d := decide(results, e.countedNodes(), e.quorum, failures(results))
 	e.observe(OpRelease, start, d.err)
 	if d.err != nil {
 		return Value{}, d.err
 	}
 	if d.publish {
-		e.publishAll(ctx, u.Publish, u.Channel, u.Message)
+		e.publishAll(ctx, cmd, channel, message)
 	}
 	return d.reply, nil
 }
@@ -170,19 +177,9 @@ type WriteUnlock struct {
 // token holds (that reader). The message is published once the quorum
 // has decided, when one Redis would publish it.
 func (e *Engine) UnlockWrite(ctx context.Context, u WriteUnlock) (Value, error) {
-	start := time.Now()
-	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (writeRelease, error) {
+	return unlockRW(ctx, e, func(ctx context.Context, n rwNode) (writeRelease, error) {
 		return n.unlockWrite(ctx, u)
-	})
-	d := decideWriteRelease(results, e.countedNodes(), e.quorum, failures(results))
-	e.observe(OpRelease, start, d.err)
-	if d.err != nil {
-		return Value{}, d.err
-	}
-	if d.publish {
-		e.publishAll(ctx, u.Publish, u.Channel, u.Message)
-	}
-	return d.reply, nil
+	}, decideWriteRelease, u.Publish, u.Channel, u.Message)
 }
 
 // ForceUnlock is Redisson's forceUnlock of a lock, with its KEYS and ARGV

@@ -220,10 +220,8 @@ func decideReadRelease(results []result[readRelease], counted []bool, quorum int
 	case held+notHeld < quorum:
 		return readReleaseDecision{err: unavailable}
 	case len(latched) >= quorum:
-		for _, l := range latched {
-			if countEqual(latched, l) >= quorum {
-				return readReleaseDecision{reply: l}
-			}
+		if l, ok := agreedLatch(latched, quorum); ok {
+			return readReleaseDecision{reply: l}
 		}
 		return readReleaseDecision{err: unavailable}
 	case held >= quorum:
@@ -238,14 +236,21 @@ func decideReadRelease(results []result[readRelease], counted []bool, quorum int
 	return readReleaseDecision{err: unavailable}
 }
 
-func countEqual(vs []Value, v Value) int {
-	n := 0
-	for _, w := range vs {
-		if w.equal(v) {
-			n++
+// agreedLatch returns the latched answer that at least quorum of
+// latched agree on.
+func agreedLatch(latched []Value, quorum int) (Value, bool) {
+	for _, l := range latched {
+		n := 0
+		for _, w := range latched {
+			if w.equal(l) {
+				n++
+			}
+		}
+		if n >= quorum {
+			return l, true
 		}
 	}
-	return n
+	return Value{}, false
 }
 
 // errRenewReply: a node's renewal answered for another number of locks.
@@ -367,10 +372,8 @@ func decideWriteRelease(results []result[writeRelease], counted []bool, quorum i
 	unavailable := orWrongType(&OutcomeError{Outcome: o, Unavailable: true, Failures: failures}, results, counted, quorum)
 	switch {
 	case len(latched) >= quorum:
-		for _, l := range latched {
-			if countEqual(latched, l) >= quorum {
-				return readReleaseDecision{reply: l}
-			}
+		if l, ok := agreedLatch(latched, quorum); ok {
+			return readReleaseDecision{reply: l}
 		}
 	case by[relCounted] >= quorum:
 		return readReleaseDecision{reply: Value{Kind: ValueInt}}
