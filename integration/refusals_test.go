@@ -23,6 +23,9 @@ type referenceState interface {
 	// nearExpiry reports whether key was within the drift allowance of
 	// its expiry on the reference server when the command ran.
 	nearExpiry(key string) bool
+	// proxyNearExpiry reports whether the proxy's copy of key is gone or
+	// within the drift allowance of its expiry.
+	proxyNearExpiry(key string) bool
 }
 
 // refusals is the one list of the proxy's documented differences from one
@@ -117,24 +120,42 @@ var refusals = []refusal{
 	}},
 	{"A key within its drift allowance of expiry", func(c diffCmd, r, p respValue, ref referenceState) bool {
 		// The proxy answers "free" (or, for SET, "taken" by the expiring
-		// holder) where the reference still had the key for a moment.
+		// holder) where the reference still had the key for a moment; or
+		// the other way (later): the proxy's copy, set after the
+		// reference's, is there a moment after the reference's is gone.
 		rn, _ := r.integer()
 		pn, _ := p.integer()
+		rNil, pNil := r.kind == 'N' || r.kind == '_', p.kind == 'N' || p.kind == '_'
+		later := false
 		switch c.name() {
 		case "get":
-			if !(r.kind == '$' && (p.kind == 'N' || p.kind == '_')) {
+			switch {
+			case r.kind == '$' && pNil:
+			case rNil && p.kind == '$':
+				later = true
+			default:
 				return false
 			}
 		case "exists":
-			if !(r.kind == ':' && p.kind == ':' && pn < rn) {
+			switch {
+			case r.kind != ':' || p.kind != ':':
+				return false
+			case pn < rn:
+			case pn > rn:
+				later = true
+			default:
 				return false
 			}
 		case "pttl", "ttl":
-			if !(rn >= 0 && pn == -2) {
+			switch {
+			case rn >= 0 && pn == -2:
+			case rn == -2 && pn >= 0:
+				later = true
+			default:
 				return false
 			}
 		case "set":
-			if !(r.String() == "+OK" && (p.kind == 'N' || p.kind == '_')) {
+			if !(r.String() == "+OK" && pNil) {
 				return false
 			}
 		case "delex", "delifeq":
@@ -142,7 +163,7 @@ var refusals = []refusal{
 				return false
 			}
 		case "digest":
-			if !(r.kind == '$' && (p.kind == 'N' || p.kind == '_')) {
+			if !(r.kind == '$' && pNil) {
 				return false
 			}
 		default:
@@ -150,7 +171,7 @@ var refusals = []refusal{
 		}
 		keys := c.keys()
 		for _, k := range keys {
-			if !ref.nearExpiry(k) {
+			if !ref.nearExpiry(k) || later && !ref.proxyNearExpiry(k) {
 				return false
 			}
 		}
