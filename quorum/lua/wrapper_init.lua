@@ -12,29 +12,41 @@ if __rlp_held or __rlp_slowfns then
   end
 end
 __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_okr, __rlp_held = false, nil, nil, nil, false
-if __rlp_nargv > 64 then
-  -- A large run's tables are not kept.
-  __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {}
+local __rlp_n, __rlp_last, __rlp_st1 = #ARGV, __rlp_nargv, __rlp_pool[1]
+if __rlp_st1 and KEYS[2] == nil and KEYS[1] ~= nil and __rlp_last <= 64 and __rlp_keys[2] == nil then
+  -- One key after a run of at most one (the common lock script): its
+  -- state is pool[1], as below, and no loop runs over the keys.
+  local k = KEYS[1]
+  if __rlp_keys[1] ~= nil then __rlp_st[__rlp_keys[1]] = nil end
+  __rlp_st1.m, __rlp_st1.mi, __rlp_st1.w, __rlp_st1.ttl, __rlp_st1.ttls = nil, nil, nil, nil, nil
+  __rlp_keys[1], __rlp_st[k] = k, __rlp_st1
+  for i = 1, __rlp_n do __rlp_argv[i] = ARGV[i] end
+  __rlp_argv[__rlp_n + 1] = k
+  __rlp_nargv = __rlp_n + 1
 else
-  for i = #__rlp_keys, 1, -1 do __rlp_st[__rlp_keys[i]], __rlp_keys[i] = nil, nil end
-end
-local __rlp_n, __rlp_last = #ARGV, __rlp_nargv
-for i = 1, __rlp_n do __rlp_argv[i] = ARGV[i] end
-for i = 1, #KEYS do
-  local k = KEYS[i]
-  __rlp_argv[__rlp_n + i] = k
-  if not __rlp_st[k] then
-    local j = #__rlp_keys + 1
-    local st = __rlp_pool[j]
-    if st then
-      st.m, st.mi, st.w, st.ttl, st.ttls = nil, nil, nil, nil, nil
-    else
-      -- The fields named here get their room now, not by a rehash each.
-      st = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
-      if j <= 8 then __rlp_pool[j] = st end
-    end
-    __rlp_keys[j], __rlp_st[k] = k, st
+  if __rlp_last > 64 then
+    -- A large run's tables are not kept.
+    __rlp_keys, __rlp_st, __rlp_argv = {}, {}, {}
+  else
+    for i = #__rlp_keys, 1, -1 do __rlp_st[__rlp_keys[i]], __rlp_keys[i] = nil, nil end
   end
+  for i = 1, __rlp_n do __rlp_argv[i] = ARGV[i] end
+  for i = 1, #KEYS do
+    local k = KEYS[i]
+    __rlp_argv[__rlp_n + i] = k
+    if not __rlp_st[k] then
+      local j = #__rlp_keys + 1
+      local st = __rlp_pool[j]
+      if st then
+        st.m, st.mi, st.w, st.ttl, st.ttls = nil, nil, nil, nil, nil
+      else
+        -- The fields named here get their room now, not by a rehash each.
+        st = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
+        if j <= 8 then __rlp_pool[j] = st end
+      end
+      __rlp_keys[j], __rlp_st[k] = k, st
+    end
+  end
+  __rlp_nargv = __rlp_n + #KEYS
 end
-__rlp_nargv = __rlp_n + #KEYS
 for i = __rlp_nargv + 1, __rlp_last do __rlp_argv[i] = nil end
