@@ -40,5 +40,5 @@ var redissonWhy = map[string]string{
 	"RSemaphore":                "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
 	"RPermitExpirableSemaphore": "its permits are a counter without an expiry beside a sorted set of permit ids, and independent masters cannot keep a count of n permits exact",
 	"RSemaphore or RPermitExpirableSemaphore": "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
-	"RCountDownLatch":                         "its count is a counter without an expiry that must never reach zero early, and independent masters cannot keep it exact",
+	"RCountDownLatch":                         "each master would count and publish on its own, so a master holding an older latch's count sends the zero message early, and its getCount is a plain GET of that count",
 }

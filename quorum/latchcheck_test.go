@@ -1,0 +1,648 @@
+package quorum
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// An exhaustive state explorer for Redisson's RCountDownLatch over
+// independent nodes (latchdecide.go). It starts from every way a
+// trySetCount(2) can have been granted (a quorum of nodes set 2; each
+// other node has no count, or an older latch's count of 1 that the set
+// found there), then explores up to 3 countDowns, each sent to every node
+// at most once and never sent again, every message its own step: landing
+// in any order among other countDowns' messages, answering, with its
+// reply lost (it ran; if it lands after its countDown decided, a late
+// landing), or never reaching the node. A node restarts empty (its count,
+// its claim and the messages in flight to it are gone: the connection
+// dies with it), then does not count until seeded again from any quorum
+// or more of the counted nodes (latchSeed), which the engine does only
+// once every operation older than the node's mark has ended (the wait
+// of fenceseed.go: no message in flight to it).
+//
+// The zero message is decided by a rule (latchRule); the design's is the
+// claim (latchClaimWon): a countDown whose answers read the latch open
+// claims the message on every node, in a second round whose messages are
+// steps too.
+//
+// Properties, checked after every step:
+//   - never early: no read of a quorum or more of counted nodes reads the
+//     latch open (latchCount), and no zero message is sent, before 2
+//     countDowns were made;
+//   - once: at most one zero message (for the claim rule);
+//   - a waiter is not left waiting: without faults, no state with nothing
+//     in flight reads open (all nodes answering) without a zero message.
+//     With faults it can: the last countDowns' answers never showed the
+//     opening to anyone (the explorer counts those states).
+//
+// With faults, countDowns are explored one at a time (their messages
+// still land late, among later ones), with at most one restart; without
+// faults, 3 at once over 3 nodes and 2 at once over 5; over 5 nodes at
+// most 2 are not up in one round, at most one reply of a countDown is
+// lost and none of a claim. Without -short: 1,241,815 states over 5 nodes
+// with faults, about 75 s and 1.5 GB on a loaded 2-core machine; -short and
+// -race explore 3 nodes only (5 s). A new trySetCount over the claims of an older latch is
+// not explored.
+
+// latchRule is how a countDown decides to send the zero message.
+type latchRule uint8
+
+const (
+	ruleFlip     latchRule = iota // a quorum of its answers above 0 before, a quorum at 0 after
+	ruleCrossed                   // its decrement took a quorum of nodes from 1 to 0
+	ruleClaim                     // its answers read open, then a quorum of claims
+	ruleNodeZero                  // each node publishes when its count hits 0 (Redisson's script as is)
+)
+
+// latchVariant breaks one rule of the design on purpose (negative
+// controls): each must be caught.
+type latchVariant uint8
+
+const (
+	latchCorrect         latchVariant = iota
+	latchReadKthLarge                 // read the quorum-th largest count, open at 0 (the sketch's first rule)
+	latchSeedKthLarge                 // seed with the quorum-th largest count
+	latchCountRestart                 // a node restarted empty counts at once (no count: open)
+	latchSeedNoWait                   // seed with decrements still in flight to the node
+	latchClaimNoTieBreak              // a claim wins only with a quorum
+)
+
+// Message states of one node in one countDown in flight.
+const (
+	msgNone    uint8 = iota // not sent, failed, or landed without an answer
+	msgAnswer               // in flight, will answer
+	msgLost                 // in flight, its reply will be lost
+	msgOld0                 // landed and answered by a counted node: old count 0 (+1, +2, ...)
+	msgPending = 250        // landed on a node that does not count: answered, not counted
+)
+
+type latchNode struct {
+	v      uint8 // the count; 0: none
+	seeded bool
+	late   uint8    // decrements in flight whose countDown decided already
+	claim  uint8    // the zero message's claim: a countDown's id, 0 none
+	msg    [3]uint8 // its messages of the countDowns in flight
+	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or 1+the answer
+}
+
+// latchOp is a countDown in flight.
+type latchOp struct {
+	id    uint8 // 1, 2, ...: which countDown
+	claim bool  // in its claim round
+}
+
+type latchWorld struct {
+	nodes    []latchNode
+	ops      [3]latchOp // id 0: free slot
+	made     uint8
+	msgs     uint8
+	restarts uint8
+	early    bool // a node sent the zero message early (ruleNodeZero)
+}
+
+func (w latchWorld) clone() latchWorld {
+	w.nodes = slices.Clone(w.nodes)
+	return w
+}
+
+func (w latchWorld) key() string {
+	codes := make([]string, len(w.nodes))
+	for i, n := range w.nodes {
+		codes[i] = string([]byte{n.v, btob(n.seeded), n.late, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2]})
+	}
+	slices.Sort(codes)
+	b := make([]byte, 0, 10*len(codes)+11)
+	for _, c := range codes {
+		b = append(b, c...)
+	}
+	for _, o := range w.ops {
+		b = append(b, o.id, btob(o.claim))
+	}
+	b = append(b, w.made, min(w.msgs, 2), w.restarts, btob(w.early))
+	return string(b)
+}
+
+func (w latchWorld) String() string {
+	var b strings.Builder
+	for i, n := range w.nodes {
+		fmt.Fprintf(&b, "node%d{count %d seeded %v late %d claim %d} ", i, n.v, n.seeded, n.late, n.claim)
+	}
+	fmt.Fprintf(&b, "made %d messages %d", w.made, w.msgs)
+	return b.String()
+}
+
+type latchChecker struct {
+	n, quorum   int
+	count       uint8 // the latch's n
+	maxMade     uint8
+	maxRestarts uint8
+	maxNotUp    int // nodes not answering in one countDown
+	rule        latchRule
+	variant     latchVariant
+	checkOnce   bool
+	states      int
+	steps       int
+	stuck       int    // quiescent states open by a full read, with no message
+	noFaults    bool   // every message answered, no restart
+	inFlight    int    // countDowns in flight at once, at most 3
+	stuckTrace  string // the first such state
+	violation   string
+	limit       int
+}
+
+func newLatchChecker(n int, rule latchRule, variant latchVariant) *latchChecker {
+	c := &latchChecker{n: n, quorum: Quorum(n), count: 2, maxMade: 3, maxRestarts: 1, maxNotUp: n, rule: rule, variant: variant}
+	if n > 3 {
+		c.maxNotUp = 2 // and at most one reply lost
+	}
+	c.checkOnce = rule != ruleFlip && rule != ruleNodeZero
+	c.inFlight = 1
+	return c
+}
+
+// starts are every granted trySetCount(n): a quorum of nodes set n, each
+// other one has no count or a stale one (1, n+1).
+func (c *latchChecker) starts() []latchWorld {
+	var out []latchWorld
+	var gen func(nodes []latchNode)
+	gen = func(nodes []latchNode) {
+		if len(nodes) == c.n {
+			set := 0
+			for _, nd := range nodes {
+				if nd.v == c.count {
+					set++
+				}
+			}
+			if set >= c.quorum {
+				out = append(out, latchWorld{nodes: slices.Clone(nodes)})
+			}
+			return
+		}
+		for _, v := range []uint8{c.count, 0, 1} {
+			gen(append(nodes, latchNode{v: v, seeded: true}))
+		}
+	}
+	gen(nil)
+	return out
+}
+
+func (c *latchChecker) run() {
+	type origin struct{ prev, step string }
+	from := map[string]origin{}
+	trace := func(k, last string) string {
+		steps := []string{last}
+		for ; from[k].step != ""; k = from[k].prev {
+			steps = append(steps, from[k].step)
+		}
+		slices.Reverse(steps)
+		return strings.Join(steps, "; ")
+	}
+	var queue []latchWorld
+	for _, w := range c.starts() {
+		if k := w.key(); from[k] == (origin{}) {
+			from[k] = origin{step: "start " + w.String()}
+			queue = append(queue, w)
+		}
+	}
+	for len(queue) > 0 && c.violation == "" {
+		if c.limit > 0 && c.states >= c.limit {
+			c.violation = fmt.Sprintf("limit: %d states, %d queued", c.states, len(queue))
+			return
+		}
+		w := queue[0]
+		queue = queue[1:]
+		c.states++
+		wk := w.key()
+		if c.quiescentStuck(w) {
+			c.stuck++
+			if c.stuckTrace == "" {
+				c.stuckTrace = trace(wk, "(stuck) "+w.String())
+			}
+		}
+		for _, s := range c.successors(w) {
+			c.steps++
+			msg := s.bad
+			if msg == "" {
+				msg = c.check(s.w)
+			}
+			if msg != "" {
+				c.violation = fmt.Sprintf("%s, by: %s", msg, trace(wk, s.step))
+				return
+			}
+			if k := s.w.key(); from[k] == (origin{}) {
+				from[k] = origin{wk, s.step}
+				queue = append(queue, s.w)
+			}
+		}
+	}
+}
+
+// counted reports whether node i counts in a read.
+func (c *latchChecker) counted(nd latchNode) bool {
+	return nd.seeded || c.variant == latchCountRestart
+}
+
+// check is never early (reads) and once.
+func (c *latchChecker) check(w latchWorld) string {
+	if w.made < c.count {
+		// Every read of a quorum or more of counted nodes.
+		var counted []int64
+		for _, nd := range w.nodes {
+			if c.counted(nd) {
+				counted = append(counted, int64(nd.v))
+			}
+		}
+		for mask := 1; mask < 1<<len(counted); mask++ {
+			var sub []int64
+			for i, v := range counted {
+				if mask&(1<<i) != 0 {
+					sub = append(sub, v)
+				}
+			}
+			if len(sub) < c.quorum {
+				continue
+			}
+			if v, ok := c.read(sub); ok && v == 0 {
+				return fmt.Sprintf("a read of %v opens the latch after %d countDowns of %d: %v", sub, w.made, c.count, w)
+			}
+		}
+	}
+	if w.early {
+		return fmt.Sprintf("a node sent the zero message after %d countDowns of %d: %v", w.made, c.count, w)
+	}
+	if c.checkOnce && w.msgs > 1 {
+		return fmt.Sprintf("%d zero messages: %v", w.msgs, w)
+	}
+	return ""
+}
+
+func (c *latchChecker) read(counts []int64) (int64, bool) {
+	if c.variant == latchReadKthLarge {
+		return kthLargest(counts, c.quorum), true
+	}
+	return latchCount(counts, c.quorum)
+}
+
+// quiescentStuck: nothing in flight, every node counted, a read of all
+// nodes opens the latch, and no zero message was sent.
+func (c *latchChecker) quiescentStuck(w latchWorld) bool {
+	if w.msgs > 0 || w.ops != [3]latchOp{} {
+		return false
+	}
+	all := make([]int64, 0, c.n)
+	for _, nd := range w.nodes {
+		if !nd.seeded || nd.late > 0 {
+			return false
+		}
+		all = append(all, int64(nd.v))
+	}
+	v, ok := latchCount(all, c.quorum)
+	return ok && v == 0
+}
+
+type latchStep struct {
+	w         latchWorld
+	step, bad string
+}
+
+func (c *latchChecker) successors(w latchWorld) []latchStep {
+	var out []latchStep
+	// Send a countDown, with each node's fate.
+	slot := slices.IndexFunc(w.ops[:c.inFlight], func(o latchOp) bool { return o.id == 0 })
+	if w.made < c.maxMade && slot >= 0 {
+		for _, fates := range c.fates() {
+			next := w.clone()
+			next.made++
+			next.ops[slot] = latchOp{id: next.made}
+			for i, f := range fates {
+				next.nodes[i].msg[slot] = f
+			}
+			out = append(out, latchStep{next, fmt.Sprintf("countDown %d sent %v", next.made, fates), ""})
+		}
+	}
+	for k, op := range w.ops {
+		if op.id == 0 {
+			continue
+		}
+		inFlight := false
+		for i, nd := range w.nodes {
+			if !op.claim && (nd.msg[k] == msgAnswer || nd.msg[k] == msgLost) {
+				out = append(out, latchStep{c.land(w, k, i), fmt.Sprintf("countDown %d lands on node %d", op.id, i), ""})
+				inFlight = inFlight || nd.msg[k] == msgAnswer
+			}
+			if op.claim && (nd.cmsg[k] == msgAnswer || nd.cmsg[k] == msgLost) {
+				out = append(out, latchStep{c.landClaim(w, k, i), fmt.Sprintf("countDown %d's claim lands on node %d", op.id, i), ""})
+				inFlight = inFlight || nd.cmsg[k] == msgAnswer
+			}
+		}
+		if !inFlight {
+			out = append(out, c.decide(w, k)...)
+		}
+	}
+	for i, nd := range w.nodes {
+		if nd.late > 0 {
+			next := w.clone()
+			next.nodes[i].late--
+			c.decr(&next, i)
+			out = append(out, latchStep{next, fmt.Sprintf("a late decrement lands on node %d", i), ""})
+		}
+		if w.restarts < c.maxRestarts && !c.noFaults {
+			next := w.clone()
+			nn := &next.nodes[i]
+			*nn = latchNode{}
+			next.restarts++
+			out = append(out, latchStep{next, fmt.Sprintf("node %d restarts empty", i), ""})
+		}
+		if !nd.seeded && c.variant != latchCountRestart && (c.variant == latchSeedNoWait || c.idle(nd)) {
+			out = append(out, c.seeds(w, i)...)
+		}
+	}
+	return out
+}
+
+// idle: no message in flight to the node (the seeding's wait).
+func (c *latchChecker) idle(nd latchNode) bool {
+	if nd.late > 0 {
+		return false
+	}
+	for k := range nd.msg {
+		if nd.msg[k] == msgAnswer || nd.msg[k] == msgLost || nd.cmsg[k] == msgAnswer || nd.cmsg[k] == msgLost {
+			return false
+		}
+	}
+	return true
+}
+
+// seeds: node i seeded from every subset of a quorum or more of counted
+// nodes.
+func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
+	var idx []int
+	for j, nd := range w.nodes {
+		if j != i && nd.seeded {
+			idx = append(idx, j)
+		}
+	}
+	var out []latchStep
+	for mask := 1; mask < 1<<len(idx); mask++ {
+		var counts []int64
+		var claim uint8
+		for b, j := range idx {
+			if mask&(1<<b) != 0 {
+				counts = append(counts, int64(w.nodes[j].v))
+				claim = max(claim, w.nodes[j].claim)
+			}
+		}
+		if len(counts) < c.quorum {
+			continue
+		}
+		v := latchSeed(counts)
+		if c.variant == latchSeedKthLarge {
+			v = kthLargest(counts, c.quorum)
+		}
+		next := w.clone()
+		nn := &next.nodes[i]
+		nn.v, nn.seeded, nn.claim = uint8(v), true, claim
+		out = append(out, latchStep{next, fmt.Sprintf("node %d seeded from %v: %d", i, counts, v), ""})
+	}
+	return out
+}
+
+// fates: every node answers, loses its reply, or is not reached; at most
+// maxNotUp nodes not answering.
+func (c *latchChecker) fates() [][]uint8 {
+	var out [][]uint8
+	var gen func(v []uint8)
+	gen = func(v []uint8) {
+		if len(v) == c.n {
+			notUp, lost := 0, 0
+			for _, f := range v {
+				if f != msgAnswer {
+					notUp++
+				}
+				if f == msgLost {
+					lost++
+				}
+			}
+			if notUp <= c.maxNotUp && (c.n <= 3 || lost <= 1) {
+				out = append(out, slices.Clone(v))
+			}
+			return
+		}
+		for _, f := range []uint8{msgAnswer, msgLost, msgNone} {
+			if f == msgAnswer || !c.noFaults {
+				gen(append(v, f))
+			}
+		}
+	}
+	gen(nil)
+	return out
+}
+
+// decr is the countDown's script on node i: its old count, and whether
+// the node counts.
+func (c *latchChecker) decr(w *latchWorld, i int) (old uint8, counted bool) {
+	nd := &w.nodes[i]
+	if !c.counted(*nd) {
+		return 0, false
+	}
+	old = nd.v
+	if nd.v > 0 {
+		nd.v--
+		if nd.v == 0 && c.rule == ruleNodeZero {
+			w.msgs++ // each node publishes as Redisson's script does
+			w.early = w.early || w.made < c.count
+		}
+	}
+	return old, true
+}
+
+func (c *latchChecker) land(w latchWorld, k, i int) latchWorld {
+	next := w.clone()
+	answer := next.nodes[i].msg[k] == msgAnswer
+	old, counted := c.decr(&next, i)
+	nd := &next.nodes[i]
+	switch {
+	case !answer:
+		nd.msg[k] = msgNone
+	case counted:
+		nd.msg[k] = msgOld0 + old
+	default:
+		nd.msg[k] = msgPending
+	}
+	return next
+}
+
+// landClaim: the first claim stays; the answer is the claim the node has.
+func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
+	next := w.clone()
+	nd := &next.nodes[i]
+	answer := nd.cmsg[k] == msgAnswer
+	if !c.counted(*nd) {
+		nd.cmsg[k] = msgNone
+		return next
+	}
+	if nd.claim == 0 {
+		nd.claim = w.ops[k].id
+	}
+	nd.cmsg[k] = msgNone
+	if answer {
+		nd.cmsg[k] = msgLost + 1 + nd.claim
+	}
+	return next
+}
+
+// decide: the countDown's decision once every answer is in; a claim
+// round starts with every fate of its messages.
+func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
+	next := w.clone()
+	op := next.ops[k]
+	step := fmt.Sprintf("countDown %d decides", op.id)
+	next.ops[k] = latchOp{}
+	publish := false
+	if op.claim {
+		var claims []uint8
+		for i := range next.nodes {
+			nd := &next.nodes[i]
+			if nd.cmsg[k] > msgLost {
+				claims = append(claims, nd.cmsg[k]-msgLost-1)
+			}
+			nd.cmsg[k] = msgNone
+		}
+		publish = latchClaimWon(claims, op.id, c.n, c.quorum)
+		if c.variant == latchClaimNoTieBreak {
+			publish = latchClaimWon(claims, op.id, c.n+1, c.quorum)
+		}
+		step = fmt.Sprintf("countDown %d decides its claim on %v (message %v)", op.id, claims, publish)
+	} else {
+		var before, after []int64
+		for i := range next.nodes {
+			nd := &next.nodes[i]
+			if m := nd.msg[k]; m >= msgOld0 && m != msgPending {
+				old := int64(m - msgOld0)
+				before = append(before, old)
+				after = append(after, max(old-1, 0))
+			}
+			if nd.msg[k] == msgLost {
+				nd.late++ // it lands after the decision, if at all
+			}
+			nd.msg[k] = msgNone
+		}
+		if len(before) >= c.quorum {
+			switch c.rule {
+			case ruleFlip:
+				above, zeros := 0, 0
+				for j := range before {
+					above += int(btob(before[j] > 0))
+					zeros += int(btob(after[j] == 0))
+				}
+				publish = above >= c.quorum && zeros >= c.quorum
+			case ruleCrossed:
+				crossed := 0
+				for j := range before {
+					if before[j] > 0 && after[j] == 0 {
+						crossed++
+					}
+				}
+				publish = crossed >= c.quorum
+			case ruleClaim:
+				if v, ok := latchCount(after, c.quorum); ok && v == 0 {
+					var out []latchStep
+					for _, fates := range c.fates() {
+						if c.n > 3 && slices.Contains(fates, msgLost) {
+							continue // over 5 nodes a claim's reply is not lost
+						}
+						cl := next.clone()
+						cl.ops[k] = latchOp{id: op.id, claim: true}
+						for i, f := range fates {
+							cl.nodes[i].cmsg[k] = f
+						}
+						out = append(out, latchStep{cl, fmt.Sprintf("countDown %d reads open %v, claims %v", op.id, after, fates), ""})
+					}
+					return out
+				}
+			}
+		}
+		step = fmt.Sprintf("countDown %d decides on %v -> %v (message %v)", op.id, before, after, publish)
+	}
+	bad := ""
+	if publish {
+		next.msgs++
+		if next.made < c.count {
+			bad = fmt.Sprintf("zero message after %d countDowns of %d: %v", next.made, c.count, next)
+		}
+	}
+	return []latchStep{{next, step, bad}}
+}
+
+// latchConfig is one exploration.
+type latchConfig struct {
+	name     string
+	nodes    int
+	rule     latchRule
+	variant  latchVariant
+	noFaults bool // every message answered, no restart: countDowns in flight at once
+	inFlight int
+	long     bool // left out under -short
+}
+
+func (cfg latchConfig) run() *latchChecker {
+	c := newLatchChecker(cfg.nodes, cfg.rule, cfg.variant)
+	c.noFaults, c.inFlight = cfg.noFaults, max(cfg.inFlight, 1)
+	c.limit = 2000000 // about 2 GB: a bound, not a result
+	c.run()
+	return c
+}
+
+// TestLatchNeverOpensEarly explores the design: reads by latchCount, seeding
+// by latchSeed after the wait, the zero message by claims. Without faults
+// the zero message is sent exactly once, whatever the order in which
+// three countDowns at once land on the nodes; with faults, at most once.
+func TestLatchNeverOpensEarly(t *testing.T) {
+	for _, cfg := range []latchConfig{
+		{name: "3 nodes, faults", nodes: 3, rule: ruleClaim},
+		{name: "3 nodes, 3 countDowns at once", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3},
+		{name: "5 nodes, faults", nodes: 5, rule: ruleClaim, long: true},
+		{name: "5 nodes, 2 countDowns at once", nodes: 5, rule: ruleClaim, noFaults: true, inFlight: 2, long: true},
+	} {
+		if (testing.Short() || modelUnderRace) && cfg.long {
+			continue // the explorer runs on one goroutine: slow under -race
+		}
+		c := cfg.run()
+		if c.limit > 0 && c.states >= c.limit {
+			t.Fatalf("%s: more than %d states", cfg.name, c.limit)
+		}
+		t.Logf("%s: %d states, %d steps; %d quiescent states open without a zero message", cfg.name, c.states, c.steps, c.stuck)
+		if c.violation != "" {
+			t.Errorf("%s: %s", cfg.name, c.violation)
+		}
+		if cfg.noFaults && c.stuck > 0 {
+			t.Errorf("%s: the latch opened and no zero message was sent: %s", cfg.name, c.stuckTrace)
+		}
+	}
+}
+
+// TestLatchCheckerCatchesBrokenVariants: each broken rule is caught.
+func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
+	for _, cfg := range []latchConfig{
+		{name: "read the quorum-th largest count", nodes: 3, rule: ruleClaim, variant: latchReadKthLarge},
+		{name: "seed with the quorum-th largest count", nodes: 3, rule: ruleClaim, variant: latchSeedKthLarge},
+		{name: "a node restarted empty counts at once", nodes: 3, rule: ruleClaim, variant: latchCountRestart},
+		{name: "seed with decrements in flight", nodes: 3, rule: ruleClaim, variant: latchSeedNoWait},
+		{name: "each node publishes at its zero (Redisson's script)", nodes: 3, rule: ruleNodeZero},
+		{name: "the countDown that took a quorum to 0 publishes", nodes: 3, rule: ruleCrossed},
+		{name: "claims without the tie-break", nodes: 3, rule: ruleClaim, variant: latchClaimNoTieBreak, noFaults: true, inFlight: 3},
+		{name: "a quorum above 0 before, at 0 after", nodes: 3, rule: ruleFlip, noFaults: true, inFlight: 3},
+	} {
+		c := cfg.run()
+		switch {
+		case c.violation != "":
+			t.Logf("%s: caught after %d states: %s", cfg.name, c.states, c.violation)
+		case c.stuck > 0 && cfg.noFaults:
+			t.Logf("%s: caught after %d states, left a waiter: %s", cfg.name, c.states, c.stuckTrace)
+		default:
+			t.Errorf("%s: not caught in %d states", cfg.name, c.states)
+		}
+	}
+}
