@@ -16,7 +16,10 @@ package quorum
 //     node is O(1); each name a client INCRs through fence_keys is a
 //     counter of its own (counterPrefix + name), kept for good, as on one
 //     Redis. The hash also says whether the node's counters can be
-//     trusted ("seeded") or were lost ("pending", below).
+//     trusted ("seeded") or were lost ("pending", below). A counter's
+//     field exists only in a seeded hash (seeding writes the hash anew,
+//     writes check "seeded" first, a node that lost its data lost both),
+//     so FENCE's script takes finding it as the node being seeded.
 //   - A FENCE also writes a hold record, holdPrefix + key = "T token",
 //     with the lock key's remaining TTL, so that it expires with the
 //     hold on that node. A repeated FENCE of the same hold returns the

@@ -88,12 +88,15 @@ func TestCounterEntryResultRefusesBadReplies(t *testing.T) {
 }
 
 func TestTookResult(t *testing.T) {
-	got, err := tookResult("42 9950")
-	want := CounterEntry{State: CounterSeeded, Value: 42, Held: true, TTL: 9950 * time.Millisecond, Answer: 42}
-	if err != nil || got != want {
-		t.Errorf("tookResult(\"42 9950\") = %+v, %v; want %+v", got, err, want)
+	for s, want := range map[string]CounterEntry{
+		"42 9950":    {State: CounterSeeded, Value: 42, Held: true, TTL: 9950 * time.Millisecond, Answer: 42},
+		"42 9950 57": {State: CounterSeeded, Value: 57, Held: true, TTL: 9950 * time.Millisecond, Hold: 42, Answer: 42},
+	} {
+		if got, err := tookResult(s); err != nil || got != want {
+			t.Errorf("tookResult(%q) = %+v, %v; want %+v", s, got, err, want)
+		}
 	}
-	for _, s := range []string{"", "42", "42 ", " 9950", "0 9950", "42 0", "42 -1", "x 9950", "42 9950 1"} {
+	for _, s := range []string{"", "42", "42 ", " 9950", "0 9950", "42 0", "42 -1", "x 9950", "42 9950 ", "42 9950 0", "42 9950 x", "42 9950 1 2"} {
 		if got, err := tookResult(s); err == nil {
 			t.Errorf("tookResult(%q) = %+v; want an error", s, got)
 		}
@@ -387,7 +390,24 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterMissing || en.Answer != 0 || !en.Held {
 		t.Fatalf("FenceRound on a node without counters = %+v, %v; want missing, held, no answer", en, err)
 	}
+	if k := admin.Exists(ctx, CountersKey).Val(); k != 0 {
+		t.Errorf("the counters' hash after a FenceRound on a node without one exists (%d); want none", k)
+	}
 	m, _ := n.MarkCounters(ctx)
+	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterPending || en.Answer != 0 {
+		t.Fatalf("FenceRound on a pending node = %+v, %v; want pending, no answer", en, err)
+	}
+	if h := admin.HGetAll(ctx, CountersKey).Val(); len(h) != 1 || h["pending"] == "" {
+		t.Errorf("a pending node's hash after a FenceRound = %v; want its mark alone", h)
+	}
+	if ok, err := n.SeedCounters(ctx, m.Value, nil); !ok || err != nil {
+		t.Fatalf("SeedCounters = %v, %v", ok, err)
+	}
+	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.Answer != 1 || en.Hold != 0 {
+		t.Errorf("FenceRound on a node seeded at zero = %+v, %v; want answer 1 taken", en, err)
+	}
+	admin.Del(ctx, CountersKey, holdPrefix+"lock")
+	m, _ = n.MarkCounters(ctx)
 	if ok, err := n.SeedCounters(ctx, m.Value, map[string]int64{fenceField: 4}); !ok || err != nil {
 		t.Fatalf("SeedCounters = %v, %v", ok, err)
 	}

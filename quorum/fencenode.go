@@ -74,16 +74,26 @@ func pipeFenceRound(key, token, field string) pipeCall[CounterEntry] {
 	})
 }
 
-// tookResult decodes counter_fence.lua's short reply, "T pttl": a seeded
-// node where the key holds the token took T, and recorded it.
+// tookResult decodes counter_fence.lua's short replies from a seeded
+// node where the key holds the token: "T pttl", it took T and recorded
+// it; "T pttl C", it found this token's record T, its counter C.
 func tookResult(s string) (CounterEntry, error) {
-	ts, ps, ok := strings.Cut(s, " ")
+	ts, rest, ok1 := strings.Cut(s, " ")
+	ps, cs, found := strings.Cut(rest, " ")
 	t, err1 := strconv.ParseInt(ts, 10, 64)
 	pttl, err2 := strconv.ParseInt(ps, 10, 64)
-	if !ok || err1 != nil || err2 != nil || t <= 0 || pttl <= 0 {
+	c, err3 := t, error(nil)
+	if found {
+		c, err3 = strconv.ParseInt(cs, 10, 64)
+	}
+	if !ok1 || err1 != nil || err2 != nil || err3 != nil || t <= 0 || pttl <= 0 || c <= 0 {
 		return CounterEntry{}, fmt.Errorf("counter fence replied %q", s)
 	}
-	return CounterEntry{State: CounterSeeded, Value: t, Held: true, TTL: time.Duration(pttl) * time.Millisecond, Answer: t}, nil
+	en := CounterEntry{State: CounterSeeded, Value: c, Held: true, TTL: time.Duration(pttl) * time.Millisecond, Answer: t}
+	if found {
+		en.Hold = t
+	}
+	return en, nil
 }
 
 // counterEntryResult decodes the reply of counter_read.lua (want 7

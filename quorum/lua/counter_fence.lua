@@ -3,11 +3,54 @@
 -- ARGV[2] the lock's token. Where the key holds the token (with a TTL)
 -- on a seeded node, the answer is the hold record's T if it is this
 -- token's, else the counter plus one, taken and recorded here.
--- Returns "T pttl" when it took T (the usual case: a short reply costs
--- the node less than a table), else {state, value, virgin, now, held,
--- pttl, hold, answer}: as counter_read.lua (value: the counter; hold: the
--- record found; now only when pending), and answer the T this node gives
--- (0: none).
+-- Replies, short in the usual cases (a table costs the node more):
+-- "T pttl" when it took T; "T pttl C" when it found this token's record
+-- T (C: the counter); else {state, value, virgin, now, held, pttl, hold,
+-- answer}: as counter_read.lua (value: the counter; hold: the record
+-- found; now only when pending), and answer the T this node gives (0:
+-- none).
+--
+-- The usual case first, with as few calls as can decide it: a string key
+-- that holds the token, with a TTL. The field exists only in a seeded
+-- hash (seeding writes the hash anew; nothing else writes the field on a
+-- node that is not seeded, and a node that lost its data lost both), so
+-- finding it, or HINCRBY finding it (a reply above 1), shows the node
+-- seeded; a reply of 1 is asked again, and undone where not seeded.
+-- Numbers are formatted once, as integers (a Lua number passed to a
+-- call or joined to a string is formatted as a float, at a cost).
+if redis.pcall("get", KEYS[2]) == ARGV[2] then
+  local rec = redis.call("get", KEYS[3])
+  local pttl = redis.call("pttl", KEYS[2])
+  if pttl > 0 then
+    local p = string.format("%d", pttl)
+    local sp = rec and string.find(rec, " ", 1, true)
+    if sp and string.sub(rec, sp + 1) == ARGV[2] then
+      local c = redis.call("hget", KEYS[1], ARGV[1])
+      if c then
+        redis.call("pexpire", KEYS[3], p)
+        return string.sub(rec, 1, sp - 1) .. " " .. p .. " " .. c
+      end
+    else
+      -- HINCRBY fails past 2^63-1, and the node then fails the call.
+      -- Its reply reaches Lua as a double, exact below 2^53; past that
+      -- the field is read back as a string.
+      local n = redis.call("hincrby", KEYS[1], ARGV[1], 1)
+      if n > 1 or redis.call("hget", KEYS[1], "seeded") == "1" then
+        local t
+        if n < 9007199254740992 then
+          t = string.format("%d", n)
+        else
+          t = redis.call("hget", KEYS[1], ARGV[1])
+        end
+        redis.call("set", KEYS[3], t .. " " .. ARGV[2], "PX", p)
+        return t .. " " .. p
+      end
+      redis.call("hdel", KEYS[1], ARGV[1])
+    end
+  end
+end
+-- Every other case: a hash hold (Redisson's), no hold, no TTL, a node
+-- not seeded.
 local state, value, virgin, now = 0, "0", 0, 0
 if redis.call("hget", KEYS[1], "seeded") == "1" then
   state = 2
