@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
 // The counters' scripts (fence.go), one atomic step each on a node. The
@@ -26,7 +28,10 @@ var (
 	counterSeedSrc string
 
 	counterReadScript  = newScript(counterHoldsSrc + counterReadSrc)
-	counterFenceScript = newScript(counterHoldsSrc + counterFenceSrc)
+	counterFenceScript = newScript(counterHoldsSrc + strings.NewReplacer(
+		"__RLP_COUNTERS", lua.Quote(CountersKey),
+		"__RLP_HOLDPREFIX", lua.Quote(holdPrefix),
+		"__RLP_FENCEFIELD", lua.Quote(fenceField)).Replace(counterFenceSrc))
 	counterWriteScript = newScript(counterHoldsSrc + counterWriteSrc)
 	counterMarkScript  = newScript(counterMarkSrc)
 	counterSeedScript  = newScript(counterSeedSrc)
@@ -58,9 +63,14 @@ func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (C
 }
 
 // pipeFenceRound is FenceRound as the pipeline runs it (fanpipe.go): one
-// encoding for every node, and no goroutine per node.
+// encoding for every node, and no goroutine per node. The script names
+// the hash and the record itself, and FENCE's field unless told another.
 func pipeFenceRound(key, token, field string) pipeCall[CounterEntry] {
-	return scriptCall(counterFenceScript, counterKeys(key), []any{field, token}, func(v any, err error) (CounterEntry, error) {
+	args := []any{token}
+	if field != fenceField {
+		args = append(args, field)
+	}
+	return scriptCall(counterFenceScript, []string{key}, args, func(v any, err error) (CounterEntry, error) {
 		if err != nil {
 			return CounterEntry{}, err
 		}
