@@ -308,9 +308,10 @@ func commandKind(name string, c lua.Command) int {
 }
 
 // commandOrder is the allow-list with the names lock scripts use most
-// first, then the others in order.
+// first (SET before GET, whose common spellings the guard answers before
+// the chain), then the others in order.
 func commandOrder() []string {
-	first := []string{"get", "set", "pexpire", "del", "exists", "hexists", "hincrby", "pttl", "unlink", "expire"}
+	first := []string{"set", "get", "pexpire", "del", "exists", "hexists", "hincrby", "pttl", "unlink", "expire"}
 	var out []string
 	for _, name := range first {
 		if _, ok := lua.Lookup(name); ok {

@@ -1,3 +1,20 @@
+    -- GET of one of KEYS, the commonest read, in either common spelling,
+    -- before the chain below: the run sees what the key holds (st.m). Any
+    -- other spelling reads without it (a write to its key after it is
+    -- then judged by snapshots).
+    if (cmd == "GET" or cmd == "get") and not __rlp_refused then
+      local st = __rlp_st[(...)]
+      if st then
+        local r = __RLP_PC(cmd, ...)
+        if not st.s then
+          if r == false or r == nil then st.m = false
+          elseif __rlp_type(r) == "string" then st.m = r
+          else st.m = nil end
+          st.mi = nil
+        end
+        return r
+      end
+    end
     -- The command's kind: 0 no key, 1 reads its first argument's key,
     -- 2 reads every argument's, 3 writes its first argument's key, 4
     -- writes every argument's, 5 SELECT. A chain of comparisons: a table
@@ -22,14 +39,7 @@
         if __rlp_select("#", ...) == 0 then return __RLP_PC(cmd, ...) end
         __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
       elseif kind == 1 then
-        local r = __RLP_PC(cmd, ...)
-        if c == "get" and not st.s then
-          if r == false or r == nil then st.m = false
-          elseif __rlp_type(r) == "string" then st.m = r
-          else st.m = nil end
-          st.mi = nil
-        end
-        return r
+        return __RLP_PC(cmd, ...)
       end
     elseif kind == 0 then
       if (c == "publish" or c == "spublish") and __rlp_select("#", ...) == 2 then
