@@ -12,7 +12,8 @@ import (
 // redisson/redisson commit 66863978b4a92093b97c1f8c96f182a77e81d50e
 // (2026-08-21), file (under redisson/src/main/java/org/redisson/) and
 // lines, each with the KEYS and ARGV layout Redisson sends for a lock
-// named "r" (RReadWriteLock's read lock is served: redissonrwread_test.go).
+// named "r" (RReadWriteLock's read lock is served: redissonrwread_test.go;
+// RCountDownLatch for names matching latch_keys: redissonlatch_test.go).
 var redissonRefusedScripts = []struct {
 	typ, cite, body string
 	keys            []string
@@ -87,15 +88,6 @@ var redissonRefusedScripts = []struct {
 	{"RPermitExpirableSemaphore", "RedissonPermitExpirableSemaphore.java:908-921",
 		"local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1); if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); if tonumber(value) > 0 then redis.call(ARGV[4], KEYS[3], value); end;end; local value = redis.call('zscore', KEYS[2], ARGV[1]); if (value ~= false) then return tonumber(value) == tonumber(ARGV[2]) and -1 or tonumber(value) - tonumber(ARGV[3]);end;return 0;",
 		[]string{"r", "{r}:timeout", "redisson_sc:{r}"}, []any{"a1b2c3d4", 1764100030000, 1764100000000, "PUBLISH"}},
-	{"RCountDownLatch", "RedissonCountDownLatch.java:255-257",
-		"local v = redis.call('decr', KEYS[1]);if v <= 0 then redis.call('del', KEYS[1]) end;if v == 0 then redis.call(ARGV[2], KEYS[2], ARGV[1]) end;",
-		[]string{"r", "redisson_countdownlatch__channel__{r}"}, []any{0, "PUBLISH"}},
-	{"RCountDownLatch", "RedissonCountDownLatch.java:288-294",
-		"if redis.call('exists', KEYS[1]) == 0 then redis.call('set', KEYS[1], ARGV[2]); redis.call(ARGV[3], KEYS[2], ARGV[1]); return 1 else return 0 end",
-		[]string{"r", "redisson_countdownlatch__channel__{r}"}, []any{1, 2, "PUBLISH"}},
-	{"RCountDownLatch", "RedissonCountDownLatch.java:302-307",
-		"if redis.call('del', KEYS[1]) == 1 then redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end",
-		[]string{"r", "redisson_countdownlatch__channel__{r}"}, []any{1, "PUBLISH"}},
 }
 
 // TestRedissonRefusedTypes: every script of the Redisson types the proxy

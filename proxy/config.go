@@ -52,6 +52,11 @@ type Config struct {
 	// client), GET reads it, and every other command that names it is
 	// refused. Empty means no such keys: INCR is refused.
 	FenceKeys []string
+	// LatchKeys are Redis glob patterns: a Redisson RCountDownLatch
+	// named by one is served as a quorum latch (redissonlatch.go), and
+	// GET reads its count. Empty means no such latches: their scripts
+	// are refused.
+	LatchKeys []string
 	// PubSub holds the node subscriptions that SUBSCRIBE and PSUBSCRIBE
 	// share. Nil means they are refused.
 	PubSub *pubsub.Hub

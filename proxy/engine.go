@@ -48,6 +48,12 @@ type Engine interface {
 	RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error)
 	RenewLocks(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error)
 
+	// Redisson's RCountDownLatch (quorum/latch.go).
+	LatchSet(ctx context.Context, name string, count int64, m quorum.LatchMessages) (bool, error)
+	LatchCountDown(ctx context.Context, name string, m quorum.LatchMessages) error
+	LatchDelete(ctx context.Context, name string, m quorum.LatchMessages) (bool, error)
+	LatchCount(ctx context.Context, name string) (int64, error)
+
 	// Scripts run by their effect, and the masters' script state.
 	Wrap(body string, literals []string) *quorum.Effect
 	RunEffect(ctx context.Context, eff *quorum.Effect, keys, args []string) (quorum.EffectResult, error)

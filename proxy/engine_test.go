@@ -81,6 +81,16 @@ func (f *fakeEngine) UnlockRead(context.Context, quorum.ReadUnlock) (quorum.Valu
 func (f *fakeEngine) ForceUnlockRW(context.Context, quorum.ForceUnlock) (int64, error) {
 	return 0, f.op()
 }
+func (f *fakeEngine) LatchSet(context.Context, string, int64, quorum.LatchMessages) (bool, error) {
+	return false, f.op()
+}
+func (f *fakeEngine) LatchCountDown(context.Context, string, quorum.LatchMessages) error {
+	return f.op()
+}
+func (f *fakeEngine) LatchDelete(context.Context, string, quorum.LatchMessages) (bool, error) {
+	return false, f.op()
+}
+func (f *fakeEngine) LatchCount(context.Context, string) (int64, error) { return 0, f.op() }
 func (f *fakeEngine) RenewRead(context.Context, []string, []string, time.Duration) ([]int64, error) {
 	return nil, f.op()
 }

@@ -92,6 +92,9 @@ func (s *Server) get(r *request) (resp.Reply, error) {
 	if s.counterKey(r.args[1]) && !quorum.Reserved(string(r.args[1])) {
 		return s.counterGet(r)
 	}
+	if s.latchKey(r.args[1]) && !quorum.Reserved(string(r.args[1])) {
+		return s.latchGet(r)
+	}
 	return s.read(r, r.args[1], resp.Null(), errWrongType, func(st quorum.State) (resp.Reply, error) {
 		return resp.Bulk(st.Token), nil
 	})

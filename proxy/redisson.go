@@ -28,9 +28,6 @@ var redissonRefused = map[string]string{
 	"ec6fb1cd5f66817424e8fe70fee7929391b7c6f0": "RPermitExpirableSemaphore",
 	"2298b02cc67a89f2a638e47503db3675c73d77f5": "RPermitExpirableSemaphore",
 	"8be95cb5221cc7ee883cacb8859a8b32ef501a0e": "RPermitExpirableSemaphore",
-	"38060fab26b0e7c5982a5cfd7ad542e44d3da19b": "RCountDownLatch",
-	"2a52d54a6f35bc8af5e84a2930b2ca1aa2a15892": "RCountDownLatch",
-	"47aed1b8133417c9bc009ffc08602e37ed4a1bb3": "RCountDownLatch",
 }
 
 // redissonWhy is why each refused type is not served; docs/compatibility.md's
@@ -40,5 +37,4 @@ var redissonWhy = map[string]string{
 	"RSemaphore":                "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
 	"RPermitExpirableSemaphore": "its permits are a counter without an expiry beside a sorted set of permit ids, and independent masters cannot keep a count of n permits exact",
 	"RSemaphore or RPermitExpirableSemaphore": "its permits are a counter without an expiry, and independent masters cannot keep a count of n permits exact",
-	"RCountDownLatch":                         "each master would count and publish on its own, so a master holding an older latch's count sends the zero message early, and its getCount is a plain GET of that count",
 }

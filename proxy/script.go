@@ -52,6 +52,8 @@ type served struct {
 	rw rwScript
 	// fenced is an RFencedLock acquire script (redissonfenced.go).
 	fenced fencedScript
+	// latch is an RCountDownLatch script (redissonlatch.go).
+	latch latchScript
 }
 
 func newScriptCache(wrap func(body string, literals []string) *quorum.Effect) *scriptCache {
@@ -100,6 +102,9 @@ func (c *scriptCache) lookup(sha string) (served, bool) {
 	if f, ok := redissonFenced[sha]; ok {
 		return served{fenced: f}, true
 	}
+	if l, ok := redissonLatch[sha]; ok {
+		return served{latch: l}, true
+	}
 	if sc, ok := script.ClassifySHA(sha); ok {
 		return served{sc: sc, sha: sha}, true
 	}
@@ -119,6 +124,9 @@ func (c *scriptCache) learn(ctx context.Context, body []byte) (served, string, e
 	}
 	if f, ok := redissonFenced[sha]; ok {
 		return served{fenced: f}, sha, nil
+	}
+	if l, ok := redissonLatch[sha]; ok {
+		return served{latch: l}, sha, nil
 	}
 	if typ, refused := redissonRefused[sha]; refused {
 		return served{}, sha, withArgs(errRedissonType, typ, redissonWhy[typ])
@@ -279,6 +287,9 @@ func (s *Server) function(r *request) (resp.Reply, error) {
 func (s *Server) run(r *request, sv served) (resp.Reply, error) {
 	if sv.fenced != fencedNone {
 		return s.runFencedLock(r, sv.fenced) // its KEYS[2] is a token: checked there
+	}
+	if sv.latch != latchNone {
+		return s.runLatch(r, sv.latch) // its KEYS[2] is a channel
 	}
 	if err := tokenKeys(r); err != nil {
 		return resp.Reply{}, err

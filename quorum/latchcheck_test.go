@@ -23,8 +23,8 @@ import (
 // of fenceseed.go: no message in flight to it).
 //
 // The zero message is decided by a rule (latchRule); the design's is the
-// claim (latchClaimWon): a countDown whose answers read the latch open
-// claims the message on every node, in a second round whose messages are
+// claim (latchClaimWon): a countDown whose answers read the latch open,
+// and that counted down one of them, claims the message on every node, in a second round whose messages are
 // steps too.
 //
 // Properties, checked after every step:
@@ -87,15 +87,15 @@ type latchNode struct {
 	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or 1+the answer
 }
 
-// latchOp is a countDown in flight.
-type latchOp struct {
+// latchFlight is a countDown in flight.
+type latchFlight struct {
 	id    uint8 // 1, 2, ...: which countDown
 	claim bool  // in its claim round
 }
 
 type latchWorld struct {
 	nodes    []latchNode
-	ops      [3]latchOp // id 0: free slot
+	ops      [3]latchFlight // id 0: free slot
 	made     uint8
 	msgs     uint8
 	restarts uint8
@@ -288,7 +288,7 @@ func (c *latchChecker) read(counts []int64) (int64, bool) {
 // quiescentStuck: nothing in flight, every node counted, a read of all
 // nodes opens the latch, and no zero message was sent.
 func (c *latchChecker) quiescentStuck(w latchWorld) bool {
-	if w.msgs > 0 || w.ops != [3]latchOp{} {
+	if w.msgs > 0 || w.ops != [3]latchFlight{} {
 		return false
 	}
 	all := make([]int64, 0, c.n)
@@ -310,12 +310,12 @@ type latchStep struct {
 func (c *latchChecker) successors(w latchWorld) []latchStep {
 	var out []latchStep
 	// Send a countDown, with each node's fate.
-	slot := slices.IndexFunc(w.ops[:c.inFlight], func(o latchOp) bool { return o.id == 0 })
+	slot := slices.IndexFunc(w.ops[:c.inFlight], func(o latchFlight) bool { return o.id == 0 })
 	if w.made < c.maxMade && slot >= 0 {
 		for _, fates := range c.fates() {
 			next := w.clone()
 			next.made++
-			next.ops[slot] = latchOp{id: next.made}
+			next.ops[slot] = latchFlight{id: next.made}
 			for i, f := range fates {
 				next.nodes[i].msg[slot] = f
 			}
@@ -499,7 +499,7 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 	next := w.clone()
 	op := next.ops[k]
 	step := fmt.Sprintf("countDown %d decides", op.id)
-	next.ops[k] = latchOp{}
+	next.ops[k] = latchFlight{}
 	publish := false
 	if op.claim {
 		var claims []uint8
@@ -547,14 +547,14 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 				}
 				publish = crossed >= c.quorum
 			case ruleClaim:
-				if v, ok := latchCount(after, c.quorum); ok && v == 0 {
+				if v, ok := latchCount(after, c.quorum); ok && v == 0 && slices.Max(before) > 0 {
 					var out []latchStep
 					for _, fates := range c.fates() {
 						if c.n > 3 && slices.Contains(fates, msgLost) {
 							continue // over 5 nodes a claim's reply is not lost
 						}
 						cl := next.clone()
-						cl.ops[k] = latchOp{id: op.id, claim: true}
+						cl.ops[k] = latchFlight{id: op.id, claim: true}
 						for i, f := range fates {
 							cl.nodes[i].cmsg[k] = f
 						}

@@ -61,6 +61,7 @@ type live struct {
 	CommandTimeout duration `toml:"command_timeout"`
 	AllowForceDel  bool     `toml:"allow_force_del"`
 	FenceKeys      []string `toml:"fence_keys"`
+	LatchKeys      []string `toml:"latch_keys"`
 	MaxClients     int      `toml:"max_clients"`
 	IdleTimeout    duration `toml:"idle_timeout"`
 	MaxArgs        int      `toml:"max_args"`

@@ -39,6 +39,7 @@ func (l live) proxyConfig(log *slog.Logger) proxy.Config {
 		CommandTimeout: l.CommandTimeout.Duration,
 		AllowForceDel:  l.AllowForceDel,
 		FenceKeys:      l.FenceKeys,
+		LatchKeys:      l.LatchKeys,
 		MaxClients:     l.MaxClients,
 		IdleTimeout:    l.IdleTimeout.Duration,
 		Limits:         proxy.Limits{MaxArgs: l.MaxArgs, MaxBulk: l.MaxBulk, MaxInline: l.MaxInline, MaxCommand: l.MaxCommand},

@@ -1,0 +1,222 @@
+package quorum
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"slices"
+)
+
+// Redisson's RCountDownLatch as quorum operations (latchdecide.go has the
+// design and its decisions, latchcheck_test.go explores them). A latch's
+// count lives in the counters' hash on every node (fence.go), as three
+// fields: "l:" the count (none: open there, or never set), "n:" the nonce
+// of the trySetCount that set it, "m:" the claim of its zero message. So
+// a node restarted empty does not count until seeded again, with each
+// field's highest over the seeded nodes (fenceseed.go), after the wait.
+
+const (
+	latchCountPrefix = "l:"
+	latchClaimPrefix = "m:"
+)
+
+// LatchMessages are what a latch's operations publish, as Redisson's
+// scripts do: the command (PUBLISH or SPUBLISH), the channel and the
+// message.
+type LatchMessages struct {
+	Publish, Channel, Message string
+}
+
+// latchAnswer is one node's answer: its counters' state, and the value
+// the script gives (set, old count, claim, had).
+type latchAnswer struct {
+	state CounterState
+	v     int64
+}
+
+// latcher is a Node that runs the latch's scripts (latchnode.go).
+type latcher interface {
+	latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error)
+	latchUndo(ctx context.Context, name string, nonce int64) error
+	latchDecr(ctx context.Context, name string) (latchAnswer, error)
+	latchClaim(ctx context.Context, name string, claim int64) (latchAnswer, error)
+	latchDel(ctx context.Context, name string) (latchAnswer, error)
+	publish(ctx context.Context, cmd, channel, message string) error
+}
+
+var errNoLatch = errors.New("node cannot run the latch's scripts")
+
+func latchOp[T any](ctx context.Context, e *Engine, op func(context.Context, latcher) (T, error)) []result[T] {
+	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (T, error) {
+		ln, ok := n.(latcher)
+		if !ok {
+			var zero T
+			return zero, errNoLatch
+		}
+		return op(ctx, ln)
+	})
+}
+
+// seededAnswers are the values of the nodes that answered seeded, and
+// whether some node answered that it is not.
+func seededAnswers(res []result[latchAnswer]) (vals []int64, unseeded bool) {
+	for _, r := range res {
+		switch {
+		case r.err != nil:
+		case r.v.state == CounterSeeded:
+			vals = append(vals, r.v.v)
+		default:
+			unseeded = true
+		}
+	}
+	return vals, unseeded
+}
+
+// latchUnavailable is the error of a latch operation that too few seeded
+// nodes answered, or whose answers did not decide.
+func latchUnavailable(res []result[latchAnswer], granted int) error {
+	o := Outcome{Total: len(res), Granted: granted}
+	for _, r := range res {
+		switch {
+		case r.err != nil:
+			o.Failed++
+		case r.v.state != CounterSeeded:
+			o.Quarantined++
+		}
+	}
+	o.Denied = len(res) - o.Failed - o.Quarantined - granted
+	return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures(res)}
+}
+
+// tendLatch marks or seeds the nodes that answered not seeded (a read
+// round of the latch's count does it, fenceseed.go).
+func (e *Engine) tendLatch(ctx context.Context, name string) {
+	e.readCounters(ctx, "", "", latchCountPrefix+name)
+}
+
+// LatchSet is trySetCount: true when a quorum of seeded nodes set the
+// count, false when a quorum had one; otherwise the set is undone where
+// it may have landed (by its nonce) and err matches ErrUnavailable.
+func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m LatchMessages) (bool, error) {
+	nonce := positiveNonce()
+	set := func() []result[latchAnswer] {
+		return latchOp(ctx, e, func(ctx context.Context, n latcher) (latchAnswer, error) {
+			return n.latchSet(ctx, name, count, nonce)
+		})
+	}
+	res := set()
+	vals, unseeded := seededAnswers(res)
+	granted := sum(vals)
+	if unseeded && len(vals) < e.quorum && granted == 0 && failures(res) == nil {
+		// A new deployment, or nodes to seed again: a set that landed
+		// nowhere can be tried again.
+		e.tendLatch(ctx, name)
+		res = set()
+		vals, _ = seededAnswers(res)
+		granted = sum(vals)
+	}
+	if granted >= e.quorum {
+		e.publishLatch(ctx, m)
+		return true, nil
+	}
+	latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (struct{}, error) {
+		return struct{}{}, n.latchUndo(ctx, name, nonce)
+	})
+	if len(vals)-granted >= e.quorum {
+		return false, nil
+	}
+	return false, latchUnavailable(res, granted)
+}
+
+// LatchCountDown is countDown: one decrement on every node, never sent
+// again. When the seeded nodes' answers read the latch open and it
+// counted one of them down, it claims the zero message and sends it if
+// the claim won (latchClaimWon). With fewer than a quorum of seeded
+// answers err matches ErrUnavailable: the decrement may have landed.
+func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessages) error {
+	res := latchOp(ctx, e, func(ctx context.Context, n latcher) (latchAnswer, error) {
+		return n.latchDecr(ctx, name)
+	})
+	before, unseeded := seededAnswers(res)
+	if unseeded {
+		defer e.tendLatch(context.WithoutCancel(ctx), name)
+	}
+	if len(before) < e.quorum {
+		return latchUnavailable(res, len(before))
+	}
+	after := make([]int64, len(before))
+	for i, v := range before {
+		after[i] = max(v-1, 0)
+	}
+	if v, ok := latchCount(after, e.quorum); !ok || v > 0 || slices.Max(before) <= 0 {
+		return nil
+	}
+	claim := positiveNonce()
+	claims, _ := seededAnswers(latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (latchAnswer, error) {
+		return n.latchClaim(ctx, name, claim)
+	}))
+	if latchClaimWon(claims, claim, len(e.nodes), e.quorum) {
+		e.publishLatch(ctx, m)
+	}
+	return nil
+}
+
+// LatchDelete is delete: true when a quorum of seeded nodes deleted a
+// count, false when a quorum had none; the message is published when it
+// deleted one (as Redisson's script does).
+func (e *Engine) LatchDelete(ctx context.Context, name string, m LatchMessages) (bool, error) {
+	res := latchOp(ctx, e, func(ctx context.Context, n latcher) (latchAnswer, error) {
+		return n.latchDel(ctx, name)
+	})
+	vals, _ := seededAnswers(res)
+	had := sum(vals)
+	switch {
+	case had >= e.quorum:
+		e.publishLatch(ctx, m)
+		return true, nil
+	case len(vals)-had >= e.quorum:
+		return false, nil
+	}
+	return false, latchUnavailable(res, had)
+}
+
+// LatchCount is getCount (Redisson's GET): latchCount over the seeded
+// nodes' counts; 0 for a latch open or never set.
+func (e *Engine) LatchCount(ctx context.Context, name string) (int64, error) {
+	reads := e.readCounters(ctx, "", "", latchCountPrefix+name)
+	vals, _ := counterAnswers(reads, e.counts, e.quorum)
+	if len(vals) < e.quorum {
+		return 0, counterUnavailable(reads, len(vals))
+	}
+	v, ok := latchCount(vals, e.quorum)
+	if !ok {
+		return 0, counterUnavailable(reads, len(vals))
+	}
+	return v, nil
+}
+
+// publishLatch sends a decided message on every node; the proxies'
+// pub/sub hubs deliver the copies once.
+func (e *Engine) publishLatch(ctx context.Context, m LatchMessages) {
+	latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (struct{}, error) {
+		return struct{}{}, n.publish(ctx, m.Publish, m.Channel, m.Message)
+	})
+}
+
+// sum is how many of vals (each 0 or 1) are 1.
+func sum(vals []int64) int {
+	n := 0
+	for _, v := range vals {
+		n += int(v)
+	}
+	return n
+}
+
+// positiveNonce is a random int64 above 0: the counters' hash keeps
+// integers only (fenceseed.go seeds each field with its highest).
+func positiveNonce() int64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return int64(binary.BigEndian.Uint64(b[:])>>1) | 1
+}

@@ -1,0 +1,76 @@
+package quorum
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+)
+
+// The latch's scripts (latch.go), one atomic step each on a node.
+var (
+	//go:embed lua/latch_set.lua
+	latchSetSrc string
+	//go:embed lua/latch_undo.lua
+	latchUndoSrc string
+	//go:embed lua/latch_decr.lua
+	latchDecrSrc string
+	//go:embed lua/latch_claim.lua
+	latchClaimSrc string
+	//go:embed lua/latch_del.lua
+	latchDelSrc string
+
+	latchSetScript   = newScript(latchSetSrc)
+	latchUndoScript  = newScript(latchUndoSrc)
+	latchDecrScript  = newScript(latchDecrSrc)
+	latchClaimScript = newScript(latchClaimSrc)
+	latchDelScript   = newScript(latchDelSrc)
+)
+
+func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latchAnswer, error) {
+	cmd, err := n.p.eval(ctx, s, []string{CountersKey}, args...)
+	if err != nil {
+		return latchAnswer{}, err
+	}
+	vals, err := cmd.Slice()
+	if err != nil || len(vals) != 2 {
+		return latchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
+	}
+	state, ok := vals[0].(int64)
+	if !ok {
+		return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
+	}
+	var v int64
+	switch x := vals[1].(type) {
+	case int64:
+		v = x
+	case string:
+		if v, err = strconv.ParseInt(x, 10, 64); err != nil {
+			return latchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
+		}
+	default:
+		return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
+	}
+	return latchAnswer{state: CounterState(state), v: v}, nil
+}
+
+func (n *redisNode) latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error) {
+	return n.latchRun(ctx, latchSetScript, name, count, nonce)
+}
+
+func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64) error {
+	_, err := n.p.eval(ctx, latchUndoScript, []string{CountersKey}, name, nonce)
+	return err
+}
+
+func (n *redisNode) latchDecr(ctx context.Context, name string) (latchAnswer, error) {
+	return n.latchRun(ctx, latchDecrScript, name)
+}
+
+func (n *redisNode) latchClaim(ctx context.Context, name string, claim int64) (latchAnswer, error) {
+	return n.latchRun(ctx, latchClaimScript, name, claim)
+}
+
+func (n *redisNode) latchDel(ctx context.Context, name string) (latchAnswer, error) {
+	return n.latchRun(ctx, latchDelScript, name)
+}
