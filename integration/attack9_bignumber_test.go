@@ -70,3 +70,63 @@ func TestAttack9BigNumberReplyCannotForgeTheNextReply(t *testing.T) {
 		t.Fatalf("B's lock is on masters %v, want all 3", held)
 	}
 }
+
+// attack9 R2: a script's verbatim string keeps its format's first three
+// bytes, as one Redis, but a format with a colon or of fewer than three
+// bytes is answered otherwise: RESP2 gives the text after the FIRST colon
+// ("b:hello" for format "a:b"; one Redis "hello"), RESP3 a format of two
+// bytes unpadded ("=8 tx:hello", which a RESP3 reader takes as format
+// "tx:" and text "ello"; one Redis pads it: "=9 tx :hello").
+func TestAttack9VerbatimFormatAnsweredAsRedis(t *testing.T) {
+	_, p := setup(t, 3, proxy.Config{})
+	nc, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	rd := bufio.NewReader(nc)
+	eval := func(script string) string {
+		w := "*3\r\n$4\r\nEVAL\r\n$" + strconv.Itoa(len(script)) + "\r\n" + script + "\r\n$1\r\n0\r\n"
+		if _, err := nc.Write([]byte(w)); err != nil {
+			t.Fatal(err)
+		}
+		head, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return head + body
+	}
+	for _, c := range []struct{ script, want string }{
+		{"return {verbatim_string={format='a:b',string='hello'}}", "$5\r\nhello\r\n"},
+		{"return {verbatim_string={format='tx',string='hello'}}", "$5\r\nhello\r\n"},
+	} {
+		if got := eval(c.script); got != c.want {
+			t.Errorf("RESP2 %s answered %q; one Redis (7.0.15) answers %q", c.script, got, c.want)
+		}
+	}
+	if _, err := nc.Write([]byte("HELLO 3\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l == "+PONG\r\n" {
+			break
+		}
+	}
+	for _, c := range []struct{ script, want string }{
+		{"return {verbatim_string={format='a:b',string='hello'}}", "=9\r\na:b:hello\r\n"},
+		{"return {verbatim_string={format='tx',string='hello'}}", "=9\r\ntx :hello\r\n"},
+	} {
+		if got := eval(c.script); got != c.want {
+			t.Errorf("RESP3 %s answered %q; one Redis (7.0.15) answers %q", c.script, got, c.want)
+		}
+	}
+}
