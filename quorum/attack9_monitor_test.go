@@ -54,15 +54,30 @@ func TestAttack9ProbesFailingSinceStartStopCounting(t *testing.T) {
 				}
 				time.Sleep(c.after)
 				slow.slow.Store(true)
-				// Lock traffic answered by every node, for 3s of
-				// failing probes (probeFailGrace here: 1s).
-				for range 30 {
-					e.Acquire(t.Context(), Lock{Keys: []string{"other"}, Token: "t"}, time.Second)
-					e.Release(t.Context(), Lock{Keys: []string{"other"}, Token: "t"})
-					time.Sleep(100 * time.Millisecond)
+				// Lock traffic answered by every node, one call every
+				// 100ms (probeFailGrace here: 1s).
+				traffic := func(d time.Duration) {
+					for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+						e.Acquire(t.Context(), Lock{Keys: []string{"other"}, Token: "t"}, time.Second)
+						e.Release(t.Context(), Lock{Keys: []string{"other"}, Token: "t"})
+					}
 				}
+				traffic(3 * time.Second)
 				if st := e.Status()[0]; st.State == StateUp {
 					t.Errorf("node 0 = %+v after 3s in which every probe of it timed out; want it not counted (%s)", st, reasonProbesFailing)
+				}
+				// What it costs: "k" held by another client on nodes 0
+				// and 1 only, node 0 flushed (FLUSHALL: keys and record
+				// gone), 2s more traffic, then a take of k.
+				for _, f := range fs[:2] {
+					f.with("k", "first", 10*time.Second)
+				}
+				fs[0].mu.Lock()
+				fs[0].keys, fs[0].members = nil, nil
+				fs[0].mu.Unlock()
+				traffic(2 * time.Second)
+				if _, err := e.Acquire(t.Context(), Lock{Keys: []string{"k"}, Token: "second"}, 5*time.Second); err == nil {
+					t.Errorf("a take of k, held by another client on nodes 0 and 1, granted 2s after node 0 was flushed: two holders (node 0 %+v)", e.Status()[0])
 				}
 			})
 		})
