@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // SCRIPT FLUSH through the proxy deletes the wrapper's library on every
@@ -173,9 +174,13 @@ func TestEffectTooDeepReplyRefusedAndUndone(t *testing.T) {
 // A reply that holds one table many times over ({t, t} nested 40 deep:
 // 2^40 elements, under the depth bound) is refused after 100,000
 // elements, and the take undone, rather than keep every master encoding
-// it (one Redis would, for hours).
+// it (one Redis would, for hours). Encoding 100,000 elements takes a
+// master longer than the usual 1s node timeout on a loaded machine: this
+// proxy waits 5s for a node.
 func TestEffectExponentialReplyRefusedAndUndone(t *testing.T) {
-	c, p := setup(t, 3, proxy.Config{})
+	c := startNodes(t, 3)
+	p := startProxy(t, proxy.Config{CommandTimeout: 20 * time.Second},
+		quorum.Config{NodeTimeout: 5 * time.Second, MinTTL: 10 * time.Second, MaxTTL: time.Minute}, c.addrs...)
 	pc := dialResp(t, p.Addr)
 	args := []string{"EVAL", "redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 10000) local t = {1} for i = 1, 40 do t = {t, t} end return t", "1", "x", "tok"}
 	start := time.Now()
@@ -186,7 +191,7 @@ func TestEffectExponentialReplyRefusedAndUndone(t *testing.T) {
 	if !v.isError() || !strings.Contains(v.String(), "ERR script refused: its reply has more than 100000 elements") {
 		t.Errorf("a reply of 2^40 elements = %.100s; want the refusal of a reply too large", v)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the refusal took %v", took)
 	}
 	if held := c.holding(t, "x", "tok"); len(held) > 0 {
