@@ -123,6 +123,10 @@ func TestAttack9VerbatimFormatAnsweredAsRedis(t *testing.T) {
 	}
 	for _, c := range []struct{ script, want string }{
 		{"return {verbatim_string={format='a:b',string='hello'}}", "=9\r\na:b:hello\r\n"},
+		// Checked on redis-server 7.0: the format ends at a NUL, and an
+		// empty one is three spaces.
+		{"return {verbatim_string={format='a\\0b',string='hello'}}", "=9\r\na  :hello\r\n"},
+		{"return {verbatim_string={format='',string='hello'}}", "=9\r\n   :hello\r\n"},
 		{"return {verbatim_string={format='tx',string='hello'}}", "=9\r\ntx :hello\r\n"},
 	} {
 		if got := eval(c.script); got != c.want {

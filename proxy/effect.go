@@ -90,7 +90,7 @@ func valueReply(v quorum.Value) resp.Reply {
 	case quorum.ValueBigNumber:
 		return resp.BigNumber(v.Str)
 	case quorum.ValueVerbatim:
-		return resp.VerbatimAs(v.Str)
+		return resp.VerbatimAs(v.Str[:3], v.Str[4:])
 	case quorum.ValueArray, quorum.ValueMap, quorum.ValueSet:
 		items := make([]resp.Reply, len(v.Items))
 		for i, it := range v.Items {

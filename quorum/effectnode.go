@@ -33,8 +33,9 @@ const (
 	ValueError
 	ValueArray
 	// RESP3's types a script's table gives (Redis 7): the double's text,
-	// the big number's digits, the verbatim string as "fmt:text"; a map's
-	// items are its keys and values in turn, a set's its members.
+	// the big number's digits, the verbatim string as "fmt:text" (fmt
+	// three bytes, as Redis writes it); a map's items are its keys and
+	// values in turn, a set's its members.
 	ValueDouble
 	ValueBigNumber
 	ValueVerbatim
@@ -558,6 +559,9 @@ func decodeValue(tag, v any, depth int) (Value, error) {
 	case "B":
 		return Value{Kind: ValueBigNumber, Str: s}, nil
 	case "v":
+		if len(s) < 4 || s[3] != ':' {
+			return Value{}, errEffectReply
+		}
 		return Value{Kind: ValueVerbatim, Str: s}, nil
 	}
 	return Value{}, errEffectReply

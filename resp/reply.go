@@ -103,9 +103,18 @@ func BigNumber(digits string) Reply { return Reply{kind: kindBigNumber, str: dig
 // Set is a set reply: an array in RESP2.
 func Set(items ...Reply) Reply { return Reply{kind: kindSet, items: items} }
 
-// VerbatimAs is a verbatim string given as "fmt:text" (a script's
-// verbatim_string): its text alone, a bulk string, in RESP2.
-func VerbatimAs(s string) Reply { return Reply{kind: kindVerbatimAs, str: s} }
+// VerbatimAs is a verbatim string of the given format (a script's
+// verbatim_string): its text alone, a bulk string, in RESP2. As Redis
+// writes it, the format is cut at a NUL and to three bytes, and padded
+// with spaces.
+func VerbatimAs(format, text string) Reply {
+	if i := strings.IndexByte(format, 0); i >= 0 {
+		format = format[:i]
+	}
+	f := []byte("   ")
+	copy(f, format)
+	return Reply{kind: kindVerbatimAs, str: string(f) + ":" + text}
+}
 
 // IsError reports whether r is an error reply.
 func (r Reply) IsError() bool { return r.kind == kindError }
@@ -162,8 +171,7 @@ func (r Reply) WriteProto(w Writer, p Proto) {
 		if p == RESP3 {
 			w.WriteRaw([]byte("=" + strconv.Itoa(len(r.str)) + "\r\n" + r.str + "\r\n"))
 		} else {
-			_, text, _ := strings.Cut(r.str, ":")
-			w.WriteBulkString(text)
+			w.WriteBulkString(r.str[4:])
 		}
 	case kindArray, kindPush, kindMap, kindSet:
 		switch {

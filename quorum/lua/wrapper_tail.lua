@@ -55,7 +55,8 @@ if __rlp_slowfns then
 end
 -- __rlp_enc encodes a reply {tag, value} (below) as one Redis converts
 -- it (script_lua.c): a table is an error or a status by its err, then
--- its ok, when a string; a double, a big number, a verbatim string, a
+-- its ok, when a string; a double, a big number (CR and LF as spaces),
+-- a verbatim string (its format three bytes, then ":" and its text), a
 -- map or a set by its field; else an array. Nil when it nests more than
 -- __RLP_MAXDEPTH tables (a cycle is endless): more than the proxy
 -- carries, so the run is refused and undone.
@@ -76,10 +77,12 @@ local function __rlp_enc(v, d)
     f = v.double
     if __rlp_type(f) == "number" then return {"d", string.format("%.17g", f)} end
     f = v.big_number
-    if __rlp_type(f) == "string" then return {"B", f} end
+    if __rlp_type(f) == "string" then return {"B", (string.gsub(f, "[\r\n]", " "))} end
     f = v.verbatim_string
     if __rlp_type(f) == "table" and __rlp_type(f.format) == "string" and __rlp_type(f.string) == "string" then
-      return {"v", string.sub(f.format, 1, 3) .. ":" .. f.string}
+      -- the format as Redis writes it: up to a NUL, three bytes padded
+      local fm = string.sub(string.match(f.format, "^[^%z]*") .. "   ", 1, 3)
+      return {"v", fm .. ":" .. f.string}
     end
     local out, tag = {}, "a"
     if __rlp_type(v.map) == "table" then tag, f = "m", v.map
