@@ -50,6 +50,7 @@ func (e *Engine) Start(ctx context.Context) error {
 			h := e.health[i]
 			h.mu.Lock()
 			h.runID = r.v.RunID
+			h.probedOK = time.Now() // probeFailed's grace runs from here
 			// The records' max_ttl fields are judged by their node's
 			// clock (learnMaxTTL): read before the first node's records.
 			clockCheck(&h.clock, r.v, e.cfg.ClockJumpLimit, e.cfg.DriftFactor)
@@ -149,7 +150,7 @@ func (e *Engine) probeFailed(i int, sent time.Time, err error) {
 	h := e.health[i]
 	h.mu.Lock()
 	h.lastErr = err.Error()
-	if h.state == StateUp && !h.probedOK.IsZero() && time.Since(h.probedOK) >= e.probeFailGrace() {
+	if h.state == StateUp && time.Since(h.probedOK) >= e.probeFailGrace() {
 		// Lock calls may still get through in time, but what only a
 		// probe sees (a FLUSHALL, a restart, a clock jump) would not be
 		// seen: it counts again once a probe and its record read pass.
