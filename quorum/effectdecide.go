@@ -398,10 +398,12 @@ func (v effectVotes) unchangedHolds(outs [][]keyOutcome, j int, t keyTally, hold
 		return true
 	}
 	// The shortest hold the extends left: an unchanged hold counts only
-	// if it runs as long, but for the run's time (when each node read
-	// it) and PTTL's rounding: its own expiry is the one the extend set,
-	// in the same millisecond; a hold left shorter, say one the script
-	// did not extend, would end the quorum before the caller expects.
+	// if it runs as long, but for PTTL's rounding: its own expiry is the
+	// one the extend set, in the same millisecond, and each node reads
+	// its hold in its own run, right after its write, so how long the
+	// whole run took does not shorten it (a slow node would otherwise
+	// widen the slack). A hold left shorter, say one the script did not
+	// extend, would end the quorum before the caller expects.
 	shortest := time.Duration(-1)
 	for i, r := range v.results {
 		if outs[i] != nil && v.counted[i] && only(i, keyHeld) && len(keyOf(r.v, j).BeforeOwn) > 0 {
@@ -413,7 +415,7 @@ func (v effectVotes) unchangedHolds(outs [][]keyOutcome, j int, t keyTally, hold
 	if shortest < 0 {
 		return t, holds
 	}
-	least := shortest - v.elapsed - 2*time.Millisecond
+	least := shortest - 2*time.Millisecond
 	for i, r := range v.results {
 		if r.err != nil || r.v.refused != "" || !v.counted[i] || outs[i] == nil || !only(i, keyKept) {
 			continue
