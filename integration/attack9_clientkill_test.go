@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
@@ -26,9 +27,21 @@ func TestAttack9ClientKillTypeKnowsSubscribers(t *testing.T) {
 		if err != nil || v.text != "0" {
 			t.Errorf("%s: CLIENT KILL TYPE normal beside one subscriber answered %v %v; one Redis answers 0 (a subscriber is of type pubsub)", srv.name, v, err)
 		}
+		v, err = admin.do(cmdOf("CLIENT", "LIST", "TYPE", "pubsub"))
+		if err != nil || strings.Count(v.text, "id=") != 1 {
+			t.Errorf("%s: CLIENT LIST TYPE pubsub answered %v %v; one Redis lists the subscriber", srv.name, v, err)
+		}
 		v, err = admin.do(cmdOf("CLIENT", "KILL", "TYPE", "pubsub"))
 		if err != nil || v.text != "1" {
 			t.Errorf("%s: CLIENT KILL TYPE pubsub answered %v %v; one Redis answers 1", srv.name, v, err)
+		}
+		v, err = admin.do(cmdOf("CLIENT", "KILL", "TYPE", "master"))
+		if err != nil || v.text != "0" {
+			t.Errorf("%s: CLIENT KILL TYPE master answered %v %v; one Redis answers 0", srv.name, v, err)
+		}
+		v, err = admin.do(cmdOf("CLIENT", "KILL", "USER", "nosuchuser"))
+		if err != nil || v.text != "ERR No such user 'nosuchuser'" {
+			t.Errorf("%s: CLIENT KILL USER nosuchuser answered %v %v; one Redis answers ERR No such user 'nosuchuser'", srv.name, v, err)
 		}
 	}
 }

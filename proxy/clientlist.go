@@ -29,6 +29,38 @@ type listing struct {
 	// killed: CLIENT KILL closed it; it is gone from the list at once,
 	// as in Redis, before its goroutine ends and removes it.
 	killed bool
+	// pubsub: it holds a topic, so it is of Redis's type pubsub, not
+	// normal (in either protocol).
+	pubsub bool
+}
+
+// subscribed records whether the connection holds a topic after a
+// command.
+func (l *listing) subscribed(holds bool) {
+	l.mu.Lock()
+	l.pubsub = holds
+	l.mu.Unlock()
+}
+
+// typeLocked is the connection's client type, as Redis names it.
+func (l *listing) typeLocked() string {
+	if l.pubsub {
+		return "pubsub"
+	}
+	return "normal"
+}
+
+// clientType returns the client type name means, as Redis reads it in
+// CLIENT LIST and CLIENT KILL: replica, slave and master name types no
+// proxy client has.
+func clientType(name []byte) (string, error) {
+	switch t := strings.ToLower(string(name)); t {
+	case "normal", "pubsub", "master":
+		return t, nil
+	case "replica", "slave":
+		return "replica", nil
+	}
+	return "", withArgs(errClientType, name)
 }
 
 // saw records a command the connection is about to run.
@@ -55,18 +87,21 @@ func (l *listing) line(now time.Time) string {
 		l.id, l.addr, l.laddr, l.name, int64(now.Sub(l.since).Seconds()), int64(now.Sub(l.last).Seconds()), user, l.cmd)
 }
 
-// clientList is CLIENT LIST [TYPE normal] [ID id ...], for admin users.
+// clientList is CLIENT LIST [TYPE type] [ID id ...], for admin users.
 func (s *Server) clientList(r *request) (resp.Reply, error) {
 	if !r.c.user.Can(acl.Admin) {
 		return resp.Reply{}, noPermission("client|list")
 	}
 	var ids map[int64]bool
+	typ := ""
 	for i := 2; i < len(r.args); i++ {
 		switch opt := strings.ToLower(string(r.args[i])); {
 		case opt == "type" && i+1 < len(r.args):
-			if t := strings.ToLower(string(r.args[i+1])); t != "normal" {
-				return resp.Reply{}, withArgs(errClientType, r.args[i+1])
+			t, err := clientType(r.args[i+1])
+			if err != nil {
+				return resp.Reply{}, err
 			}
+			typ = t
 			i++
 		case opt == "id" && i+1 < len(r.args):
 			ids = map[int64]bool{}
@@ -85,9 +120,9 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 	s.listings.Range(func(_, v any) bool {
 		l := v.(*listing)
 		l.mu.Lock()
-		killed := l.killed
+		killed, lt := l.killed, l.typeLocked()
 		l.mu.Unlock()
-		if !killed && (ids == nil || ids[l.id]) {
+		if !killed && (ids == nil || ids[l.id]) && (typ == "" || typ == lt) {
 			ls = append(ls, l)
 		}
 		return true
@@ -101,7 +136,7 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 	return resp.Verbatim(b.String()), nil
 }
 
-// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [TYPE normal] [SKIPME yes|no]
+// CLIENT KILL ip:port | CLIENT KILL [ID id] [ADDR ip:port] [LADDR ip:port] [USER name] [TYPE type] [SKIPME yes|no]
 //
 // For admin users. The old form replies OK or an error, the new one the
 // number of connections closed.
@@ -110,7 +145,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 		return resp.Reply{}, noPermission("client|kill")
 	}
 	var id int64
-	var addr, laddr, user string
+	var addr, laddr, user, typ string
 	skipMe, old := true, len(r.args) == 3
 	if old {
 		addr, skipMe = string(r.args[2]), false
@@ -132,11 +167,16 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 			case "laddr":
 				laddr = v
 			case "user":
+				if v != acl.DefaultUser && s.users.Load().Lookup(v) == nil {
+					return resp.Reply{}, withArgs(errNoSuchUser, v)
+				}
 				user = v
 			case "type":
-				if !strings.EqualFold(v, "normal") {
-					return resp.Reply{}, withArgs(errClientType, v)
+				t, err := clientType(r.args[i+1])
+				if err != nil {
+					return resp.Reply{}, err
 				}
+				typ = t
 			case "skipme":
 				switch strings.ToLower(v) {
 				case "yes":
@@ -163,7 +203,8 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 		switch {
 		case l.killed:
 			return true // killed already: no longer a client
-		case id != 0 && l.id != id, addr != "" && l.addr != addr, laddr != "" && l.laddr != laddr, user != "" && lu != user:
+		case id != 0 && l.id != id, addr != "" && l.addr != addr, laddr != "" && l.laddr != laddr, user != "" && lu != user,
+			typ != "" && l.typeLocked() != typ:
 			return true
 		case l.id == r.c.id:
 			if skipMe {

@@ -123,6 +123,7 @@ var (
 	errClientID            = refusal("client list: invalid client id")
 	errClientIDZero        = refusal("client kill: client id below 1")
 	errNoSuchClient        = refusal("client kill: no such client")
+	errNoSuchUser          = refusal("client kill: no such user")
 	errDBIndex             = refusal("database index out of range")
 	errDBZeroOnly          = refusal("a database other than 0")
 	errClusterDisabled     = refusal("cluster command")
@@ -224,6 +225,7 @@ var errorTexts = []struct {
 	{errClientID, "ERR Invalid client ID"},
 	{errClientIDZero, "ERR client-id should be greater than 0"},
 	{errNoSuchClient, "ERR No such client"},
+	{errNoSuchUser, "ERR No such user '%.64s'"},
 	{errDBIndex, "ERR DB index is out of range"},
 	{errDBZeroOnly, "ERR DB index is out of range: redlock-proxy serves database 0 only"},
 	{errClusterDisabled, "ERR This instance has cluster support disabled"},

@@ -73,16 +73,22 @@ func (sb *subscriber) countLocked(kind pubsub.Kind) int64 {
 	return int64(sb.kinds[pubsub.Channel] + sb.kinds[pubsub.Pattern])
 }
 
-// subscribed reports whether the connection holds any topic and speaks
-// RESP2: it may then only (un)subscribe, PING or QUIT. In RESP3 messages
-// are pushes, and every command runs as usual.
-func (c *client) subscribed() bool {
-	if c.sub == nil || c.proto == resp.RESP3 {
+// holdsTopics reports whether the connection holds any topic: Redis's
+// client type pubsub, in either protocol.
+func (c *client) holdsTopics() bool {
+	if c.sub == nil {
 		return false
 	}
 	c.sub.mu.Lock()
 	defer c.sub.mu.Unlock()
 	return len(c.sub.active) > 0
+}
+
+// subscribed reports whether the connection holds any topic and speaks
+// RESP2: it may then only (un)subscribe, PING or QUIT. In RESP3 messages
+// are pushes, and every command runs as usual.
+func (c *client) subscribed() bool {
+	return c.proto != resp.RESP3 && c.holdsTopics()
 }
 
 // subscribedOnly are the commands a subscribed RESP2 connection may run.

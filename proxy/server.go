@@ -491,6 +491,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	s.record(r, done{name: name, args: cmd.Args, start: start, took: took, rep: rep, tr: tr, validity: r.validity})
 	c.tx.observe(name, cmd.Args, rep)
 	s.watches.touchWritten(name, cmd.Args, rep)
+	if c.sub != nil && c.list != nil {
+		c.list.subscribed(c.holdsTopics())
+	}
 	switch {
 	case r.sent:
 		c.ob.wait(r.last)
