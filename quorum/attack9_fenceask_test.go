@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -9,13 +10,12 @@ import (
 // monitor changing node states while FENCE picks the nodes it asks.
 type flipNode struct {
 	*fakeNode
-	armed bool
+	armed atomic.Bool
 	flip  func()
 }
 
 func (n *flipNode) Addr() string {
-	if n.armed {
-		n.armed = false
+	if n.armed.CompareAndSwap(true, false) {
 		n.flip()
 	}
 	return n.fakeNode.Addr()
@@ -43,7 +43,7 @@ func TestAttack9FenceAskSurvivesStatesChangingMidPick(t *testing.T) {
 			h.mu.Unlock()
 		}
 	}
-	fl.armed = true
+	fl.armed.Store(true)
 	defer func() {
 		if p := recover(); p != nil {
 			t.Errorf("FENCE panicked when nodes stopped counting while it picked whom to ask: %v", p)
