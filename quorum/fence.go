@@ -276,30 +276,28 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 // The others do no work for a FENCE while those agree: on shared cores,
 // what every node does for a call is what the call waits for.
 func (e *Engine) fenceAsk(buf []bool) []bool {
+	// One snapshot of who may be asked: the monitor may take nodes out
+	// while this picks.
+	ask := buf[:0]
 	up := 0
 	for i := range e.nodes {
-		if e.counts(i) && !(e.monitored.Load() && e.health[i].down.Load()) {
+		ok := e.counts(i) && !(e.monitored.Load() && e.health[i].down.Load())
+		ask = append(ask, ok)
+		if ok {
 			up++
 		}
 	}
 	if up < e.quorum || e.quorum == len(e.nodes) {
 		return nil
 	}
-	ask := buf[:0]
-	for range e.nodes {
-		ask = append(ask, false)
-	}
-	for range e.quorum {
-		next := -1
+	for ; up > e.quorum; up-- { // keep the quorum first by address
+		last := -1
 		for i, n := range e.nodes {
-			if ask[i] || !e.counts(i) || e.monitored.Load() && e.health[i].down.Load() {
-				continue
-			}
-			if next < 0 || n.Addr() < e.nodes[next].Addr() {
-				next = i
+			if ask[i] && (last < 0 || n.Addr() > e.nodes[last].Addr()) {
+				last = i
 			}
 		}
-		ask[next] = true
+		ask[last] = false
 	}
 	return ask
 }
