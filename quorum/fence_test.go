@@ -239,7 +239,7 @@ func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
 	for _, p := range procs {
 		nodes = append(nodes, p.node(t))
 	}
-	e := New(Config{MaxTTL: 300 * time.Millisecond}, nodes...)
+	e := New(Config{MaxTTL: 300 * time.Millisecond, NodeTimeout: 250 * time.Millisecond}, nodes...) // a loaded machine misses 50ms
 	ctx := t.Context()
 	for range 5 {
 		if _, err := e.Incr(ctx, "n", 1); err != nil {
