@@ -41,8 +41,8 @@ import (
 // still land late, among later ones), with at most one restart; without
 // faults, 3 at once over 3 nodes and 2 at once over 5; over 5 nodes at
 // most 2 are not up in one round, at most one reply of a countDown is
-// lost and none of a claim. Without -short: 1,241,815 states over 5 nodes
-// with faults, about 75 s and 1.5 GB on a loaded 2-core machine; -short and
+// lost and none of a claim. Without -short: 1,190,902 states over 5 nodes
+// with faults, about 90 s and 1.5 GB on a loaded 2-core machine; -short and
 // -race explore 3 nodes only (5 s). A new trySetCount over the claims of an older latch is
 // not explored.
 

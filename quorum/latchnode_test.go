@@ -1,0 +1,89 @@
+package quorum
+
+import (
+	"testing"
+)
+
+// TestLatchScriptsOnRedis runs the latch's node scripts on a real
+// redis-server, branch by branch: nothing on a node whose counters are
+// missing or pending; the set only where no count is; a decrement per
+// call, the count deleted at 0; the first claim stays; the undo only of
+// its own set; delete.
+func TestLatchScriptsOnRedis(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	ctx := t.Context()
+	want := func(what string, got latchAnswer, err error, state CounterState, v int64) {
+		t.Helper()
+		if err != nil || got.state != state || got.v != v {
+			t.Errorf("%s = %+v, %v; want state %d, %d", what, got, err, state, v)
+		}
+	}
+	field := func(f string) (string, bool) {
+		v, err := admin.HGet(ctx, CountersKey, f).Result()
+		return v, err == nil
+	}
+
+	a, err := n.latchSet(ctx, "x", 2, 7)
+	want("set, counters missing", a, err, CounterMissing, 0)
+	a, err = n.latchDecr(ctx, "x")
+	want("countDown, counters missing", a, err, CounterMissing, 0)
+	admin.HSet(ctx, CountersKey, "pending", "1")
+	a, err = n.latchClaim(ctx, "x", 5)
+	want("claim, counters pending", a, err, CounterPending, 0)
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 1 {
+		t.Fatalf("a node not seeded has %d fields; want its mark only", l)
+	}
+
+	admin.Del(ctx, CountersKey)
+	admin.HSet(ctx, CountersKey, "seeded", "1", "m:x", "3") // an older latch's claim
+	a, err = n.latchSet(ctx, "x", 2, 7)
+	want("set", a, err, CounterSeeded, 1)
+	if _, ok := field("m:x"); ok {
+		t.Error("the set kept an older latch's claim")
+	}
+	a, err = n.latchSet(ctx, "x", 5, 8)
+	want("set over a count", a, err, CounterSeeded, 0)
+	if err := n.latchUndo(ctx, "x", 8); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := field("l:x"); v != "2" {
+		t.Fatalf("another set's undo left the count %q; want 2", v)
+	}
+	a, err = n.latchDecr(ctx, "x")
+	want("countDown", a, err, CounterSeeded, 2)
+	if v, _ := field("l:x"); v != "1" {
+		t.Fatalf("count after one countDown = %q; want 1", v)
+	}
+	a, err = n.latchDecr(ctx, "x")
+	want("the last countDown", a, err, CounterSeeded, 1)
+	if _, ok := field("l:x"); ok {
+		t.Error("the count is still there at 0")
+	}
+	if _, ok := field("n:x"); ok {
+		t.Error("the set's nonce is still there at 0")
+	}
+	a, err = n.latchDecr(ctx, "x")
+	want("countDown of an open latch", a, err, CounterSeeded, 0)
+	a, err = n.latchClaim(ctx, "x", 11)
+	want("the first claim", a, err, CounterSeeded, 11)
+	a, err = n.latchClaim(ctx, "x", 12)
+	want("a second claim", a, err, CounterSeeded, 11)
+
+	a, err = n.latchSet(ctx, "y", 3, 9)
+	want("set y", a, err, CounterSeeded, 1)
+	if err := n.latchUndo(ctx, "y", 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := field("l:y"); ok {
+		t.Error("the undo left its own set's count")
+	}
+	n.latchSet(ctx, "y", 3, 10)
+	a, err = n.latchDel(ctx, "y")
+	want("delete", a, err, CounterSeeded, 1)
+	a, err = n.latchDel(ctx, "y")
+	want("delete of none", a, err, CounterSeeded, 0)
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 2 {
+		t.Errorf("counters have %d fields; want 2 (seeded, x's claim): %v", l, admin.HGetAll(ctx, CountersKey).Val())
+	}
+}
