@@ -43,8 +43,8 @@ import (
 // most 2 are not up in one round, at most one reply of a countDown is
 // lost and none of a claim. Without -short: 1,190,902 states over 5 nodes
 // with faults, about 90 s and 1.5 GB on a loaded 2-core machine; -short and
-// -race explore 3 nodes only (5 s). A new trySetCount over the claims of an older latch is
-// not explored.
+// -race explore 3 nodes only (5 s). A new trySetCount over the claims
+// of an older latch is not explored.
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
