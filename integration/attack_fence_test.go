@@ -148,7 +148,9 @@ func TestAttackFenceSameHoldAfterExtend(t *testing.T) {
 	e := newEngine(t, engineConfig(), c.addrs...)
 	ctx := t.Context()
 	a := quorum.Lock{Keys: []string{"fence:renewed"}, Token: "X"}
-	if _, err := e.Acquire(ctx, a, 500*time.Millisecond); err != nil {
+	// 1.5s: the first FENCE of a fresh deployment (marks, seeding) took
+	// more than 500ms at load 10.
+	if _, err := e.Acquire(ctx, a, 1500*time.Millisecond); err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
 	f1, err := e.Fence(ctx, "fence:renewed", "X")
@@ -165,7 +167,7 @@ func TestAttackFenceSameHoldAfterExtend(t *testing.T) {
 	if _, err := e.Fence(ctx, "fence:other", "Y"); err != nil {
 		t.Fatalf("fence other: %v", err)
 	}
-	time.Sleep(700 * time.Millisecond) // past the TTL the hold had at its first FENCE
+	time.Sleep(1700 * time.Millisecond) // past the TTL the hold had at its first FENCE
 	f2, err := e.Fence(ctx, "fence:renewed", "X")
 	if err != nil {
 		t.Fatalf("fence again: %v", err)
