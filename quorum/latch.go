@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"slices"
 )
 
 // Redisson's RCountDownLatch as quorum operations (latchdecide.go has the
@@ -18,7 +17,7 @@ import (
 
 const (
 	latchCountPrefix = "l:"
-	latchClaimPrefix = "m:"
+	latchNoncePrefix = "n:"
 )
 
 // LatchMessages are what a latch's operations publish, as Redisson's
@@ -39,7 +38,7 @@ type latchAnswer struct {
 type latcher interface {
 	latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error)
 	latchUndo(ctx context.Context, name string, nonce int64) error
-	latchDecr(ctx context.Context, name string) (latchAnswer, error)
+	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
 	latchClaim(ctx context.Context, name string, claim int64) (latchAnswer, error)
 	latchDel(ctx context.Context, name string) (latchAnswer, error)
 	publish(ctx context.Context, cmd, channel, message string) error
@@ -129,27 +128,38 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 	return false, latchUnavailable(res, granted)
 }
 
-// LatchCountDown is countDown: one decrement on every node, never sent
-// again. When the seeded nodes' answers read the latch open and it
-// counted one of them down, it claims the zero message and sends it if
-// the claim won (latchClaimWon). With fewer than a quorum of seeded
-// answers err matches ErrUnavailable: the decrement may have landed.
+// LatchCountDown is countDown, in two rounds: each node's nonce of the
+// set that made its count is read, then one decrement sent to each node
+// that answered seeded, of that count only (a decrement landing after a
+// later trySetCount does not count for it), never sent again. When the
+// seeded nodes' answers read the latch open and it counted one of them
+// down, it claims the zero message and sends it if the claim won
+// (latchClaimWon). With fewer than a quorum of seeded answers err matches
+// ErrUnavailable: the decrement may have landed.
 func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessages) error {
-	res := latchOp(ctx, e, func(ctx context.Context, n latcher) (latchAnswer, error) {
-		return n.latchDecr(ctx, name)
+	reads := e.readCounters(ctx, "", "", latchNoncePrefix+name)
+	res := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (latchDecrement, error) {
+		ln, ok := n.(latcher)
+		switch {
+		case !ok:
+			return latchDecrement{}, errNoLatch
+		case reads[i].err != nil || reads[i].v.State != CounterSeeded:
+			return latchDecrement{}, errLatchNotRead
+		}
+		return ln.latchDecr(ctx, name, reads[i].v.Value)
 	})
-	before, unseeded := seededAnswers(res)
-	if unseeded {
-		defer e.tendLatch(context.WithoutCancel(ctx), name)
+	var before, after []int64
+	for _, r := range res {
+		if r.err == nil && r.v.state == CounterSeeded {
+			before, after = append(before, r.v.old), append(after, r.v.new)
+		}
 	}
 	if len(before) < e.quorum {
-		return latchUnavailable(res, len(before))
+		o := Outcome{Total: len(res), Granted: len(before)}
+		o.Failed = len(res) - len(before)
+		return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures(res)}
 	}
-	after := make([]int64, len(before))
-	for i, v := range before {
-		after[i] = max(v-1, 0)
-	}
-	if v, ok := latchCount(after, e.quorum); !ok || v > 0 || slices.Max(before) <= 0 {
+	if v, ok := latchCount(after, e.quorum); !ok || v > 0 || !countedDown(before, after) {
 		return nil
 	}
 	claim := positiveNonce()
@@ -160,6 +170,26 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		e.publishLatch(ctx, m)
 	}
 	return nil
+}
+
+// errLatchNotRead: a node whose nonce the countDown could not read gets
+// no decrement.
+var errLatchNotRead = errors.New("the latch's count was not read")
+
+// latchDecrement is one node's answer to a countDown's decrement.
+type latchDecrement struct {
+	state    CounterState
+	old, new int64
+}
+
+// countedDown reports whether a decrement took some node's count down.
+func countedDown(before, after []int64) bool {
+	for i := range before {
+		if after[i] < before[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // LatchDelete is delete: true when a quorum of seeded nodes deleted a

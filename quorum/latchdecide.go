@@ -8,8 +8,9 @@ import "cmp"
 // Each node keeps the latch's count, or none (0: the latch is open there,
 // or was never set). A trySetCount(n) is granted when a quorum of counted
 // nodes set it, so at most N-Q counted nodes missed it; a countDown sends
-// one decrement to each node, at most once, and a node's count only goes
-// down by decrements really sent. So every counted node that got the set
+// one decrement to each node, at most once, of the count that set made
+// there (by its nonce), and a node's count only goes down by decrements
+// really sent. So every counted node that got the set
 // reads at least n minus the countDowns made, and any quorum of counted
 // nodes includes one of them. A node restarted empty does not count until
 // it is seeded again, with the highest count that the counted nodes

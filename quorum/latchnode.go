@@ -63,8 +63,16 @@ func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64) err
 	return err
 }
 
-func (n *redisNode) latchDecr(ctx context.Context, name string) (latchAnswer, error) {
-	return n.latchRun(ctx, latchDecrScript, name)
+func (n *redisNode) latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error) {
+	cmd, err := n.p.eval(ctx, latchDecrScript, []string{CountersKey}, name, nonce)
+	if err != nil {
+		return latchDecrement{}, err
+	}
+	vals, err := cmd.Int64Slice()
+	if err != nil || len(vals) != 3 {
+		return latchDecrement{}, fmt.Errorf("latch countDown replied %v, %v", vals, err)
+	}
+	return latchDecrement{state: CounterState(vals[0]), old: vals[1], new: vals[2]}, nil
 }
 
 func (n *redisNode) latchClaim(ctx context.Context, name string, claim int64) (latchAnswer, error) {

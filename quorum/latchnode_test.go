@@ -7,7 +7,7 @@ import (
 // TestLatchScriptsOnRedis runs the latch's node scripts on a real
 // redis-server, branch by branch: nothing on a node whose counters are
 // missing or pending; the set only where no count is; a decrement per
-// call, the count deleted at 0; the first claim stays; the undo only of
+// call of the count its set's nonce names, the count deleted at 0; the first claim stays; the undo only of
 // its own set; delete.
 func TestLatchScriptsOnRedis(t *testing.T) {
 	p := startRedis(t)
@@ -26,8 +26,10 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 
 	a, err := n.latchSet(ctx, "x", 2, 7)
 	want("set, counters missing", a, err, CounterMissing, 0)
-	a, err = n.latchDecr(ctx, "x")
-	want("countDown, counters missing", a, err, CounterMissing, 0)
+	d, err := n.latchDecr(ctx, "x", 0)
+	if err != nil || d != (latchDecrement{}) {
+		t.Errorf("countDown, counters missing = %+v, %v; want nothing", d, err)
+	}
 	admin.HSet(ctx, CountersKey, "pending", "1")
 	a, err = n.latchClaim(ctx, "x", 5)
 	want("claim, counters pending", a, err, CounterPending, 0)
@@ -50,21 +52,27 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if v, _ := field("l:x"); v != "2" {
 		t.Fatalf("another set's undo left the count %q; want 2", v)
 	}
-	a, err = n.latchDecr(ctx, "x")
-	want("countDown", a, err, CounterSeeded, 2)
+	decr := func(what string, nonce, old, new int64) {
+		t.Helper()
+		d, err := n.latchDecr(ctx, "x", nonce)
+		if err != nil || d != (latchDecrement{CounterSeeded, old, new}) {
+			t.Errorf("%s = %+v, %v; want %d -> %d", what, d, err, old, new)
+		}
+	}
+	decr("countDown of another set's count", 8, 2, 2)
+	decr("countDown", 7, 2, 1)
 	if v, _ := field("l:x"); v != "1" {
 		t.Fatalf("count after one countDown = %q; want 1", v)
 	}
-	a, err = n.latchDecr(ctx, "x")
-	want("the last countDown", a, err, CounterSeeded, 1)
+	decr("the last countDown", 7, 1, 0)
 	if _, ok := field("l:x"); ok {
 		t.Error("the count is still there at 0")
 	}
 	if _, ok := field("n:x"); ok {
 		t.Error("the set's nonce is still there at 0")
 	}
-	a, err = n.latchDecr(ctx, "x")
-	want("countDown of an open latch", a, err, CounterSeeded, 0)
+	decr("countDown of an open latch", 0, 0, 0)
+	decr("countDown of an open latch, a set's nonce", 7, 0, 0)
 	a, err = n.latchClaim(ctx, "x", 11)
 	want("the first claim", a, err, CounterSeeded, 11)
 	a, err = n.latchClaim(ctx, "x", 12)
