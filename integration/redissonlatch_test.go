@@ -197,9 +197,18 @@ func TestRedissonLatchRefusedOutsideLatchKeys(t *testing.T) {
 	if !strings.Contains(errText(err), "served only as Redisson calls it") {
 		t.Fatalf("countDown with another channel = %v; want the layout refusal", err)
 	}
+	if _, err := p.Client.ScriptLoad(t.Context(), redissonLatchCountDown).Result(); err != nil {
+		t.Fatalf("SCRIPT LOAD of countDown: %v; want its digest (served for latch_keys names)", err)
+	}
 	for i := range 3 {
-		if n := c.direct[i].HLen(t.Context(), quorum.CountersKey).Val(); n > 1 {
-			t.Errorf("master %d's counters have %d fields after refusals", i, n)
+		if n := c.direct[i].Exists(t.Context(), quorum.CountersKey, "other", "latch:x").Val(); n != 0 {
+			t.Errorf("master %d has %d keys after refusals; want none", i, n)
+		}
+		stats := c.direct[i].Info(t.Context(), "commandstats").Val()
+		for _, cmd := range []string{"cmdstat_eval:", "cmdstat_evalsha:", "cmdstat_fcall:"} {
+			if strings.Contains(stats, cmd) {
+				t.Errorf("master %d ran %s; want nothing of a refused call to reach it", i, strings.TrimSuffix(cmd, ":"))
+			}
 		}
 	}
 }
