@@ -296,7 +296,7 @@ func (n *redisNode) undoEffect(ctx context.Context, key string, u keyUndo) error
 	for _, m := range u.markers {
 		args = append(args, m.Entry, m.Value)
 	}
-	_, err := n.p.eval(ctx, undoEffectScript, []string{key}, args...)
+	_, err := n.p.evalBody(ctx, undoEffectScript, []string{key}, args...)
 	return err
 }
 

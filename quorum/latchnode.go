@@ -59,7 +59,7 @@ func (n *redisNode) latchSet(ctx context.Context, name string, count, nonce int6
 }
 
 func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64) error {
-	_, err := n.p.eval(ctx, latchUndoScript, []string{CountersKey}, name, nonce)
+	_, err := n.p.evalBody(ctx, latchUndoScript, []string{CountersKey}, name, nonce)
 	return err
 }
 

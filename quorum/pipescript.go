@@ -24,6 +24,20 @@ func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...a
 	return p.evalKeyed(ctx, s, len(keys), append(keysArgs, args...))
 }
 
+// evalBody runs s by its body (EVAL), never its digest or library: for
+// a give-back, which must run on a node without s cached however late
+// its replies come (a NOSCRIPT read past the deadline sends nothing).
+func (p *pipeline) evalBody(ctx context.Context, s *script, keys []string, args ...any) (*redis.Cmd, error) {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "eval", s.src, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmd := redis.NewCmd(ctx, append(cmdArgs, args...)...)
+	p.process(ctx, cmd)
+	return cmd, cmd.Err()
+}
+
 // evalKeyed is eval of keysArgs, the first nkeys of them keys: callers
 // that run one script on every node build it once.
 func (p *pipeline) evalKeyed(ctx context.Context, s *script, nkeys int, keysArgs []any) (*redis.Cmd, error) {

@@ -57,7 +57,7 @@ func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration,
 }
 
 func (n *redisNode) undoRead(ctx context.Context, l ReadLock, nonce string) error {
-	_, err := n.p.eval(ctx, rwUndoScript, []string{l.Key, l.TimeoutPrefix}, l.Name, nonce)
+	_, err := n.p.evalBody(ctx, rwUndoScript, []string{l.Key, l.TimeoutPrefix}, l.Name, nonce)
 	return err
 }
 
