@@ -102,6 +102,11 @@ func TestFenceMastersRestartedEmptyBetweenHolders(t *testing.T) {
 	hold(2) // masters 0 and 1 are marked, and do not count
 	time.Sleep(2*time.Second + 100*time.Millisecond)
 	hold(3) // seeds 0 and 1 from the others' maxima
+	for _, i := range []int{0, 1} {
+		// Their quarantine ends at a probe past max_ttl, which a loaded
+		// machine can delay past hold(3): hold(4) needs them counted.
+		waitState(t, p.Client, i, "up", 10*time.Second)
+	}
 	for _, i := range []int{2, 3} {
 		c.procs[i] = restartRedis(t, c.procs[i])
 	}
