@@ -523,7 +523,7 @@ func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 	next := w.clone()
 	op := next.ops[k]
-	step := fmt.Sprintf("countDown %d decides", op.id)
+	var step string // each branch names what it decided
 	next.ops[k] = latchFlight{}
 	publish := false
 	if op.claim {
