@@ -46,15 +46,9 @@ type latcher interface {
 
 var errNoLatch = errors.New("node cannot run the latch's scripts")
 
+// latchOp runs op on every node that can run the latch's scripts.
 func latchOp[T any](ctx context.Context, e *Engine, op func(context.Context, latcher) (T, error)) []result[T] {
-	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (T, error) {
-		ln, ok := n.(latcher)
-		if !ok {
-			var zero T
-			return zero, errNoLatch
-		}
-		return op(ctx, ln)
-	})
+	return capableOp(ctx, e, errNoLatch, op)
 }
 
 // seededAnswers are the values of the nodes that answered seeded, and

@@ -75,13 +75,19 @@ type rwNode interface {
 
 // rwOp runs op on every node that can run the read lock's scripts.
 func rwOp[T any](ctx context.Context, e *Engine, op func(context.Context, rwNode) (T, error)) []result[T] {
+	return capableOp(ctx, e, errNoRWLock, op)
+}
+
+// capableOp runs op on every node that is an I (a node kind that runs
+// some family's scripts); on any other node it fails with missing.
+func capableOp[I, T any](ctx context.Context, e *Engine, missing error, op func(context.Context, I) (T, error)) []result[T] {
 	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (T, error) {
-		rn, ok := n.(rwNode)
+		in, ok := n.(I)
 		if !ok {
 			var zero T
-			return zero, errNoRWLock
+			return zero, missing
 		}
-		return op(ctx, rn)
+		return op(ctx, in)
 	})
 }
 
