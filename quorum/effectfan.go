@@ -13,10 +13,15 @@ import (
 // restart, a flush, an eviction) gets them, and the call again, once the
 // others answered, within the same node timeout. Otherwise each node runs
 // it as runEffect does, loading what it lacks without waiting for the
-// others (a node frozen before its first call costs only itself).
+// others (a node frozen before its first call costs only itself), and
+// a body's very first call waits firstLoadTimeout for them.
 func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call effectCall, sc *effectScratch) []result[nodeEffect] {
 	if !e.fcallsEverywhere(eff) {
-		results := fanOut(ctx, e, eachEffect(eff, call))
+		timeout := e.cfg.NodeTimeout
+		if eff.ready.Load() == 0 {
+			timeout = max(timeout, firstLoadTimeout)
+		}
+		results := fanOutWithin(ctx, e, timeout, e.monitored.Load(), e.cfg.Observer, eachEffect(eff, call))
 		for i, r := range results {
 			if r.err == nil && i < 64 {
 				eff.ready.Or(1 << i)
@@ -74,6 +79,14 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 	}
 	return results
 }
+
+// firstLoadTimeout bounds a body's very first call, when no node has
+// answered it yet: each loads the wrapper's library and compiles the
+// body's chunk before it runs, 20 to 40ms on an idle machine, more than a
+// lock call's 50ms node_timeout on a loaded one (the first EVAL of every
+// new body answered NOQUORUM at load 4). The validity charges the time,
+// as for any call; later calls wait node_timeout again.
+const firstLoadTimeout = 500 * time.Millisecond
 
 // eachEffect runs the call of eff on one node as runEffect does.
 func eachEffect(eff *Effect, call effectCall) func(ctx context.Context, i int, n Node) (nodeEffect, error) {

@@ -45,7 +45,8 @@ func (f *fakeEffectNode) undoEffect(_ context.Context, key string, _ keyUndo) er
 // RunEffect charges the slowest node to validity, exactly: three nodes
 // take the key for 1s, one says no, one never answers (50ms, the node
 // timeout). 1s - 50ms - (10ms drift + 2ms) = 938ms, granted by 3; the
-// node that said no has nothing to give back.
+// node that said no has nothing to give back. The body's very first
+// call waits firstLoadTimeout (500ms) for the silent node: 488ms.
 func TestRunEffectChargesTheSilentNodeToValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		took := nodeEffect{reply: okReply, keys: []KeyEffect{took(time.Second)}}
@@ -57,7 +58,12 @@ func TestRunEffectChargesTheSilentNodeToValidity(t *testing.T) {
 			{fakeNode: &fakeNode{addr: "e"}, silent: true},
 		}
 		e := New(Config{NodeTimeout: 50 * time.Millisecond, MaxTTL: time.Minute}, effectNodes(nodes)...)
-		res, err := e.RunEffect(t.Context(), e.Wrap("return 1", nil), []string{"k"}, []string{"tok", "1000"})
+		eff := e.Wrap("return 1", nil)
+		res, err := e.RunEffect(t.Context(), eff, []string{"k0"}, []string{"tok", "1000"})
+		if err != nil || !res.Granted || res.Lease.Validity != 488*time.Millisecond || res.Lease.Granted != 3 {
+			t.Fatalf("first RunEffect = %+v, %v; want OK granted by 3 with validity 488ms", res, err)
+		}
+		res, err = e.RunEffect(t.Context(), eff, []string{"k"}, []string{"tok", "1000"})
 		if err != nil || !res.Granted || !res.Took || res.Lease.Validity != 938*time.Millisecond || res.Lease.Granted != 3 || !res.Reply.equal(okReply) {
 			t.Fatalf("RunEffect = %+v, %v; want OK granted by 3 with validity 938ms", res, err)
 		}
