@@ -191,7 +191,7 @@ func TestEffectExponentialReplyRefusedAndUndone(t *testing.T) {
 	if !v.isError() || !strings.Contains(v.String(), "ERR script refused: its reply has more than 100000 elements") {
 		t.Errorf("a reply of 2^40 elements = %.100s; want the refusal of a reply too large", v)
 	}
-	if took := time.Since(start); took > 10*time.Second {
+	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the refusal took %v", took)
 	}
 	if held := c.holding(t, "x", "tok"); len(held) > 0 {
