@@ -266,10 +266,11 @@ func setNXResult(err error) (bool, error) {
 	}
 }
 
-// Release runs releaseScript. Called alone it is an acquire's give-back (the fan-out pipelines the
-// release itself): it sends the script's body, not its digest, so that
-// a node without the script cached runs it however late its replies
-// come; a NOSCRIPT read past the deadline would leave the take there.
+// Release runs releaseScript. Called alone it is an acquire's give-back
+// (the fan-out pipelines the release itself): it sends the script's
+// body, not its digest, so that a node without the script cached runs it
+// however late its replies come; a NOSCRIPT read past the deadline would
+// leave the take there.
 func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 	c := pipeRelease(l)
 	c.cmd, c.s = c.body(), nil
