@@ -52,15 +52,6 @@ package quorum
 // leaves T recorded on a quorum, so a repeated FENCE of the hold finds
 // it.
 //
-// The round asks a quorum of the nodes first (fenceAsk: the same ones
-// through every proxy while they are up), and the others only when
-// those do not agree; it is then decided on every node's answer. To the
-// argument above, a node not asked is one whose message was lost, and
-// one asked later one whose message came late: the decision counts only
-// answers, so both are runs of the one round (the model's messages are
-// lost or delayed freely). The nodes not asked lag behind; a round that
-// must ask them disagrees, and its write-back brings them up.
-//
 // When the answers do not agree (a node missed an earlier FENCE, or was
 // lost; calls of one hold at once get the same answer from each node,
 // whichever came first), the round serves as the read of two rounds:
@@ -95,9 +86,9 @@ package quorum
 // once. If a majority of nodes lost their counters before they were
 // seeded again, no quorum of seeded nodes answers and counters stop
 // (NOQUORUM) rather than go back; an operator must then decide. Not
-// quite: a seeded node that never got a counter (one FENCE does not
-// ask) looks new, so a majority lost beside it is seeded at zero
-// (attack10 F2, documented in guarantees.md, not yet fixed).
+// quite: a seeded node that never got a counter (one cut off while
+// every FENCE ran) looks new, so a majority lost beside it is seeded at
+// zero (attack10 F2, documented in guarantees.md, not yet fixed).
 //
 // A counter INCR (fence_keys) is a read round and a write-back, without
 // a hold:
@@ -219,26 +210,9 @@ type Fencing struct {
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
 	start := time.Now()
-	call := pipeFenceRound(key, token, fenceField)
-	each := func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
+	reads := fanOutCall(ctx, e, pipeFenceRound(key, token, fenceField), func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
 		return fencer(n).FenceRound(ctx, key, token, fenceField)
-	}
-	var buf [8]bool
-	ask := e.fenceAsk(buf[:0])
-	reads := fanOutCallOn(ctx, e, call, ask, each)
-	var abuf [8]fenceAnswer
-	if ask != nil && !e.fenceAgrees(reads, abuf[:]) {
-		// The quorum asked first does not agree: the others are asked,
-		// and the round is decided on every node's answer.
-		for i := range ask {
-			ask[i] = !ask[i]
-		}
-		for i, r := range fanOutCallOn(ctx, e, call, ask, each) {
-			if ask[i] {
-				reads[i] = r
-			}
-		}
-	}
+	})
 	o, f, err := e.fenceHold(reads, start)
 	if err != nil {
 		return Fencing{}, err
@@ -246,7 +220,8 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	// Nodes that lost their counters are marked (or seeded again) as a
 	// read round would: the wait before seeding starts at the mark.
 	tended := e.tend(ctx, reads)
-	t, ok := fenceAgreed(e.agreeing(reads, abuf[:]), e.quorum)
+	var buf [8]fenceAnswer
+	t, ok := fenceAgreed(e.agreeing(reads, buf[:]), e.quorum)
 	if !ok {
 		// Nodes disagree (one missed a FENCE or was lost, or calls of
 		// this hold ran at once), or too few are seeded: this round is
@@ -272,46 +247,6 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	return f, nil
 }
 
-// fenceAsk returns the nodes FENCE's round asks first, in buf: a quorum
-// of the nodes that count and are not known down, the first by address
-// (so that every proxy that names the nodes alike asks the same ones,
-// whose counters then agree); nil, to ask every node, when fewer are up.
-// The others do no work for a FENCE while those agree: on shared cores,
-// what every node does for a call is what the call waits for.
-func (e *Engine) fenceAsk(buf []bool) []bool {
-	// One snapshot of who may be asked: the monitor may take nodes out
-	// while this picks.
-	ask := buf[:0]
-	up := 0
-	for i := range e.nodes {
-		ok := e.counts(i) && !(e.monitored.Load() && e.health[i].down.Load())
-		ask = append(ask, ok)
-		if ok {
-			up++
-		}
-	}
-	if up < e.quorum || e.quorum == len(e.nodes) {
-		return nil
-	}
-	for ; up > e.quorum; up-- { // keep the quorum first by address
-		last := -1
-		for i, n := range e.nodes {
-			if ask[i] && (last < 0 || n.Addr() > e.nodes[last].Addr()) {
-				last = i
-			}
-		}
-		ask[last] = false
-	}
-	return ask
-}
-
-// fenceAgrees reports whether reads are decided by FENCE's one round: a
-// quorum of counted nodes agree (fenceAgreed).
-func (e *Engine) fenceAgrees(reads []result[CounterEntry], buf []fenceAnswer) bool {
-	_, ok := fenceAgreed(e.agreeing(reads, buf), e.quorum)
-	return ok
-}
-
 // fenceHold checks that token holds key on a quorum of counted nodes, as
 // an extend does, and returns when the hold's validity ends, counted
 // from start.
@@ -321,7 +256,6 @@ func (e *Engine) fenceHold(reads []result[CounterEntry], start time.Time) (Outco
 	ttls := buf[:0]
 	for i, r := range reads {
 		switch {
-		case r.err == errNotAsked:
 		case r.err != nil:
 			o.Failed++
 		case r.v.Held && !e.counts(i):

@@ -18,9 +18,7 @@ import (
 // holds that end at any moment (a holder paused past its TTL). A FENCE is
 // the engine's one round (each node answers its record of the hold, or
 // takes its counter plus one and records it; a reply may be lost after
-// the node changed; the engine asks a quorum first and the others only
-// on disagreement, which are such runs: messages lost, or late), decided
-// with the engine's own fenceAgreed, and on
+// the node changed), decided with the engine's own fenceAgreed, and on
 // disagreement the write-back of the two rounds; an INCR is the two
 // rounds. Each decides the value to write back with the engine's own
 // nextToken. The lock itself is
