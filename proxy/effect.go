@@ -78,13 +78,13 @@ func argStrings(args [][]byte) []string {
 func valueReply(v quorum.Value) resp.Reply {
 	switch v.Kind {
 	case quorum.ValueStatus:
-		return resp.Status(v.Str)
+		return resp.ScriptStatus(v.Str)
 	case quorum.ValueBulk:
 		return resp.Bulk(v.Str)
 	case quorum.ValueInt:
 		return resp.Int(v.Int)
 	case quorum.ValueError:
-		return resp.Error(v.Str)
+		return resp.ScriptError(v.Str)
 	case quorum.ValueDouble:
 		return resp.Double(v.Str)
 	case quorum.ValueBigNumber:

@@ -108,12 +108,37 @@ func Set(items ...Reply) Reply { return Reply{kind: kindSet, items: items} }
 // writes it, the format is cut at a NUL and to three bytes, and padded
 // with spaces.
 func VerbatimAs(format, text string) Reply {
-	if i := strings.IndexByte(format, 0); i >= 0 {
-		format = format[:i]
-	}
 	f := []byte("   ")
-	copy(f, format)
+	copy(f, cutNUL(format))
 	return Reply{kind: kindVerbatimAs, str: string(f) + ":" + text}
+}
+
+// ScriptStatus is a script's status reply ({ok = s}) as Redis writes it:
+// cut at a NUL, each CR and LF a space, nothing trimmed.
+func ScriptStatus(s string) Reply {
+	return Reply{kind: kindStatus, str: spaced(cutNUL(s))}
+}
+
+// ScriptError is a script's error reply ({err = s}) as Redis writes it:
+// cut at a NUL, line breaks trimmed at the end only, the rest spaces.
+func ScriptError(s string) Reply {
+	return Reply{kind: kindError, str: spaced(strings.TrimRight(cutNUL(s), "\r\n"))}
+}
+
+// cutNUL is s up to its first NUL, as C's strings end.
+func cutNUL(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// spaced is s with each CR and LF made a space.
+func spaced(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
 }
 
 // IsError reports whether r is an error reply.
@@ -214,8 +239,5 @@ func (r Reply) String() string {
 // oneLine keeps a status or error on one line as Redis does: line breaks
 // at either end are trimmed, and each one inside becomes a space.
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(strings.Trim(s, "\r\n"))
+	return spaced(strings.Trim(s, "\r\n"))
 }

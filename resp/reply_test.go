@@ -28,6 +28,8 @@ func TestReplyWriteProto(t *testing.T) {
 		{"error", Error("NOQUORUM 1 of 3 nodes answered"), "-NOQUORUM 1 of 3 nodes answered\r\n", "-NOQUORUM 1 of 3 nodes answered\r\n"},
 		{"error line breaks become spaces, one each, as in Redis", Error("ERR a\r\nb\nc"), "-ERR a  b c\r\n", "-ERR a  b c\r\n"},
 		{"line breaks at the ends are trimmed", Error("ERR x\r\n"), "-ERR x\r\n", "-ERR x\r\n"},
+		{"a script's status: line breaks spaces, nothing trimmed, cut at NUL", ScriptStatus("\na\r\n\x00b"), "+ a  \r\n", "+ a  \r\n"},
+		{"a script's error: line breaks trimmed at the end only", ScriptError("\r\nERR x\n\x00y"), "-  ERR x\r\n", "-  ERR x\r\n"},
 		{"int", Int(-3), ":-3\r\n", ":-3\r\n"},
 		{"bulk", Bulk("tok"), "$3\r\ntok\r\n", "$3\r\ntok\r\n"},
 		{"null", Null(), "$-1\r\n", "_\r\n"},
