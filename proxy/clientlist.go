@@ -87,34 +87,38 @@ func (l *listing) line(now time.Time) string {
 		l.id, l.addr, l.laddr, l.name, int64(now.Sub(l.since).Seconds()), int64(now.Sub(l.last).Seconds()), user, l.cmd)
 }
 
-// clientList is CLIENT LIST [TYPE type] [ID id ...], for admin users.
+// clientList is CLIENT LIST [TYPE type | ID id ...], for admin users.
 func (s *Server) clientList(r *request) (resp.Reply, error) {
 	if !r.c.user.Can(acl.Admin) {
 		return resp.Reply{}, noPermission("client|list")
 	}
+	// As Redis 7.0 parses it: TYPE only as the one option, ID with any
+	// integers (none matches 0 or a negative), nothing else.
 	var ids map[int64]bool
 	typ := ""
-	for i := 2; i < len(r.args); i++ {
-		switch opt := strings.ToLower(string(r.args[i])); {
-		case opt == "type" && i+1 < len(r.args):
-			t, err := clientType(r.args[i+1])
-			if err != nil {
-				return resp.Reply{}, err
-			}
-			typ = t
-			i++
-		case opt == "id" && i+1 < len(r.args):
-			ids = map[int64]bool{}
-			for i++; i < len(r.args); i++ {
-				id, err := strconv.ParseInt(string(r.args[i]), 10, 64)
-				if err != nil || id <= 0 {
-					return resp.Reply{}, errClientID
-				}
-				ids[id] = true
-			}
-		default:
-			return resp.Reply{}, resp.ErrSyntax
+	opt := ""
+	if len(r.args) > 2 {
+		opt = strings.ToLower(string(r.args[2]))
+	}
+	switch {
+	case len(r.args) == 2:
+	case len(r.args) == 4 && opt == "type":
+		t, err := clientType(r.args[3])
+		if err != nil {
+			return resp.Reply{}, err
 		}
+		typ = t
+	case len(r.args) > 3 && opt == "id":
+		ids = map[int64]bool{}
+		for _, a := range r.args[3:] {
+			id, err := strconv.ParseInt(string(a), 10, 64)
+			if err != nil {
+				return resp.Reply{}, errClientID
+			}
+			ids[id] = true
+		}
+	default:
+		return resp.Reply{}, resp.ErrSyntax
 	}
 	var ls []*listing
 	s.listings.Range(func(_, v any) bool {
