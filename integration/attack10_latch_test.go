@@ -2,6 +2,7 @@ package integration
 
 import (
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -184,5 +185,91 @@ func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 	t.Logf("claims A %q B %q (seeded %q) C %q", field(0, "m:"+name), field(1, "m:"+name), seededClaim, field(2, "m:"+name))
 	if n := zeros.Load(); n != 1 {
 		t.Errorf("master A got the zero message %d times for one latch(1); one Redis sends it once", n)
+	}
+}
+
+// attack10 K2: the latch OPENS EARLY. A countDown's two rounds (read each
+// master's nonce, then decrement) straddle a master's restart: its nonce
+// was read before, its decrement is sent after, on a new connection, and
+// held on the way (a slow link, past node_timeout) until the master was
+// seeded again. The seed copies the highest count AND the nonce of the
+// set, which the countDown already decremented on the masters it reached:
+// the late decrement matches the seeded nonce and counts the same
+// countDown a second time there.
+//
+// 3 masters A B C, P1 direct, P2 through delay relays to B and C,
+// max_ttl 1s. trySetCount(2) through P1; A missed it (its count deleted,
+// as a master down then). countDown Z through P2: A and B read at once, C
+// slow (800ms); meanwhile B restarts empty, and P2's link to B turns slow
+// (2.5s). Z's decrements: A none, C 2 -> 1 (answered), B's held. P1
+// marks B, seeds it after the wait from A and C: count 1, the set's
+// nonce. Z's held decrement lands on B: 1 -> 0. Masters [none 0 1]: a
+// quorum at 0, getCount reads 0 after ONE countDown of 2. One Redis: 1.
+func TestAttack10LatchOpensEarlyOnADecrementAcrossARestart(t *testing.T) {
+	c := startNodes(t, 3)
+	var delayB, delayC atomic.Int64
+	rB, rC := attack10DelayRelay(t, c.addrs[1], &delayB), attack10DelayRelay(t, c.addrs[2], &delayC)
+	qcfg := engineConfig()
+	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl (+ drift)
+	p1 := startProxy(t, latchConfig(), qcfg, c.addrs...)
+	p2 := startProxy(t, latchConfig(), qcfg, c.addrs[0], rB, rC)
+	const name = "latch:k2"
+	l1, l2 := newLatchClient(p1.Client, name), newLatchClient(p2.Client, name)
+	ctx := t.Context()
+	field := func(i int, f string) string { return c.direct[i].HGet(ctx, quorum.CountersKey, f).Val() }
+	decrSrc, err := os.ReadFile("../quorum/lua/latch_decr.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if v, err := l1.trySetCount(t, 2); v != 1 || err != nil {
+		t.Fatalf("trySetCount(2) = %d, %v", v, err)
+	}
+	if v, err := l2.getCount(t); v != 2 || err != nil { // P2's connections are up
+		t.Fatalf("getCount through P2 = %d, %v", v, err)
+	}
+	// A missed the set (as a master down then).
+	c.direct[0].HDel(ctx, quorum.CountersKey, "l:"+name, "n:"+name)
+	if v, err := l1.getCount(t); v != 2 || err != nil {
+		t.Fatalf("getCount with A missing the set = %d, %v; want 2", v, err)
+	}
+
+	delayC.Store(int64(800 * time.Millisecond))
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	wg.Go(func() {
+		if err := l2.countDown(t); err != nil {
+			t.Logf("countDown Z: %v", err)
+		}
+	})
+	time.Sleep(100 * time.Millisecond) // Z read A and B; C's read is held
+	delayC.Store(0)                    // Z's decrement to C goes through at once
+	delayB.Store(int64(2500 * time.Millisecond))
+	c.procs[1] = restartRedis(t, c.procs[1])
+	t.Logf("B restarted %v after Z began", time.Since(t0))
+	if time.Since(t0) > 700*time.Millisecond {
+		t.Fatalf("B's restart took %v: Z's read round ended before it", time.Since(t0))
+	}
+	l1.getCount(t) // marks B pending
+	if field(1, "pending") == "" {
+		t.Fatal("B not marked pending")
+	}
+	// The latch's decrement script cached on B again (a latch used since).
+	if err := c.direct[1].ScriptLoad(ctx, string(decrSrc)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(t0.Add(1900 * time.Millisecond))) // B's wait ended; Z's decrement landed on C
+	l1.getCount(t)                                          // seeds B
+	seeded := []string{field(1, "seeded"), field(1, "l:"+name), field(1, "n:"+name), field(2, "l:"+name), field(2, "n:"+name)}
+	wg.Wait()
+	for end := time.Now().Add(8 * time.Second); field(1, "l:"+name) == seeded[1] && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond) // Z's held decrement lands on B
+	}
+	delayB.Store(0)
+	delayC.Store(0)
+	counts := []string{field(0, "l:"+name), field(1, "l:"+name), field(2, "l:"+name)}
+	t.Logf("B after its seed: seeded %q count %q nonce %q (C: count %q nonce %q); counts now %q", seeded[0], seeded[1], seeded[2], seeded[3], seeded[4], counts)
+	if v, err := l1.getCount(t); err == nil && v == 0 {
+		t.Errorf("a count-2 latch after ONE countDown reads open (masters' counts %q); one Redis reads 1", counts)
 	}
 }
