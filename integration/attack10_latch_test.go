@@ -97,6 +97,7 @@ func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 	rB, rC := attack10DelayRelay(t, c.addrs[1], &delayB), attack10DelayRelay(t, c.addrs[2], &delayC)
 	qcfg := engineConfig()
 	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl (+ drift)
+	qcfg.NodeTimeout = 400 * time.Millisecond           // a valid config: at most half of min_ttl
 	p1 := startProxy(t, latchConfig(), qcfg, c.addrs...)
 	p2 := startProxy(t, latchConfig(), qcfg, c.addrs[0], rB, rC)
 	const name = "latch:k1"
@@ -165,7 +166,7 @@ func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 	}
 
 	time.Sleep(time.Until(seedable.Add(-100 * time.Millisecond)))
-	delayC.Store(int64(300 * time.Millisecond))
+	delayC.Store(int64(150 * time.Millisecond))
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	wg.Go(func() {
@@ -173,9 +174,9 @@ func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 			t.Errorf("countDown Y: %v", err)
 		}
 	})
-	time.Sleep(time.Until(t0.Add(400 * time.Millisecond)))
-	delayB.Store(int64(700 * time.Millisecond)) // Y's claim to B, sent at ~600ms, lands at ~1300ms
-	time.Sleep(time.Until(t0.Add(950 * time.Millisecond)))
+	time.Sleep(time.Until(t0.Add(200 * time.Millisecond)))
+	delayB.Store(int64(300 * time.Millisecond)) // Y's claim to B, sent at ~300ms, lands at ~600ms
+	time.Sleep(time.Until(t0.Add(500 * time.Millisecond)))
 	l1.getCount(t) // seeds B: Y's claim is on C by now
 	seededClaim := field(1, "m:"+name)
 	wg.Wait()
@@ -198,9 +199,9 @@ func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 // countDown a second time there.
 //
 // 3 masters A B C, P1 direct, P2 through delay relays to B and C,
-// max_ttl 1s. trySetCount(2) through P1; A missed it (its count deleted,
+// max_ttl 1s, node_timeout 400ms. trySetCount(2) through P1; A missed it (its count deleted,
 // as a master down then). countDown Z through P2: A and B read at once, C
-// slow (800ms); meanwhile B restarts empty, and P2's link to B turns slow
+// slow (300ms); meanwhile B restarts empty, and P2's link to B turns slow
 // (2.5s). Z's decrements: A none, C 2 -> 1 (answered), B's held. P1
 // marks B, seeds it after the wait from A and C: count 1, the set's
 // nonce. Z's held decrement lands on B: 1 -> 0. Masters [none 0 1]: a
@@ -211,6 +212,7 @@ func TestAttack10LatchOpensEarlyOnADecrementAcrossARestart(t *testing.T) {
 	rB, rC := attack10DelayRelay(t, c.addrs[1], &delayB), attack10DelayRelay(t, c.addrs[2], &delayC)
 	qcfg := engineConfig()
 	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl (+ drift)
+	qcfg.NodeTimeout = 400 * time.Millisecond           // a valid config: at most half of min_ttl
 	p1 := startProxy(t, latchConfig(), qcfg, c.addrs...)
 	p2 := startProxy(t, latchConfig(), qcfg, c.addrs[0], rB, rC)
 	const name = "latch:k2"
@@ -234,7 +236,7 @@ func TestAttack10LatchOpensEarlyOnADecrementAcrossARestart(t *testing.T) {
 		t.Fatalf("getCount with A missing the set = %d, %v; want 2", v, err)
 	}
 
-	delayC.Store(int64(800 * time.Millisecond))
+	delayC.Store(int64(300 * time.Millisecond))
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	wg.Go(func() {
@@ -247,7 +249,7 @@ func TestAttack10LatchOpensEarlyOnADecrementAcrossARestart(t *testing.T) {
 	delayB.Store(int64(2500 * time.Millisecond))
 	c.procs[1] = restartRedis(t, c.procs[1])
 	t.Logf("B restarted %v after Z began", time.Since(t0))
-	if time.Since(t0) > 700*time.Millisecond {
+	if time.Since(t0) > 300*time.Millisecond {
 		t.Fatalf("B's restart took %v: Z's read round ended before it", time.Since(t0))
 	}
 	l1.getCount(t) // marks B pending
