@@ -78,7 +78,8 @@ func attack10DelayRelay(t *testing.T, target string, delay *atomic.Int64) string
 // after the seed and reads that claim back.
 //
 // 3 masters A B C, proxies P1 (direct) and P2 (its requests to B and C
-// through delay relays), max_ttl 1s (the seeding's wait). A latch(1):
+// through delay relays), max_ttl 1s (the seeding's wait), node_timeout
+// 400ms (valid: at most half of min_ttl). A latch(1):
 // countDown X through P1 takes A and B to 0 (C missed it: its count put
 // back, as a master down then), claims A and B (a quorum) and sends "0".
 // B restarts empty and is marked pending. Just before B's wait ends,
