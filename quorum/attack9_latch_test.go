@@ -63,3 +63,38 @@ func TestAttack9OpenLatchReadsWithOneOfFiveDown(t *testing.T) {
 		t.Errorf("an opened latch beside an older latch's leftovers, 1 of 5 masters down: read %d, decided %v; want open", c, ok)
 	}
 }
+
+// attack9 L2 (latch20's design, 4842eaa, not served yet; the latch OPENS
+// EARLY). A countDown's decrement that lands late, after the latch it
+// counted down opened and a new trySetCount set the same name, counts
+// the NEW latch down on that node alone. The explorer starts from one
+// granted trySetCount and never sends a new one over an older latch's
+// messages in flight. Five masters, quorum 3; each master runs
+// Redisson's scripts (trySetCount sets a missing key; countDown DECRs,
+// and deletes at 0 or below):
+//
+//	old latch trySetCount(1): A, B, D, E set it (C down)  [1 - 1 1 1]   granted
+//	old countDown: lands on A, B, D, E; its DECR to C is delayed (a slow
+//	  link from one proxy); the answers read open: the
+//	  client is told it opened the old latch               [0 - 0 0 0]
+//	new trySetCount(2) through another proxy, D and E down:
+//	  A, B, C set it                                       [2 2 2 - -]   granted (a quorum)
+//	the old DECR lands on C                                [2 2 1 - -]
+//	D and E back (no key); the new latch's FIRST countDown [1 1 0 0 0]
+//	read: a quorum (C, D, E) at 0: open after 1 of 2 countDowns
+//
+// One Redis: the old countDown opened the old latch, so it came before
+// the new trySetCount; after it and one countDown the count is 1.
+func TestAttack9LatchDoesNotOpenEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
+	const q = 5/2 + 1
+	// A, B, C, D, E after the new trySetCount(2) (D and E down: no key) and the
+	// old countDown's late DECR on C.
+	before := []int64{2, 2, 1, 0, 0}
+	after := make([]int64, len(before))
+	for i, v := range before {
+		after[i] = max(v-1, 0) // the new latch's first countDown, on every master
+	}
+	if c, ok := latchCount(after, q); ok && c == 0 {
+		t.Errorf("a count-2 latch after ONE countDown reads open (masters %v): a quorum at 0, one of them counted down by an older latch's late decrement; one Redis reads 1", after)
+	}
+}
