@@ -1,0 +1,133 @@
+package integration
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+)
+
+// fwdDelayRelay forwards 127.0.0.1 connections to target, holding every
+// chunk the client sends for what delay holds at the time.
+func fwdDelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); s.Close() })
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						time.Sleep(time.Duration(delay.Load()))
+						if _, werr := s.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				s.Close()
+			}()
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
+				c.Close()
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// attack9 L2 end to end (b37cc24, the latch served): the latch OPENS
+// EARLY. An older latch's countDown, through proxy P1 whose link to master
+// C is slow (its requests held 1.5s, past node_timeout), opens the old
+// latch on A and B; a new trySetCount(2) through P2 sets A, B and C; P1's
+// DECR then lands on C (2 -> 1); A misses the new set. The new latch's
+// FIRST countDown leaves A and C at 0, a quorum of 3: getCount reads 0
+// after 1 of 2 countDowns. One Redis: the old countDown opened the old
+// latch, so it came before the new set, and the count is 1. C missing the
+// old set and A the new one are made by deleting their count (as a master
+// down during that set); the latch scripts are cached first (a latch used
+// before), or P1's late EVALSHA gets NOSCRIPT and its DECR never runs.
+func TestAttack9LatchOpensEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
+	c := startNodes(t, 3)
+	var delay atomic.Int64
+	slowC := fwdDelayRelay(t, c.addrs[2], &delay)
+	p1 := startProxy(t, latchConfig(), engineConfig(), c.addrs[0], c.addrs[1], slowC)
+	p2 := startProxy(t, latchConfig(), engineConfig(), c.addrs...)
+	l1, l2 := newLatchClient(p1.Client, "latch:x"), newLatchClient(p2.Client, "latch:x")
+	// Every latch script cached on every master (a latch used before).
+	w := newLatchClient(p2.Client, "latch:warm")
+	w.trySetCount(t, 1)
+	w.countDown(t)
+	if v, err := l2.trySetCount(t, 1); v != 1 || err != nil {
+		t.Fatalf("old trySetCount(1) = %d, %v", v, err)
+	}
+	if v, err := l1.getCount(t); v != 1 || err != nil { // P1's connections are up
+		t.Fatalf("getCount through P1 = %d, %v", v, err)
+	}
+	// C missed the old set (as a master down then).
+	if err := c.direct[2].HDel(t.Context(), quorum.CountersKey, "l:latch:x", "n:latch:x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	delay.Store(int64(1500 * time.Millisecond)) // P1 -> C: past node_timeout (1s)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := l1.countDown(t); err != nil {
+			t.Errorf("old countDown through P1: %v", err)
+		}
+	})
+	time.Sleep(300 * time.Millisecond) // A and B counted down: the old latch is open
+	if v, err := l2.getCount(t); v != 0 || err != nil {
+		t.Fatalf("getCount of the old latch after its countDown = %d, %v; want 0", v, err)
+	}
+	if v, err := l2.trySetCount(t, 2); v != 1 || err != nil {
+		t.Fatalf("new trySetCount(2) = %d, %v", v, err)
+	}
+	wg.Wait()
+	time.Sleep(2 * time.Second) // P1's DECR (and claim) have landed on C
+	delay.Store(0)
+	// A missed the new set (as a master down then).
+	if err := c.direct[0].HDel(t.Context(), quorum.CountersKey, "l:latch:x", "n:latch:x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var counts []string
+	for i := range 3 {
+		counts = append(counts, c.direct[i].HGet(t.Context(), quorum.CountersKey, "l:latch:x").Val())
+	}
+	if err := l2.countDown(t); err != nil {
+		t.Fatalf("new countDown: %v", err)
+	}
+	if v, err := l2.getCount(t); err == nil && v == 0 {
+		t.Errorf("a count-2 latch after ONE countDown reads open (masters' counts before it %q); one Redis reads 1", counts)
+	}
+}
