@@ -131,3 +131,50 @@ func TestAttack9LatchOpensEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
 		t.Errorf("a count-2 latch after ONE countDown reads open (masters' counts before it %q); one Redis reads 1", counts)
 	}
 }
+
+// attack9 L1 end to end (b37cc24): a master restarted empty is seeded with
+// the highest count of the others, an older latch's leftover too, and the
+// new latch never opens. 3 masters, max_ttl 1s (the seeding's wait). An
+// old latch(5) counted down 5 times, but master C keeps its 5 (its count
+// put back: as a master down during those countDowns); it reads open. A
+// new trySetCount(2) sets A and B (C has a count: Redisson's EXISTS),
+// granted. B restarts empty and is seeded after the wait: max(2, 5) = 5.
+// After the new latch's 2 countDowns [0 3 3]: getCount reads 3 for good.
+// One Redis reads 0 (open).
+func TestAttack9LatchOpensAfterItsCountDownsBesideAnOldLatchsLeftover(t *testing.T) {
+	c := startNodes(t, 3)
+	qcfg := engineConfig()
+	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl
+	p := startProxy(t, latchConfig(), qcfg, c.addrs...)
+	l := newLatchClient(p.Client, "latch:s")
+	if v, err := l.trySetCount(t, 5); v != 1 || err != nil {
+		t.Fatalf("old trySetCount(5) = %d, %v", v, err)
+	}
+	for range 5 {
+		if err := l.countDown(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.direct[2].HSet(t.Context(), quorum.CountersKey, "l:latch:s", 5).Err(); err != nil {
+		t.Fatal(err) // C missed the old latch's countDowns
+	}
+	if v, err := l.getCount(t); v != 0 || err != nil {
+		t.Fatalf("getCount of the old latch = %d, %v; want 0", v, err)
+	}
+	if v, err := l.trySetCount(t, 2); v != 1 || err != nil {
+		t.Fatalf("new trySetCount(2) = %d, %v; want 1 (A and B set it)", v, err)
+	}
+	c.procs[1] = restartRedis(t, c.procs[1])
+	l.getCount(t) // B is found unseeded, and marked
+	time.Sleep(time.Second + 200*time.Millisecond)
+	l.getCount(t) // seeds B
+	seed := c.direct[1].HGet(t.Context(), quorum.CountersKey, "l:latch:s").Val()
+	for range 2 {
+		if err := l.countDown(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := l.getCount(t); v != 0 || err != nil {
+		t.Errorf("trySetCount(2) and 2 countDowns: getCount = %d, %v (B was seeded with %q); one Redis reads 0", v, err, seed)
+	}
+}
