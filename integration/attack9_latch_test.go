@@ -67,10 +67,10 @@ func fwdDelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
 	return ln.Addr().String()
 }
 
-// attack9 L2 end to end (b37cc24, the latch served): the latch OPENS
+// attack9 L2 end to end (b37cc24, the latch served): the latch OPENED
 // EARLY. An older latch's countDown, through proxy P1 whose link to master
-// C is slow (its requests held 1.5s, past node_timeout), opens the old
-// latch on A and B; a new trySetCount(2) through P2 sets A, B and C; P1's
+// C turns slow after its nonce read (its decrement held 1.5s, past
+// node_timeout), opens the old latch on A and B; a new trySetCount(2) through P2 sets A, B and C; P1's
 // DECR then lands on C (2 -> 1); A misses the new set. The new latch's
 // FIRST countDown leaves A and C at 0, a quorum of 3: getCount reads 0
 // after 1 of 2 countDowns. One Redis: the old countDown opened the old
@@ -78,12 +78,15 @@ func fwdDelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
 // old set and A the new one are made by deleting their count (as a master
 // down during that set); the latch scripts are cached first (a latch used
 // before), or P1's late EVALSHA gets NOSCRIPT and its DECR never runs.
+// Fixed by 415b5ea: the decrement names the nonce its countDown read of C
+// (none), and misses the new set's count there.
 func TestAttack9LatchOpensEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
 	c := startNodes(t, 3)
 	var delay atomic.Int64
 	slowC := fwdDelayRelay(t, c.addrs[2], &delay)
-	p1 := startProxy(t, latchConfig(), engineConfig(), c.addrs[0], c.addrs[1], slowC)
-	p2 := startProxy(t, latchConfig(), engineConfig(), c.addrs...)
+	qcfg := latchEngineConfig(time.Second)
+	p1 := startProxy(t, latchConfig(), qcfg, c.addrs[0], c.addrs[1], slowC)
+	p2 := startProxy(t, latchConfig(), qcfg, c.addrs...)
 	l1, l2 := newLatchClient(p1.Client, "latch:x"), newLatchClient(p2.Client, "latch:x")
 	// Every latch script cached on every master (a latch used before).
 	w := newLatchClient(p2.Client, "latch:warm")
@@ -99,14 +102,18 @@ func TestAttack9LatchOpensEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
 	if err := c.direct[2].HDel(t.Context(), quorum.CountersKey, "l:latch:x", "n:latch:x").Err(); err != nil {
 		t.Fatal(err)
 	}
-	delay.Store(int64(1500 * time.Millisecond)) // P1 -> C: past node_timeout (1s)
+	// P1 -> C: the nonce read held 300ms (within node_timeout, 400ms),
+	// then the decrement 1.5s (past it).
+	delay.Store(int64(300 * time.Millisecond))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := l1.countDown(t); err != nil {
 			t.Errorf("old countDown through P1: %v", err)
 		}
 	})
-	time.Sleep(300 * time.Millisecond) // A and B counted down: the old latch is open
+	time.Sleep(150 * time.Millisecond)
+	delay.Store(int64(1500 * time.Millisecond))
+	time.Sleep(350 * time.Millisecond) // A and B counted down: the old latch is open
 	if v, err := l2.getCount(t); v != 0 || err != nil {
 		t.Fatalf("getCount of the old latch after its countDown = %d, %v; want 0", v, err)
 	}
@@ -143,8 +150,7 @@ func TestAttack9LatchOpensEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
 // One Redis reads 0 (open).
 func TestAttack9LatchOpensAfterItsCountDownsBesideAnOldLatchsLeftover(t *testing.T) {
 	c := startNodes(t, 3)
-	qcfg := engineConfig()
-	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl
+	qcfg := latchEngineConfig(time.Second) // the seeding waits max_ttl
 	p := startProxy(t, latchConfig(), qcfg, c.addrs...)
 	l := newLatchClient(p.Client, "latch:s")
 	if v, err := l.trySetCount(t, 5); v != 1 || err != nil {

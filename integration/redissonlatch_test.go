@@ -155,6 +155,25 @@ func latchConfig() proxy.Config {
 	return proxy.Config{CommandTimeout: commandTimeout, LatchKeys: []string{"latch:*"}}
 }
 
+// latchSetup starts n masters and a proxy serving latch:* over them.
+func latchSetup(t *testing.T, n int) (*cluster, *proxyProc) {
+	t.Helper()
+	c := startNodes(t, n)
+	return c, startProxy(t, latchConfig(), latchEngineConfig(time.Minute), c.addrs...)
+}
+
+// latchEngineConfig is a valid engine config for the latch's tests:
+// min_ttl 1s, node_timeout 400ms (at most half of it), and maxTTL (the
+// seeding's wait).
+func latchEngineConfig(maxTTL time.Duration) quorum.Config {
+	cfg := engineConfig()
+	cfg.MinTTL, cfg.MaxTTL, cfg.NodeTimeout = time.Second, maxTTL, 400*time.Millisecond
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
 // TestRedissonLatchSideBySide: one latch's life (trySetCount, getCount,
 // countDown to 0 and past it, delete), replies and messages, against one
 // redis-server and through the proxy over 5 masters, all up and with 2
@@ -163,7 +182,7 @@ func TestRedissonLatchSideBySide(t *testing.T) {
 	t.Run("one redis", func(t *testing.T) { latchLife(t, direct(t, startRedis(t).Addr), "latch:a") })
 	for _, down := range []int{0, 2} {
 		t.Run(fmt.Sprintf("proxy, %d of 5 down", down), func(t *testing.T) {
-			c, p := setup(t, 5, latchConfig())
+			c, p := latchSetup(t, 5)
 			cl := newClient(t, p.Addr, nil)
 			if _, err := newLatchClient(cl, "latch:first").getCount(t); err != nil {
 				t.Fatalf("the first read, all up: %v", err) // starts the counters
@@ -185,7 +204,7 @@ func TestRedissonLatchSideBySide(t *testing.T) {
 // match latch_keys is refused naming the setting, and nothing reaches a
 // master.
 func TestRedissonLatchRefusedOutsideLatchKeys(t *testing.T) {
-	c, p := setup(t, 3, latchConfig())
+	c, p := latchSetup(t, 3)
 	l := newLatchClient(p.Client, "other")
 	if _, err := l.trySetCount(t, 2); !strings.Contains(errText(err), "Redisson's RCountDownLatch is not served: its count never expires, and the quorum latch for names in latch_keys is held back") {
 		t.Fatalf("trySetCount of a name outside latch_keys = %v; want the refusal", err)
@@ -218,7 +237,7 @@ func TestRedissonLatchRefusedOutsideLatchKeys(t *testing.T) {
 // message, and read open through either.
 func TestRedissonLatchThroughTwoProxies(t *testing.T) {
 	c := startNodes(t, 5)
-	ps := []*proxyProc{startProxy(t, latchConfig(), engineConfig(), c.addrs...), startProxy(t, latchConfig(), engineConfig(), c.addrs...)}
+	ps := []*proxyProc{startProxy(t, latchConfig(), latchEngineConfig(time.Minute), c.addrs...), startProxy(t, latchConfig(), latchEngineConfig(time.Minute), c.addrs...)}
 	ls := []latchClient{newLatchClient(newClient(t, ps[0].Addr, nil), "latch:two"), newLatchClient(newClient(t, ps[1].Addr, nil), "latch:two")}
 	subs := []*redis.PubSub{ls[0].subscribe(t), ls[1].subscribe(t)}
 	if v, err := ls[0].trySetCount(t, 4); v != 1 || err != nil {
@@ -246,8 +265,7 @@ func TestRedissonLatchThroughTwoProxies(t *testing.T) {
 // fewer than a quorum of masters kept their counters.
 func TestRedissonLatchMajorityRestartedEmpty(t *testing.T) {
 	c := startNodes(t, 3)
-	qcfg := engineConfig()
-	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl
+	qcfg := latchEngineConfig(time.Second) // the seeding waits max_ttl
 	p := startProxy(t, latchConfig(), qcfg, c.addrs...)
 	l := newLatchClient(p.Client, "latch:r")
 	sub := l.subscribe(t)
@@ -279,8 +297,7 @@ func TestRedissonLatchMajorityRestartedEmpty(t *testing.T) {
 // count stays exact and the zero message comes once, after the last.
 func TestRedissonLatchMasterRestartedBetweenCountDowns(t *testing.T) {
 	c := startNodes(t, 5)
-	qcfg := engineConfig()
-	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second
+	qcfg := latchEngineConfig(time.Second) // the seeding waits max_ttl
 	p := startProxy(t, latchConfig(), qcfg, c.addrs...)
 	l := newLatchClient(p.Client, "latch:r")
 	sub := l.subscribe(t)
@@ -320,7 +337,7 @@ func TestRedissonLatchMasterRestartedBetweenCountDowns(t *testing.T) {
 // waiter, and the latch reads open.
 func TestRedissonLatchCountDownRace(t *testing.T) {
 	c := startNodes(t, 5)
-	ps := []*proxyProc{startProxy(t, latchConfig(), engineConfig(), c.addrs...), startProxy(t, latchConfig(), engineConfig(), c.addrs...)}
+	ps := []*proxyProc{startProxy(t, latchConfig(), latchEngineConfig(time.Minute), c.addrs...), startProxy(t, latchConfig(), latchEngineConfig(time.Minute), c.addrs...)}
 	for round := range 3 {
 		name := fmt.Sprintf("latch:race%d", round)
 		waiters := []*redis.PubSub{newLatchClient(newClient(t, ps[0].Addr, nil), name).subscribe(t), newLatchClient(newClient(t, ps[1].Addr, nil), name).subscribe(t)}
@@ -352,7 +369,7 @@ func TestRedissonLatchCountDownRace(t *testing.T) {
 // is unavailable, never 0 (the quorum-th largest count would read the
 // latch open before any countDown).
 func TestRedissonLatchMasterThatMissedTheSet(t *testing.T) {
-	c, p := setup(t, 5, latchConfig())
+	c, p := latchSetup(t, 5)
 	l := newLatchClient(p.Client, "latch:m")
 	if v, err := l.trySetCount(t, 2); v != 1 || err != nil {
 		t.Fatalf("trySetCount(2) = %d, %v", v, err)

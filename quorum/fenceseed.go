@@ -125,7 +125,8 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 }
 
 // counterMaxima reads every seeded node's counters and returns each
-// counter's maximum, and whether a quorum of seeded nodes answered.
+// counter's maximum (a latch's fields: latchSeedFields), and whether a
+// quorum of seeded nodes answered.
 // It runs after the wait was seen on the pending node, so it sees every
 // value an operation that counted the lost node returned.
 func (e *Engine) counterMaxima(ctx context.Context) (map[string]int64, bool) {
@@ -133,15 +134,16 @@ func (e *Engine) counterMaxima(ctx context.Context) (map[string]int64, bool) {
 		return fencer(n).Counters(ctx)
 	})
 	fields := map[string]int64{}
-	seeded := 0
+	var seeded []map[string]int64
 	for _, d := range dumps {
 		if d.err != nil || d.v == nil {
 			continue
 		}
-		seeded++
+		seeded = append(seeded, d.v)
 		for f, v := range d.v {
 			fields[f] = max(fields[f], v)
 		}
 	}
-	return fields, seeded >= e.quorum
+	latchSeedFields(fields, seeded)
+	return fields, len(seeded) >= e.quorum
 }

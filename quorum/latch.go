@@ -5,20 +5,60 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"slices"
+	"strings"
 )
 
 // Redisson's RCountDownLatch as quorum operations (latchdecide.go has the
 // design and its decisions, latchcheck_test.go explores them). A latch's
 // count lives in the counters' hash on every node (fence.go), as three
 // fields: "l:" the count (none: open there, or never set), "n:" the nonce
-// of the trySetCount that set it, "m:" the claim of its zero message. So
-// a node restarted empty does not count until seeded again, with each
-// field's highest over the seeded nodes (fenceseed.go), after the wait.
+// of the trySetCount that set it, "m:" the claim of its zero message. A
+// node restarted empty does not count until seeded again after the wait
+// (fenceseed.go), with a generation no read made before can name
+// (latchSeedFields).
 
 const (
 	latchCountPrefix = "l:"
 	latchNoncePrefix = "n:"
+	latchClaimPrefix = "m:"
+	// latchSeededField marks a node seeded after a restart: it answers
+	// the claim of a latch not set there since with nobody's claim (0).
+	latchSeededField = "m*"
 )
+
+// latchSeedFields turns the maxima of the seeded nodes' counters (fields,
+// from dumps: counterMaxima) into a restarted node's latch fields. Each
+// count is the highest (at least what a node that got the latch's set
+// reads), beside a fresh nonce: a countDown whose nonce read came before
+// the seed, its decrement after, misses there (it may have counted the
+// others down already, and the highest count after). No claim is copied:
+// the node may have answered another before its restart. It answers
+// nobody's claim (latchSeededField) until a set lands there again, but
+// for a latch that every dump has a count and a claim field of: none of
+// them was at 0 since its last set, so no claim of it was made before.
+func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
+	for f := range fields {
+		if strings.HasPrefix(f, latchNoncePrefix) || strings.HasPrefix(f, latchClaimPrefix) {
+			delete(fields, f)
+		}
+	}
+	nonce := positiveNonce()
+	for f := range fields {
+		name, ok := strings.CutPrefix(f, latchCountPrefix)
+		if !ok {
+			continue
+		}
+		fields[latchNoncePrefix+name] = nonce
+		if !slices.ContainsFunc(dumps, func(d map[string]int64) bool {
+			_, claim := d[latchClaimPrefix+name]
+			return d[f] <= 0 || !claim
+		}) {
+			fields[latchClaimPrefix+name] = 0
+		}
+	}
+	fields[latchSeededField] = 1
+}
 
 // LatchMessages are what a latch's operations publish, as Redisson's
 // scripts do: the command (PUBLISH or SPUBLISH), the channel and the
@@ -27,17 +67,20 @@ type LatchMessages struct {
 	Publish, Channel, Message string
 }
 
-// latchAnswer is one node's answer: its counters' state, and the value
-// the script gives (set, old count, claim, had).
+// latchAnswer is one node's answer: its counters' state, the value the
+// script gives (set, claim, had), and for a set that found a count, that
+// count's nonce.
 type latchAnswer struct {
 	state CounterState
 	v     int64
+	nonce int64
 }
 
 // latcher is a Node that runs the latch's scripts (latchnode.go).
 type latcher interface {
 	latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error)
 	latchUndo(ctx context.Context, name string, nonce int64) error
+	latchReset(ctx context.Context, name string, count, nonce, old int64) error
 	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
 	latchClaim(ctx context.Context, name string, claim int64) (latchAnswer, error)
 	latchDel(ctx context.Context, name string) (latchAnswer, error)
@@ -110,6 +153,7 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 		granted = sum(vals)
 	}
 	if granted >= e.quorum {
+		e.resetLatch(ctx, name, count, nonce, res)
 		e.publishLatch(ctx, m)
 		return true, nil
 	}
@@ -120,6 +164,30 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 		return false, nil
 	}
 	return false, latchUnavailable(res, granted)
+}
+
+// resetLatch sets a granted count over the counts a set found, each an
+// older latch's (a quorum had none: that latch opened or was deleted)
+// that its nodes kept, having missed its countDowns or its delete: left
+// there, they would keep the new latch from reading open, or seed a
+// restarted node above it. A count still of the nonce the set found is
+// set to the new count, the highest it can be.
+func (e *Engine) resetLatch(ctx context.Context, name string, count, nonce int64, res []result[latchAnswer]) {
+	if !slices.ContainsFunc(res, func(r result[latchAnswer]) bool { return latchFound(r) }) {
+		return
+	}
+	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
+		ln, ok := n.(latcher)
+		if !ok || !latchFound(res[i]) {
+			return struct{}{}, nil
+		}
+		return struct{}{}, ln.latchReset(ctx, name, count, nonce, res[i].v.nonce)
+	})
+}
+
+// latchFound: the set found a count on the node.
+func latchFound(r result[latchAnswer]) bool {
+	return r.err == nil && r.v.state == CounterSeeded && r.v.v == 0
 }
 
 // LatchCountDown is countDown, in two rounds: each node's nonce of the
@@ -157,9 +225,11 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		return nil
 	}
 	claim := positiveNonce()
-	claims, _ := seededAnswers(latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (latchAnswer, error) {
+	answers, _ := seededAnswers(latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (latchAnswer, error) {
 		return n.latchClaim(ctx, name, claim)
 	}))
+	// Nobody's claim (0: a node seeded after a restart) is no answer.
+	claims := slices.DeleteFunc(answers, func(c int64) bool { return c == 0 })
 	if latchClaimWon(claims, claim, len(e.nodes), e.quorum) {
 		e.publishLatch(ctx, m)
 	}

@@ -60,3 +60,36 @@ func TestLatchSeedIsTheHighest(t *testing.T) {
 		t.Errorf("latchSeed of no counts = %d; want 0", got)
 	}
 }
+
+// TestLatchSeedFields: a restarted node's latch fields from the seeded
+// nodes' dumps: the highest count, a fresh nonce (not the set's, which a
+// countDown that read it before the restart still names), no copied
+// claim, and the claim open to take only for a latch that every dump has
+// a count and a claim field of.
+func TestLatchSeedFields(t *testing.T) {
+	dumps := []map[string]int64{
+		{"l:a": 2, "n:a": 7, "m:a": 0, "l:b": 1, "n:b": 8, "m:b": 0, "m:c": 9, "k:x": 4},
+		{"l:a": 1, "n:a": 7, "m:a": 0, "m:b": 5, "l:d": 3, "n:d": 6},
+	}
+	fields := map[string]int64{}
+	for _, d := range dumps {
+		for f, v := range d {
+			fields[f] = max(fields[f], v)
+		}
+	}
+	latchSeedFields(fields, dumps)
+	for f, want := range map[string]int64{"l:a": 2, "l:b": 1, "l:d": 3, "k:x": 4, "m:a": 0, latchSeededField: 1} {
+		if v, ok := fields[f]; !ok || v != want {
+			t.Errorf("%s = %d (%v); want %d", f, v, ok, want)
+		}
+	}
+	for _, f := range []string{"m:b", "m:c", "m:d", "n:c"} {
+		if v, ok := fields[f]; ok {
+			t.Errorf("%s seeded with %d; want none", f, v)
+		}
+	}
+	n := fields["n:a"]
+	if n <= 0 || n == 7 || fields["n:b"] != n || fields["n:d"] != n {
+		t.Errorf("nonces a %d, b %d, d %d; want one fresh nonce (not the sets' 7, 8, 6)", n, fields["n:b"], fields["n:d"])
+	}
+}

@@ -19,12 +19,15 @@ var (
 	latchClaimSrc string
 	//go:embed lua/latch_del.lua
 	latchDelSrc string
+	//go:embed lua/latch_reset.lua
+	latchResetSrc string
 
 	latchSetScript   = newScript(latchSetSrc)
 	latchUndoScript  = newScript(latchUndoSrc)
 	latchDecrScript  = newScript(latchDecrSrc)
 	latchClaimScript = newScript(latchClaimSrc)
 	latchDelScript   = newScript(latchDelSrc)
+	latchResetScript = newScript(latchResetSrc)
 )
 
 func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latchAnswer, error) {
@@ -33,25 +36,27 @@ func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latch
 		return latchAnswer{}, err
 	}
 	vals, err := cmd.Slice()
-	if err != nil || len(vals) != 2 {
+	if err != nil || len(vals) < 2 || len(vals) > 3 {
 		return latchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
 	}
 	state, ok := vals[0].(int64)
 	if !ok {
 		return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 	}
-	var v int64
-	switch x := vals[1].(type) {
-	case int64:
-		v = x
-	case string:
-		if v, err = strconv.ParseInt(x, 10, 64); err != nil {
-			return latchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
+	a := latchAnswer{state: CounterState(state)}
+	for i, p := range []*int64{&a.v, &a.nonce}[:len(vals)-1] {
+		switch x := vals[i+1].(type) {
+		case int64:
+			*p = x
+		case string:
+			if *p, err = strconv.ParseInt(x, 10, 64); err != nil {
+				return latchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
+			}
+		default:
+			return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 		}
-	default:
-		return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 	}
-	return latchAnswer{state: CounterState(state), v: v}, nil
+	return a, nil
 }
 
 func (n *redisNode) latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error) {
@@ -60,6 +65,11 @@ func (n *redisNode) latchSet(ctx context.Context, name string, count, nonce int6
 
 func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64) error {
 	_, err := n.p.evalBody(ctx, latchUndoScript, []string{CountersKey}, name, nonce)
+	return err
+}
+
+func (n *redisNode) latchReset(ctx context.Context, name string, count, nonce, old int64) error {
+	_, err := n.p.evalBody(ctx, latchResetScript, []string{CountersKey}, name, count, nonce, old)
 	return err
 }
 

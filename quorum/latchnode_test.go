@@ -41,11 +41,14 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	admin.HSet(ctx, CountersKey, "seeded", "1", "m:x", "3") // an older latch's claim
 	a, err = n.latchSet(ctx, "x", 2, 7)
 	want("set", a, err, CounterSeeded, 1)
-	if _, ok := field("m:x"); ok {
-		t.Error("the set kept an older latch's claim")
+	if v, _ := field("m:x"); v != "0" {
+		t.Errorf("the set left the claim %q; want 0 (none, this latch's to take)", v)
 	}
 	a, err = n.latchSet(ctx, "x", 5, 8)
 	want("set over a count", a, err, CounterSeeded, 0)
+	if a.nonce != 7 {
+		t.Errorf("set over a count answered its nonce %d; want 7", a.nonce)
+	}
 	if err := n.latchUndo(ctx, "x", 8); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +78,9 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	decr("countDown of an open latch, a set's nonce", 7, 0, 0)
 	a, err = n.latchClaim(ctx, "x", 11)
 	want("the first claim", a, err, CounterSeeded, 11)
+	if v, _ := field("m:x"); v != "11" {
+		t.Errorf("claim field %q; want 11", v)
+	}
 	a, err = n.latchClaim(ctx, "x", 12)
 	want("a second claim", a, err, CounterSeeded, 11)
 
@@ -94,4 +100,39 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if l := admin.HLen(ctx, CountersKey).Val(); l != 2 {
 		t.Errorf("counters have %d fields; want 2 (seeded, x's claim): %v", l, admin.HGetAll(ctx, CountersKey).Val())
 	}
+
+	// The reset of an older latch's count, by the nonce the set found.
+	admin.HSet(ctx, CountersKey, "l:z", "5", "n:z", "3", "m:z", "4")
+	reset := func(what string, old int64, want string) {
+		t.Helper()
+		if err := n.latchReset(ctx, "z", 2, 9, old); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := field("l:z"); v != want {
+			t.Errorf("%s: count %q; want %q", what, v, want)
+		}
+	}
+	reset("reset by another nonce", 8, "5")
+	reset("reset", 3, "2")
+	if v, _ := field("n:z"); v != "9" {
+		t.Errorf("reset left the nonce %q; want 9", v)
+	}
+	if v, _ := field("m:z"); v != "4" {
+		t.Errorf("reset changed the claim to %q; want 4 kept", v)
+	}
+	reset("a second reset, its nonce gone", 3, "2")
+	admin.HDel(ctx, CountersKey, "l:z", "n:z", "m:z")
+	reset("reset of no count", 0, "")
+
+	// A node seeded after a restart answers nobody's claim (0) for a
+	// latch not set there since, and takes claims again once one is.
+	admin.HSet(ctx, CountersKey, "m*", "1")
+	a, err = n.latchClaim(ctx, "w", 13)
+	want("claim on a restarted node", a, err, CounterSeeded, 0)
+	if _, ok := field("m:w"); ok {
+		t.Error("a restarted node took a claim of a latch not set since")
+	}
+	n.latchSet(ctx, "w", 1, 14)
+	a, err = n.latchClaim(ctx, "w", 13)
+	want("claim on a restarted node after a set", a, err, CounterSeeded, 13)
 }

@@ -1,14 +1,16 @@
 -- A count-down latch's trySetCount on a node (latch.go). KEYS[1] is the
 -- counters' hash; ARGV[1] the latch's name, ARGV[2] the count, ARGV[3]
--- the set's nonce. Returns {state, set}: state as counter_read.lua (only
--- a seeded node sets), set 1 when it set the count, 0 when one was there.
+-- the set's nonce. Returns {state, set, nonce}: state as
+-- counter_read.lua (only a seeded node sets), set 1 when it set the
+-- count, 0 when one was there (nonce: that count's).
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
-  return {redis.call("hexists", KEYS[1], "pending"), 0}
+  return {redis.call("hexists", KEYS[1], "pending"), 0, "0"}
 end
+local n = redis.call("hget", KEYS[1], "n:" .. ARGV[1])
 if redis.call("hexists", KEYS[1], "l:" .. ARGV[1]) == 1 then
-  return {2, 0}
+  return {2, 0, n or "0"}
 end
-redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3])
--- An older latch's claim of its zero message is not this one's.
-redis.call("hdel", KEYS[1], "m:" .. ARGV[1])
-return {2, 1}
+-- The claim is this latch's to take (an older latch's is not; "0": none,
+-- also on a node seeded after a restart, latch_claim.lua).
+redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], "0")
+return {2, 1, "0"}
