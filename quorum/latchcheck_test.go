@@ -8,24 +8,34 @@ import (
 )
 
 // An exhaustive state explorer for Redisson's RCountDownLatch over
-// independent nodes (latchdecide.go). It starts from every way a
+// independent nodes (latchdecide.go, latch.go). It starts from every way a
 // trySetCount(2) can have been granted (a quorum of nodes set 2; each
-// other node has no count, or an older latch's count of 1 that the set
-// found there), then explores up to 3 countDowns, each sent to every node
-// at most once and never sent again, every message its own step: landing
-// in any order among other countDowns' messages, answering, with its
-// reply lost (it ran; if it lands after its countDown decided, a late
-// landing), or never reaching the node. A node restarts empty (its count,
-// its claim and the messages in flight to it are gone: the connection
-// dies with it), then does not count until seeded again from any quorum
-// or more of the counted nodes (latchSeed), which the engine does only
-// once every operation older than the node's mark has ended (the wait
-// of fenceseed.go: no message in flight to it).
+// other node has no count, maybe an older latch's claim, or an older
+// latch's count, 1 or 3, that the set found there and resets by a message
+// of its own, which may be lost), then explores up to 3 countDowns, each
+// sent to every node at most once and never sent again, every message its
+// own step: landing in any order among other countDowns' messages,
+// answering, with its reply lost (it ran; if it lands after its countDown
+// decided, a late landing), or never reaching the node. A decrement names
+// the set its countDown read on the node (latch.go: the nonce): one that
+// lands after the node's count was reset, or the node restarted, misses.
+//
+// A node restarts empty. Its count and claim are gone; the messages on
+// their way to it are not: a countDown whose read came before the restart
+// may send its decrement after it, and a claim sent while the node is
+// pending may land after its seed (attack10's K2 and K1); such a message
+// lands at any later step and is not waited for. It does not count until
+// seeded again from any quorum or more of the counted nodes
+// (latchSeedFields: the highest count, a fresh nonce, the claim answered
+// as nobody's unless every source has a count and a claim field), which
+// the engine does only once every operation older than its mark has ended
+// (the wait of fenceseed.go: no message of a round that read it counted
+// in flight to it).
 //
 // The zero message is decided by a rule (latchRule); the design's is the
 // claim (latchClaimWon): a countDown whose answers read the latch open,
-// and that counted down one of them, claims the message on every node, in a second round whose messages are
-// steps too.
+// and that counted down one of them, claims the message on every node, in
+// a second round whose messages are steps too.
 //
 // Properties, checked after every step:
 //   - never early: no read of a quorum or more of counted nodes reads the
@@ -35,19 +45,19 @@ import (
 //   - a waiter is not left waiting: without faults, no state with nothing
 //     in flight reads open (all nodes answering) without a zero message.
 //     With faults it can: the last countDowns' answers never showed the
-//     opening to anyone (the explorer counts those states).
+//     opening to anyone (the explorer counts those states);
+//   - it opens (liveness, the restart world): with every message
+//     answered and one restart, once 3 countDowns landed and nothing is in
+//     flight, a read of all nodes reads it open (attack9's L1: a seed
+//     from an older latch's count above n kept it shut).
 //
 // With faults, countDowns are explored one at a time (their messages
 // still land late, among later ones), with at most one restart; without
 // faults, 3 at once over 3 nodes and 2 at once over 5; over 5 nodes at
 // most 2 are not up in one round, at most one reply of a countDown is
-// lost and none of a claim. Without -short: 1,190,902 states over 5 nodes
-// with faults, about 90 s and 1.5 GB on a loaded 2-core machine; -short and
-// -race explore 3 nodes only (5 s). Each countDown decrements only the
-// count its node's set made (latch.go reads the set's nonce first): an
-// older latch's decrements still in flight when the set landed are
-// explored apart over 3 nodes, and counting them is a negative control.
-// A new trySetCount over the claims of an older latch is not explored.
+// lost and none of a claim, and the older latch's counts are 1 only.
+// Without -short the 5-node worlds run too (minutes, about 2 GB); -short
+// and -race explore 3 nodes only.
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
@@ -71,6 +81,10 @@ const (
 	latchSeedNoWait                   // seed with decrements still in flight to the node
 	latchClaimNoTieBreak              // a claim wins only with a quorum
 	latchUntagged                     // a decrement counts whatever set made the count
+	latchSeedCopyNonce                // the seed copies the set's nonce (K2)
+	latchSeedCopyClaim                // the seed copies the highest claim (K1)
+	latchSeedClaimable                // the seed leaves the claim to take
+	latchNoReset                      // a granted set leaves an older latch's count (L1)
 )
 
 // Message states of one node in one countDown in flight.
@@ -78,18 +92,36 @@ const (
 	msgNone    uint8 = iota // not sent, failed, or landed without an answer
 	msgAnswer               // in flight, will answer
 	msgLost                 // in flight, its reply will be lost
-	msgOld0                 // landed and answered by a counted node: old count 0 (+1, +2, ...)
+	msgMiss                 // in flight, will answer, names a set the node no longer has
+	msgOld0                 // landed and answered by a counted node: msgOld0 + 2*old + decremented
 	msgPending = 250        // landed on a node that does not count: answered, not counted
 )
+
+// Claims a node holds: none (it takes the first; on a node seeded after a
+// restart, it answers nobody's), free (a set made it this latch's to
+// take), a countDown's (claimOf), or an older latch's.
+const (
+	claimNone uint8 = 0
+	claimFree uint8 = 1
+	claimOld  uint8 = 8
+	// answers of a claim message: msgLost + 1 + the claim, or nobody's
+	claimNobody uint8 = 250
+)
+
+func claimOf(id uint8) uint8 { return id + 1 }
 
 type latchNode struct {
 	v      uint8 // the count; 0: none
 	seeded bool
+	marked bool     // seeded after a restart (latchSeededField)
+	stale  bool     // the count is an older latch's, the set's reset not landed
+	reset  bool     // the set's reset of the older count in flight
 	late   uint8    // decrements in flight whose countDown decided already
+	across uint8    // decrements read before the node's restart, in flight
 	older  uint8    // an older latch's decrements in flight (olderLate)
-	claim  uint8    // the zero message's claim: a countDown's id, 0 none
+	claim  uint8    // the zero message's claim
 	msg    [3]uint8 // its messages of the countDowns in flight
-	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or 1+the answer
+	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or the answer
 }
 
 // latchFlight is a countDown in flight.
@@ -115,10 +147,10 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded), n.late, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2]})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2]})
 	}
 	slices.Sort(codes)
-	b := make([]byte, 0, 11*len(codes)+11)
+	b := make([]byte, 0, 12*len(codes)+11)
 	for _, c := range codes {
 		b = append(b, c...)
 	}
@@ -132,7 +164,7 @@ func (w latchWorld) key() string {
 func (w latchWorld) String() string {
 	var b strings.Builder
 	for i, n := range w.nodes {
-		fmt.Fprintf(&b, "node%d{count %d seeded %v late %d claim %d} ", i, n.v, n.seeded, n.late, n.claim)
+		fmt.Fprintf(&b, "node%d{count %d seeded %v marked %v stale %v reset %v late %d across %d claim %d} ", i, n.v, n.seeded, n.marked, n.stale, n.reset, n.late, n.across, n.claim)
 	}
 	fmt.Fprintf(&b, "made %d messages %d", w.made, w.msgs)
 	return b.String()
@@ -155,10 +187,16 @@ type latchChecker struct {
 	// olderLate starts with an older latch's decrements still in flight
 	// to a minority (a countDown answered by a quorum before the set):
 	// each names that set's nonce, and counts for no other.
-	olderLate  bool
-	stuckTrace string // the first such state
-	violation  string
-	limit      int
+	olderLate   bool
+	staleCounts []uint8 // the older latch's counts the set may find (1, 3)
+	oldClaims   bool    // nodes that missed the set may hold an older latch's claim
+	// restartOnly: every message answered, one restart; checks it opens.
+	restartOnly bool
+	closed      int    // quiescent states after 3 countDowns that do not read open
+	closedTrace string // the first one
+	stuckTrace  string // the first such state
+	violation   string
+	limit       int
 }
 
 func newLatchChecker(n int, rule latchRule, variant latchVariant) *latchChecker {
@@ -168,24 +206,23 @@ func newLatchChecker(n int, rule latchRule, variant latchVariant) *latchChecker 
 	}
 	c.checkOnce = rule != ruleFlip && rule != ruleNodeZero
 	c.inFlight = 1
+	c.staleCounts = []uint8{1}
 	return c
 }
 
 // starts are every granted trySetCount(n): a quorum of nodes set n, each
-// other one has no count or a stale one (1, n+1).
+// other one has no count (maybe an older latch's claim) or an older
+// latch's count (staleCounts) with the set's reset in flight.
 func (c *latchChecker) starts() []latchWorld {
 	var out []latchWorld
 	var gen func(nodes []latchNode)
 	gen = func(nodes []latchNode) {
 		if len(nodes) == c.n {
-			set := 0
+			set, late := 0, 0
 			for _, nd := range nodes {
-				if nd.v == c.count {
+				if nd.v == c.count && !nd.stale {
 					set++
 				}
-			}
-			late := 0
-			for _, nd := range nodes {
 				late += int(nd.older)
 			}
 			if set >= c.quorum && late <= c.n-c.quorum {
@@ -193,10 +230,23 @@ func (c *latchChecker) starts() []latchWorld {
 			}
 			return
 		}
-		for _, v := range []uint8{c.count, 0, 1} {
-			gen(append(nodes, latchNode{v: v, seeded: true}))
+		opts := []latchNode{{v: c.count, claim: claimFree}, {}}
+		if c.oldClaims {
+			opts = append(opts, latchNode{claim: claimOld})
+		}
+		for _, v := range c.staleCounts {
+			// The reset lands at some step, or is lost (with faults).
+			opts = append(opts, latchNode{v: v, stale: true, reset: c.variant != latchNoReset, claim: claimFree})
+			if !c.noFaults && !c.restartOnly && c.variant != latchNoReset {
+				opts = append(opts, latchNode{v: v, stale: true, claim: claimFree})
+			}
+		}
+		for _, o := range opts {
+			o.seeded = true
+			gen(append(nodes, o))
 			if c.olderLate {
-				gen(append(nodes, latchNode{v: v, seeded: true, older: 1}))
+				o.older = 1
+				gen(append(nodes, o))
 			}
 		}
 	}
@@ -235,6 +285,12 @@ func (c *latchChecker) run() {
 			c.stuck++
 			if c.stuckTrace == "" {
 				c.stuckTrace = trace(wk, "(stuck) "+w.String())
+			}
+		}
+		if c.restartOnly && c.quiescentClosed(w) {
+			c.closed++
+			if c.closedTrace == "" {
+				c.closedTrace = trace(wk, "(shut) "+w.String())
 			}
 		}
 		for _, s := range c.successors(w) {
@@ -301,21 +357,41 @@ func (c *latchChecker) read(counts []int64) (int64, bool) {
 	return latchCount(counts, c.quorum)
 }
 
-// quiescentStuck: nothing in flight, every node counted, a read of all
-// nodes opens the latch, and no zero message was sent.
-func (c *latchChecker) quiescentStuck(w latchWorld) bool {
-	if w.msgs > 0 || w.ops != [3]latchFlight{} {
-		return false
+// quiet: nothing in flight, every node counted; the counts of all.
+func (c *latchChecker) quiet(w latchWorld) ([]int64, bool) {
+	if w.ops != [3]latchFlight{} {
+		return nil, false
 	}
 	all := make([]int64, 0, c.n)
 	for _, nd := range w.nodes {
-		if !nd.seeded || nd.late > 0 {
-			return false
+		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset {
+			return nil, false
 		}
 		all = append(all, int64(nd.v))
 	}
+	return all, true
+}
+
+// quiescentStuck: nothing in flight, every node counted, a read of all
+// nodes opens the latch, and no zero message was sent.
+func (c *latchChecker) quiescentStuck(w latchWorld) bool {
+	all, ok := c.quiet(w)
+	if !ok || w.msgs > 0 {
+		return false
+	}
 	v, ok := latchCount(all, c.quorum)
 	return ok && v == 0
+}
+
+// quiescentClosed: nothing in flight, every node counted, every
+// countDown made, and a read of all nodes does not read it open.
+func (c *latchChecker) quiescentClosed(w latchWorld) bool {
+	all, ok := c.quiet(w)
+	if !ok || w.made < c.maxMade {
+		return false
+	}
+	v, ok := latchCount(all, c.quorum)
+	return !ok || v > 0
 }
 
 type latchStep struct {
@@ -327,7 +403,9 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 	var out []latchStep
 	// Send a countDown, with each node's fate.
 	slot := slices.IndexFunc(w.ops[:c.inFlight], func(o latchFlight) bool { return o.id == 0 })
-	if w.made < c.maxMade && slot >= 0 {
+	// Without lost messages the set's resets land before it answers.
+	resetting := (c.noFaults || c.restartOnly) && slices.ContainsFunc(w.nodes, func(nd latchNode) bool { return nd.reset })
+	if w.made < c.maxMade && slot >= 0 && !resetting {
 		for _, fates := range c.fates() {
 			next := w.clone()
 			next.made++
@@ -344,9 +422,9 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 		}
 		inFlight := false
 		for i, nd := range w.nodes {
-			if !op.claim && (nd.msg[k] == msgAnswer || nd.msg[k] == msgLost) {
+			if !op.claim && (nd.msg[k] == msgAnswer || nd.msg[k] == msgLost || nd.msg[k] == msgMiss) {
 				out = append(out, latchStep{c.land(w, k, i), fmt.Sprintf("countDown %d lands on node %d", op.id, i), ""})
-				inFlight = inFlight || nd.msg[k] == msgAnswer
+				inFlight = inFlight || nd.msg[k] != msgLost
 			}
 			if op.claim && (nd.cmsg[k] == msgAnswer || nd.cmsg[k] == msgLost) {
 				out = append(out, latchStep{c.landClaim(w, k, i), fmt.Sprintf("countDown %d's claim lands on node %d", op.id, i), ""})
@@ -364,6 +442,15 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 			c.decr(&next, i)
 			out = append(out, latchStep{next, fmt.Sprintf("a late decrement lands on node %d", i), ""})
 		}
+		if nd.across > 0 {
+			// It names the set its countDown read before the restart.
+			next := w.clone()
+			next.nodes[i].across--
+			if c.variant == latchSeedCopyNonce && next.nodes[i].seeded {
+				c.decr(&next, i)
+			}
+			out = append(out, latchStep{next, fmt.Sprintf("a decrement read before node %d's restart lands on it", i), ""})
+		}
 		if nd.older > 0 {
 			// It names the older set's nonce: no count of this latch.
 			next := w.clone()
@@ -373,11 +460,14 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 			}
 			out = append(out, latchStep{next, fmt.Sprintf("an older latch's decrement lands on node %d", i), ""})
 		}
-		if w.restarts < c.maxRestarts && !c.noFaults {
+		if nd.reset {
 			next := w.clone()
-			nn := &next.nodes[i]
-			*nn = latchNode{}
-			next.restarts++
+			c.landReset(&next, i)
+			out = append(out, latchStep{next, fmt.Sprintf("the set's reset lands on node %d", i), ""})
+		}
+		if w.restarts < c.maxRestarts && (!c.noFaults || c.restartOnly) {
+			next := w.clone()
+			c.restart(&next, i)
 			out = append(out, latchStep{next, fmt.Sprintf("node %d restarts empty", i), ""})
 		}
 		if !nd.seeded && c.variant != latchCountRestart && (c.variant == latchSeedNoWait || c.idle(nd)) {
@@ -387,13 +477,56 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 	return out
 }
 
-// idle: no message in flight to the node (the seeding's wait).
+// restart empties node i: what was on its way to it stays on its way,
+// and a decrement names the set its countDown read before.
+func (c *latchChecker) restart(w *latchWorld, i int) {
+	nd := &w.nodes[i]
+	across := nd.across + nd.late
+	for k, m := range nd.msg {
+		if m == msgAnswer || m == msgLost || m == msgMiss {
+			// Its countDown stops waiting for it (the connection died);
+			// it may land yet (a miss lands without effect).
+			across += btob(m != msgMiss)
+			nd.msg[k] = msgNone
+		}
+	}
+	*nd = latchNode{across: across, older: nd.older, msg: nd.msg, cmsg: nd.cmsg}
+	w.restarts++
+}
+
+// landReset: the set's reset lands on node i; it sets the count only
+// while the older latch's count it found is still there.
+func (c *latchChecker) landReset(w *latchWorld, i int) {
+	nd := &w.nodes[i]
+	nd.reset = false
+	if !nd.seeded || !nd.stale || nd.v == 0 {
+		return
+	}
+	nd.v, nd.stale = c.count, false
+	if nd.claim == claimNone {
+		nd.claim = claimFree
+	}
+	// A decrement of the older count's set misses now.
+	nd.late = 0
+	for k := range nd.msg {
+		switch nd.msg[k] {
+		case msgAnswer:
+			nd.msg[k] = msgMiss
+		case msgLost:
+			nd.msg[k] = msgNone
+		}
+	}
+}
+
+// idle: no decrement of a round that read it counted in flight to it
+// (the seeding's wait). A decrement read before its restart, and a claim,
+// need not have ended: they are sent after the mark (K2, K1).
 func (c *latchChecker) idle(nd latchNode) bool {
 	if nd.late > 0 {
 		return false
 	}
 	for k := range nd.msg {
-		if nd.msg[k] == msgAnswer || nd.msg[k] == msgLost || nd.cmsg[k] == msgAnswer || nd.cmsg[k] == msgLost {
+		if nd.msg[k] == msgAnswer || nd.msg[k] == msgLost || nd.msg[k] == msgMiss {
 			return false
 		}
 	}
@@ -413,10 +546,13 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 	for mask := 1; mask < 1<<len(idx); mask++ {
 		var counts []int64
 		var claim uint8
+		claimable := true
 		for b, j := range idx {
 			if mask&(1<<b) != 0 {
-				counts = append(counts, int64(w.nodes[j].v))
-				claim = max(claim, w.nodes[j].claim)
+				src := w.nodes[j]
+				counts = append(counts, int64(src.v))
+				claim = max(claim, src.claim)
+				claimable = claimable && src.v > 0 && src.claim != claimNone
 			}
 		}
 		if len(counts) < c.quorum {
@@ -428,8 +564,17 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 		}
 		next := w.clone()
 		nn := &next.nodes[i]
-		nn.v, nn.seeded, nn.claim = uint8(v), true, claim
-		out = append(out, latchStep{next, fmt.Sprintf("node %d seeded from %v: %d", i, counts, v), ""})
+		nn.v, nn.seeded, nn.marked, nn.claim = uint8(v), true, true, claimNone
+		switch {
+		case c.variant == latchSeedCopyClaim:
+			nn.marked = false
+			if claim > claimFree {
+				nn.claim = claim
+			}
+		case claimable || c.variant == latchSeedClaimable:
+			nn.claim = claimFree
+		}
+		out = append(out, latchStep{next, fmt.Sprintf("node %d seeded from %v: %d, claim %d", i, counts, v, nn.claim), ""})
 	}
 	return out
 }
@@ -456,7 +601,7 @@ func (c *latchChecker) fates() [][]uint8 {
 			return
 		}
 		for _, f := range []uint8{msgAnswer, msgLost, msgNone} {
-			if f == msgAnswer || !c.noFaults {
+			if f == msgAnswer || !c.noFaults && !c.restartOnly {
 				gen(append(v, f))
 			}
 		}
@@ -475,9 +620,12 @@ func (c *latchChecker) decr(w *latchWorld, i int) (old uint8, counted bool) {
 	old = nd.v
 	if nd.v > 0 {
 		nd.v--
-		if nd.v == 0 && c.rule == ruleNodeZero {
-			w.msgs++ // each node publishes as Redisson's script does
-			w.early = w.early || w.made < c.count
+		if nd.v == 0 {
+			nd.stale = false // the count and its nonce are deleted
+			if c.rule == ruleNodeZero {
+				w.msgs++ // each node publishes as Redisson's script does
+				w.early = w.early || w.made < c.count
+			}
 		}
 	}
 	return old, true
@@ -485,35 +633,52 @@ func (c *latchChecker) decr(w *latchWorld, i int) (old uint8, counted bool) {
 
 func (c *latchChecker) land(w latchWorld, k, i int) latchWorld {
 	next := w.clone()
-	answer := next.nodes[i].msg[k] == msgAnswer
-	old, counted := c.decr(&next, i)
 	nd := &next.nodes[i]
+	m := nd.msg[k]
+	var old uint8
+	counted, dec := c.counted(*nd), uint8(0)
 	switch {
-	case !answer:
+	case m == msgMiss || !counted:
+		old = nd.v
+	default:
+		old, _ = c.decr(&next, i)
+		dec = 1
+	}
+	nd = &next.nodes[i]
+	switch {
+	case m == msgLost:
 		nd.msg[k] = msgNone
 	case counted:
-		nd.msg[k] = msgOld0 + old
+		nd.msg[k] = msgOld0 + 2*old + dec
 	default:
 		nd.msg[k] = msgPending
 	}
 	return next
 }
 
-// landClaim: the first claim stays; the answer is the claim the node has.
+// landClaim: the first claim stays; the answer is the claim the node has,
+// or nobody's on a node seeded after a restart that got no set since.
 func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 	next := w.clone()
 	nd := &next.nodes[i]
 	answer := nd.cmsg[k] == msgAnswer
+	nd.cmsg[k] = msgNone
 	if !c.counted(*nd) {
-		nd.cmsg[k] = msgNone
 		return next
 	}
-	if nd.claim == 0 {
-		nd.claim = w.ops[k].id
+	got := nd.claim
+	switch {
+	case nd.claim == claimNone && nd.marked:
+		got = claimNobody
+	case nd.claim == claimNone || nd.claim == claimFree:
+		nd.claim = claimOf(w.ops[k].id)
+		got = nd.claim
 	}
-	nd.cmsg[k] = msgNone
 	if answer {
-		nd.cmsg[k] = msgLost + 1 + nd.claim
+		nd.cmsg[k] = msgLost + 1 + got
+		if got == claimNobody {
+			nd.cmsg[k] = claimNobody
+		}
 	}
 	return next
 }
@@ -530,24 +695,26 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 		var claims []uint8
 		for i := range next.nodes {
 			nd := &next.nodes[i]
-			if nd.cmsg[k] > msgLost {
+			if nd.cmsg[k] > msgLost && nd.cmsg[k] != claimNobody {
 				claims = append(claims, nd.cmsg[k]-msgLost-1)
 			}
 			nd.cmsg[k] = msgNone
 		}
-		publish = latchClaimWon(claims, op.id, c.n, c.quorum)
+		publish = latchClaimWon(claims, claimOf(op.id), c.n, c.quorum)
 		if c.variant == latchClaimNoTieBreak {
-			publish = latchClaimWon(claims, op.id, c.n+1, c.quorum)
+			publish = latchClaimWon(claims, claimOf(op.id), c.n+1, c.quorum)
 		}
 		step = fmt.Sprintf("countDown %d decides its claim on %v (message %v)", op.id, claims, publish)
 	} else {
 		var before, after []int64
+		counted := false
 		for i := range next.nodes {
 			nd := &next.nodes[i]
 			if m := nd.msg[k]; m >= msgOld0 && m != msgPending {
-				old := int64(m - msgOld0)
+				old, dec := int64((m-msgOld0)/2), int64((m-msgOld0)%2)
 				before = append(before, old)
-				after = append(after, max(old-1, 0))
+				after = append(after, max(old-dec, 0))
+				counted = counted || old > 0 && dec == 1
 			}
 			if nd.msg[k] == msgLost {
 				nd.late++ // it lands after the decision, if at all
@@ -572,7 +739,7 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 				}
 				publish = crossed >= c.quorum
 			case ruleClaim:
-				if v, ok := latchCount(after, c.quorum); ok && v == 0 && slices.Max(before) > 0 {
+				if v, ok := latchCount(after, c.quorum); ok && v == 0 && counted {
 					var out []latchStep
 					for _, fates := range c.fates() {
 						if c.n > 3 && slices.Contains(fates, msgLost) {
@@ -603,35 +770,55 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 
 // latchConfig is one exploration.
 type latchConfig struct {
-	name      string
-	nodes     int
-	rule      latchRule
-	variant   latchVariant
-	noFaults  bool // every message answered, no restart: countDowns in flight at once
-	inFlight  int
-	olderLate bool // as latchChecker's
-	long      bool // left out under -short
+	name        string
+	nodes       int
+	rule        latchRule
+	variant     latchVariant
+	noFaults    bool // every message answered, no restart: countDowns in flight at once
+	restartOnly bool // every message answered, one restart (checks it opens)
+	inFlight    int
+	olderLate   bool    // as latchChecker's
+	staleCounts []uint8 // as latchChecker's; default 1
+	oldClaims   bool    // as latchChecker's
+	maxMade     uint8   // countDowns made; default 3
+	long        bool    // left out under -short
 }
 
 func (cfg latchConfig) run() *latchChecker {
 	c := newLatchChecker(cfg.nodes, cfg.rule, cfg.variant)
 	c.noFaults, c.inFlight, c.olderLate = cfg.noFaults, max(cfg.inFlight, 1), cfg.olderLate
+	c.restartOnly, c.oldClaims = cfg.restartOnly, cfg.oldClaims
+	if cfg.staleCounts != nil {
+		c.staleCounts = cfg.staleCounts
+	}
+	if cfg.maxMade > 0 {
+		c.maxMade = cfg.maxMade
+	}
 	c.limit = 2000000 // about 2 GB: a bound, not a result
 	c.run()
 	return c
 }
 
+// stale13 starts from an older latch's counts below n (2) and above n+1.
+var stale13 = []uint8{1, 4}
+
 // TestLatchNeverOpensEarly explores the design: reads by latchCount, seeding
-// by latchSeed after the wait, the zero message by claims. Without faults
-// the zero message is sent exactly once, whatever the order in which
-// three countDowns at once land on the nodes; with faults, at most once.
+// by latchSeedFields after the wait, the zero message by claims. Without
+// faults the zero message is sent exactly once, whatever the order in
+// which three countDowns at once land on the nodes; with faults, at most
+// once. With a restart (and no message lost) it can be sent by no one: a
+// countDown's decrement to the node was cut by the restart, and the seed
+// read the latch open. With a restart it opens after its countDowns.
 func TestLatchNeverOpensEarly(t *testing.T) {
 	for _, cfg := range []latchConfig{
-		{name: "3 nodes, faults", nodes: 3, rule: ruleClaim},
-		{name: "3 nodes, 3 countDowns at once", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3},
+		{name: "3 nodes, faults, 2 countDowns", nodes: 3, rule: ruleClaim, maxMade: 2},
+		{name: "3 nodes, 3 countDowns at once", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, staleCounts: stale13, oldClaims: true},
+		{name: "3 nodes, a restart, 2 countDowns at once", nodes: 3, rule: ruleClaim, restartOnly: true, inFlight: 2, staleCounts: stale13, oldClaims: true},
+		{name: "3 nodes, faults", nodes: 3, rule: ruleClaim, oldClaims: true, long: true},
+		{name: "3 nodes, faults, older counts 1 and 4", nodes: 3, rule: ruleClaim, staleCounts: stale13, long: true},
 		{name: "3 nodes, an older latch's decrements in flight", nodes: 3, rule: ruleClaim, olderLate: true, long: true},
 		{name: "5 nodes, faults", nodes: 5, rule: ruleClaim, long: true},
-		{name: "5 nodes, 2 countDowns at once", nodes: 5, rule: ruleClaim, noFaults: true, inFlight: 2, long: true},
+		{name: "5 nodes, 2 countDowns at once", nodes: 5, rule: ruleClaim, noFaults: true, inFlight: 2, staleCounts: stale13, long: true},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
 			continue // the explorer runs on one goroutine: slow under -race
@@ -643,6 +830,9 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		t.Logf("%s: %d states, %d steps; %d quiescent states open without a zero message", cfg.name, c.states, c.steps, c.stuck)
 		if c.violation != "" {
 			t.Errorf("%s: %s", cfg.name, c.violation)
+		}
+		if c.closed > 0 {
+			t.Errorf("%s: %d quiescent states after every countDown read shut: %s", cfg.name, c.closed, c.closedTrace)
 		}
 		if cfg.noFaults && c.stuck > 0 {
 			t.Errorf("%s: the latch opened and no zero message was sent: %s", cfg.name, c.stuckTrace)
@@ -656,17 +846,23 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "read the quorum-th largest count", nodes: 3, rule: ruleClaim, variant: latchReadKthLarge},
 		{name: "seed with the quorum-th largest count", nodes: 3, rule: ruleClaim, variant: latchSeedKthLarge},
 		{name: "a node restarted empty counts at once", nodes: 3, rule: ruleClaim, variant: latchCountRestart},
-		{name: "seed with decrements in flight", nodes: 3, rule: ruleClaim, variant: latchSeedNoWait},
+		{name: "seed with decrements in flight", nodes: 3, rule: ruleClaim, variant: latchSeedNoWait, maxMade: 2},
 		{name: "each node publishes at its zero (Redisson's script)", nodes: 3, rule: ruleNodeZero},
-		{name: "the countDown that took a quorum to 0 publishes", nodes: 3, rule: ruleCrossed},
+		{name: "the countDown that took a quorum to 0 publishes", nodes: 3, rule: ruleCrossed, noFaults: true, inFlight: 3},
 		{name: "claims without the tie-break", nodes: 3, rule: ruleClaim, variant: latchClaimNoTieBreak, noFaults: true, inFlight: 3},
 		{name: "a quorum above 0 before, at 0 after", nodes: 3, rule: ruleFlip, noFaults: true, inFlight: 3},
 		{name: "decrements not tagged with their set's nonce", nodes: 3, rule: ruleClaim, variant: latchUntagged, olderLate: true},
+		{name: "the seed copies the set's nonce (K2)", nodes: 3, rule: ruleClaim, variant: latchSeedCopyNonce},
+		{name: "the seed copies the highest claim (K1)", nodes: 3, rule: ruleClaim, variant: latchSeedCopyClaim, restartOnly: true, inFlight: 2, staleCounts: stale13},
+		{name: "the seed leaves the claim to take", nodes: 3, rule: ruleClaim, variant: latchSeedClaimable, restartOnly: true, inFlight: 2, staleCounts: stale13},
+		{name: "a granted set leaves an older latch's count (L1)", nodes: 3, rule: ruleClaim, variant: latchNoReset, restartOnly: true, staleCounts: stale13},
 	} {
 		c := cfg.run()
 		switch {
 		case c.violation != "":
 			t.Logf("%s: caught after %d states: %s", cfg.name, c.states, c.violation)
+		case c.closed > 0:
+			t.Logf("%s: caught after %d states, never opens: %s", cfg.name, c.states, c.closedTrace)
 		case c.stuck > 0 && cfg.noFaults:
 			t.Logf("%s: caught after %d states, left a waiter: %s", cfg.name, c.states, c.stuckTrace)
 		default:
