@@ -23,7 +23,7 @@ func latchEngine(t *testing.T, n int) (*Engine, []*redisProc) {
 		procs = append(procs, p)
 		nodes = append(nodes, p.node(t))
 	}
-	cfg := Config{MinTTL: 500 * time.Millisecond, MaxTTL: 500 * time.Millisecond, NodeTimeout: 250 * time.Millisecond}
+	cfg := Config{MinTTL: time.Second, MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
