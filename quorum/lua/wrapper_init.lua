@@ -12,16 +12,22 @@ if __rlp_held or __rlp_slowfns then
   end
 end
 __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_okr, __rlp_held = false, nil, nil, nil, false
-local __rlp_n, __rlp_last, __rlp_st1 = #ARGV, __rlp_nargv, __rlp_pool[1]
-if __rlp_st1 and KEYS[2] == nil and KEYS[1] ~= nil and __rlp_last <= 64 and __rlp_keys[2] == nil then
+local __rlp_n, __rlp_last, __rlp_st1, __rlp_k1 = #ARGV, __rlp_nargv, __rlp_pool[1], KEYS[1]
+if __rlp_st1 and __rlp_k1 ~= nil and KEYS[2] == nil and __rlp_last <= 64 and __rlp_keys[2] == nil then
   -- One key after a run of at most one (the common lock script): its
   -- state is pool[1], as below, and no loop runs over the keys.
-  local k = KEYS[1]
-  if __rlp_keys[1] ~= nil then __rlp_st[__rlp_keys[1]] = nil end
+  local keys, st, argv = __rlp_keys, __rlp_st, __rlp_argv
+  local k0 = keys[1]
+  if k0 ~= nil then st[k0] = nil end
   __rlp_st1.m, __rlp_st1.mi, __rlp_st1.w, __rlp_st1.ttl, __rlp_st1.ttls = nil, nil, nil, nil, nil
-  __rlp_keys[1], __rlp_st[k] = k, __rlp_st1
-  for i = 1, __rlp_n do __rlp_argv[i] = ARGV[i] end
-  __rlp_argv[__rlp_n + 1] = k
+  keys[1], st[__rlp_k1] = __rlp_k1, __rlp_st1
+  local a = ARGV
+  if __rlp_n == 2 then
+    argv[1], argv[2], argv[3] = a[1], a[2], __rlp_k1
+  else
+    for i = 1, __rlp_n do argv[i] = a[i] end
+    argv[__rlp_n + 1] = __rlp_k1
+  end
   __rlp_nargv = __rlp_n + 1
 else
   if __rlp_last > 64 then
