@@ -40,7 +40,12 @@ type slowlog struct {
 	nextID  int64
 }
 
-// add records e, dropping the oldest entries past max.
+// add records e, dropping the oldest entries past max. They are cut off
+// the front, and append copies the kept ones to a new array only once
+// the old one is full (a copy of max entries per add cost a loaded
+// proxy, where most commands are slow, more than the command). Neither
+// writes where a reader's snapshot (SLOWLOG GET) can see; a dropped
+// entry is freed with its array.
 func (l *slowlog) add(e slowEntry, max int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -48,7 +53,7 @@ func (l *slowlog) add(e slowEntry, max int) {
 	l.nextID++
 	l.entries = append(l.entries, e)
 	if n := len(l.entries) - max; n > 0 {
-		l.entries = append(l.entries[:0:0], l.entries[n:]...)
+		l.entries = l.entries[n:]
 	}
 }
 
