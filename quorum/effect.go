@@ -112,7 +112,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 		counted[i] = e.counts(i)
 	}
 	d := decideEffect(effectVotes{results: results, nkeys: len(uniq), counted: counted, quorum: e.quorum,
-		elapsed: time.Since(start), nodeTimeout: e.cfg.NodeTimeout, driftFactor: e.cfg.DriftFactor})
+		elapsed: time.Since(start), nodeTimeout: e.cfg.NodeTimeout, driftFactor: e.cfg.DriftFactor, room: sc.room})
 	e.undoKeys(ctx, uniq, d.undo)
 	op := OpRead
 	switch {
@@ -177,6 +177,9 @@ func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]keyUndo) 
 // uniqueKeys is keys without repeats, in order, as the wrapper reports
 // them: keys itself when it has none.
 func uniqueKeys(keys []string) []string {
+	if len(keys) < 2 {
+		return keys
+	}
 	seen := make(map[string]bool, len(keys))
 	var out []string
 	for i, k := range keys {
@@ -202,6 +205,7 @@ type effectScratch struct {
 	out     []KeyEffect
 	results []result[nodeEffect]
 	counted []bool
+	room    []keyOutcome // the decision's (effectVotes.room)
 }
 
 var effectScratches sync.Pool
@@ -221,6 +225,9 @@ func newEffectScratch(nodes, keys int) *effectScratch {
 	if cap(sc.results) < nodes {
 		sc.results, sc.counted = make([]result[nodeEffect], nodes), make([]bool, nodes)
 	}
+	if cap(sc.room) < (nodes+1)*keys {
+		sc.room = make([]keyOutcome, (nodes+1)*keys)
+	}
 	sc.out, sc.results, sc.counted = sc.out[:nodes*keys], sc.results[:nodes], sc.counted[:nodes]
 	return sc
 }
@@ -228,7 +235,7 @@ func newEffectScratch(nodes, keys int) *effectScratch {
 // free clears sc (it holds no string or error past its run) and keeps it
 // for another run.
 func (sc *effectScratch) free() {
-	if cap(sc.out) > maxScratch || cap(sc.results) > maxScratch {
+	if cap(sc.out) > maxScratch || cap(sc.results) > maxScratch || cap(sc.room) > maxScratch {
 		return
 	}
 	clear(sc.out)

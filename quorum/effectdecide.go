@@ -50,6 +50,9 @@ type effectVotes struct {
 	// how far apart two nodes' copies of one hold can have landed.
 	elapsed, nodeTimeout time.Duration
 	driftFactor          float64
+	// room, if long enough, holds the decision's key outcomes: a caller's
+	// scratch, which none of them outlives.
+	room []keyOutcome
 }
 
 // keyUndo is one key to give back on one node: each of tokens that holds
@@ -105,7 +108,13 @@ func decideEffect(v effectVotes) effectDecision {
 	// One backing array each for the decided and every node's outcomes,
 	// the landed and undone lists, and the landed keys: a node lands at
 	// most one undo per key (landedKeys).
-	flat := make([]keyOutcome, (n+1)*v.nkeys)
+	flat := v.room
+	if flat == nil || cap(flat) < (n+1)*v.nkeys {
+		// Never nil: a node's outcomes are nil only when it did not answer.
+		flat = make([]keyOutcome, (n+1)*v.nkeys)
+	}
+	flat = flat[:(n+1)*v.nkeys]
+	clear(flat)
 	lists := make([][]keyUndo, 2*n)
 	d := effectDecision{reply: -1, keys: flat[n*v.nkeys:], landed: lists[:n:n], undo: lists[n:]}
 	var outsBuf [8][]keyOutcome
@@ -204,14 +213,22 @@ func decideEffect(v effectVotes) effectDecision {
 	// gave. Integers that read a time (a PTTL) agree within how far apart
 	// the nodes can have read or written it.
 	slack := int64((v.nodeTimeout + v.elapsed + 2*time.Millisecond) / time.Millisecond)
+	var okBuf [8]bool
+	ok := okBuf[:0]
+	if n > len(okBuf) {
+		ok = make([]bool, 0, n)
+	}
+	for i := range n {
+		ok = append(ok, v.consistent(outs, i, d.keys))
+	}
 	best := 0
 	for i := range n {
-		if !v.consistent(outs, i, d.keys) {
+		if !ok[i] {
 			continue
 		}
 		agree := 0
 		for k := range n {
-			if v.consistent(outs, k, d.keys) && v.results[i].v.reply.agrees(v.results[k].v.reply, slack) {
+			if ok[k] && v.results[i].v.reply.agrees(v.results[k].v.reply, slack) {
 				agree++
 			}
 		}
