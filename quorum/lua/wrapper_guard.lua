@@ -8,9 +8,8 @@
         local r = __RLP_PC(cmd, ...)
         if not st.s then
           if r == false or r == nil then st.m = false
-          elseif __rlp_type(r) == "string" then st.m = r
+          elseif __rlp_type(r) == "string" then st.m, st.mi = r, nil
           else st.m = nil end
-          st.mi = nil
         end
         return r
       end

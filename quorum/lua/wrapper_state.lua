@@ -10,6 +10,10 @@ local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_l
 --      (ttls: as the write gave it, for the reply);
 --   s  the snapshot taken before the key's first write the fast path
 --      could not prove (the slow path): it is judged after the run.
+-- A run starts with m and w cleared, not mi, ttl and ttls: they are read
+-- only beside a value m the run set (and, ttl and ttls, a w it set), and
+-- each write that makes m a value sets mi, each that sets w beside one
+-- sets ttl and ttls (a DEL's w leaves m false).
 -- ARGV and KEYS as the call gave them (argv): the body can change ARGV
 -- (through a local alias, or table.insert), and the own tokens are the
 -- call's. A token shown among KEYS proves ownership as one in ARGV does
