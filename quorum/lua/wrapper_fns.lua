@@ -286,7 +286,7 @@ local function __rlp_slow()
   function L.toslow(k)
     local st = __rlp_st[k]
     if st.s then return true end
-    if not st.w then
+    if not st.ttl then
       local s = L.snap(k)
       if s.t ~= "none" and not __rlp_holds[s.t] then
         __rlp_refused = "it changes a " .. s.t .. " key"

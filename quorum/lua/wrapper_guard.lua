@@ -105,7 +105,7 @@
         end
         if vi and not nx and m then mi = st.mi or __rlp_own(m) end
         if vi and (nx or m == false or mi) then
-          if not nx and not st.w then
+          if not nx and not st.ttl then
             st.o, st.oi, __rlp_held = m, mi, true
             if m then st.oe = __rlp_call("pexpiretime", k) end
           end
@@ -114,7 +114,7 @@
           if r and r.ok then
             __rlp_okr = r
             -- OK to NX: the key was free (st.o is nil: none).
-            st.w, st.m, st.mi, st.ttl, st.ttls = true, v, vi, t, ts
+            st.m, st.mi, st.ttl, st.ttls = v, vi, t, ts
           end
           return r
         end
@@ -129,13 +129,12 @@
         end
         if t then mi = st.mi or __rlp_own(m) end
         if mi then
-          if not st.w then
+          if not st.ttl then
             st.o, st.oi, st.oe, __rlp_held = m, mi, __rlp_call("pexpiretime", k), true
           end
           local r = __RLP_PC(cmd, ...)
           if r == 1 then
-            st.w, st.mi = true, mi
-            if t == 0 then st.m, st.mi = false, nil else st.ttl, st.ttls = t, ts end
+            if t == 0 then st.m, st.mi, st.ttl = false, nil, 0 else st.mi, st.ttl, st.ttls = mi, t, ts end
           end
           return r
         end

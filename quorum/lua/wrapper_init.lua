@@ -4,7 +4,7 @@ if not __rlp_call then
 end
 -- Only a run that kept an own value's past (held) or put a key on the
 -- slow path (slowfns) set a state's o, oi, oe or s: the last run's states
--- lose them here, and every run's lose m and w below.
+-- lose them here, and every run's lose m and ttl below.
 if __rlp_held or __rlp_slowfns then
   for i = 1, #__rlp_keys do
     local st = __rlp_st[__rlp_keys[i]]
@@ -19,7 +19,7 @@ if __rlp_st1 and __rlp_k1 ~= nil and KEYS[2] == nil and __rlp_last <= 64 and __r
   local keys, st, argv = __rlp_keys, __rlp_st, __rlp_argv
   local k0 = keys[1]
   if k0 ~= nil then st[k0] = nil end
-  __rlp_st1.m, __rlp_st1.w = nil, nil
+  __rlp_st1.m, __rlp_st1.ttl = nil, nil
   keys[1], st[__rlp_k1] = __rlp_k1, __rlp_st1
   local a = ARGV
   if __rlp_n == 2 then
@@ -44,10 +44,10 @@ else
       local j = #__rlp_keys + 1
       local st = __rlp_pool[j]
       if st then
-        st.m, st.w = nil, nil
+        st.m, st.ttl = nil, nil
       else
         -- The fields named here get their room now, not by a rehash each.
-        st = {m = nil, mi = nil, w = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
+        st = {m = nil, mi = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
         if j <= 8 then __rlp_pool[j] = st end
       end
       __rlp_keys[j], __rlp_st[k] = k, st

@@ -4,16 +4,16 @@ local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_l
 --   m  what the key holds now, as far as the run proved it: nil unknown,
 --      false no key, or a string's value (mi: its place among the own
 --      tokens, once known);
---   w  true once the fast path changed the key; then o is what it held
---      before (nil or false: no key; a string: that own value, oi its
---      place, oe its PEXPIRETIME) and, while m is a value, ttl is its PTTL
---      (ttls: as the write gave it, for the reply);
+--   ttl  set once the fast path changed the key: while m is a value,
+--      its PTTL (ttls: as the write gave it, for the reply), else 0; then
+--      o is what it held before (nil or false: no key; a string: that own
+--      value, oi its place, oe its PEXPIRETIME);
 --   s  the snapshot taken before the key's first write the fast path
 --      could not prove (the slow path): it is judged after the run.
--- A run starts with m and w cleared, not mi, ttl and ttls: they are read
--- only beside a value m the run set (and, ttl and ttls, a w it set), and
--- each write that makes m a value sets mi, each that sets w beside one
--- sets ttl and ttls (a DEL's w leaves m false).
+-- A run starts with m and ttl cleared, not mi and ttls: they are read
+-- only beside a value m the run set (and, ttls, a ttl it set), and each
+-- write that makes m a value sets mi, each that sets ttl beside one sets
+-- ttls (a DEL's ttl leaves m false).
 -- ARGV and KEYS as the call gave them (argv): the body can change ARGV
 -- (through a local alias, or table.insert), and the own tokens are the
 -- call's. A token shown among KEYS proves ownership as one in ARGV does

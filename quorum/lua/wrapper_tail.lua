@@ -45,7 +45,7 @@ if __rlp_slowfns then
           ownChange = held[1] > 0
         end
       end
-    elseif st.w and st.oi then
+    elseif st.ttl and st.oi then
       ownChange = true
     end
   end
@@ -168,7 +168,7 @@ if __rlp_why then
     local st = __rlp_st[k]
     if st.s then
       if not __rlp_same[i] then __rlp_restore(k, st.s, __rlp_after[i]) end
-    elseif st.w then
+    elseif st.ttl then
       if st.o then __rlp_restore(k, {t = "string", v = st.o, exp = st.oe})
       else __rlp_call("del", k) end
     end
@@ -186,7 +186,7 @@ for i = 1, (__rlp_slowfns or __rlp_held) and #__rlp_keys or 0 do
   local k = __rlp_keys[i]
   local st = __rlp_st[k]
   local b = st.s
-  if b and not __rlp_same[i] and (b.t == "string" or b.t == "hash") or not b and st.w and st.oi then
+  if b and not __rlp_same[i] and (b.t == "string" or b.t == "hash") or not b and st.ttl and st.oi then
     local rk = __RLP_HOLDPREFIX .. k
     local rec = __rlp_call("get", rk)
     local sp = rec and string.find(rec, " ", 1, true)
