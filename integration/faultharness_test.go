@@ -254,6 +254,8 @@ type proxyOpts struct {
 	// families names the lock families the workload's keys are locked
 	// by, in turn (faultfamily_test.go); default SET NX alone.
 	families []string
+	// latchKeys is latch_keys (faultlatch_test.go); default none.
+	latchKeys []string
 }
 
 // defaults fills in the zero fields of po.
@@ -301,6 +303,9 @@ probe_interval = "%v"
 command_timeout = "1s"
 log_level = "error"
 `, ps.Addr, strings.Join(masters, `", "`), po.nodeTimeout, po.minTTL, faultMaxTTL, po.driftFactor, po.probe)
+	if len(po.latchKeys) > 0 {
+		cfg += fmt.Sprintf("latch_keys = [\"%s\"]\n", strings.Join(po.latchKeys, `", "`))
+	}
 	if err := os.WriteFile(ps.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
