@@ -22,9 +22,9 @@ const (
 	latchCountPrefix = "l:"
 	latchNoncePrefix = "n:"
 	latchClaimPrefix = "m:"
-	// latchSeededField marks a node seeded after a restart: it answers
-	// the claim of a latch not set there since with nobody's claim (0).
-	latchSeededField = "m*"
+	// latchNobody is the claim of a node seeded after a restart that may
+	// have answered another before: it answers nobody's claim (0).
+	latchNobody = -1
 )
 
 // latchSeedFields turns the maxima of the seeded nodes' counters (fields,
@@ -33,31 +33,36 @@ const (
 // reads), beside a fresh nonce: a countDown whose nonce read came before
 // the seed, its decrement after, misses there (it may have counted the
 // others down already, and the highest count after). No claim is copied:
-// the node may have answered another before its restart. It answers
-// nobody's claim (latchSeededField) until a set lands there again, but
-// for a latch that every dump has a count and a claim field of: none of
-// them was at 0 since its last set, so no claim of it was made before.
+// the node may have answered another before its restart, so it answers
+// nobody's (latchNobody) until a set lands there again; but for a latch
+// that every dump has a count and a claim field of it is the latch's to
+// take: none of them was at 0 since its set, so no claim was made.
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
+	names := map[string]bool{}
 	for f := range fields {
-		if strings.HasPrefix(f, latchNoncePrefix) || strings.HasPrefix(f, latchClaimPrefix) {
-			delete(fields, f)
+		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix} {
+			if name, ok := strings.CutPrefix(f, p); ok {
+				names[name] = true
+				if p != latchCountPrefix {
+					delete(fields, f)
+				}
+			}
 		}
 	}
 	nonce := positiveNonce()
-	for f := range fields {
-		name, ok := strings.CutPrefix(f, latchCountPrefix)
-		if !ok {
-			continue
+	for name := range names {
+		count, claim := latchCountPrefix+name, latchClaimPrefix+name
+		if _, ok := fields[count]; ok {
+			fields[latchNoncePrefix+name] = nonce
 		}
-		fields[latchNoncePrefix+name] = nonce
+		fields[claim] = latchNobody
 		if !slices.ContainsFunc(dumps, func(d map[string]int64) bool {
-			_, claim := d[latchClaimPrefix+name]
-			return d[f] <= 0 || !claim
+			_, ok := d[claim]
+			return d[count] <= 0 || !ok
 		}) {
-			fields[latchClaimPrefix+name] = 0
+			fields[claim] = 0
 		}
 	}
-	fields[latchSeededField] = 1
 }
 
 // LatchMessages are what a latch's operations publish, as Redisson's

@@ -115,7 +115,7 @@ func claimOf(id uint8) uint8 { return id + 1 }
 type latchNode struct {
 	v      uint8 // the count; 0: none
 	seeded bool
-	marked bool     // seeded after a restart (latchSeededField)
+	marked bool     // seeded after a restart: claimNone is nobody's (latchNobody)
 	stale  bool     // the count is an older latch's, the set's reset not landed
 	reset  bool     // the set's reset of the older count in flight
 	late   uint8    // decrements in flight whose countDown decided already
@@ -548,13 +548,14 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 	for mask := 1; mask < 1<<len(idx); mask++ {
 		var counts []int64
 		var claim uint8
-		claimable := true
+		claimable, named := true, false
 		for b, j := range idx {
 			if mask&(1<<b) != 0 {
 				src := w.nodes[j]
 				counts = append(counts, int64(src.v))
 				claim = max(claim, src.claim)
 				claimable = claimable && src.v > 0 && src.claim != claimNone
+				named = named || src.v > 0 || src.claim != claimNone
 			}
 		}
 		if len(counts) < c.quorum {
@@ -575,6 +576,8 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 			}
 		case claimable || c.variant == latchSeedClaimable:
 			nn.claim = claimFree
+		case !named:
+			nn.marked = false // no field of the latch to seed: none
 		}
 		out = append(out, latchStep{next, fmt.Sprintf("node %d seeded from %v: %d, claim %d", i, counts, v, nn.claim), ""})
 	}

@@ -64,8 +64,8 @@ func TestLatchSeedIsTheHighest(t *testing.T) {
 // TestLatchSeedFields: a restarted node's latch fields from the seeded
 // nodes' dumps: the highest count, a fresh nonce (not the set's, which a
 // countDown that read it before the restart still names), no copied
-// claim, and the claim open to take only for a latch that every dump has
-// a count and a claim field of.
+// claim, nobody's claim (-1) but for a latch that every dump has a count
+// and a claim field of (0: to take), and nothing for other counters.
 func TestLatchSeedFields(t *testing.T) {
 	dumps := []map[string]int64{
 		{"l:a": 2, "n:a": 7, "m:a": 0, "l:b": 1, "n:b": 8, "m:b": 0, "m:c": 9, "k:x": 4},
@@ -78,18 +78,24 @@ func TestLatchSeedFields(t *testing.T) {
 		}
 	}
 	latchSeedFields(fields, dumps)
-	for f, want := range map[string]int64{"l:a": 2, "l:b": 1, "l:d": 3, "k:x": 4, "m:a": 0, latchSeededField: 1} {
+	for f, want := range map[string]int64{"l:a": 2, "l:b": 1, "l:d": 3, "k:x": 4, "m:a": 0, "m:b": -1, "m:c": -1, "m:d": -1} {
 		if v, ok := fields[f]; !ok || v != want {
 			t.Errorf("%s = %d (%v); want %d", f, v, ok, want)
 		}
 	}
-	for _, f := range []string{"m:b", "m:c", "m:d", "n:c"} {
-		if v, ok := fields[f]; ok {
-			t.Errorf("%s seeded with %d; want none", f, v)
-		}
+	if v, ok := fields["n:c"]; ok {
+		t.Errorf("n:c seeded with %d; want none (no count)", v)
 	}
 	n := fields["n:a"]
 	if n <= 0 || n == 7 || fields["n:b"] != n || fields["n:d"] != n {
 		t.Errorf("nonces a %d, b %d, d %d; want one fresh nonce (not the sets' 7, 8, 6)", n, fields["n:b"], fields["n:d"])
+	}
+	if len(fields) != 11 {
+		t.Errorf("seeded %v; want the counts, nonces and claims of a, b, c, d and k:x", fields)
+	}
+	none := map[string]int64{"k:x": 4}
+	latchSeedFields(none, []map[string]int64{{"k:x": 4}})
+	if len(none) != 1 {
+		t.Errorf("seeded %v with no latch; want k:x alone", none)
 	}
 }

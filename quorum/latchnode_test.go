@@ -125,14 +125,20 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	reset("reset of no count", 0, "")
 
 	// A node seeded after a restart answers nobody's claim (0) for a
-	// latch not set there since, and takes claims again once one is.
-	admin.HSet(ctx, CountersKey, "m*", "1")
+	// latch not set there since, and takes claims again once one is, or
+	// once a set's reset lands.
+	admin.HSet(ctx, CountersKey, "m:w", "-1", "l:v", "4", "n:v", "5", "m:v", "-1")
 	a, err = n.latchClaim(ctx, "w", 13)
 	want("claim on a restarted node", a, err, CounterSeeded, 0)
-	if _, ok := field("m:w"); ok {
-		t.Error("a restarted node took a claim of a latch not set since")
+	if v, _ := field("m:w"); v != "-1" {
+		t.Errorf("a restarted node took a claim of a latch not set since: %q", v)
 	}
 	n.latchSet(ctx, "w", 1, 14)
 	a, err = n.latchClaim(ctx, "w", 13)
 	want("claim on a restarted node after a set", a, err, CounterSeeded, 13)
+	if err := n.latchReset(ctx, "v", 2, 15, 5); err != nil {
+		t.Fatal(err)
+	}
+	a, err = n.latchClaim(ctx, "v", 16)
+	want("claim on a restarted node after a reset", a, err, CounterSeeded, 16)
 }

@@ -2,18 +2,18 @@
 -- first claim stays. KEYS[1] is the counters' hash, ARGV[1] the latch's
 -- name, ARGV[2] the claim (a decimal). Returns {state, claim}: state as
 -- counter_read.lua (only a seeded node claims), claim the one it has; 0
--- (nobody's) on a node seeded after a restart ("m*") where the latch was
--- not set since: it may have answered another claim before.
+-- (nobody's) for "-1", a node seeded after a restart that got no set
+-- since: it may have answered another claim before.
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return {redis.call("hexists", KEYS[1], "pending"), 0}
 end
 local f = "m:" .. ARGV[1]
 local c = redis.call("hget", KEYS[1], f)
+if c == "-1" then
+  return {2, 0}
+end
 if c and c ~= "0" then
   return {2, c}
-end
-if not c and redis.call("hexists", KEYS[1], "m*") == 1 then
-  return {2, 0}
 end
 redis.call("hset", KEYS[1], f, ARGV[2])
 return {2, ARGV[2]}
