@@ -150,6 +150,10 @@ type CounterEntry struct {
 	Value int64
 	// Virgin is a seeded hash no counter was ever written to.
 	Virgin bool
+	// ID names a pending node's mark, unlike any other mark's; Gen, on a
+	// node a new deployment's seeding seeded, the ids of the pending
+	// nodes that seeding saw, space-separated (fenceseed.go).
+	ID, Gen string
 	// Now is the node's clock, in Unix milliseconds.
 	Now int64
 	// For a FENCE: whether the lock key holds the token, its remaining
@@ -185,15 +189,15 @@ type Fencer interface {
 	// WriteCounter raises field to v on a seeded node (exclusive: only if
 	// it is below v) and, if key holds token, writes its hold record.
 	WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error)
-	// MarkCounters marks a node without a hash pending, and returns its
-	// state either way (Value: the mark).
-	MarkCounters(ctx context.Context) (CounterEntry, error)
+	// MarkCounters marks a node without a hash pending, with id, and
+	// returns its state either way (Value: the mark).
+	MarkCounters(ctx context.Context, id string) (CounterEntry, error)
 	// Counters returns every counter of a seeded node; nil if it is not
 	// seeded.
 	Counters(ctx context.Context) (map[string]int64, error)
-	// SeedCounters seeds a node still pending with mark, with fields, and
-	// reports whether it did.
-	SeedCounters(ctx context.Context, mark int64, fields map[string]int64) (bool, error)
+	// SeedCounters seeds a node still pending with mark, with fields and
+	// a new deployment's gen ("" for none), and reports whether it did.
+	SeedCounters(ctx context.Context, mark int64, gen string, fields map[string]int64) (bool, error)
 }
 
 // Fencing is a fencing token for a hold, as the engine grants it.
@@ -499,10 +503,10 @@ func (noFencer) ReadCounter(context.Context, string, string, string) (CounterEnt
 func (noFencer) WriteCounter(context.Context, string, string, string, int64, bool) (CounterWrite, error) {
 	return 0, errNoCounters
 }
-func (noFencer) MarkCounters(context.Context) (CounterEntry, error) {
+func (noFencer) MarkCounters(context.Context, string) (CounterEntry, error) {
 	return CounterEntry{}, errNoCounters
 }
 func (noFencer) Counters(context.Context) (map[string]int64, error) { return nil, errNoCounters }
-func (noFencer) SeedCounters(context.Context, int64, map[string]int64) (bool, error) {
+func (noFencer) SeedCounters(context.Context, int64, string, map[string]int64) (bool, error) {
 	return false, errNoCounters
 }

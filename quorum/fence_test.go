@@ -45,6 +45,10 @@ func TestSeedActions(t *testing.T) {
 	missing := CounterEntry{State: CounterMissing}
 	pendingDone := CounterEntry{State: CounterPending, Value: 1000, Now: 1000 + wait.Milliseconds()}
 	pendingWaiting := CounterEntry{State: CounterPending, Value: 1000, Now: 1000 + wait.Milliseconds() - 1}
+	// A new deployment's seeding saw nodes pending with ids a and b.
+	virginAB := CounterEntry{State: CounterSeeded, Virgin: true, Gen: "a b"}
+	pendingA, pendingB, pendingX, pendingY := pendingWaiting, pendingWaiting, pendingWaiting, pendingWaiting
+	pendingA.ID, pendingB.ID, pendingX.ID, pendingY.ID = "a", "b", "x", "y"
 	all := []bool{true, true, true}
 	tests := []struct {
 		name    string
@@ -59,8 +63,16 @@ func TestSeedActions(t *testing.T) {
 		{"pending waited but quarantined", []CounterEntry{seeded, seeded, pendingDone}, all, []bool{true, true, false}, []seedAction{seedNone, seedNone, seedNone}},
 		{"pending waited, too few seeded answer", []CounterEntry{seeded, seeded, pendingDone}, []bool{true, false, true}, all, []seedAction{seedNone, seedNone, seedNone}},
 		{"new deployment: all missing", []CounterEntry{missing, missing, missing}, all, all, []seedAction{seedMark, seedMark, seedMark}},
-		{"new deployment: pending at once", []CounterEntry{pendingWaiting, pendingWaiting, virgin}, all, all, []seedAction{seedZero, seedZero, seedNone}},
-		{"new deployment needs every node", []CounterEntry{pendingWaiting, pendingWaiting, virgin}, []bool{true, true, false}, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"new deployment: all pending", []CounterEntry{pendingA, pendingB, pendingX}, all, all, []seedAction{seedZero, seedZero, seedZero}},
+		{"new deployment: its seeding cut short", []CounterEntry{pendingA, pendingB, virginAB}, all, all, []seedAction{seedZero, seedZero, seedNone}},
+		{"new deployment: one pending node lost again", []CounterEntry{pendingA, pendingX, virginAB}, all, all, []seedAction{seedZero, seedZero, seedNone}},
+		{"new deployment: a missing node", []CounterEntry{pendingA, missing, virginAB}, all, all, []seedAction{seedZero, seedMark, seedNone}},
+		{"new deployment needs every node", []CounterEntry{pendingA, pendingB, virginAB}, []bool{true, true, false}, all, []seedAction{seedNone, seedNone, seedNone}},
+		// attack10 F2: a seeded node that missed every write beside a
+		// majority lost (pending, named by no gen) is no new deployment.
+		{"majority lost beside a node that missed every write", []CounterEntry{pendingX, pendingY, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"majority lost beside a node seeded with no gen", []CounterEntry{pendingA, pendingB, virgin}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"majority lost, marked with no id", []CounterEntry{pendingWaiting, pendingWaiting, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
 		// A majority lost its counters: a seeded node has one, so it is
 		// not a new deployment, and no quorum is left to seed from.
 		{"majority lost", []CounterEntry{pendingDone, pendingDone, seeded}, all, all, []seedAction{seedNone, seedNone, seedNone}},
@@ -77,11 +89,13 @@ func TestSeedActions(t *testing.T) {
 func TestCounterEntryResultRefusesBadReplies(t *testing.T) {
 	for _, vals := range [][]any{
 		{int64(2), "1"},
-		{int64(9), "1", int64(0), int64(0), int64(0), int64(0), "0"},
-		{int64(2), "x", int64(0), int64(0), int64(0), int64(0), "0"},
-		{int64(2), 1.5, int64(0), int64(0), int64(0), int64(0), "0"},
+		{int64(9), "1", int64(0), int64(0), int64(0), int64(0), "0", "", ""},
+		{int64(2), "x", int64(0), int64(0), int64(0), int64(0), "0", "", ""},
+		{int64(2), 1.5, int64(0), int64(0), int64(0), int64(0), "0", "", ""},
+		{int64(2), "1", int64(0), int64(0), int64(0), int64(0), "0", int64(1), ""},
+		{int64(2), "1", int64(0), int64(0), int64(0), int64(0), "0", "", nil},
 	} {
-		if _, err := counterEntryResult(vals, 7); err == nil {
+		if _, err := counterEntryResult(vals, 9); err == nil {
 			t.Errorf("counterEntryResult(%v) = nil error; want one", vals)
 		}
 	}
@@ -127,22 +141,25 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 	if w, err := n.WriteCounter(ctx, "", "", "k:x", 1, false); err != nil || w != CounterUnseeded {
 		t.Fatalf("WriteCounter unseeded = %v, %v; want %v", w, err, CounterUnseeded)
 	}
-	m, err := n.MarkCounters(ctx)
+	m, err := n.MarkCounters(ctx, "m1")
 	if err != nil || m.State != CounterPending || m.Value < en.Now {
 		t.Fatalf("MarkCounters = %+v, %v; want pending, marked at the node's time", m, err)
 	}
-	if again, _ := n.MarkCounters(ctx); again.Value != m.Value {
+	if again, _ := n.MarkCounters(ctx, "m2"); again.Value != m.Value {
 		t.Errorf("MarkCounters again = %+v; want the first mark %d kept", again, m.Value)
 	}
-	if ok, err := n.SeedCounters(ctx, m.Value+1, nil); ok || err != nil {
+	if en, err := n.ReadCounter(ctx, "", "", "k:x"); err != nil || en.State != CounterPending || en.ID != "m1" || en.Value != m.Value {
+		t.Errorf("ReadCounter of a pending node = %+v, %v; want pending with the first mark and id m1", en, err)
+	}
+	if ok, err := n.SeedCounters(ctx, m.Value+1, "", nil); ok || err != nil {
 		t.Errorf("SeedCounters with another mark = %v, %v; want false", ok, err)
 	}
 	big := int64(math.MaxInt64 - 3) // past Lua's 2^53: kept exact
-	if ok, err := n.SeedCounters(ctx, m.Value, map[string]int64{"k:x": big, fenceField: 4}); !ok || err != nil {
+	if ok, err := n.SeedCounters(ctx, m.Value, "m1 m9", map[string]int64{"k:x": big, fenceField: 4}); !ok || err != nil {
 		t.Fatalf("SeedCounters = %v, %v; want true", ok, err)
 	}
-	if en, err := n.ReadCounter(ctx, "", "", "k:x"); err != nil || en.State != CounterSeeded || en.Value != big || en.Virgin {
-		t.Errorf("ReadCounter after seeding = %+v, %v; want seeded at %d", en, err, big)
+	if en, err := n.ReadCounter(ctx, "", "", "k:x"); err != nil || en.State != CounterSeeded || en.Value != big || en.Virgin || en.Gen != "m1 m9" || en.ID != "" {
+		t.Errorf("ReadCounter after seeding = %+v, %v; want seeded at %d with gen %q, not virgin", en, err, big, "m1 m9")
 	}
 	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big, true); w != CounterContended {
 		t.Errorf("exclusive WriteCounter of the value it has = %v; want contended", w)
@@ -153,8 +170,8 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big+1, true); w != CounterWritten {
 		t.Errorf("exclusive WriteCounter above = %v; want written", w)
 	}
-	if c, err := n.Counters(ctx); err != nil || c["k:x"] != big+1 || c[fenceField] != 4 {
-		t.Errorf("Counters = %v, %v; want k:x %d, c 4", c, err, big+1)
+	if c, err := n.Counters(ctx); err != nil || c["k:x"] != big+1 || c[fenceField] != 4 || len(c) != 2 {
+		t.Errorf("Counters = %v, %v; want k:x %d, c 4 (the gen is no counter)", c, err, big+1)
 	}
 
 	// The hold record: written only where the key holds the token, read
@@ -393,22 +410,25 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	if k := admin.Exists(ctx, CountersKey).Val(); k != 0 {
 		t.Errorf("the counters' hash after a FenceRound on a node without one exists (%d); want none", k)
 	}
-	m, _ := n.MarkCounters(ctx)
-	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterPending || en.Answer != 0 {
-		t.Fatalf("FenceRound on a pending node = %+v, %v; want pending, no answer", en, err)
+	m, _ := n.MarkCounters(ctx, "m1")
+	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterPending || en.Answer != 0 || en.ID != "m1" {
+		t.Fatalf("FenceRound on a pending node = %+v, %v; want pending with id m1, no answer", en, err)
 	}
-	if h := admin.HGetAll(ctx, CountersKey).Val(); len(h) != 1 || h["pending"] == "" {
-		t.Errorf("a pending node's hash after a FenceRound = %v; want its mark alone", h)
+	if h := admin.HGetAll(ctx, CountersKey).Val(); len(h) != 2 || h["pending"] == "" || h["id"] != "m1" {
+		t.Errorf("a pending node's hash after a FenceRound = %v; want its mark and id alone", h)
 	}
-	if ok, err := n.SeedCounters(ctx, m.Value, nil); !ok || err != nil {
+	if ok, err := n.SeedCounters(ctx, m.Value, "m1 m2", nil); !ok || err != nil {
 		t.Fatalf("SeedCounters = %v, %v", ok, err)
+	}
+	if en, err := n.FenceRound(ctx, "other", "tok", fenceField); err != nil || en.State != CounterSeeded || !en.Virgin || en.Gen != "m1 m2" {
+		t.Errorf("FenceRound of a key not held on a new deployment's node = %+v, %v; want seeded, virgin, gen %q", en, err, "m1 m2")
 	}
 	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.Answer != 1 || en.Hold != 0 {
 		t.Errorf("FenceRound on a node seeded at zero = %+v, %v; want answer 1 taken", en, err)
 	}
 	admin.Del(ctx, CountersKey, holdPrefix+"lock")
-	m, _ = n.MarkCounters(ctx)
-	if ok, err := n.SeedCounters(ctx, m.Value, map[string]int64{fenceField: 4}); !ok || err != nil {
+	m, _ = n.MarkCounters(ctx, "m3")
+	if ok, err := n.SeedCounters(ctx, m.Value, "", map[string]int64{fenceField: 4}); !ok || err != nil {
 		t.Fatalf("SeedCounters = %v, %v", ok, err)
 	}
 	if en, err := n.FenceRound(ctx, "lock", "other", fenceField); err != nil || en.Held || en.Answer != 0 || en.Value != 4 {

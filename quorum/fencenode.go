@@ -55,7 +55,7 @@ func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (
 	if err != nil {
 		return CounterEntry{}, err
 	}
-	return counterEntryResult(vals, 7)
+	return counterEntryResult(vals, 9)
 }
 
 func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
@@ -78,7 +78,7 @@ func pipeFenceRound(key, token, field string) pipeCall[CounterEntry] {
 		case string:
 			return tookResult(v)
 		case []any:
-			return counterEntryResult(v, 8)
+			return counterEntryResult(v, 10)
 		}
 		return CounterEntry{}, fmt.Errorf("counter read replied %T", v)
 	})
@@ -106,14 +106,20 @@ func tookResult(s string) (CounterEntry, error) {
 	return en, nil
 }
 
-// counterEntryResult decodes the reply of counter_read.lua (want 7
-// values) or counter_fence.lua (8, the last its answer).
+// counterEntryResult decodes the reply of counter_read.lua (want 9
+// values) or counter_fence.lua (10, the eighth its answer): integers,
+// then the pending node's id and the seeded node's gen.
 func counterEntryResult(vals []any, want int) (CounterEntry, error) {
 	if len(vals) != want {
 		return CounterEntry{}, fmt.Errorf("counter read replied %d values", len(vals))
 	}
+	id, ok1 := vals[want-2].(string)
+	gen, ok2 := vals[want-1].(string)
+	if !ok1 || !ok2 {
+		return CounterEntry{}, fmt.Errorf("counter read replied id %v, gen %v", vals[want-2], vals[want-1])
+	}
 	var ints [8]int64
-	for i, v := range vals {
+	for i, v := range vals[:want-2] {
 		switch v := v.(type) {
 		case int64:
 			ints[i] = v
@@ -133,6 +139,7 @@ func counterEntryResult(vals []any, want int) (CounterEntry, error) {
 	return CounterEntry{
 		State: CounterState(ints[0]), Value: ints[1], Virgin: ints[2] == 1, Now: ints[3],
 		Held: ints[4] == 1, TTL: time.Duration(ints[5]) * time.Millisecond, Hold: ints[6], Answer: ints[7],
+		ID: id, Gen: gen,
 	}, nil
 }
 
@@ -156,8 +163,8 @@ func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, 
 	return 0, fmt.Errorf("counter write replied %d", w)
 }
 
-func (n *redisNode) MarkCounters(ctx context.Context) (CounterEntry, error) {
-	cmd, err := n.p.eval(ctx, counterMarkScript, []string{CountersKey})
+func (n *redisNode) MarkCounters(ctx context.Context, id string) (CounterEntry, error) {
+	cmd, err := n.p.eval(ctx, counterMarkScript, []string{CountersKey}, id)
 	if err != nil {
 		return CounterEntry{}, err
 	}
@@ -186,14 +193,14 @@ func (n *redisNode) Counters(ctx context.Context) (map[string]int64, error) {
 }
 
 // countersResult turns a counters' hash into its counters; nil if the
-// hash is not seeded.
+// hash is not seeded. A new deployment's gen is no counter.
 func countersResult(m map[string]string) (map[string]int64, error) {
 	if m["seeded"] != "1" {
 		return nil, nil
 	}
 	out := make(map[string]int64, len(m))
 	for f, s := range m {
-		if f == "seeded" {
+		if f == "seeded" || f == "gen" {
 			continue
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
@@ -205,8 +212,8 @@ func countersResult(m map[string]string) (map[string]int64, error) {
 	return out, nil
 }
 
-func (n *redisNode) SeedCounters(ctx context.Context, mark int64, fields map[string]int64) (bool, error) {
-	args := []any{strconv.FormatInt(mark, 10)}
+func (n *redisNode) SeedCounters(ctx context.Context, mark int64, gen string, fields map[string]int64) (bool, error) {
+	args := []any{strconv.FormatInt(mark, 10), gen}
 	for f, v := range fields {
 		args = append(args, f, strconv.FormatInt(v, 10))
 	}

@@ -2,7 +2,10 @@ package quorum
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -42,26 +45,20 @@ const (
 // node waits, on its own clock, after its mark.
 //
 // A missing node is marked. A pending node that is up and waited is
-// seeded from the maxima when a quorum of nodes are seeded. When every
-// node answered, fewer than a quorum are seeded and none of those has
-// a counter yet (a new deployment), every pending node that is up is
-// seeded at zero. Otherwise nothing is done: with fewer than a quorum
-// seeded and a counter somewhere, a majority lost its counters, and
-// nothing safe can be done.
+// seeded from the maxima when a quorum of nodes are seeded. In a new
+// deployment (newDeployment) every pending node that is up is seeded at
+// zero at once. Otherwise nothing is done: with fewer than a quorum
+// seeded, a majority may have lost its counters, and nothing safe can be
+// done.
 func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quorum int) []seedAction {
 	acts := make([]seedAction, len(entries))
-	seeded, answered, virgin := 0, 0, true
+	seeded := 0
 	for i, en := range entries {
-		if !ok[i] {
-			continue
-		}
-		answered++
-		if en.State == CounterSeeded {
+		if ok[i] && en.State == CounterSeeded {
 			seeded++
-			virgin = virgin && en.Virgin
 		}
 	}
-	fresh := answered == len(entries) && seeded < quorum && virgin
+	fresh := newDeployment(entries, ok, quorum)
 	for i, en := range entries {
 		switch {
 		case !ok[i]:
@@ -75,6 +72,59 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 		}
 	}
 	return acts
+}
+
+// newDeployment reports whether no value can have been returned yet:
+// every node answered, fewer than a quorum are seeded, none of those
+// holds a counter, and fewer than a quorum may have lost one. A value is
+// returned only once a quorum of seeded nodes hold a counter; each holds
+// it still, or lost it since: it is missing, or pending with an id that
+// no seeded node's gen names. A gen names the pending nodes a new
+// deployment's seeding saw: such a node has not been seeded since (its
+// seeding clears the id, a loss gives it a new one), so it never held a
+// counter of this deployment. A seeded node without a counter may have
+// missed every write (attack10 F2): it proves nothing of the others.
+// With no node seeded, all lost their counters at once or none had any,
+// and the two look alike: taken as new (docs/guarantees.md).
+func newDeployment(entries []CounterEntry, ok []bool, quorum int) bool {
+	named := map[string]bool{}
+	seeded := 0
+	for i, en := range entries {
+		switch {
+		case !ok[i]:
+			return false
+		case en.State == CounterSeeded && !en.Virgin:
+			return false
+		case en.State == CounterSeeded:
+			seeded++
+			for _, id := range strings.Fields(en.Gen) {
+				named[id] = true
+			}
+		}
+	}
+	if seeded == 0 {
+		return true
+	}
+	lost := 0
+	for _, en := range entries {
+		if en.State == CounterMissing || en.State == CounterPending && (en.ID == "" || !named[en.ID]) {
+			lost++
+		}
+	}
+	return seeded < quorum && lost < quorum
+}
+
+// deploymentGen is the gen a new deployment's seeding writes: the ids of
+// the pending nodes of its read round.
+func deploymentGen(entries []CounterEntry, ok []bool) string {
+	var ids []string
+	for i, en := range entries {
+		if ok[i] && en.State == CounterPending && en.ID != "" {
+			ids = append(ids, en.ID)
+		}
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, " ")
 }
 
 // tend carries out seedActions for a read round, and reports whether it
@@ -93,6 +143,10 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 	if !slices.ContainsFunc(acts, func(a seedAction) bool { return a != seedNone }) {
 		return false // a pending node still waiting: nothing to call
 	}
+	var gen string
+	if slices.Contains(acts, seedZero) {
+		gen = deploymentGen(entries, ok)
+	}
 	var fields map[string]int64
 	for _, a := range acts {
 		if a == seedFromMax {
@@ -109,12 +163,12 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 	fanOut(ctx, e, func(ctx context.Context, i int, n Node) (bool, error) {
 		switch acts[i] {
 		case seedMark:
-			_, err := fencer(n).MarkCounters(ctx)
+			_, err := fencer(n).MarkCounters(ctx, strconv.FormatUint(rand.Uint64(), 36))
 			return err == nil, err
 		case seedZero:
-			return fencer(n).SeedCounters(ctx, entries[i].Value, nil)
+			return fencer(n).SeedCounters(ctx, entries[i].Value, gen, nil)
 		case seedFromMax:
-			return fencer(n).SeedCounters(ctx, entries[i].Value, fields)
+			return fencer(n).SeedCounters(ctx, entries[i].Value, "", fields)
 		}
 		return false, nil
 	})

@@ -8,9 +8,9 @@
 -- Replies, short in the usual cases (a table costs the node more):
 -- "T pttl" when it took T; "T pttl C" when it found this token's record
 -- T (C: the counter); else {state, value, virgin, now, held, pttl, hold,
--- answer}: as counter_read.lua (value: the counter; hold: the record
--- found; now only when pending), and answer the T this node gives (0:
--- none).
+-- answer, id, gen}: as counter_read.lua (value: the counter; hold: the
+-- record found; now only when pending), and answer the T this node gives
+-- (0: none).
 local H, K, R, F, tok = __RLP_COUNTERS, KEYS[1], __RLP_HOLDPREFIX .. KEYS[1], ARGV[2] or __RLP_FENCEFIELD, ARGV[1]
 local fmt = string.format
 --
@@ -55,13 +55,14 @@ if redis.pcall("get", K) == tok then
 end
 -- Every other case: a hash hold (Redisson's), no hold, no TTL, a node
 -- not seeded.
-local state, value, virgin, now = 0, "0", 0, 0
+local state, value, virgin, now, id, gen = 0, "0", 0, 0, "", ""
 if redis.call("hget", H, "seeded") == "1" then
   state = 2
 else
   local mark = redis.call("hget", H, "pending")
   if mark then
     state, value = 1, mark
+    id = redis.call("hget", H, "id") or ""
     local t = redis.call("time")
     now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
@@ -95,8 +96,10 @@ if holds(K, tok) then
 end
 if state == 2 then
   value = redis.call("hget", H, F) or "0"
-  if redis.call("hlen", H) == 1 then
+  gen = redis.call("hget", H, "gen") or ""
+  local n = redis.call("hlen", H)
+  if n == 1 or (n == 2 and gen ~= "") then
     virgin = 1 -- no counter was ever written here
   end
 end
-return {state, value, virgin, now, held, pttl, hold, answer}
+return {state, value, virgin, now, held, pttl, hold, answer, id, gen}
