@@ -81,14 +81,25 @@ package quorum
 // returned token and complete a quorum that misses it (the model's
 // negative control, fencemodel_test.go, shows the run).
 //
-// A new deployment has no hash anywhere: when every node answers and no
-// seeded node has a counter yet, the pending nodes are seeded at zero at
-// once. If a majority of nodes lost their counters before they were
-// seeded again, no quorum of seeded nodes answers and counters stop
-// (NOQUORUM) rather than go back; an operator must then decide. Not
-// quite: a seeded node that never got a counter (one cut off while
-// every FENCE ran) looks new, so a majority lost beside it is seeded at
-// zero (attack10 F2, documented in guarantees.md, not yet fixed).
+// A new deployment has no hash anywhere: every node is marked pending,
+// each mark with an id of its own, and when every node answers, the
+// pending nodes are seeded at zero at once, with the ids of the pending
+// nodes that seeding saw (gen), so that a seeding cut short is finished
+// by a later read. A seeded node without a counter proves nothing: it
+// may have missed every write. So a new deployment is taken only while
+// fewer than a quorum of nodes may have lost a counter (newDeployment):
+// a value is returned once a quorum of seeded nodes hold a counter, and
+// each of those holds it still or, having lost it, is missing or pending
+// with an id no gen names (a named node was pending when a new
+// deployment's seeding began, and has not been seeded since). Those
+// must also have waited since their mark, as for a reseed: one may have
+// answered an operation that still runs. If a majority of nodes lost
+// their counters before they were seeded again, no quorum of seeded
+// nodes answers and counters stop (NOQUORUM) rather than go back; an
+// operator must then decide. When no node is seeded (every node lost
+// its counters, or a seeding reached one node that then lost them while
+// an operation that counted it ran), that looks like a new deployment,
+// and counters start again from zero (docs/guarantees.md).
 //
 // A counter INCR (fence_keys) is a read round and a write-back, without
 // a hold:

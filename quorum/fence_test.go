@@ -49,6 +49,8 @@ func TestSeedActions(t *testing.T) {
 	virginAB := CounterEntry{State: CounterSeeded, Virgin: true, Gen: "a b"}
 	pendingA, pendingB, pendingX, pendingY := pendingWaiting, pendingWaiting, pendingWaiting, pendingWaiting
 	pendingA.ID, pendingB.ID, pendingX.ID, pendingY.ID = "a", "b", "x", "y"
+	pendingXDone, pendingYDone := pendingDone, pendingDone
+	pendingXDone.ID, pendingYDone.ID = "x", "y"
 	all := []bool{true, true, true}
 	tests := []struct {
 		name    string
@@ -65,14 +67,17 @@ func TestSeedActions(t *testing.T) {
 		{"new deployment: all missing", []CounterEntry{missing, missing, missing}, all, all, []seedAction{seedMark, seedMark, seedMark}},
 		{"new deployment: all pending", []CounterEntry{pendingA, pendingB, pendingX}, all, all, []seedAction{seedZero, seedZero, seedZero}},
 		{"new deployment: its seeding cut short", []CounterEntry{pendingA, pendingB, virginAB}, all, all, []seedAction{seedZero, seedZero, seedNone}},
-		{"new deployment: one pending node lost again", []CounterEntry{pendingA, pendingX, virginAB}, all, all, []seedAction{seedZero, seedZero, seedNone}},
-		{"new deployment: a missing node", []CounterEntry{pendingA, missing, virginAB}, all, all, []seedAction{seedZero, seedMark, seedNone}},
+		// A node lost since the seeding began may have answered a call
+		// that still runs: it waits, as a reseed does.
+		{"new deployment: one pending node lost again, waiting", []CounterEntry{pendingA, pendingX, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"new deployment: one pending node lost again, waited", []CounterEntry{pendingA, pendingXDone, virginAB}, all, all, []seedAction{seedZero, seedZero, seedNone}},
+		{"new deployment: a missing node is marked first", []CounterEntry{pendingA, missing, virginAB}, all, all, []seedAction{seedNone, seedMark, seedNone}},
 		{"new deployment needs every node", []CounterEntry{pendingA, pendingB, virginAB}, []bool{true, true, false}, all, []seedAction{seedNone, seedNone, seedNone}},
 		// attack10 F2: a seeded node that missed every write beside a
 		// majority lost (pending, named by no gen) is no new deployment.
-		{"majority lost beside a node that missed every write", []CounterEntry{pendingX, pendingY, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
-		{"majority lost beside a node seeded with no gen", []CounterEntry{pendingA, pendingB, virgin}, all, all, []seedAction{seedNone, seedNone, seedNone}},
-		{"majority lost, marked with no id", []CounterEntry{pendingWaiting, pendingWaiting, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"majority lost beside a node that missed every write", []CounterEntry{pendingXDone, pendingYDone, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"majority lost beside a node seeded with no gen", []CounterEntry{pendingDone, pendingDone, virgin}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"majority lost, marked with no id", []CounterEntry{pendingDone, pendingDone, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
 		// A majority lost its counters: a seeded node has one, so it is
 		// not a new deployment, and no quorum is left to seed from.
 		{"majority lost", []CounterEntry{pendingDone, pendingDone, seeded}, all, all, []seedAction{seedNone, seedNone, seedNone}},

@@ -24,8 +24,13 @@ import (
 // nextToken. The lock itself is
 // abstracted to what Redlock gives (tested elsewhere): one current hold
 // at a time, in order, and a FENCE that returns only within its hold's
-// validity, i.e. while the hold is current. Bootstrapping is not
-// modelled: every node starts seeded at zero (TestSeedActions covers it).
+// validity, i.e. while the hold is current. Nodes start seeded at zero,
+// or (boot) pending, each with its own id, and then a new deployment's
+// seeding reads every node (one step), decides with the engine's own
+// seedActions, and seeds the nodes it chose at zero, each its own
+// message, with the ids of the pending nodes it saw (gen). With majority,
+// restarts go beyond the failure model (a majority may lose its counters,
+// one node at least stays seeded): counters must stop, never go back.
 //
 // Properties, checked on every return:
 //   - a FENCE token is strictly greater than every token returned to an
@@ -47,6 +52,8 @@ const (
 	variantNotExclusive               // an INCR's write-back is not exclusive
 	variantAgreeMinority              // FENCE's one round takes a T fewer than a quorum answered
 	variantOneRoundMax                // FENCE's one round takes the highest of a quorum's answers, agreeing or not
+	variantOldFreshRule               // a new deployment: every node answered, fewer than a quorum seeded, none with a counter (attack10 F2)
+	variantFreshNoWait                // a new deployment seeded beside a lost node at once
 )
 
 type modelConfig struct {
@@ -63,9 +70,12 @@ type modelConfig struct {
 	// reuse: every hold has the same token (Redisson's uuid:threadId),
 	// and a hold's end (its release) may miss a minority of the nodes,
 	// whose hold records stay; elsewhere the release deletes them.
-	reuse   bool
-	maxT    int8 // values above are not explored (a bound on the search)
-	variant modelVariant
+	reuse bool
+	maxT  int8 // values above are not explored (a bound on the search)
+	// boot: every node starts pending (a new deployment); majority:
+	// restarts may leave a majority without counters, one node seeded.
+	boot, majority bool
+	variant        modelVariant
 }
 
 const (
@@ -79,6 +89,9 @@ type mnode struct {
 	recH  int8 // the holder whose hold record the node keeps; -1 none
 	recT  int8
 	inc   int8 // bumped on each restart; a pending mark is the inc
+	// gen: on a node a new deployment's seeding seeded, the pending nodes
+	// whose ids its gen holds, as a mask, while each keeps that id.
+	gen uint8
 }
 
 const (
@@ -103,6 +116,7 @@ const (
 	msgReadReq int8 = iota + 1
 	msgWriteReq
 	msgFenceReq // FENCE's one round: it changes the node, so it stays in flight after its call decided
+	msgSeedReq  // a new deployment's seeding of a node at zero: a, the inc it read; b, the gen mask
 )
 
 type mmsg struct{ kind, op, node, a, b int8 }
@@ -137,7 +151,7 @@ func (s *mstate) canonical() {
 	var sigs [5][64]byte
 	for x := range 5 {
 		nd, b := s.nodes[x], sigs[x][:0]
-		b = append(b, byte(nd.st), byte(nd.c), byte(nd.recH), byte(nd.recT), byte(nd.inc))
+		b = append(b, byte(nd.st), byte(nd.c), byte(nd.recH), byte(nd.recT), byte(nd.inc), byte(bits.OnesCount8(nd.gen)))
 		for _, o := range s.ops {
 			b = append(b, o.older>>x&1)
 		}
@@ -161,8 +175,21 @@ func (s *mstate) canonical() {
 		nodes[nw] = s.nodes[old]
 	}
 	s.nodes = nodes
+	remap := func(m uint8) uint8 {
+		var r uint8
+		for old, nw := range to {
+			r |= (m >> old & 1) << nw
+		}
+		return r
+	}
+	for i := range s.nodes {
+		s.nodes[i].gen = remap(s.nodes[i].gen)
+	}
 	for i := range s.msgs {
 		s.msgs[i].node = to[s.msgs[i].node]
+		if s.msgs[i].kind == msgSeedReq {
+			s.msgs[i].b = int8(remap(uint8(s.msgs[i].b)))
+		}
 	}
 	for i := range s.ops {
 		var older uint8
@@ -200,7 +227,7 @@ func (s *mstate) key() string {
 	s.canonical()
 	b := make([]byte, 0, 128+5*len(s.msgs))
 	for _, n := range s.nodes {
-		b = append(b, byte(n.st), byte(n.c), byte(n.recH), byte(n.recT), byte(n.inc))
+		b = append(b, byte(n.st), byte(n.c), byte(n.recH), byte(n.recT), byte(n.inc), n.gen)
 	}
 	for _, o := range s.ops {
 		b = append(b, byte(o.phase), byte(o.h), byte(o.seeded), byte(o.maxC),
@@ -227,7 +254,10 @@ func explore(cfg modelConfig) (states int, violation string) {
 	init := &mstate{seedX: -1}
 	for i := range init.nodes {
 		init.nodes[i] = mnode{st: -1} // not in the configuration: sorts last (canonical)
-		if i < cfg.nodes {
+		switch {
+		case i < cfg.nodes && cfg.boot:
+			init.nodes[i] = mnode{st: nodePending, recH: -1}
+		case i < cfg.nodes:
 			init.nodes[i] = mnode{st: nodeSeeded, recH: -1}
 		}
 	}
@@ -302,15 +332,6 @@ func successors(cfg modelConfig, s *mstate) []next {
 	bad := func(n *mstate, v string, f string, args ...int8) {
 		add(n, f, args...)
 		out[len(out)-1].violation = v
-	}
-	active := func(n *mstate) uint8 { // nodes some running operation saw before their restart
-		var m uint8
-		for _, o := range n.ops {
-			if o.phase == opRead || o.phase == opWrite {
-				m |= o.older
-			}
-		}
-		return m
 	}
 	unseeded := 0
 	for i := range cfg.nodes {
@@ -444,6 +465,14 @@ func successors(cfg modelConfig, s *mstate) []next {
 				f += " (no ack)"
 			}
 			add(n, f, m.node, m.a, m.op)
+		case msgSeedReq:
+			// Only a node still pending with the mark it read (SeedCounters).
+			n := lost.clone()
+			if x := &n.nodes[m.node]; x.st == nodePending && x.inc == m.a {
+				x.st, x.c, x.gen = nodeSeeded, 0, uint8(m.b)
+				n.forget(m.node)
+			}
+			add(n, "seeding seeds node %d at zero", m.node)
 		}
 	}
 	for i, o := range s.ops {
@@ -533,16 +562,31 @@ func successors(cfg modelConfig, s *mstate) []next {
 		}
 	}
 	// A node restarts empty, within the failure model: a minority at most
-	// is without its counters at any time.
+	// has lost its counters (restarted, not seeded again) at any time, a
+	// new deployment's nodes not yet seeded aside; with majority, any
+	// number. One node at least stays seeded: with none, all lost their
+	// counters or none had any, which look alike (newDeployment).
+	limit := cfg.nodes - q
+	if cfg.majority {
+		limit = cfg.nodes - 1
+	}
+	lost := 0
 	for x := range cfg.nodes {
-		if int(s.crashes) >= cfg.crashes || s.nodes[x].st == nodeSeeded && unseeded+1 > cfg.nodes-q {
+		if s.nodes[x].st == nodePending && s.nodes[x].inc > 0 {
+			lost++
+		}
+	}
+	for x := range cfg.nodes {
+		if int(s.crashes) >= cfg.crashes || s.nodes[x].st == nodeSeeded && (lost+1 > limit || cfg.nodes-unseeded == 1) {
 			continue
 		}
 		n := s.clone()
 		n.crashes++
 		// Marked pending by the next read that sees it missing: the
-		// wait for older calls is what matters, and it starts here.
+		// wait for older calls is what matters, and it starts here. Its
+		// new mark's id is in no gen.
 		n.nodes[x] = mnode{st: nodePending, recH: -1, inc: s.nodes[x].inc + 1}
+		n.forget(int8(x))
 		for j := range n.ops {
 			if o := &n.ops[j]; o.phase == opRead || o.phase == opWrite {
 				o.older |= 1 << x
@@ -554,7 +598,7 @@ func successors(cfg modelConfig, s *mstate) []next {
 		nd := s.nodes[x]
 		switch {
 		case nd.st == nodePending && s.seedX < 0 && cfg.nodes-unseeded >= q &&
-			(active(s)&(1<<x) == 0 || cfg.variant == variantReseedAtOnce):
+			(s.active()&(1<<x) == 0 || cfg.variant == variantReseedAtOnce):
 			// The seeder reads the seeded nodes; the least it can see is a
 			// quorum of the lowest.
 			var cs []int8
@@ -569,10 +613,28 @@ func successors(cfg modelConfig, s *mstate) []next {
 			add(n, "seeder reads %d for node %d", cs[q-1], int8(x))
 		}
 	}
+	// A new deployment's seeding: it reads every node (one step), and
+	// sends a seed at zero to each node seedActions chose. A seed already
+	// in flight is not sent twice (a second copy changes nothing).
+	if (cfg.boot || cfg.majority) && unseeded > 0 {
+		if targets, gen := modelFresh(cfg, s, q); targets != 0 {
+			n := s.clone()
+			for x := range cfg.nodes {
+				m := mmsg{msgSeedReq, -1, int8(x), s.nodes[x].inc, int8(gen)}
+				if targets>>x&1 == 1 && !slices.Contains(s.msgs, m) {
+					n.msgs = append(n.msgs, m)
+				}
+			}
+			if len(n.msgs) > len(s.msgs) {
+				add(n, "a seeding reads every node, seeds the nodes of mask %d at zero", int8(targets))
+			}
+		}
+	}
 	if s.seedX >= 0 {
 		n := s.clone()
 		if nd := &n.nodes[s.seedX]; nd.st == nodePending && nd.inc == s.seedMark {
 			nd.st, nd.c = nodeSeeded, s.seedVal
+			n.forget(s.seedX)
 		}
 		n.seedX, n.seedMark, n.seedVal = -1, 0, 0
 		add(n, "seeder seeds node %d with %d", s.seedX, s.seedVal)
@@ -587,6 +649,81 @@ func (cfg modelConfig) token(h int8) int8 {
 		return 0
 	}
 	return h
+}
+
+// active returns the nodes some running call saw before their restart.
+func (s *mstate) active() uint8 {
+	var m uint8
+	for _, o := range s.ops {
+		if o.phase == opRead || o.phase == opWrite {
+			m |= o.older
+		}
+	}
+	return m
+}
+
+// forget drops node x's id from every gen, held or in flight: it was
+// seeded or lost its data, so its id is gone. Seeds in flight that can
+// no longer seed their node (not pending with the mark they read) are
+// dropped: they change nothing.
+func (s *mstate) forget(x int8) {
+	for i := range s.nodes {
+		s.nodes[i].gen &^= 1 << x
+	}
+	s.msgs = slices.DeleteFunc(s.msgs, func(m mmsg) bool {
+		nd := s.nodes[m.node]
+		return m.kind == msgSeedReq && (nd.st != nodePending || nd.inc != m.a)
+	})
+	for i, m := range s.msgs {
+		if m.kind == msgSeedReq {
+			s.msgs[i].b = int8(uint8(m.b) &^ (1 << x))
+		}
+	}
+}
+
+// modelFresh is a new deployment's seeding decision over every node's
+// state, read at once: the nodes to seed at zero and the gen to write
+// (the pending nodes), with the engine's seedActions, or the old rule.
+func modelFresh(cfg modelConfig, s *mstate, q int) (targets, gen uint8) {
+	entries := make([]CounterEntry, cfg.nodes)
+	all := slices.Repeat([]bool{true}, cfg.nodes)
+	seeded, virgin := 0, true
+	for x := range cfg.nodes {
+		switch nd := s.nodes[x]; nd.st {
+		case nodeSeeded:
+			var ids []string
+			for y := range cfg.nodes {
+				if nd.gen>>y&1 == 1 {
+					ids = append(ids, fmt.Sprint(y))
+				}
+			}
+			entries[x] = CounterEntry{State: CounterSeeded, Virgin: nd.c == 0, Gen: strings.Join(ids, " ")}
+			seeded++
+			virgin = virgin && nd.c == 0
+		case nodePending:
+			// Waited: no call that saw the node before its restart runs
+			// (the seeder's rule below).
+			entries[x] = CounterEntry{State: CounterPending, ID: fmt.Sprint(x)}
+			if s.active()&(1<<x) == 0 || cfg.variant == variantFreshNoWait {
+				entries[x].Now = 1
+			}
+			gen |= 1 << x
+		}
+	}
+	acts := seedActions(entries, all, all, time.Millisecond, q)
+	if cfg.variant == variantOldFreshRule {
+		for x := range acts {
+			if acts[x] = seedNone; entries[x].State == CounterPending && seeded < q && virgin {
+				acts[x] = seedZero
+			}
+		}
+	}
+	for x, a := range acts {
+		if a == seedZero { // seedFromMax is the seeder's (successors)
+			targets |= 1 << x
+		}
+	}
+	return targets, gen
 }
 
 // modelAgreed is FENCE's one-round decision over the answers call o
@@ -663,6 +800,12 @@ func TestFenceModel(t *testing.T) {
 		// messages change nodes, so they stay in flight after their call
 		// decided); run only with FENCE_MODEL_HUGE=1.
 		{modelConfig{nodes: 3, holders: 2, calls: 2, ops: 3, maxT: 3}, true},
+		// A new deployment, seeded by the engine's rule (cut short, or
+		// beside a restart); a majority lost beside a node that missed
+		// every write (attack10 F2): counters stop. Tokens up to 2 are
+		// enough for two holders' tokens to go back.
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, boot: true, maxT: 2}, false},
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, maxT: 2}, false},
 	}
 	for _, c := range configs {
 		cfg := c.cfg
@@ -702,6 +845,8 @@ func TestFenceModelCatchesBrokenVariants(t *testing.T) {
 		{"RFencedLock reseeded at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, incr: true, held: true, maxT: 4, variant: variantReseedAtOnce}},
 		{"one round agreed by a minority", modelConfig{nodes: 3, holders: 2, calls: 1, maxT: 4, variant: variantAgreeMinority}},
 		{"one round takes the highest answer", modelConfig{nodes: 3, holders: 3, calls: 1, maxT: 4, variant: variantOneRoundMax}},
+		{"a new deployment told by no counter on a seeded node", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, maxT: 2, variant: variantOldFreshRule}},
+		{"a new deployment seeded beside a lost node at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, boot: true, maxT: 2, variant: variantFreshNoWait}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,7 +58,7 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 			seeded++
 		}
 	}
-	fresh := newDeployment(entries, ok, quorum)
+	fresh := newDeployment(entries, ok, wait, quorum)
 	for i, en := range entries {
 		switch {
 		case !ok[i]:
@@ -74,19 +74,24 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 	return acts
 }
 
-// newDeployment reports whether no value can have been returned yet:
-// every node answered, fewer than a quorum are seeded, none of those
-// holds a counter, and fewer than a quorum may have lost one. A value is
-// returned only once a quorum of seeded nodes hold a counter; each holds
-// it still, or lost it since: it is missing, or pending with an id that
-// no seeded node's gen names. A gen names the pending nodes a new
+// newDeployment reports whether no value can have been returned, nor be
+// returned by an operation still running: every node answered, fewer
+// than a quorum are seeded, none of those holds a counter, fewer than a
+// quorum may have lost one, and those waited since their mark. A value
+// is returned only once a quorum of seeded nodes hold a counter; each
+// holds it still, or lost it since: it is missing, or pending with an id
+// that no seeded node's gen names. A gen names the pending nodes a new
 // deployment's seeding saw: such a node has not been seeded since (its
 // seeding clears the id, a loss gives it a new one), so it never held a
 // counter of this deployment. A seeded node without a counter may have
-// missed every write (attack10 F2): it proves nothing of the others.
-// With no node seeded, all lost their counters at once or none had any,
-// and the two look alike: taken as new (docs/guarantees.md).
-func newDeployment(entries []CounterEntry, ok []bool, quorum int) bool {
+// missed every write (attack10 F2): it proves nothing of the others. A
+// node that lost its data may have answered an operation that still
+// runs (a seeding cut short, then a restart): as a reseed from the
+// maxima, seeding at zero waits for it (the model's negative control
+// "a new deployment seeded beside a lost node at once"). With no node
+// seeded, all lost their counters or none had any, and the two look
+// alike: taken as new at once (docs/guarantees.md).
+func newDeployment(entries []CounterEntry, ok []bool, wait time.Duration, quorum int) bool {
 	named := map[string]bool{}
 	seeded := 0
 	for i, en := range entries {
@@ -107,7 +112,13 @@ func newDeployment(entries []CounterEntry, ok []bool, quorum int) bool {
 	}
 	lost := 0
 	for _, en := range entries {
-		if en.State == CounterMissing || en.State == CounterPending && (en.ID == "" || !named[en.ID]) {
+		switch {
+		case en.State == CounterMissing:
+			return false // marked first: the wait starts at the mark
+		case en.State == CounterPending && (en.ID == "" || !named[en.ID]):
+			if en.Now-en.Value < wait.Milliseconds() {
+				return false
+			}
 			lost++
 		}
 	}
