@@ -845,8 +845,8 @@ func TestFenceModelCatchesBrokenVariants(t *testing.T) {
 		{"RFencedLock reseeded at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, incr: true, held: true, maxT: 4, variant: variantReseedAtOnce}},
 		{"one round agreed by a minority", modelConfig{nodes: 3, holders: 2, calls: 1, maxT: 4, variant: variantAgreeMinority}},
 		{"one round takes the highest answer", modelConfig{nodes: 3, holders: 3, calls: 1, maxT: 4, variant: variantOneRoundMax}},
-		{"a new deployment told by no counter on a seeded node", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, maxT: 2, variant: variantOldFreshRule}},
-		{"a new deployment seeded beside a lost node at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, boot: true, maxT: 2, variant: variantFreshNoWait}},
+		{"a new deployment told by no counter on a seeded node", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, maxT: 1, variant: variantOldFreshRule}},
+		{"a new deployment seeded beside a lost node at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, boot: true, maxT: 1, variant: variantFreshNoWait}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
