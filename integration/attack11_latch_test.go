@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+)
+
+// attack11DelayRelay forwards 127.0.0.1 connections to target, holding
+// every chunk the client sends for what delay holds at the time (as
+// attack10's relay).
+func attack11DelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	pipe := func(dst, src net.Conn, d *atomic.Int64) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if d != nil {
+					time.Sleep(time.Duration(d.Load()))
+				}
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		dst.Close()
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); s.Close() })
+			go pipe(s, c, delay)
+			go pipe(c, s, nil)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// attack11 Z1 (the latch's zero message; PRE-LANDING for latch20b, and on
+// main's held-back latch): a claim is not tied to the latch it is for. A
+// countDown Y of an opened latch that counted one master down (a master
+// that missed the opening countDown X) reads it open and claims; its
+// claims reach masters A and B (a slow link) after a NEW trySetCount of
+// the same name landed there, which made their claim slot this new
+// latch's. Y takes the new latch's slots on a quorum and sends "0" while
+// the new latch's count is 2; when the new latch opens, its countDown
+// finds Y's claims and sends nothing: its waiters never get the zero
+// message (Redisson's await() wakes on "0" and re-reads getCount).
+// One Redis: X's DECR sends "0", Y's DECR reads -1 and sends nothing,
+// and the new latch's second countDown sends "0".
+//
+// 3 masters, P1 direct, P2 through delay relays to A and B (each chunk
+// held 500ms: every round of P2 takes ~500ms, under node_timeout 900ms;
+// min_ttl = max_ttl 2s). Latch(1) set and opened by X through P1; C
+// missed X's decrement and claim (its count, nonce put back, claim
+// deleted: a lost message). Y through P2: nonce read (~0.5s), decrement
+// (~1s: C 1 -> 0, counted; A, B none), claim sent at ~1s, landing on A
+// and B at ~1.5s. At ~1.25s trySetCount(2) through P1 sets A, B, C.
+func TestAttack11LatchLateClaimTakesANewLatchsZeroMessage(t *testing.T) {
+	c := startNodes(t, 3)
+	var delay atomic.Int64
+	rA, rB := attack11DelayRelay(t, c.addrs[0], &delay), attack11DelayRelay(t, c.addrs[1], &delay)
+	qcfg := engineConfig()
+	qcfg.MinTTL, qcfg.MaxTTL = 2*time.Second, 2*time.Second
+	qcfg.NodeTimeout = 900 * time.Millisecond // valid: at most half of min_ttl
+	p1 := startProxy(t, latchConfig(), qcfg, c.addrs...)
+	p2 := startProxy(t, latchConfig(), qcfg, rA, rB, c.addrs[2])
+	const name = "latch:attack11:z1"
+	l1, l2 := newLatchClient(p1.Client, name), newLatchClient(p2.Client, name)
+	ctx := t.Context()
+	field := func(i int, f string) string { return c.direct[i].HGet(ctx, quorum.CountersKey, f).Val() }
+
+	sub := c.direct[0].Subscribe(ctx, l1.channel)
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var zeros []time.Time
+	go func() {
+		for m := range sub.Channel() {
+			if m.Payload == "0" {
+				mu.Lock()
+				zeros = append(zeros, time.Now())
+				mu.Unlock()
+			}
+		}
+	}()
+	zerosSince := func(since time.Time) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, z := range zeros {
+			if z.After(since) {
+				n++
+			}
+		}
+		return n
+	}
+
+	if v, err := l1.trySetCount(t, 1); v != 1 || err != nil {
+		t.Fatalf("trySetCount(1) = %d, %v", v, err)
+	}
+	if v, err := l2.getCount(t); v != 1 || err != nil { // P2's connections are up
+		t.Fatalf("getCount through P2 = %d, %v", v, err)
+	}
+	nonce := field(2, "n:"+name)
+	if err := l1.countDown(t); err != nil { // X: opens the latch, sends "0"
+		t.Fatalf("countDown X: %v", err)
+	}
+	// C missed X's decrement and claim (a lost message).
+	if err := c.direct[2].HSet(ctx, quorum.CountersKey, "l:"+name, 1, "n:"+name, nonce).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.direct[2].HDel(ctx, quorum.CountersKey, "m:"+name)
+	time.Sleep(200 * time.Millisecond)
+	if n := zerosSince(time.Time{}); n != 1 {
+		t.Fatalf("zero messages after X = %d; want 1", n)
+	}
+
+	delay.Store(int64(500 * time.Millisecond))
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	wg.Go(func() {
+		if err := l2.countDown(t); err != nil {
+			t.Logf("countDown Y: %v", err)
+		}
+	})
+	time.Sleep(time.Until(t0.Add(1250 * time.Millisecond)))
+	set := time.Now()
+	if v, err := l1.trySetCount(t, 2); v != 1 || err != nil {
+		t.Fatalf("the new latch's trySetCount(2) = %d, %v", v, err)
+	}
+	wg.Wait()
+	delay.Store(0)
+	time.Sleep(200 * time.Millisecond)
+	t.Logf("Y took %v; claims A %q B %q C %q", time.Since(t0), field(0, "m:"+name), field(1, "m:"+name), field(2, "m:"+name))
+	if v, err := l1.getCount(t); v != 2 || err != nil {
+		t.Fatalf("the new latch's getCount = %d, %v; want 2", v, err)
+	}
+	if n := zerosSince(set); n != 0 {
+		t.Errorf("%d zero message(s) after the new latch's trySetCount(2), with its count 2 (one Redis: none; Y's DECR reads -1)", n)
+	}
+	if err := l1.countDown(t); err != nil {
+		t.Fatalf("the new latch's first countDown: %v", err)
+	}
+	opened := time.Now() // its second countDown opens it
+	if err := l1.countDown(t); err != nil {
+		t.Fatalf("the new latch's second countDown: %v", err)
+	}
+	if v, err := l1.getCount(t); v != 0 || err != nil {
+		t.Fatalf("the new latch's getCount after 2 countDowns = %d, %v; want 0", v, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := zerosSince(opened); n != 1 {
+		t.Errorf("the new latch opened (getCount 0 after its 2 countDowns) and %d zero message(s) were sent for it; one Redis sends 1 (its waiters wait forever)", n)
+	}
+}
