@@ -121,6 +121,7 @@ type latchNode struct {
 	late   uint8    // decrements in flight whose countDown decided already
 	across uint8    // decrements read before the node's restart, in flight
 	older  uint8    // an older latch's decrements in flight (olderLate)
+	oclaim uint8    // an older latch's claim in flight (olderClaim): ocFlight, then its answer
 	claim  uint8    // the zero message's claim
 	msg    [3]uint8 // its messages of the countDowns in flight
 	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or the answer
@@ -149,7 +150,7 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2]})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
 	}
 	slices.Sort(codes)
 	b := make([]byte, 0, 12*len(codes)+11)
@@ -192,6 +193,11 @@ type latchChecker struct {
 	olderLate   bool
 	staleCounts []uint8 // the older latch's counts the set may find (1, 3)
 	oldClaims   bool    // nodes that missed the set may hold an older latch's claim
+	// olderClaim starts with an older latch's countDown in its claim
+	// round, its claim in flight to every node (it read that latch open
+	// and counted one down before the set): it lands after the set, or
+	// never, and the older countDown sends "0" if its claim wins.
+	olderClaim bool
 	// restartOnly: every message answered, one restart; checks it opens.
 	restartOnly bool
 	closed      int    // quiescent states after 3 countDowns that do not read open
@@ -245,6 +251,9 @@ func (c *latchChecker) starts() []latchWorld {
 		}
 		for _, o := range opts {
 			o.seeded = true
+			if c.olderClaim {
+				o.oclaim = ocFlight
+			}
 			gen(append(nodes, o))
 			if c.olderLate {
 				o.older = 1
@@ -366,7 +375,7 @@ func (c *latchChecker) quiet(w latchWorld) ([]int64, bool) {
 	}
 	all := make([]int64, 0, c.n)
 	for _, nd := range w.nodes {
-		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset {
+		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 {
 			return nil, false
 		}
 		all = append(all, int64(nd.v))
@@ -437,6 +446,10 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 			out = append(out, c.decide(w, k)...)
 		}
 	}
+	if c.olderClaim && slices.ContainsFunc(w.nodes, func(nd latchNode) bool { return nd.oclaim > ocNone }) &&
+		!slices.ContainsFunc(w.nodes, func(nd latchNode) bool { return nd.oclaim == ocFlight }) {
+		out = append(out, c.decideOlderClaim(w))
+	}
 	for i, nd := range w.nodes {
 		if nd.late > 0 {
 			next := w.clone()
@@ -461,6 +474,16 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 				c.decr(&next, i)
 			}
 			out = append(out, latchStep{next, fmt.Sprintf("an older latch's decrement lands on node %d", i), ""})
+		}
+		if nd.oclaim == ocFlight {
+			next := w.clone()
+			c.landOlderClaim(&next, i)
+			out = append(out, latchStep{next, fmt.Sprintf("the older latch's claim lands on node %d", i), ""})
+			if !c.noFaults {
+				lost := w.clone()
+				lost.nodes[i].oclaim = ocNone
+				out = append(out, latchStep{lost, fmt.Sprintf("the older latch's claim to node %d is lost", i), ""})
+			}
 		}
 		if nd.reset {
 			next := w.clone()
@@ -661,6 +684,51 @@ func (c *latchChecker) land(w latchWorld, k, i int) latchWorld {
 	return next
 }
 
+// An older latch's claim in flight (olderClaim): none, in flight, or
+// landed with the claim the node answered (ocAnswer + the claim).
+const (
+	ocNone   uint8 = 0
+	ocFlight uint8 = 1
+	ocAnswer uint8 = 2
+)
+
+// landOlderClaim lands the older latch's claim on node i as landClaim
+// does: it takes a free slot (claimOld), else the node answers its claim.
+func (c *latchChecker) landOlderClaim(w *latchWorld, i int) {
+	nd := &w.nodes[i]
+	switch {
+	case !c.counted(*nd), nd.claim == claimNone && nd.marked:
+		nd.oclaim = ocNone // not seeded, or nobody's: no answer
+		return
+	case nd.claim == claimNone || nd.claim == claimFree:
+		nd.claim = claimOld
+	}
+	nd.oclaim = ocAnswer + nd.claim
+}
+
+// decideOlderClaim: the older countDown decides its claim once every
+// message landed or was lost; its "0" goes to the channel this latch
+// shares.
+func (c *latchChecker) decideOlderClaim(w latchWorld) latchStep {
+	next := w.clone()
+	var claims []uint8
+	for i := range next.nodes {
+		if a := next.nodes[i].oclaim; a >= ocAnswer {
+			claims = append(claims, a-ocAnswer)
+		}
+		next.nodes[i].oclaim = ocNone
+	}
+	publish := latchClaimWon(claims, claimOld, c.n, c.quorum)
+	bad := ""
+	if publish {
+		next.msgs++
+		if next.made < c.count {
+			bad = fmt.Sprintf("the older latch's countDown sends the zero message, after %d countDowns of %d of this latch: %v", next.made, c.count, next)
+		}
+	}
+	return latchStep{next, fmt.Sprintf("the older latch's countDown decides its claim on %v (message %v)", claims, publish), bad}
+}
+
 // landClaim: the first claim stays; the answer is the claim the node has,
 // or nobody's on a node seeded after a restart that got no set since.
 func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
@@ -785,6 +853,7 @@ type latchConfig struct {
 	olderLate   bool    // as latchChecker's
 	staleCounts []uint8 // as latchChecker's; default 1
 	oldClaims   bool    // as latchChecker's
+	olderClaim  bool    // as latchChecker's
 	maxMade     uint8   // countDowns made; default 3
 	long        bool    // left out under -short
 }
@@ -792,7 +861,7 @@ type latchConfig struct {
 func (cfg latchConfig) run() *latchChecker {
 	c := newLatchChecker(cfg.nodes, cfg.rule, cfg.variant)
 	c.noFaults, c.inFlight, c.olderLate = cfg.noFaults, max(cfg.inFlight, 1), cfg.olderLate
-	c.restartOnly, c.oldClaims = cfg.restartOnly, cfg.oldClaims
+	c.restartOnly, c.oldClaims, c.olderClaim = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim
 	if cfg.staleCounts != nil {
 		c.staleCounts = cfg.staleCounts
 	}
