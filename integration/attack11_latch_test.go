@@ -177,3 +177,72 @@ func TestAttack11LatchLateClaimTakesANewLatchsZeroMessage(t *testing.T) {
 		t.Errorf("the new latch opened (getCount 0 after its 2 countDowns) and %d zero message(s) were sent for it; one Redis sends 1 (its waiters wait forever)", n)
 	}
 }
+
+// attack11 Z1b (Z1's root, one latch): the same late claim of countDown
+// Y, with a delete() of the opened latch landing on A and B between Y's
+// read of the latch open and its claims there. latch_del removes each
+// master's claim slot with the count, so Y's claims take A and B and Y
+// sends a second "0" for one latch. One Redis: X's DECR sends "0", the
+// DEL finds no key (it reads 0 and publishes nothing), Y's DECR reads -1:
+// one zero message.
+func TestAttack11LatchLateClaimAfterADeleteSendsASecondZero(t *testing.T) {
+	c := startNodes(t, 3)
+	var delay atomic.Int64
+	rA, rB := attack11DelayRelay(t, c.addrs[0], &delay), attack11DelayRelay(t, c.addrs[1], &delay)
+	qcfg := engineConfig()
+	qcfg.MinTTL, qcfg.MaxTTL = 2*time.Second, 2*time.Second
+	qcfg.NodeTimeout = 900 * time.Millisecond
+	p1 := startProxy(t, latchConfig(), qcfg, c.addrs...)
+	p2 := startProxy(t, latchConfig(), qcfg, rA, rB, c.addrs[2])
+	const name = "latch:attack11:z1b"
+	l1, l2 := newLatchClient(p1.Client, name), newLatchClient(p2.Client, name)
+	ctx := t.Context()
+	field := func(i int, f string) string { return c.direct[i].HGet(ctx, quorum.CountersKey, f).Val() }
+
+	sub := c.direct[0].Subscribe(ctx, l1.channel)
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var zeros atomic.Int64
+	go func() {
+		for m := range sub.Channel() {
+			if m.Payload == "0" {
+				zeros.Add(1)
+			}
+		}
+	}()
+	if v, err := l1.trySetCount(t, 1); v != 1 || err != nil {
+		t.Fatalf("trySetCount(1) = %d, %v", v, err)
+	}
+	if v, err := l2.getCount(t); v != 1 || err != nil {
+		t.Fatalf("getCount through P2 = %d, %v", v, err)
+	}
+	nonce := field(2, "n:"+name)
+	if err := l1.countDown(t); err != nil { // X
+		t.Fatalf("countDown X: %v", err)
+	}
+	if err := c.direct[2].HSet(ctx, quorum.CountersKey, "l:"+name, 1, "n:"+name, nonce).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.direct[2].HDel(ctx, quorum.CountersKey, "m:"+name)
+
+	delay.Store(int64(500 * time.Millisecond))
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	wg.Go(func() {
+		if err := l2.countDown(t); err != nil {
+			t.Logf("countDown Y: %v", err)
+		}
+	})
+	time.Sleep(time.Until(t0.Add(1250 * time.Millisecond)))
+	v, err := l1.delete(t)
+	t.Logf("delete() = %d, %v (one Redis: 0, the key is gone)", v, err)
+	wg.Wait()
+	delay.Store(0)
+	time.Sleep(300 * time.Millisecond)
+	t.Logf("claims A %q B %q C %q", field(0, "m:"+name), field(1, "m:"+name), field(2, "m:"+name))
+	if n := zeros.Load(); n != 1 {
+		t.Errorf("%d zero messages for one latch(1) (one Redis: 1)", n)
+	}
+}
