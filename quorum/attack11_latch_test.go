@@ -14,10 +14,14 @@ import "testing"
 func TestAttack11LatchOlderClaimInFlightAtTheSet(t *testing.T) {
 	for _, cfg := range []latchConfig{
 		{name: "3 nodes, no faults", nodes: 3, rule: ruleClaim, noFaults: true, olderClaim: true, maxMade: 2},
-		{name: "3 nodes, faults", nodes: 3, rule: ruleClaim, olderClaim: true, maxMade: 2},
+		{name: "3 nodes, faults", nodes: 3, rule: ruleClaim, olderClaim: true, maxMade: 2, long: true},
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
+			if (testing.Short() || modelUnderRace) && cfg.long {
+				t.Skip("about 1.4 million states: without -short")
+			}
 			c := cfg.run()
+			t.Logf("%d states", c.states)
 			if c.violation != "" {
 				t.Errorf("%d states: %s", c.states, c.violation)
 			}

@@ -22,6 +22,10 @@ const (
 	latchCountPrefix = "l:"
 	latchNoncePrefix = "n:"
 	latchClaimPrefix = "m:"
+	// latchSlotPrefix names the nonce of the set (reset, seed) whose
+	// claim slot "m:" is: it outlives the count, and a countDown reads it
+	// first (the count's nonce while there is one).
+	latchSlotPrefix = "o:"
 	// latchNobody is the claim of a node seeded after a restart that may
 	// have answered another before: it answers nobody's claim (0).
 	latchNobody = -1
@@ -40,7 +44,7 @@ const (
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
 	names := map[string]bool{}
 	for f := range fields {
-		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix} {
+		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix} {
 			if name, ok := strings.CutPrefix(f, p); ok {
 				names[name] = true
 				if p != latchCountPrefix {
@@ -53,7 +57,7 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
 	for name := range names {
 		count, claim := latchCountPrefix+name, latchClaimPrefix+name
 		if _, ok := fields[count]; ok {
-			fields[latchNoncePrefix+name] = nonce
+			fields[latchNoncePrefix+name], fields[latchSlotPrefix+name] = nonce, nonce
 		}
 		fields[claim] = latchNobody
 		if !slices.ContainsFunc(dumps, func(d map[string]int64) bool {
@@ -87,7 +91,7 @@ type latcher interface {
 	latchUndo(ctx context.Context, name string, nonce int64) error
 	latchReset(ctx context.Context, name string, count, nonce, old int64) error
 	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
-	latchClaim(ctx context.Context, name string, claim int64) (latchAnswer, error)
+	latchClaim(ctx context.Context, name string, claim, nonce int64) (latchAnswer, error)
 	latchDel(ctx context.Context, name string) (latchAnswer, error)
 	publish(ctx context.Context, cmd, channel, message string) error
 }
@@ -195,23 +199,33 @@ func latchFound(r result[latchAnswer]) bool {
 	return r.err == nil && r.v.state == CounterSeeded && r.v.v == 0
 }
 
-// LatchCountDown is countDown, in two rounds: each node's nonce of the
-// set that made its count is read, then one decrement sent to each node
-// that answered seeded, of that count only (a decrement landing after a
-// later trySetCount does not count for it), never sent again. When the
+// LatchCountDown is countDown, in rounds: each node's nonce of the set
+// that made its count (or its claim slot, latchSlotPrefix) is read, then
+// one decrement sent to each node that answered seeded, of that count
+// only (a decrement landing after a later trySetCount, or after the
+// node's restart, does not count for it), never sent again. When the
 // seeded nodes' answers read the latch open and it counted one of them
-// down, it claims the zero message and sends it if the claim won
-// (latchClaimWon). With fewer than a quorum of seeded answers err matches
-// ErrUnavailable: the decrement may have landed.
+// down, it claims the zero message, on each node in the claim slot it
+// read there (a claim landing after a later trySetCount or a delete is
+// nobody's), and sends it if the claim won (latchClaimWon). With fewer
+// than a quorum of seeded answers err matches ErrUnavailable: the
+// decrement may have landed.
 func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessages) error {
-	reads := e.readCounters(ctx, "", "", latchNoncePrefix+name)
-	res := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (latchDecrement, error) {
+	reads := e.readCounters(ctx, "", "", latchSlotPrefix+name)
+	read := func(i int, n Node) (latcher, error) {
 		ln, ok := n.(latcher)
 		switch {
 		case !ok:
-			return latchDecrement{}, errNoLatch
+			return nil, errNoLatch
 		case reads[i].err != nil || reads[i].v.State != CounterSeeded:
-			return latchDecrement{}, errLatchNotRead
+			return nil, errLatchNotRead
+		}
+		return ln, nil
+	}
+	res := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (latchDecrement, error) {
+		ln, err := read(i, n)
+		if err != nil {
+			return latchDecrement{}, err
 		}
 		return ln.latchDecr(ctx, name, reads[i].v.Value)
 	})
@@ -230,10 +244,15 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		return nil
 	}
 	claim := positiveNonce()
-	answers, _ := seededAnswers(latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (latchAnswer, error) {
-		return n.latchClaim(ctx, name, claim)
+	answers, _ := seededAnswers(fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (latchAnswer, error) {
+		ln, err := read(i, n)
+		if err != nil {
+			return latchAnswer{}, err
+		}
+		return ln.latchClaim(ctx, name, claim, reads[i].v.Value)
 	}))
-	// Nobody's claim (0: a node seeded after a restart) is no answer.
+	// Nobody's claim (0: another latch's slot, or a node seeded after a
+	// restart) is no answer.
 	claims := slices.DeleteFunc(answers, func(c int64) bool { return c == 0 })
 	if latchClaimWon(claims, claim, len(e.nodes), e.quorum) {
 		e.publishLatch(ctx, m)

@@ -87,6 +87,7 @@ const (
 	latchSeedCopyClaim                // the seed copies the highest claim (K1)
 	latchSeedClaimable                // the seed leaves the claim to take
 	latchNoReset                      // a granted set leaves an older latch's count (L1)
+	latchClaimUntagged                // a claim takes a slot whatever latch it is (Z1)
 )
 
 // Message states of one node in one countDown in flight.
@@ -116,6 +117,7 @@ type latchNode struct {
 	v      uint8 // the count; 0: none
 	seeded bool
 	marked bool     // seeded after a restart: claimNone is nobody's (latchNobody)
+	inst   bool     // its claim slot is this latch's (set, reset, seeded with a count)
 	stale  bool     // the count is an older latch's, the set's reset not landed
 	reset  bool     // the set's reset of the older count in flight
 	late   uint8    // decrements in flight whose countDown decided already
@@ -150,7 +152,7 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3 | btob(n.inst)<<4, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
 	}
 	slices.Sort(codes)
 	b := make([]byte, 0, 12*len(codes)+11)
@@ -238,7 +240,7 @@ func (c *latchChecker) starts() []latchWorld {
 			}
 			return
 		}
-		opts := []latchNode{{v: c.count, claim: claimFree}, {}}
+		opts := []latchNode{{v: c.count, claim: claimFree, inst: true}, {}}
 		if c.oldClaims {
 			opts = append(opts, latchNode{claim: claimOld})
 		}
@@ -515,7 +517,7 @@ func (c *latchChecker) restart(w *latchWorld, i int) {
 			nd.msg[k] = msgNone
 		}
 	}
-	*nd = latchNode{across: across, older: nd.older, msg: nd.msg, cmsg: nd.cmsg}
+	*nd = latchNode{across: across, older: nd.older, oclaim: nd.oclaim, msg: nd.msg, cmsg: nd.cmsg}
 	w.restarts++
 }
 
@@ -527,7 +529,7 @@ func (c *latchChecker) landReset(w *latchWorld, i int) {
 	if !nd.seeded || !nd.stale || nd.v == 0 {
 		return
 	}
-	nd.v, nd.stale = c.count, false
+	nd.v, nd.stale, nd.inst = c.count, false, true
 	if nd.claim == claimNone {
 		nd.claim = claimFree
 	}
@@ -590,7 +592,7 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 		}
 		next := w.clone()
 		nn := &next.nodes[i]
-		nn.v, nn.seeded, nn.marked, nn.claim = uint8(v), true, true, claimNone
+		nn.v, nn.seeded, nn.marked, nn.claim, nn.inst = uint8(v), true, true, claimNone, v > 0
 		switch {
 		case c.variant == latchSeedCopyClaim:
 			nn.marked = false
@@ -693,12 +695,13 @@ const (
 )
 
 // landOlderClaim lands the older latch's claim on node i as landClaim
-// does: it takes a free slot (claimOld), else the node answers its claim.
+// does: it takes a free slot (claimOld), else the node answers its claim;
+// in a slot of this latch it names another's nonce, and is nobody's.
 func (c *latchChecker) landOlderClaim(w *latchWorld, i int) {
 	nd := &w.nodes[i]
 	switch {
-	case !c.counted(*nd), nd.claim == claimNone && nd.marked:
-		nd.oclaim = ocNone // not seeded, or nobody's: no answer
+	case !c.counted(*nd), nd.claim == claimNone && nd.marked, nd.inst && c.variant != latchClaimUntagged:
+		nd.oclaim = ocNone // not seeded, nobody's, or this latch's slot: no answer
 		return
 	case nd.claim == claimNone || nd.claim == claimFree:
 		nd.claim = claimOld
@@ -929,6 +932,7 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "the seed copies the set's nonce (K2)", nodes: 3, rule: ruleClaim, variant: latchSeedCopyNonce},
 		{name: "the seed copies the highest claim (K1)", nodes: 3, rule: ruleClaim, variant: latchSeedCopyClaim, restartOnly: true, inFlight: 2, staleCounts: stale13},
 		{name: "the seed leaves the claim to take", nodes: 3, rule: ruleClaim, variant: latchSeedClaimable, restartOnly: true, inFlight: 2, staleCounts: stale13},
+		{name: "a claim takes a slot of another latch (Z1)", nodes: 3, rule: ruleClaim, variant: latchClaimUntagged, noFaults: true, olderClaim: true, maxMade: 2},
 		{name: "a granted set leaves an older latch's count (L1)", nodes: 3, rule: ruleClaim, variant: latchNoReset, restartOnly: true, staleCounts: stale13},
 	} {
 		c := cfg.run()

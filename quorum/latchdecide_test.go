@@ -90,7 +90,10 @@ func TestLatchSeedFields(t *testing.T) {
 	if n <= 0 || n == 7 || fields["n:b"] != n || fields["n:d"] != n {
 		t.Errorf("nonces a %d, b %d, d %d; want one fresh nonce (not the sets' 7, 8, 6)", n, fields["n:b"], fields["n:d"])
 	}
-	if len(fields) != 11 {
+	if fields["o:a"] != n || fields["o:b"] != n || fields["o:d"] != n {
+		t.Errorf("claim slots a %d, b %d, d %d; want the fresh nonce %d", fields["o:a"], fields["o:b"], fields["o:d"], n)
+	}
+	if len(fields) != 14 {
 		t.Errorf("seeded %v; want the counts, nonces and claims of a, b, c, d and k:x", fields)
 	}
 	none := map[string]int64{"k:x": 4}

@@ -31,7 +31,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 		t.Errorf("countDown, counters missing = %+v, %v; want nothing", d, err)
 	}
 	admin.HSet(ctx, CountersKey, "pending", "1")
-	a, err = n.latchClaim(ctx, "x", 5)
+	a, err = n.latchClaim(ctx, "x", 5, 0)
 	want("claim, counters pending", a, err, CounterPending, 0)
 	if l := admin.HLen(ctx, CountersKey).Val(); l != 1 {
 		t.Fatalf("a node not seeded has %d fields; want its mark only", l)
@@ -76,12 +76,14 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	decr("countDown of an open latch", 0, 0, 0)
 	decr("countDown of an open latch, a set's nonce", 7, 0, 0)
-	a, err = n.latchClaim(ctx, "x", 11)
+	a, err = n.latchClaim(ctx, "x", 11, 8)
+	want("a claim in another set's slot", a, err, CounterSeeded, 0)
+	a, err = n.latchClaim(ctx, "x", 11, 7)
 	want("the first claim", a, err, CounterSeeded, 11)
 	if v, _ := field("m:x"); v != "11" {
 		t.Errorf("claim field %q; want 11", v)
 	}
-	a, err = n.latchClaim(ctx, "x", 12)
+	a, err = n.latchClaim(ctx, "x", 12, 7)
 	want("a second claim", a, err, CounterSeeded, 11)
 
 	a, err = n.latchSet(ctx, "y", 3, 9)
@@ -97,8 +99,13 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	want("delete", a, err, CounterSeeded, 1)
 	a, err = n.latchDel(ctx, "y")
 	want("delete of none", a, err, CounterSeeded, 0)
-	if l := admin.HLen(ctx, CountersKey).Val(); l != 2 {
-		t.Errorf("counters have %d fields; want 2 (seeded, x's claim): %v", l, admin.HGetAll(ctx, CountersKey).Val())
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 3 {
+		t.Errorf("counters have %d fields; want 3 (seeded, x's claim and its slot): %v", l, admin.HGetAll(ctx, CountersKey).Val())
+	}
+	n.latchSet(ctx, "y", 3, 11)
+	n.latchDel(ctx, "y")
+	if a, err = n.latchClaim(ctx, "y", 12, 11); a.v != 0 || err != nil {
+		t.Errorf("a claim after a delete = %+v, %v; want nobody's", a, err)
 	}
 
 	// The reset of an older latch's count, by the nonce the set found.
@@ -128,17 +135,17 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// latch not set there since, and takes claims again once one is, or
 	// once a set's reset lands.
 	admin.HSet(ctx, CountersKey, "m:w", "-1", "l:v", "4", "n:v", "5", "m:v", "-1")
-	a, err = n.latchClaim(ctx, "w", 13)
+	a, err = n.latchClaim(ctx, "w", 13, 0)
 	want("claim on a restarted node", a, err, CounterSeeded, 0)
 	if v, _ := field("m:w"); v != "-1" {
 		t.Errorf("a restarted node took a claim of a latch not set since: %q", v)
 	}
 	n.latchSet(ctx, "w", 1, 14)
-	a, err = n.latchClaim(ctx, "w", 13)
+	a, err = n.latchClaim(ctx, "w", 13, 14)
 	want("claim on a restarted node after a set", a, err, CounterSeeded, 13)
 	if err := n.latchReset(ctx, "v", 2, 15, 5); err != nil {
 		t.Fatal(err)
 	}
-	a, err = n.latchClaim(ctx, "v", 16)
+	a, err = n.latchClaim(ctx, "v", 16, 15)
 	want("claim on a restarted node after a reset", a, err, CounterSeeded, 16)
 }

@@ -10,7 +10,7 @@ local n = redis.call("hget", KEYS[1], "n:" .. ARGV[1])
 if redis.call("hexists", KEYS[1], "l:" .. ARGV[1]) == 1 then
   return {2, 0, n or "0"}
 end
--- The claim is this latch's to take ("0"): an older latch's is not, nor
--- nobody's (latch_claim.lua).
-redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], "0")
+-- The claim slot is this latch's ("o:" its nonce), to take ("0"): an
+-- older latch's claim is not, nor nobody's (latch_claim.lua).
+redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], "0", "o:" .. ARGV[1], ARGV[3])
 return {2, 1, "0"}
