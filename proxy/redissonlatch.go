@@ -59,7 +59,7 @@ func (s *Server) runLatch(r *request, op latchScript) (resp.Reply, error) {
 		return resp.Reply{}, withArgs(errRedissonLayout, "RCountDownLatch", "2 keys (the latch, "+latchChannelPrefix+"{name}), the message, trySetCount's count, and PUBLISH or SPUBLISH")
 	}
 	if !s.latchKey(rest[0]) || quorum.Reserved(name) {
-		return resp.Reply{}, withArgs(errRedissonType, "RCountDownLatch", "its count never expires, and the quorum latch for names in latch_keys is held back (two known defects)")
+		return resp.Reply{}, withArgs(errRedissonType, "RCountDownLatch", "its name must match latch_keys")
 	}
 	m := quorum.LatchMessages{Publish: string(rest[len(rest)-1]), Channel: string(rest[1]), Message: string(rest[2])}
 	switch op {

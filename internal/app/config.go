@@ -176,10 +176,6 @@ func (fc fileConfig) validate() error {
 		return errors.New("node_tls_ca_file, node_tls_cert_file, node_tls_key_file and node_tls_server_name need node_tls = true")
 	case fc.ShutdownGrace.Duration < 0:
 		return fmt.Errorf("shutdown_grace (%v) must not be negative", fc.ShutdownGrace.Duration)
-	case len(fc.LatchKeys) > 0:
-		// The quorum latch (quorum/latch*.go) is held back until two
-		// defects an attack found are fixed and explored.
-		return errors.New("latch_keys: serving Redisson's RCountDownLatch is held back: a countDown across a master's restart can open a latch early (docs/compatibility.md, RCountDownLatch); leave it empty")
 	}
 	if fc.AdminListen != "" {
 		if _, _, err := net.SplitHostPort(fc.AdminListen); err != nil {

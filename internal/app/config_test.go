@@ -99,8 +99,6 @@ func TestValidateNamesKeyAndValue(t *testing.T) {
 		}, "node_timeout (60ms) must be at most half of min_ttl (100ms)"},
 		{"clock jump limit over max_ttl", func(fc *fileConfig) { fc.ClockJumpLimit.Duration = 10 * time.Minute },
 			"clock_jump_limit (10m0s) must be from 1ms to max_ttl (5m0s)"},
-		{"latch_keys held back", func(fc *fileConfig) { fc.LatchKeys = []string{"latch:*"} },
-			"latch_keys: serving Redisson's RCountDownLatch is held back"},
 		{"max_command over its ceiling", func(fc *fileConfig) { fc.MaxCommand = 2 << 30 }, "max_command (2147483648) must be from 1 to 1073741824"},
 		{"max_input_total under one command", func(fc *fileConfig) { fc.MaxInputTotal = 1 << 20 },
 			"max_input_total (1048576) must be at least 2097152, the read buffer one command of max_command (1048576) bytes may take"},
