@@ -18,8 +18,7 @@ import (
 // and after the seeding's wait, must not read 0.
 func TestAttack10LatchMajorityRestartedBesideAMasterThatMissedTheSet(t *testing.T) {
 	c := startNodes(t, 3)
-	qcfg := engineConfig()
-	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl
+	qcfg := latchEngineConfig(time.Second) // the seeding waits max_ttl
 	p := startProxy(t, latchConfig(), qcfg, c.addrs...)
 	const name = "latch:k3"
 	l := newLatchClient(p.Client, name)
