@@ -162,8 +162,8 @@ type CounterEntry struct {
 	// Virgin is a seeded hash no counter was ever written to.
 	Virgin bool
 	// ID names a pending node's mark, unlike any other mark's; Gen, on a
-	// node a new deployment's seeding seeded, the ids of the pending
-	// nodes that seeding saw, space-separated (fenceseed.go).
+	// node a new deployment's seeding seeded or named, the ids of the
+	// pending nodes that seeding saw, space-separated (fenceseed.go).
 	ID, Gen string
 	// Now is the node's clock, in Unix milliseconds.
 	Now int64
@@ -209,6 +209,9 @@ type Fencer interface {
 	// SeedCounters seeds a node still pending with mark, with fields and
 	// a new deployment's gen ("" for none), and reports whether it did.
 	SeedCounters(ctx context.Context, mark int64, gen string, fields map[string]int64) (bool, error)
+	// NameCounters writes a new deployment's gen on a node still pending
+	// with mark, without seeding it, and reports whether it did.
+	NameCounters(ctx context.Context, mark int64, gen string) (bool, error)
 }
 
 // Fencing is a fencing token for a hold, as the engine grants it.
@@ -518,6 +521,9 @@ func (noFencer) MarkCounters(context.Context, string) (CounterEntry, error) {
 	return CounterEntry{}, errNoCounters
 }
 func (noFencer) Counters(context.Context) (map[string]int64, error) { return nil, errNoCounters }
+func (noFencer) NameCounters(context.Context, int64, string) (bool, error) {
+	return false, errNoCounters
+}
 func (noFencer) SeedCounters(context.Context, int64, string, map[string]int64) (bool, error) {
 	return false, errNoCounters
 }

@@ -51,6 +51,8 @@ func TestSeedActions(t *testing.T) {
 	pendingA.ID, pendingB.ID, pendingX.ID, pendingY.ID = "a", "b", "x", "y"
 	pendingXDone, pendingYDone := pendingDone, pendingDone
 	pendingXDone.ID, pendingYDone.ID = "x", "y"
+	pendingXNamed, pendingANamed, pendingBNamed := pendingX, pendingA, pendingB
+	pendingXNamed.Gen, pendingANamed.Gen, pendingBNamed.Gen = "a b x", "a b c", "a b c"
 	all := []bool{true, true, true}
 	tests := []struct {
 		name    string
@@ -73,6 +75,12 @@ func TestSeedActions(t *testing.T) {
 		{"new deployment: one pending node lost again, waited", []CounterEntry{pendingA, pendingXDone, virginAB}, all, all, []seedAction{seedZero, seedZero, seedNone}},
 		{"new deployment: a missing node is marked first", []CounterEntry{pendingA, missing, virginAB}, all, all, []seedAction{seedNone, seedMark, seedNone}},
 		{"new deployment needs every node", []CounterEntry{pendingA, pendingB, virginAB}, []bool{true, true, false}, all, []seedAction{seedNone, seedNone, seedNone}},
+		// attack11 F3: a node not up is named, so that the deployment's
+		// start is known there too; once only.
+		{"new deployment: a node not up is named", []CounterEntry{pendingA, pendingB, pendingX}, all, []bool{true, true, false}, []seedAction{seedZero, seedZero, seedName}},
+		{"new deployment: a node not up named already", []CounterEntry{pendingA, pendingB, pendingXNamed}, all, []bool{true, true, false}, []seedAction{seedZero, seedZero, seedNone}},
+		{"majority lost beside a node named, never seeded", []CounterEntry{pendingXDone, pendingYDone, pendingANamed}, all, all, []seedAction{seedNone, seedNone, seedNone}},
+		{"a node named, never seeded, beside one lost since", []CounterEntry{pendingA, pendingXDone, pendingBNamed}, all, all, []seedAction{seedZero, seedZero, seedZero}},
 		// attack10 F2: a seeded node that missed every write beside a
 		// majority lost (pending, named by no gen) is no new deployment.
 		{"majority lost beside a node that missed every write", []CounterEntry{pendingXDone, pendingYDone, virginAB}, all, all, []seedAction{seedNone, seedNone, seedNone}},
@@ -422,8 +430,20 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	if h := admin.HGetAll(ctx, CountersKey).Val(); len(h) != 2 || h["pending"] == "" || h["id"] != "m1" {
 		t.Errorf("a pending node's hash after a FenceRound = %v; want its mark and id alone", h)
 	}
+	if ok, err := n.NameCounters(ctx, m.Value+1, "m1 m2"); ok || err != nil {
+		t.Errorf("NameCounters with another mark = %v, %v; want false", ok, err)
+	}
+	if ok, err := n.NameCounters(ctx, m.Value, "m1 m2"); !ok || err != nil {
+		t.Errorf("NameCounters = %v, %v; want true", ok, err)
+	}
+	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterPending || en.ID != "m1" || en.Gen != "m1 m2" {
+		t.Errorf("FenceRound on a named pending node = %+v, %v; want pending with id m1, gen %q", en, err, "m1 m2")
+	}
 	if ok, err := n.SeedCounters(ctx, m.Value, "m1 m2", nil); !ok || err != nil {
 		t.Fatalf("SeedCounters = %v, %v", ok, err)
+	}
+	if ok, err := n.NameCounters(ctx, m.Value, "m1 m2"); ok || err != nil {
+		t.Errorf("NameCounters of a seeded node = %v, %v; want false", ok, err)
 	}
 	if en, err := n.FenceRound(ctx, "other", "tok", fenceField); err != nil || en.State != CounterSeeded || !en.Virgin || en.Gen != "m1 m2" {
 		t.Errorf("FenceRound of a key not held on a new deployment's node = %+v, %v; want seeded, virgin, gen %q", en, err, "m1 m2")

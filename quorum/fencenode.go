@@ -26,6 +26,8 @@ var (
 	counterMarkSrc string
 	//go:embed lua/counter_seed.lua
 	counterSeedSrc string
+	//go:embed lua/counter_name.lua
+	counterNameSrc string
 
 	counterReadScript  = newScript(counterHoldsSrc + counterReadSrc)
 	counterFenceScript = newScript(counterHoldsSrc + strings.NewReplacer(
@@ -35,6 +37,7 @@ var (
 	counterWriteScript = newScript(counterHoldsSrc + counterWriteSrc)
 	counterMarkScript  = newScript(counterMarkSrc)
 	counterSeedScript  = newScript(counterSeedSrc)
+	counterNameScript  = newScript(counterNameSrc)
 )
 
 // counterKeys are a counter script's KEYS: the hash, and for a FENCE the
@@ -210,6 +213,15 @@ func countersResult(m map[string]string) (map[string]int64, error) {
 		out[f] = v
 	}
 	return out, nil
+}
+
+func (n *redisNode) NameCounters(ctx context.Context, mark int64, gen string) (bool, error) {
+	cmd, err := n.p.eval(ctx, counterNameScript, []string{CountersKey}, strconv.FormatInt(mark, 10), gen)
+	if err != nil {
+		return false, err
+	}
+	v, err := cmd.Int64()
+	return v == 1, err
 }
 
 func (n *redisNode) SeedCounters(ctx context.Context, mark int64, gen string, fields map[string]int64) (bool, error) {

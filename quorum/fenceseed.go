@@ -37,6 +37,7 @@ const (
 	seedMark                      // missing: mark it pending
 	seedZero                      // a new deployment: seed it at zero now
 	seedFromMax                   // seed it with the counters' maxima
+	seedName                      // a new deployment's node not up: write the gen beside its mark
 )
 
 // seedActions is the one seeding decision, per node, from a read round:
@@ -47,7 +48,10 @@ const (
 // A missing node is marked. A pending node that is up and waited is
 // seeded from the maxima when a quorum of nodes are seeded. In a new
 // deployment (newDeployment) every pending node that is up is seeded at
-// zero at once. Otherwise nothing is done: with fewer than a quorum
+// zero at once, and every other one is named: the gen is written beside
+// its mark, so that the deployment's start is known there too (attack11
+// F3: else, once the nodes seeded lost their counters, no node would
+// know it). Otherwise nothing is done: with fewer than a quorum
 // seeded, a majority may have lost its counters, and nothing safe can be
 // done.
 func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quorum int) []seedAction {
@@ -64,9 +68,12 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 		case !ok[i]:
 		case en.State == CounterMissing:
 			acts[i] = seedMark
-		case en.State != CounterPending || !up[i]:
-		case fresh:
+		case en.State != CounterPending:
+		case fresh && up[i]:
 			acts[i] = seedZero
+		case fresh && !slices.Contains(strings.Fields(en.Gen), en.ID):
+			acts[i] = seedName // once: a gen names it already
+		case !up[i]:
 		case seeded >= quorum && en.Now-en.Value >= wait.Milliseconds():
 			acts[i] = seedFromMax
 		}
@@ -83,14 +90,16 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 // that no seeded node's gen names. A gen names the pending nodes a new
 // deployment's seeding saw: such a node has not been seeded since (its
 // seeding clears the id, a loss gives it a new one), so it never held a
-// counter of this deployment. A seeded node without a counter may have
-// missed every write (attack10 F2): it proves nothing of the others. A
+// counter of this deployment; a gen is on every node its seeding saw
+// (seeded, or named where not up). A seeded node without a counter may
+// have missed every write (attack10 F2): it proves nothing of the others. A
 // node that lost its data may have answered an operation that still
 // runs (a seeding cut short, then a restart): as a reseed from the
 // maxima, seeding at zero waits for it (the model's negative control
 // "a new deployment seeded beside a lost node at once"). With no node
-// seeded, all lost their counters or none had any, and the two look
-// alike: taken as new at once (docs/guarantees.md).
+// seeded and no gen anywhere, no seeding began, or every node it reached
+// lost its data since, and the two look alike: taken as new at once
+// (docs/guarantees.md).
 func newDeployment(entries []CounterEntry, ok []bool, wait time.Duration, quorum int) bool {
 	named := map[string]bool{}
 	seeded := 0
@@ -102,12 +111,12 @@ func newDeployment(entries []CounterEntry, ok []bool, wait time.Duration, quorum
 			return false
 		case en.State == CounterSeeded:
 			seeded++
-			for _, id := range strings.Fields(en.Gen) {
-				named[id] = true
-			}
+		}
+		for _, id := range strings.Fields(en.Gen) {
+			named[id] = true
 		}
 	}
-	if seeded == 0 {
+	if seeded == 0 && len(named) == 0 {
 		return true
 	}
 	lost := 0
@@ -155,7 +164,7 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 		return false // a pending node still waiting: nothing to call
 	}
 	var gen string
-	if slices.Contains(acts, seedZero) {
+	if slices.Contains(acts, seedZero) || slices.Contains(acts, seedName) {
 		gen = deploymentGen(entries, ok)
 	}
 	var fields map[string]int64
@@ -178,6 +187,8 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 			return err == nil, err
 		case seedZero:
 			return fencer(n).SeedCounters(ctx, entries[i].Value, gen, nil)
+		case seedName:
+			return fencer(n).NameCounters(ctx, entries[i].Value, gen)
 		case seedFromMax:
 			return fencer(n).SeedCounters(ctx, entries[i].Value, "", fields)
 		}

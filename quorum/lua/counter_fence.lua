@@ -63,6 +63,7 @@ else
   if mark then
     state, value = 1, mark
     id = redis.call("hget", H, "id") or ""
+    gen = redis.call("hget", H, "gen") or ""
     local t = redis.call("time")
     now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end

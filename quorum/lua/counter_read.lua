@@ -3,8 +3,9 @@
 -- ARGV[1] is the counter's field, ARGV[2] the lock's token.
 -- Returns {state, value, virgin, now, held, pttl, hold, id, gen}: state 0
 -- missing, 1 pending (value: the mark, id: the mark's id), 2 seeded
--- (value: the counter, a string; virgin: no counter in the hash; gen: a
--- new deployment's ids, counter_seed.lua).
+-- (value: the counter, a string; virgin: no counter in the hash); gen: a
+-- new deployment's ids, on a node it seeded or named (counter_seed.lua,
+-- counter_name.lua).
 local t = redis.call("time")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local state, value, virgin, id, gen = 0, "0", 0, "", ""
@@ -21,6 +22,7 @@ else
   if mark then
     state, value = 1, mark
     id = redis.call("hget", KEYS[1], "id") or ""
+    gen = redis.call("hget", KEYS[1], "gen") or ""
   end
 end
 local held, pttl, hold = 0, -2, "0"
