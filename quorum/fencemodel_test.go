@@ -54,6 +54,7 @@ const (
 	variantOneRoundMax                // FENCE's one round takes the highest of a quorum's answers, agreeing or not
 	variantOldFreshRule               // a new deployment: every node answered, fewer than a quorum seeded, none with a counter (attack10 F2)
 	variantFreshNoWait                // a new deployment seeded beside a lost node at once
+	variantNoSeededIsNew              // no node seeded is a new deployment, whatever gen a pending node has (attack11 F3)
 )
 
 type modelConfig struct {
@@ -72,10 +73,12 @@ type modelConfig struct {
 	// whose hold records stay; elsewhere the release deletes them.
 	reuse bool
 	maxT  int8 // values above are not explored (a bound on the search)
-	// boot: every node starts pending (a new deployment); majority:
-	// restarts may leave a majority without counters, one node seeded.
-	boot, majority bool
-	variant        modelVariant
+	// boot: every node starts pending (a new deployment); named: every
+	// node but one starts seeded at zero by a new deployment's seeding,
+	// which named the last (not up then), pending; majority: restarts may
+	// leave a majority without counters, one node with a gen or seeded.
+	boot, named, majority bool
+	variant               modelVariant
 }
 
 const (
@@ -89,8 +92,9 @@ type mnode struct {
 	recH  int8 // the holder whose hold record the node keeps; -1 none
 	recT  int8
 	inc   int8 // bumped on each restart; a pending mark is the inc
-	// gen: on a node a new deployment's seeding seeded, the pending nodes
-	// whose ids its gen holds, as a mask, while each keeps that id.
+	// gen: on a node a new deployment's seeding seeded or named, the
+	// pending nodes whose ids its gen holds, as a mask, while each keeps
+	// that id.
 	gen uint8
 }
 
@@ -257,6 +261,10 @@ func explore(cfg modelConfig) (states int, violation string) {
 		switch {
 		case i < cfg.nodes && cfg.boot:
 			init.nodes[i] = mnode{st: nodePending, recH: -1}
+		case i == cfg.nodes-1 && cfg.named:
+			init.nodes[i] = mnode{st: nodePending, recH: -1, gen: 1 << i}
+		case i < cfg.nodes && cfg.named:
+			init.nodes[i] = mnode{st: nodeSeeded, recH: -1, gen: 1 << (cfg.nodes - 1)}
 		case i < cfg.nodes:
 			init.nodes[i] = mnode{st: nodeSeeded, recH: -1}
 		}
@@ -466,9 +474,13 @@ func successors(cfg modelConfig, s *mstate) []next {
 			}
 			add(n, f, m.node, m.a, m.op)
 		case msgSeedReq:
-			// Only a node still pending with the mark it read (SeedCounters).
+			// Only a node still pending with the mark it read (SeedCounters),
+			// or, if it was not up at the read, named (NameCounters).
 			n := lost.clone()
 			if x := &n.nodes[m.node]; x.st == nodePending && x.inc == m.a {
+				named := n.clone()
+				named.nodes[m.node].gen = uint8(m.b)
+				add(named, "seeding names node %d (not up)", m.node)
 				x.st, x.c, x.gen = nodeSeeded, 0, uint8(m.b)
 				n.forget(m.node)
 			}
@@ -564,20 +576,25 @@ func successors(cfg modelConfig, s *mstate) []next {
 	// A node restarts empty, within the failure model: a minority at most
 	// has lost its counters (restarted, not seeded again) at any time, a
 	// new deployment's nodes not yet seeded aside; with majority, any
-	// number. One node at least stays seeded: with none, all lost their
-	// counters or none had any, which look alike (newDeployment).
+	// number. One node at least keeps a state (seeded, or pending with a
+	// gen): with none, no seeding began or all it reached lost their data,
+	// which look alike (newDeployment).
 	limit := cfg.nodes - q
 	if cfg.majority {
 		limit = cfg.nodes - 1
 	}
-	lost := 0
+	lost, kept := 0, 0
 	for x := range cfg.nodes {
-		if s.nodes[x].st == nodePending && s.nodes[x].inc > 0 {
+		if nd := s.nodes[x]; nd.st == nodePending && nd.inc > 0 {
 			lost++
+		}
+		if nd := s.nodes[x]; nd.st == nodeSeeded || nd.gen != 0 {
+			kept++
 		}
 	}
 	for x := range cfg.nodes {
-		if int(s.crashes) >= cfg.crashes || s.nodes[x].st == nodeSeeded && (lost+1 > limit || cfg.nodes-unseeded == 1) {
+		if int(s.crashes) >= cfg.crashes || s.nodes[x].st == nodeSeeded && lost+1 > limit ||
+			(s.nodes[x].st == nodeSeeded || s.nodes[x].gen != 0) && kept == 1 {
 			continue
 		}
 		n := s.clone()
@@ -616,7 +633,7 @@ func successors(cfg modelConfig, s *mstate) []next {
 	// A new deployment's seeding: it reads every node (one step), and
 	// sends a seed at zero to each node seedActions chose. A seed already
 	// in flight is not sent twice (a second copy changes nothing).
-	if (cfg.boot || cfg.majority) && unseeded > 0 {
+	if (cfg.boot || cfg.named || cfg.majority) && unseeded > 0 {
 		if targets, gen := modelFresh(cfg, s, q); targets != 0 {
 			n := s.clone()
 			for x := range cfg.nodes {
@@ -691,19 +708,16 @@ func modelFresh(cfg modelConfig, s *mstate, q int) (targets, gen uint8) {
 	for x := range cfg.nodes {
 		switch nd := s.nodes[x]; nd.st {
 		case nodeSeeded:
-			var ids []string
-			for y := range cfg.nodes {
-				if nd.gen>>y&1 == 1 {
-					ids = append(ids, fmt.Sprint(y))
-				}
-			}
-			entries[x] = CounterEntry{State: CounterSeeded, Virgin: nd.c == 0, Gen: strings.Join(ids, " ")}
+			entries[x] = CounterEntry{State: CounterSeeded, Virgin: nd.c == 0, Gen: genIDs(cfg, nd.gen)}
 			seeded++
 			virgin = virgin && nd.c == 0
 		case nodePending:
 			// Waited: no call that saw the node before its restart runs
 			// (the seeder's rule below).
 			entries[x] = CounterEntry{State: CounterPending, ID: fmt.Sprint(x)}
+			if cfg.variant != variantNoSeededIsNew {
+				entries[x].Gen = genIDs(cfg, nd.gen)
+			}
 			if s.active()&(1<<x) == 0 || cfg.variant == variantFreshNoWait {
 				entries[x].Now = 1
 			}
@@ -724,6 +738,17 @@ func modelFresh(cfg modelConfig, s *mstate, q int) (targets, gen uint8) {
 		}
 	}
 	return targets, gen
+}
+
+// genIDs is a gen mask as the engine reads it: the ids of the nodes.
+func genIDs(cfg modelConfig, mask uint8) string {
+	var ids []string
+	for y := range cfg.nodes {
+		if mask>>y&1 == 1 {
+			ids = append(ids, fmt.Sprint(y))
+		}
+	}
+	return strings.Join(ids, " ")
 }
 
 // modelAgreed is FENCE's one-round decision over the answers call o
@@ -806,6 +831,9 @@ func TestFenceModel(t *testing.T) {
 		// enough for two holders' tokens to go back.
 		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, boot: true, maxT: 2}, false},
 		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, maxT: 2}, false},
+		// A new deployment seeded beside a node not up, named: the two
+		// seeded lose their counters (attack11 F3).
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, named: true, majority: true, maxT: 2}, true},
 	}
 	for _, c := range configs {
 		cfg := c.cfg
@@ -846,6 +874,7 @@ func TestFenceModelCatchesBrokenVariants(t *testing.T) {
 		{"one round agreed by a minority", modelConfig{nodes: 3, holders: 2, calls: 1, maxT: 4, variant: variantAgreeMinority}},
 		{"one round takes the highest answer", modelConfig{nodes: 3, holders: 3, calls: 1, maxT: 4, variant: variantOneRoundMax}},
 		{"a new deployment told by no counter on a seeded node", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, maxT: 1, variant: variantOldFreshRule}},
+		{"no node seeded taken for a new deployment", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, named: true, majority: true, maxT: 1, variant: variantNoSeededIsNew}},
 		{"a new deployment seeded beside a lost node at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, boot: true, maxT: 1, variant: variantFreshNoWait}},
 	}
 	for _, tt := range tests {
