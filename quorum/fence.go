@@ -85,8 +85,10 @@ package quorum
 // each mark with an id of its own, and when every node answers, the
 // pending nodes are seeded at zero at once, with the ids of the pending
 // nodes that seeding saw (gen), so that a seeding cut short is finished
-// by a later read. A seeded node without a counter proves nothing: it
-// may have missed every write. So a new deployment is taken only while
+// by a later read; a pending node it does not seed (not up) is named:
+// the gen is written beside its mark. A seeded node without a counter
+// proves nothing: it may have missed every write. So a new deployment
+// is taken only while
 // fewer than a quorum of nodes may have lost a counter (newDeployment):
 // a value is returned once a quorum of seeded nodes hold a counter, and
 // each of those holds it still or, having lost it, is missing or pending
@@ -96,10 +98,11 @@ package quorum
 // answered an operation that still runs. If a majority of nodes lost
 // their counters before they were seeded again, no quorum of seeded
 // nodes answers and counters stop (NOQUORUM) rather than go back; an
-// operator must then decide. When no node is seeded (every node lost
-// its counters, or a seeding reached one node that then lost them while
-// an operation that counted it ran), that looks like a new deployment,
-// and counters start again from zero (docs/guarantees.md).
+// operator must then decide. When no node is seeded and none holds a
+// gen (every node lost its counters, or a seeding reached one node that
+// then lost them while an operation that counted it ran), that looks
+// like a new deployment, and counters start again from zero
+// (docs/guarantees.md).
 //
 // A counter INCR (fence_keys) is a read round and a write-back, without
 // a hold:
