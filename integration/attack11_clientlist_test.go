@@ -44,3 +44,35 @@ func TestAttack11ClientListOptionsAsRedis(t *testing.T) {
 		}
 	}
 }
+
+// attack11 C4 (the C3 fix's neighbour): CLIENT LIST ID and CLIENT KILL ID
+// read their ids by Redis's integer rule (string2ll: no sign "+", no
+// leading zero, no "-0"); the proxy takes what strconv.ParseInt takes.
+// One Redis: "CLIENT LIST ID +5" is "-ERR Invalid client ID", "CLIENT
+// KILL ID 0999999" is "-ERR client-id should be greater than 0"; the
+// proxy answers an empty list and 0.
+func TestAttack11ClientIDsTakeRedisIntegersOnly(t *testing.T) {
+	one := startRedis(t)
+	_, p := setup(t, 3, proxy.Config{})
+	rc := dialRawPeer(t, one.Addr, 2)
+	pc := dialRawPeer(t, p.Addr, 2)
+	for _, args := range [][]string{
+		{"CLIENT", "LIST", "ID", "+5"},
+		{"CLIENT", "LIST", "ID", "05"},
+		{"CLIENT", "LIST", "ID", "-0"},
+		{"CLIENT", "KILL", "ID", "+999999"},
+		{"CLIENT", "KILL", "ID", "0999999"},
+	} {
+		want, err := rc.do(args...)
+		if err != nil {
+			t.Fatalf("one Redis %v: %v", args, err)
+		}
+		got, err := pc.do(args...)
+		if err != nil {
+			t.Fatalf("proxy %v: %v", args, err)
+		}
+		if got != want {
+			t.Errorf("%s: proxy %q; one Redis (7.0) %q", strings.Join(args, " "), got, want)
+		}
+	}
+}
