@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -111,8 +110,8 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 	case len(r.args) > 3 && opt == "id":
 		ids = map[int64]bool{}
 		for _, a := range r.args[3:] {
-			id, err := strconv.ParseInt(string(a), 10, 64)
-			if err != nil {
+			id, ok := resp.ParseInt(a)
+			if !ok {
 				return resp.Reply{}, errClientID
 			}
 			ids[id] = true
@@ -161,8 +160,8 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 			v := string(r.args[i+1])
 			switch strings.ToLower(string(r.args[i])) {
 			case "id":
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n <= 0 {
+				n, ok := resp.ParseInt(r.args[i+1])
+				if !ok || n <= 0 {
 					return resp.Reply{}, errClientIDZero
 				}
 				id = n
