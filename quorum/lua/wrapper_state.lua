@@ -1,4 +1,4 @@
-local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_lpcall
+local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_xpcall, __rlp_asis
 -- st[k] is what the run knows of key k, one of KEYS (st[k] == nil: not
 -- one of them). Its fields:
 --   m  what the key holds now, as far as the run proved it: nil unknown,

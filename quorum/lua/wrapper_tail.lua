@@ -1,4 +1,4 @@
-local __rlp_ok, __rlp_r = __rlp_lpcall(__rlp_body)
+local __rlp_ok, __rlp_r = __rlp_xpcall(__rlp_body, __rlp_asis)
 -- The commonest run is answered first, as the one-string form below
 -- answers it: one key, proved by the fast path (no key on the slow path,
 -- no own value changed: no fencing record to move), nothing refused or
@@ -239,10 +239,9 @@ if not __rlp_ok then
     -- One Redis 7.0 fails on an error table whose err is no text.
     __rlp_val = "ERR Error running script: it raised an error table whose err is not a string"
   else
-    -- A failed redis.call reaches pcall as its reply's text, which has
-    -- its code ("ERR ...", "WRONGTYPE ..."); a Lua error gets Redis's ERR.
-    __rlp_val = __rlp_tostring(__rlp_r)
-    if not string.find(__rlp_val, "^%u%u+ ") then __rlp_val = "ERR " .. __rlp_val end
+    -- A Lua error (text, not a table: a failed redis.call raises its
+    -- reply as a table) gets Redis's ERR, as Redis's handler gives it.
+    __rlp_val = "ERR " .. __rlp_tostring(__rlp_r)
   end
 elseif __rlp_okr and __rlp_r == __rlp_okr and __rlp_r.ok == "OK" and __rlp_r.err == nil then
   -- The fast path's SET reply, as Redis gave it (the body may have
