@@ -246,3 +246,91 @@ func TestAttack11LatchLateClaimAfterADeleteSendsASecondZero(t *testing.T) {
 		t.Errorf("%d zero messages for one latch(1) (one Redis: 1)", n)
 	}
 }
+
+// attack11 Z2 (after 2c30acb): a restarted master's claim slot is seeded
+// "to take" when every dump has a count above 0 and a claim field, but a
+// count above 0 does not prove the latch never opened: a master of the
+// opening quorum restarted and re-seeded from the maxima carries a
+// lagging master's count. 5 masters, latch(1): countDown Z opens it on
+// A, B, C and claims them ("0"); D and E missed Z (its decrement and
+// claim: state put back, a minority cut off). A restarts, is seeded
+// (count 1 from D/E, slot nobody's). C restarts; its seed reads A, D, E
+// (B stopped: its dump fails): all above 0 with a claim field, so C's
+// slot is "to take". An extra countDown W (one Redis: DECR -1, nothing)
+// counts A, C, D, E down, reads open and claims: A nobody's, B Z's, C, D,
+// E W's: a quorum, a second "0" for one latch.
+func TestAttack11LatchReseededSourceMakesASlotToTake(t *testing.T) {
+	c := startNodes(t, 5)
+	qcfg := safetyConfig() // max_ttl 2s: the restart quarantine and the seeding's wait
+	qcfg.MinTTL = time.Second
+	qcfg.NodeTimeout = 200 * time.Millisecond
+	p := attack11StartMonitored(t, latchConfig(), qcfg, c.addrs...)
+	const name = "latch:attack11:z2"
+	l := newLatchClient(p.Client, name)
+	ctx := t.Context()
+	sub := c.direct[1].Subscribe(ctx, l.channel) // B is never restarted
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var zeros atomic.Int64
+	go func() {
+		for m := range sub.Channel() {
+			if m.Payload == "0" {
+				zeros.Add(1)
+			}
+		}
+	}()
+	dump := func(i int) map[string]string { return c.direct[i].HGetAll(ctx, quorum.CountersKey).Val() }
+
+	if v, err := l.trySetCount(t, 1); v != 1 || err != nil {
+		t.Fatalf("trySetCount(1) = %d, %v", v, err)
+	}
+	before := [5]map[string]string{}
+	for i := range 5 {
+		before[i] = dump(i)
+	}
+	if err := l.countDown(t); err != nil { // Z
+		t.Fatalf("countDown Z: %v", err)
+	}
+	// D and E missed Z (cut off from its proxy): their latch fields as before.
+	for _, i := range []int{3, 4} {
+		for _, f := range []string{"l:", "n:", "m:", "o:"} {
+			if v, ok := before[i][f+name]; ok {
+				c.direct[i].HSet(ctx, quorum.CountersKey, f+name, v)
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := zeros.Load(); n != 1 {
+		t.Fatalf("zero messages after Z = %d; want 1", n)
+	}
+	restartAndSeed := func(i int) {
+		t.Helper()
+		c.procs[i] = restartRedis(t, c.procs[i])
+		waitState(t, p.Client, i, "quarantined", 5*time.Second)
+		l.getCount(t) // marks it
+		waitState(t, p.Client, i, "up", 10*time.Second)
+		time.Sleep(2100 * time.Millisecond) // its wait: max_ttl + drift since the mark
+		l.getCount(t)                       // seeds it
+		if dump(i)["seeded"] != "1" {
+			t.Fatalf("master %d not seeded again: %v", i, dump(i))
+		}
+	}
+	restartAndSeed(0)
+	t.Logf("A seeded: %v", dump(0))
+	c.procs[1].Freeze(t) // B's dump fails during C's seed
+	restartAndSeed(2)
+	c.procs[1].Thaw()
+	waitState(t, p.Client, 1, "up", 10*time.Second)
+	for i := range 5 {
+		t.Logf("master %d: %v", i, dump(i))
+	}
+	if err := l.countDown(t); err != nil { // W: an extra countDown
+		t.Fatalf("countDown W: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := zeros.Load(); n != 1 {
+		t.Errorf("%d zero messages for one latch(1) (one Redis: 1; the extra countDown's DECR reads -1)", n)
+	}
+}
