@@ -39,8 +39,10 @@ const (
 // others down already, and the highest count after). No claim is copied:
 // the node may have answered another before its restart, so it answers
 // nobody's (latchNobody) until a set lands there again; but for a latch
-// that every dump has a count and a claim field of it is the latch's to
-// take: none of them was at 0 since its set, so no claim was made.
+// that every dump has a count of and a claim of its own to take (0), it
+// is the latch's to take: none of them was at 0 since its set, so no
+// claim was made. A dump's nobody's (-1) proves nothing: that node was
+// seeded itself, its count perhaps a lagging node's (attack11 Z2).
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
 	names := map[string]bool{}
 	for f := range fields {
@@ -61,8 +63,8 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
 		}
 		fields[claim] = latchNobody
 		if !slices.ContainsFunc(dumps, func(d map[string]int64) bool {
-			_, ok := d[claim]
-			return d[count] <= 0 || !ok
+			c, ok := d[claim]
+			return d[count] <= 0 || !ok || c != 0
 		}) {
 			fields[claim] = 0
 		}

@@ -27,7 +27,7 @@ import (
 // lands at any later step and is not waited for. It does not count until
 // seeded again from any quorum or more of the counted nodes
 // (latchSeedFields: the highest count, a fresh nonce, the claim answered
-// as nobody's unless every source has a count and a claim field), which
+// as nobody's unless every source has a count and a claim to take), which
 // the engine does only once every operation older than its mark has ended
 // (the wait of fenceseed.go: no message of a round that read it counted
 // in flight to it).
@@ -579,7 +579,7 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 				src := w.nodes[j]
 				counts = append(counts, int64(src.v))
 				claim = max(claim, src.claim)
-				claimable = claimable && src.v > 0 && src.claim != claimNone
+				claimable = claimable && src.v > 0 && src.claim == claimFree
 				named = named || src.v > 0 || src.claim != claimNone
 			}
 		}
