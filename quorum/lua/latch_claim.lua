@@ -4,13 +4,14 @@
 -- read here. Returns {state, claim}: state as counter_read.lua (only a
 -- seeded node claims), claim the one it has; 0 (nobody's) when the claim
 -- slot is another latch's (the nonce of the set, reset or seed that made
--- it, "o:", is not the one read: a later set landed, or a delete), or
--- "-1": a node seeded after a restart that got no set since (it may have
--- answered another claim before).
+-- it, "o:", is not the one read: a later set landed, or a delete), when
+-- it has no "o:" (no set made it: a delete or a denied set's undo took
+-- it, attack12 U1, U1b), or "-1": a node seeded after a restart that got
+-- no set since (it may have answered another claim before).
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return {redis.call("hexists", KEYS[1], "pending"), 0}
 end
-if (redis.call("hget", KEYS[1], "o:" .. ARGV[1]) or "0") ~= ARGV[3] then
+if redis.call("hget", KEYS[1], "o:" .. ARGV[1]) ~= ARGV[3] then
   return {2, 0}
 end
 local f = "m:" .. ARGV[1]
