@@ -220,6 +220,6 @@ func (e *Engine) counterMaxima(ctx context.Context) (map[string]int64, bool) {
 			fields[f] = max(fields[f], v)
 		}
 	}
-	latchSeedFields(fields, seeded)
+	latchSeedFields(fields, seeded, e.quorum)
 	return fields, len(seeded) >= e.quorum
 }

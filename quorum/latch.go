@@ -33,8 +33,8 @@ const (
 
 // latchSeedFields turns the maxima of the seeded nodes' counters (fields,
 // from dumps: counterMaxima) into a restarted node's latch fields. Each
-// count is the highest (at least what a node that got the latch's set
-// reads), beside a fresh nonce: a countDown whose nonce read came before
+// count is latchSeed's (none when a quorum of dumps have none, else the
+// highest), beside a fresh nonce: a countDown whose nonce read came before
 // the seed, its decrement after, misses there (it may have counted the
 // others down already, and the highest count after). No claim is copied:
 // the node may have answered another before its restart, so it answers
@@ -43,7 +43,7 @@ const (
 // is the latch's to take: none of them was at 0 since its set, so no
 // claim was made. A dump's nobody's (-1) proves nothing: that node was
 // seeded itself, its count perhaps a lagging node's (attack11 Z2).
-func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
+func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum int) {
 	names := map[string]bool{}
 	for f := range fields {
 		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix} {
@@ -58,8 +58,15 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64) {
 	nonce := positiveNonce()
 	for name := range names {
 		count, claim := latchCountPrefix+name, latchClaimPrefix+name
-		if _, ok := fields[count]; ok {
+		counts := make([]int64, len(dumps))
+		for i, d := range dumps {
+			counts[i] = d[count]
+		}
+		if v := latchSeed(counts, quorum); v > 0 {
+			fields[count] = v
 			fields[latchNoncePrefix+name], fields[latchSlotPrefix+name] = nonce, nonce
+		} else {
+			delete(fields, count)
 		}
 		fields[claim] = latchNobody
 		if !slices.ContainsFunc(dumps, func(d map[string]int64) bool {

@@ -586,7 +586,7 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 		if len(counts) < c.quorum {
 			continue
 		}
-		v := latchSeed(counts)
+		v := latchSeed(counts, c.quorum)
 		if c.variant == latchSeedKthLarge {
 			v = kthLargest(counts, c.quorum)
 		}

@@ -92,13 +92,23 @@ func latchClaimWon[T cmp.Ordered](claims []T, id T, nodes, quorum int) bool {
 }
 
 // latchSeed is the count a node restarted empty is seeded with, from the
-// counts of the counted nodes that answered (at least a quorum): the
-// highest. At most N-Q counted nodes missed the latch's set, so the
-// highest is at least what a node that got it reads.
-func latchSeed(counts []int64) int64 {
+// counts of the counted nodes that answered (at least a quorum): none (0)
+// when a quorum of them have none, as a read finds the latch open then
+// (attack12 S1: the highest, a node's that missed the opening countDown,
+// closed an open latch again); else the highest. At most N-Q counted
+// nodes missed the latch's set, so the highest is at least what a node
+// that got it reads.
+func latchSeed(counts []int64, quorum int) int64 {
 	var m int64
+	zeros := 0
 	for _, c := range counts {
 		m = max(m, c)
+		if c <= 0 {
+			zeros++
+		}
+	}
+	if zeros >= quorum {
+		return 0
 	}
 	return m
 }

@@ -52,12 +52,23 @@ func TestLatchClaimWon(t *testing.T) {
 	}
 }
 
-func TestLatchSeedIsTheHighest(t *testing.T) {
-	if got := latchSeed([]int64{0, 3, 1}); got != 3 {
-		t.Errorf("latchSeed = %d; want 3", got)
-	}
-	if got := latchSeed([]int64{0, 0, 0}); got != 0 {
-		t.Errorf("latchSeed of no counts = %d; want 0", got)
+// TestLatchSeed: the highest count, or none when a quorum have none (the
+// latch reads open there: attack12 S1).
+func TestLatchSeed(t *testing.T) {
+	for _, tc := range []struct {
+		counts []int64
+		quorum int
+		want   int64
+	}{
+		{[]int64{0, 3, 1}, 2, 3},
+		{[]int64{0, 0, 0}, 2, 0},
+		{[]int64{0, 1, 0}, 2, 0},
+		{[]int64{0, 1, 0, 2}, 3, 2},
+		{[]int64{0, 1, 0, 0}, 3, 0},
+	} {
+		if got := latchSeed(tc.counts, tc.quorum); got != tc.want {
+			t.Errorf("latchSeed(%v, quorum %d) = %d; want %d", tc.counts, tc.quorum, got, tc.want)
+		}
 	}
 }
 
@@ -77,7 +88,7 @@ func TestLatchSeedFields(t *testing.T) {
 			fields[f] = max(fields[f], v)
 		}
 	}
-	latchSeedFields(fields, dumps)
+	latchSeedFields(fields, dumps, 2)
 	for f, want := range map[string]int64{"l:a": 2, "l:b": 1, "l:d": 3, "k:x": 4, "m:a": 0, "m:b": -1, "m:c": -1, "m:d": -1} {
 		if v, ok := fields[f]; !ok || v != want {
 			t.Errorf("%s = %d (%v); want %d", f, v, ok, want)
@@ -97,8 +108,14 @@ func TestLatchSeedFields(t *testing.T) {
 		t.Errorf("seeded %v; want the counts, nonces and claims of a, b, c, d and k:x", fields)
 	}
 	none := map[string]int64{"k:x": 4}
-	latchSeedFields(none, []map[string]int64{{"k:x": 4}})
+	latchSeedFields(none, []map[string]int64{{"k:x": 4}}, 1)
 	if len(none) != 1 {
 		t.Errorf("seeded %v with no latch; want k:x alone", none)
+	}
+	// A count a quorum of dumps lack is an open latch's leftover: none.
+	open := map[string]int64{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}
+	latchSeedFields(open, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": 3}, {"m:s": 3}}, 2)
+	if _, ok := open["l:s"]; ok || open["m:s"] != -1 || len(open) != 1 {
+		t.Errorf("seeded %v beside an open latch; want m:s = -1 alone", open)
 	}
 }
