@@ -99,9 +99,10 @@ package quorum
 // their counters before they were seeded again, no quorum of seeded
 // nodes answers and counters stop (NOQUORUM) rather than go back; an
 // operator must then decide. When no node is seeded and none holds a
-// gen (every node lost its counters, or a seeding reached one node that
-// then lost them while an operation that counted it ran), that looks
-// like a new deployment, and counters start again from zero
+// gen (every node lost its counters, a seeding reached one node that
+// then lost them while an operation that counted it ran, or a node's
+// seed at zero was lost and the seeded ones lost theirs: attack11 F3d),
+// that looks like a new deployment, and counters start again from zero
 // (docs/guarantees.md).
 //
 // A counter INCR (fence_keys) is a read round and a write-back, without
