@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -11,63 +10,6 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
-
-// attack10DelayRelay forwards 127.0.0.1 connections to target, holding
-// every chunk the client sends for what delay holds at the time.
-func attack10DelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); s.Close() })
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						time.Sleep(time.Duration(delay.Load()))
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				s.Close()
-			}()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := s.Read(buf)
-					if n > 0 {
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				c.Close()
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // attack10 K1: the zero message SENT TWICE. Seeding copies each field's
 // highest over the seeded masters, the zero message's claim "m:" too; a
@@ -95,7 +37,7 @@ func attack10DelayRelay(t *testing.T, target string, delay *atomic.Int64) string
 func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 	c := startNodes(t, 3)
 	var delayB, delayC atomic.Int64
-	rB, rC := attack10DelayRelay(t, c.addrs[1], &delayB), attack10DelayRelay(t, c.addrs[2], &delayC)
+	rB, rC := startRelay(t, c.addrs[1], relayOpts{sendDelay: &delayB}), startRelay(t, c.addrs[2], relayOpts{sendDelay: &delayC})
 	qcfg := engineConfig()
 	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl (+ drift)
 	qcfg.NodeTimeout = 400 * time.Millisecond           // a valid config: at most half of min_ttl
@@ -210,7 +152,7 @@ func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 func TestAttack10LatchOpensEarlyOnADecrementAcrossARestart(t *testing.T) {
 	c := startNodes(t, 3)
 	var delayB, delayC atomic.Int64
-	rB, rC := attack10DelayRelay(t, c.addrs[1], &delayB), attack10DelayRelay(t, c.addrs[2], &delayC)
+	rB, rC := startRelay(t, c.addrs[1], relayOpts{sendDelay: &delayB}), startRelay(t, c.addrs[2], relayOpts{sendDelay: &delayC})
 	qcfg := engineConfig()
 	qcfg.MinTTL, qcfg.MaxTTL = time.Second, time.Second // the seeding waits max_ttl (+ drift)
 	qcfg.NodeTimeout = 400 * time.Millisecond           // a valid config: at most half of min_ttl

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,53 +8,6 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
-
-// attack11DelayRelay forwards 127.0.0.1 connections to target, holding
-// every chunk the client sends for what delay holds at the time (as
-// attack10's relay).
-func attack11DelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	pipe := func(dst, src net.Conn, d *atomic.Int64) {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				if d != nil {
-					time.Sleep(time.Duration(d.Load()))
-				}
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		dst.Close()
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); s.Close() })
-			go pipe(s, c, delay)
-			go pipe(c, s, nil)
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // attack11 Z1 (the latch's zero message; PRE-LANDING for latch20b, and on
 // main's held-back latch): a claim is not tied to the latch it is for. A
@@ -80,7 +32,7 @@ func attack11DelayRelay(t *testing.T, target string, delay *atomic.Int64) string
 func TestAttack11LatchLateClaimTakesANewLatchsZeroMessage(t *testing.T) {
 	c := startNodes(t, 3)
 	var delay atomic.Int64
-	rA, rB := attack11DelayRelay(t, c.addrs[0], &delay), attack11DelayRelay(t, c.addrs[1], &delay)
+	rA, rB := startRelay(t, c.addrs[0], relayOpts{sendDelay: &delay}), startRelay(t, c.addrs[1], relayOpts{sendDelay: &delay})
 	qcfg := engineConfig()
 	qcfg.MinTTL, qcfg.MaxTTL = 2*time.Second, 2*time.Second
 	qcfg.NodeTimeout = 900 * time.Millisecond // valid: at most half of min_ttl
@@ -188,7 +140,7 @@ func TestAttack11LatchLateClaimTakesANewLatchsZeroMessage(t *testing.T) {
 func TestAttack11LatchLateClaimAfterADeleteSendsASecondZero(t *testing.T) {
 	c := startNodes(t, 3)
 	var delay atomic.Int64
-	rA, rB := attack11DelayRelay(t, c.addrs[0], &delay), attack11DelayRelay(t, c.addrs[1], &delay)
+	rA, rB := startRelay(t, c.addrs[0], relayOpts{sendDelay: &delay}), startRelay(t, c.addrs[1], relayOpts{sendDelay: &delay})
 	qcfg := engineConfig()
 	qcfg.MinTTL, qcfg.MaxTTL = 2*time.Second, 2*time.Second
 	qcfg.NodeTimeout = 900 * time.Millisecond

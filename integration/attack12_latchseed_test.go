@@ -1,57 +1,12 @@
 package integration
 
 import (
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
-
-// attack12DropRelay forwards 127.0.0.1 connections to target; while drop
-// is set, what clients send is thrown away (a cut link: the master stays
-// up, and gets nothing of it later).
-func attack12DropRelay(t *testing.T, target string, drop *atomic.Bool) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	pipe := func(dst, src net.Conn, d *atomic.Bool) {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 && (d == nil || !d.Load()) {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		dst.Close()
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); s.Close() })
-			go pipe(s, c, drop)
-			go pipe(c, s, nil)
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // attack12 U1 (the zero message twice for one latch; what latch20b named
 // unexplored: the undo of a denied set leaves a take-able claim with no
@@ -70,8 +25,8 @@ func attack12DropRelay(t *testing.T, target string, drop *atomic.Bool) string {
 func TestAttack12LatchDeniedSetUndoLeavesAClaimToTake(t *testing.T) {
 	c := startNodes(t, 3)
 	var dropA, dropC atomic.Bool
-	rA := attack12DropRelay(t, c.addrs[0], &dropA)
-	rC := attack12DropRelay(t, c.addrs[2], &dropC)
+	rA := startRelay(t, c.addrs[0], relayOpts{drop: &dropA})
+	rC := startRelay(t, c.addrs[2], relayOpts{drop: &dropC})
 	p := startProxy(t, latchConfig(), latchEngineConfig(time.Second), rA, c.addrs[1], rC)
 	const name = "latch:attack12:u1"
 	l := newLatchClient(p.Client, name)
@@ -141,7 +96,7 @@ func TestAttack12LatchDeniedSetUndoLeavesAClaimToTake(t *testing.T) {
 func TestAttack12LatchDeleteOfTheOpenLatchLeavesClaimsToTake(t *testing.T) {
 	c := startNodes(t, 3)
 	var dropA atomic.Bool
-	rA := attack12DropRelay(t, c.addrs[0], &dropA)
+	rA := startRelay(t, c.addrs[0], relayOpts{drop: &dropA})
 	p := startProxy(t, latchConfig(), latchEngineConfig(time.Second), rA, c.addrs[1], c.addrs[2])
 	const name = "latch:attack12:u1b"
 	l := newLatchClient(p.Client, name)

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"errors"
-	"io"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,50 +52,6 @@ func TestAttack4RestartSeenUnderAnotherAddressSpelling(t *testing.T) {
 	}
 }
 
-// slowRelay forwards 127.0.0.1 connections to target, holding every
-// chunk of the target's replies for delay (a master on a slow link, well
-// within node_timeout). It returns the relay's address.
-func slowRelay(t *testing.T, target string, delay time.Duration) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); s.Close() })
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := s.Read(buf)
-					if n > 0 {
-						time.Sleep(delay)
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				c.Close()
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // A proxy (re)started while two of three masters are unreachable, and the
 // third restarted empty (it held a lock taken on exactly a quorum, 0 and
 // 1): the only record the proxy reads is the empty master's own, which
@@ -123,7 +77,7 @@ func TestAttack4PartialStartCountsARestartedMaster(t *testing.T) {
 	c.procs[2].Freeze(t)
 	c.procs[0] = restartRedis(t, c.procs[0])
 
-	relay := slowRelay(t, c.addrs[2], 40*time.Millisecond)
+	relay := startRelay(t, c.addrs[2], relayOpts{replyDelay: fixedDelay(40 * time.Millisecond)})
 	p2 := mustStartMonitored(t, cfg, c.addrs[0], c.addrs[1], relay)
 	c.procs[2].Thaw()
 

@@ -219,7 +219,7 @@ func TestAttack5FlushBetweenStartsRecordReadAndItsWrite(t *testing.T) {
 	}()
 	cfg2 := cfg
 	cfg2.NodeTimeout = 2 * time.Second
-	p2 := mustStartMonitored(t, cfg2, c.addrs[0], c.addrs[1], slowRelay(t, c.addrs[2], 300*time.Millisecond))
+	p2 := mustStartMonitored(t, cfg2, c.addrs[0], c.addrs[1], startRelay(t, c.addrs[2], relayOpts{replyDelay: fixedDelay(300 * time.Millisecond)}))
 	if err := <-flushed; err != nil {
 		t.Fatalf("FLUSHALL on master 0: %v", err)
 	}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -122,7 +121,7 @@ func TestAttack6FlushOnASlowLinkIsNeverSeen(t *testing.T) {
 	c := startNodes(t, 3)
 	ctx := t.Context()
 	var delay atomic.Int64
-	slow := delayRelay(t, c.addrs[0], &delay)
+	slow := startRelay(t, c.addrs[0], relayOpts{replyDelay: &delay})
 	cfg := safetyConfig() // node_timeout 1s, probe_interval 100ms: probes time out at 1s
 	cfg.MaxTTL = 10 * time.Second
 	p := mustStartMonitored(t, cfg, slow, c.addrs[1], c.addrs[2])
@@ -143,49 +142,6 @@ func TestAttack6FlushOnASlowLinkIsNeverSeen(t *testing.T) {
 	if f["state"] != "quarantined" {
 		t.Errorf("node0 = %v 3s after its FLUSHALL; want quarantined (data lost)", f)
 	}
-}
-
-// delayRelay forwards 127.0.0.1 connections to target, holding every
-// chunk of the target's replies for what delay holds at the time.
-func delayRelay(t *testing.T, target string, delay *atomic.Int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); s.Close() })
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := s.Read(buf)
-					if n > 0 {
-						time.Sleep(time.Duration(delay.Load()))
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				c.Close()
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // attack6 A4. trust_fsync_always trusts a restart when the process before

@@ -21,7 +21,7 @@ func TestAttack7FlushOnALinkTooSlowForTheProbe(t *testing.T) {
 	c := startNodes(t, 3)
 	ctx := t.Context()
 	var delay atomic.Int64
-	slow := delayRelay(t, c.addrs[0], &delay)
+	slow := startRelay(t, c.addrs[0], relayOpts{replyDelay: &delay})
 	cfg := safetyConfig() // node_timeout 1s, probe_interval 100ms: probes time out at 1s
 	cfg.MaxTTL = 10 * time.Second
 	p := mustStartMonitored(t, cfg, slow, c.addrs[1], c.addrs[2])

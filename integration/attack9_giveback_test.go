@@ -35,7 +35,7 @@ func TestAttack9FailedSetNXIsGivenBackWithTheScriptCacheCold(t *testing.T) {
 			var delay atomic.Int64
 			addrs := make([]string, 3)
 			for i := range addrs {
-				addrs[i] = delayRelay(t, c.addrs[i], &delay)
+				addrs[i] = startRelay(t, c.addrs[i], relayOpts{replyDelay: &delay})
 			}
 			p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, quorum.Config{NodeTimeout: 50 * time.Millisecond}, addrs...)
 			a := dialResp(t, p.Addr)

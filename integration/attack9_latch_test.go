@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,63 +8,6 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
-
-// fwdDelayRelay forwards 127.0.0.1 connections to target, holding every
-// chunk the client sends for what delay holds at the time.
-func fwdDelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); s.Close() })
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						time.Sleep(time.Duration(delay.Load()))
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				s.Close()
-			}()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := s.Read(buf)
-					if n > 0 {
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				c.Close()
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // attack9 L2 end to end (b37cc24, the latch served): the latch OPENED
 // EARLY. An older latch's countDown, through proxy P1 whose link to master
@@ -83,7 +25,7 @@ func fwdDelayRelay(t *testing.T, target string, delay *atomic.Int64) string {
 func TestAttack9LatchOpensEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
 	c := startNodes(t, 3)
 	var delay atomic.Int64
-	slowC := fwdDelayRelay(t, c.addrs[2], &delay)
+	slowC := startRelay(t, c.addrs[2], relayOpts{sendDelay: &delay})
 	qcfg := latchEngineConfig(time.Second)
 	p1 := startProxy(t, latchConfig(), qcfg, c.addrs[0], c.addrs[1], slowC)
 	p2 := startProxy(t, latchConfig(), qcfg, c.addrs...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -41,7 +40,7 @@ import (
 // At the end it prints a markdown table of medians and the targets.
 func BenchmarkLockCycle(b *testing.B) {
 	masters := startNodes(b, 5)
-	relay := startRelay(b, masters.addrs[0])
+	relay := startRelay(b, masters.addrs[0], relayOpts{})
 	proxy3 := startBenchProxy(b, masters.addrs[:3]...)
 	proxy5 := startBenchProxy(b, masters.addrs...)
 	proxy5m := startBenchProxyMetrics(b, masters.addrs...)
@@ -359,46 +358,6 @@ func startBenchProxyMetrics(b *testing.B, addrs ...string) string {
 	qcfg := engineConfig()
 	qcfg.Observer = m
 	return serveProxy(b, proxy.Config{CommandTimeout: commandTimeout, Observer: m}, newEngine(b, qcfg, addrs...)).Addr
-}
-
-// startRelay serves a do-nothing TCP relay to addr: every connection is
-// copied both ways to a connection of its own to addr.
-func startRelay(b *testing.B, addr string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatalf("listen: %v", err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", addr)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, u)
-			mu.Unlock()
-			wg.Go(func() { io.Copy(u, c); u.Close() })
-			wg.Go(func() { io.Copy(c, u); c.Close() })
-		}
-	})
-	b.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }
 
 // cycleResult is one run of one case at one client count.
