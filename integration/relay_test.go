@@ -113,3 +113,66 @@ func relayPipe(dst, src net.Conn, delay *atomic.Int64, drop *atomic.Bool) {
 		}
 	}
 }
+
+// The relay holds what it is told to hold, in the direction it is told,
+// and throws away what a client sends while drop is set.
+func TestRelayHoldsEachDirectionAndDrops(t *testing.T) {
+	c := startNodes(t, 1)
+	const hold = 300 * time.Millisecond
+	// send sends an inline command through relay at addr and returns how
+	// long the reply took, and what key k read directly at once.
+	send := func(addr, cmd, want string) (time.Duration, string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		start := time.Now()
+		if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(hold / 3)
+		seen := c.direct[0].Get(t.Context(), "k").Val()
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 64)
+		n, err := conn.Read(buf)
+		if err != nil || string(buf[:n]) != want+"\r\n" {
+			t.Fatalf("%s through the relay = %q, %v; want %s", cmd, buf[:n], err, want)
+		}
+		return time.Since(start), seen
+	}
+
+	up := startRelay(t, c.addrs[0], relayOpts{sendDelay: fixedDelay(hold)})
+	if took, seen := send(up, "SET k up", "+OK"); took < hold || seen != "" {
+		t.Errorf("sendDelay: SET answered after %v, k read %q before the hold ended; want >= %v and not yet set", took, seen, hold)
+	}
+	down := startRelay(t, c.addrs[0], relayOpts{replyDelay: fixedDelay(hold)})
+	if took, seen := send(down, "SET k down", "+OK"); took < hold || seen != "down" {
+		t.Errorf("replyDelay: SET answered after %v, k read %q before the hold ended; want >= %v and already set", took, seen, hold)
+	}
+
+	var drop atomic.Bool
+	cut := startRelay(t, c.addrs[0], relayOpts{drop: &drop})
+	conn, err := net.Dial("tcp", cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	drop.Store(true)
+	conn.Write([]byte("SET k cut\r\n"))
+	conn.SetReadDeadline(time.Now().Add(hold))
+	if n, err := conn.Read(make([]byte, 64)); n > 0 || err == nil {
+		t.Fatalf("a SET sent while drop is set was answered (%d bytes, %v)", n, err)
+	}
+	if v := c.direct[0].Get(t.Context(), "k").Val(); v != "down" {
+		t.Errorf("k = %q after a SET sent while drop is set; want down (never delivered)", v)
+	}
+	drop.Store(false)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	conn.Write([]byte("GET k\r\n"))
+	buf := make([]byte, 64)
+	if n, err := conn.Read(buf); err != nil || string(buf[:n]) != "$4\r\ndown\r\n" {
+		t.Errorf("GET k after drop is cleared = %q, %v; want the one reply $4 down", buf[:n], err)
+	}
+}
