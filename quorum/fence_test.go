@@ -68,6 +68,10 @@ func TestSeedActions(t *testing.T) {
 		{"pending waited, too few seeded answer", []CounterEntry{seeded, seeded, pendingDone}, []bool{true, false, true}, all, []seedAction{seedNone, seedNone, seedNone}},
 		{"new deployment: all missing", []CounterEntry{missing, missing, missing}, all, all, []seedAction{seedMark, seedMark, seedMark}},
 		{"new deployment: all pending", []CounterEntry{pendingA, pendingB, pendingX}, all, all, []seedAction{seedZero, seedZero, seedZero}},
+		// review26: a call that read one node marked and two not yet
+		// (another call marking them) seeded the first at zero, and the
+		// other two, marked with ids its gen lacked, were lost for good.
+		{"new deployment: every node marked before any is seeded", []CounterEntry{pendingA, missing, missing}, all, all, []seedAction{seedNone, seedMark, seedMark}},
 		{"new deployment: its seeding cut short", []CounterEntry{pendingA, pendingB, virginAB}, all, all, []seedAction{seedZero, seedZero, seedNone}},
 		// A node lost since the seeding began may have answered a call
 		// that still runs: it waits, as a reseed does.

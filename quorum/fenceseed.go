@@ -82,8 +82,11 @@ func seedActions(entries []CounterEntry, ok, up []bool, wait time.Duration, quor
 }
 
 // newDeployment reports whether no value can have been returned, nor be
-// returned by an operation still running: every node answered, fewer
-// than a quorum are seeded, none of those holds a counter, fewer than a
+// returned by an operation still running: every node answered and none
+// is missing (each is marked first, so that the gen names it: a node
+// seeded at zero while others were still missing left those lost, with
+// fewer than a quorum seeded, for good: review26), fewer than a quorum
+// are seeded, none of those holds a counter, fewer than a
 // quorum may have lost one, and those waited since their mark. A value
 // is returned only once a quorum of seeded nodes hold a counter; each
 // holds it still, or lost it since: it is missing, or pending with an id
@@ -107,6 +110,8 @@ func newDeployment(entries []CounterEntry, ok []bool, wait time.Duration, quorum
 		switch {
 		case !ok[i]:
 			return false
+		case en.State == CounterMissing:
+			return false // marked first: the wait starts at the mark, and the gen names it
 		case en.State == CounterSeeded && !en.Virgin:
 			return false
 		case en.State == CounterSeeded:
@@ -121,10 +126,7 @@ func newDeployment(entries []CounterEntry, ok []bool, wait time.Duration, quorum
 	}
 	lost := 0
 	for _, en := range entries {
-		switch {
-		case en.State == CounterMissing:
-			return false // marked first: the wait starts at the mark
-		case en.State == CounterPending && (en.ID == "" || !named[en.ID]):
+		if en.State == CounterPending && (en.ID == "" || !named[en.ID]) {
 			if en.Now-en.Value < wait.Milliseconds() {
 				return false
 			}
