@@ -398,3 +398,24 @@ func TestRedissonLatchMasterThatMissedTheSet(t *testing.T) {
 		t.Fatalf("getCount after 2 countDowns = %d, %v; want 0", v, err)
 	}
 }
+
+// TestRedissonLatchRefusesTheProxiesOwnKeys: with latch_keys matching
+// every name, a latch named as one of the proxies' own keys is refused
+// as every command naming one is, and nothing reaches a master.
+func TestRedissonLatchRefusesTheProxiesOwnKeys(t *testing.T) {
+	c := startNodes(t, 3)
+	cfg := latchConfig()
+	cfg.LatchKeys = []string{"*"}
+	p := startProxy(t, cfg, latchEngineConfig(time.Minute), c.addrs...)
+	for _, name := range []string{quorum.CountersKey, quorum.CountersKey + ":x", quorum.MembersKey} {
+		l := newLatchClient(p.Client, name)
+		if _, err := l.trySetCount(t, 2); !strings.Contains(errText(err), "is reserved for redlock-proxy") {
+			t.Errorf("trySetCount of %q = %v; want the refusal for the proxies' own keys", name, err)
+		}
+	}
+	for i := range 3 {
+		if n := c.direct[i].Exists(t.Context(), quorum.CountersKey).Val(); n != 0 {
+			t.Errorf("master %d has the counters' hash after refusals; want none", i)
+		}
+	}
+}
