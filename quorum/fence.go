@@ -66,8 +66,9 @@ package quorum
 //
 // A node that restarts empty (or is flushed) has no hash: its counters
 // are gone, and they never expire, so the lock quarantine alone does not
-// cover them. Such a node never counts: a read sees it missing and marks
-// it "pending" with its own clock's time; writes skip it. It is seeded
+// cover them. Such a node never counts: a read (a client's, or the
+// monitor's counter round, tendCounters) sees it missing and marks it
+// "pending" with its own clock's time; writes skip it. It is seeded
 // again only when (1) it is up (restart and clock quarantines over) and
 // (2) its own clock shows at least max_ttl plus drift since the mark.
 // Then the engine reads the counters of every node, takes each

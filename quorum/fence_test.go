@@ -563,3 +563,55 @@ func TestFenceIsOneRoundWhenNodesAgree(t *testing.T) {
 		t.Errorf("write-backs once a quorum agrees again = %d; want 0", w)
 	}
 }
+
+// TestCountersTendedWithoutTraffic: a node that lost its counters is
+// marked and seeded again by the monitor alone, with no counter call
+// (review26: it stayed unmarked until one, and a second loss later left
+// fewer than a quorum with counters for good).
+func TestCountersTendedWithoutTraffic(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	var nodes []Node
+	for _, p := range procs {
+		nodes = append(nodes, p.node(t))
+	}
+	e := New(Config{MaxTTL: 300 * time.Millisecond, NodeTimeout: 150 * time.Millisecond, ProbeInterval: 50 * time.Millisecond}, nodes...)
+	t.Cleanup(func() { e.Close() })
+	ctx := t.Context()
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := e.Incr(ctx, "n", 1); err != nil {
+			t.Fatalf("Incr: %v", err)
+		}
+	}
+	flush(t, procs[0].admin(t))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := nodes[0].(Fencer).Counters(ctx)
+		if err == nil && c[counterPrefix+"n"] == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the emptied node's counters after 15s with no counter call = %v, %v; want seeded again, n at 3", c, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Nodes that never kept counters get none.
+	fresh := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	var fnodes []Node
+	for _, p := range fresh {
+		fnodes = append(fnodes, p.node(t))
+	}
+	f := New(Config{MaxTTL: 300 * time.Millisecond, NodeTimeout: 150 * time.Millisecond, ProbeInterval: 50 * time.Millisecond}, fnodes...)
+	t.Cleanup(func() { f.Close() })
+	if err := f.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * tendEvery * 50 * time.Millisecond)
+	for i, p := range fresh {
+		if n := p.admin(t).Exists(ctx, CountersKey).Val(); n != 0 {
+			t.Errorf("node %d of a deployment that never used counters has the counters' hash after the monitor's rounds", i)
+		}
+	}
+}

@@ -29,6 +29,42 @@ func (e *Engine) readCounters(ctx context.Context, key, token, field string) []r
 	return reads
 }
 
+// tendCounters is the monitor's counter round (tendLoop): once any node
+// keeps counters, a node that lost them is marked, and seeded after its
+// wait, without waiting for a client's FENCE, INCR or latch call. Without
+// it a master that restarted empty while no counter was used stayed
+// unmarked, and a second restart, however much later, left fewer than a
+// quorum with counters for good (review26). Where no node keeps counters
+// it changes nothing.
+func (e *Engine) tendCounters(ctx context.Context) {
+	reads := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
+		return fencer(n).ReadCounter(ctx, "", "", fenceField)
+	})
+	if slices.ContainsFunc(reads, func(r result[CounterEntry]) bool { return r.err == nil && r.v.State != CounterMissing }) {
+		e.readCounters(ctx, "", "", fenceField) // reads again, and tends
+	}
+}
+
+// tendLoop runs tendCounters every tendEvery probe intervals until ctx
+// ends.
+func (e *Engine) tendLoop(ctx context.Context) {
+	t := time.NewTicker(tendEvery * e.cfg.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		tctx, cancel := context.WithTimeout(ctx, e.probeTimeout())
+		e.tendCounters(tctx)
+		cancel()
+	}
+}
+
+// tendEvery is how many probe intervals apart the counter rounds are.
+const tendEvery = 2
+
 // seedAction is what seeding does to a node that is not seeded.
 type seedAction int8
 

@@ -69,6 +69,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	for i := range e.nodes {
 		e.wg.Go(func() { e.watch(mctx, i) }) // waited for by Close
 	}
+	e.wg.Go(func() { e.tendLoop(mctx) })
 	return nil
 }
 
