@@ -197,3 +197,62 @@ func TestAttack13NewDeploymentWithOneMasterDown(t *testing.T) {
 		t.Logf("node %d has the counters' hash: %d", i, n)
 	}
 }
+
+// TestAttack13ProxyRestartThenFlushNeverGoesBack: a proxy counts to 5 and
+// stops; a master is flushed; a new proxy starts (its monitor's counter
+// round running from its start quarantine on), then a second master is
+// flushed once the first is seeded again: Incr never goes back.
+func TestAttack13ProxyRestartThenFlushNeverGoesBack(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	cfg := Config{MaxTTL: 200 * time.Millisecond, NodeTimeout: 100 * time.Millisecond, ProbeInterval: 20 * time.Millisecond}
+	start := func() *Engine {
+		var nodes []Node
+		for _, p := range procs {
+			nodes = append(nodes, p.node(t))
+		}
+		e := New(cfg, nodes...)
+		t.Cleanup(func() { e.Close() })
+		if err := e.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	ctx := t.Context()
+	a := start()
+	var last int64
+	for range 5 {
+		v, err := a.Incr(ctx, "n", 1)
+		if err != nil {
+			t.Fatalf("Incr: %v", err)
+		}
+		last = v
+	}
+	a.Close()
+	flush(t, procs[0].admin(t))
+	b := start()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := procs[0].node(t).Counters(ctx)
+		if err == nil && c[counterPrefix+"n"] == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the flushed master not seeded again by the new proxy's monitor in 5s: %v, %v", c, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	flush(t, procs[1].admin(t))
+	for range 100 {
+		v, err := b.Incr(ctx, "n", 1)
+		if err == nil {
+			if v <= last {
+				t.Fatalf("Incr after a proxy restart and two flushes = %d after %d", v, last)
+			}
+			last = v
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if last <= 5 {
+		t.Errorf("Incr never counted again after the restart: last %d", last)
+	}
+}
