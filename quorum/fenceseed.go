@@ -14,17 +14,25 @@ import (
 // if that changed any, reads again: twice at most, for a new deployment
 // (marked, then seeded).
 func (e *Engine) readCounters(ctx context.Context, key, token, field string) []result[CounterEntry] {
-	read := func() []result[CounterEntry] {
-		return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
-			return fencer(n).ReadCounter(ctx, key, token, field)
-		})
-	}
-	reads := read()
+	return e.tendAndReread(ctx, e.counterRound(ctx, key, token, field), key, token, field)
+}
+
+// counterRound is one read of field (and of key's hold of token) on
+// every node.
+func (e *Engine) counterRound(ctx context.Context, key, token, field string) []result[CounterEntry] {
+	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
+		return fencer(n).ReadCounter(ctx, key, token, field)
+	})
+}
+
+// tendAndReread tends after reads and, while that called a node, reads
+// again: twice at most.
+func (e *Engine) tendAndReread(ctx context.Context, reads []result[CounterEntry], key, token, field string) []result[CounterEntry] {
 	for range 2 {
 		if !e.tend(ctx, reads) {
 			break
 		}
-		reads = read()
+		reads = e.counterRound(ctx, key, token, field)
 	}
 	return reads
 }
@@ -37,11 +45,9 @@ func (e *Engine) readCounters(ctx context.Context, key, token, field string) []r
 // quorum with counters for good (review26). Where no node keeps counters
 // it changes nothing.
 func (e *Engine) tendCounters(ctx context.Context) {
-	reads := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
-		return fencer(n).ReadCounter(ctx, "", "", fenceField)
-	})
+	reads := e.counterRound(ctx, "", "", fenceField)
 	if slices.ContainsFunc(reads, func(r result[CounterEntry]) bool { return r.err == nil && r.v.State != CounterMissing }) {
-		e.readCounters(ctx, "", "", fenceField) // reads again, and tends
+		e.tendAndReread(ctx, reads, "", "", fenceField)
 	}
 }
 
