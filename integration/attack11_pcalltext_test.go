@@ -10,9 +10,9 @@ import (
 // with pcall and returns its text. Lua writes the chunk's name and line
 // into the text; one Redis names the chunk "user_script" and counts the
 // client's lines. Through the proxy the body runs in the wrapper's
-// library, whose chunk is "user_function" (bodyLines renames it, and
-// moves its lines, in error REPLIES only, not in a value the script
-// returns). Side by side with one redis-server 7.0, as a read.
+// library, whose chunk was named "user_function" (renamed in error
+// replies only, not in a value the script returns); it is now named as
+// Redis names it. Side by side with one redis-server 7.0, as a read.
 func TestAttack11CaughtErrorTextAsRedis(t *testing.T) {
 	one := startRedis(t)
 	_, p := setup(t, 3, proxy.Config{})

@@ -15,9 +15,9 @@ import (
 type Effect struct {
 	w        *script
 	literals []string
-	// The wrapper's lines before the body's first, as a script and as a
-	// library.
-	head, libHead int
+	// The wrapper's lines before the body's first in the script form (the
+	// library's chunk starts on the body's first line).
+	head int
 	// ready has bit i set once node i answered this body's FCALL (it has
 	// the library and the body's chunk): the call goes out on the
 	// pipelined fan-out only when every node called is ready
@@ -34,7 +34,7 @@ type Effect struct {
 // wrapper or reach its locals.
 func (e *Engine) Wrap(body string, literals []string) *Effect {
 	w := wrapBody(body, literals, e.cfg.MaxTTL)
-	return &Effect{w: newScript(w.eval).withLibrary(w.fn, w.lib), literals: literals, head: w.evalHead, libHead: w.libHead}
+	return &Effect{w: newScript(w.eval).withLibrary(w.fn, w.lib), literals: literals, head: w.evalHead}
 }
 
 // EffectOp is what a wrapped script did, as the quorum decided it.

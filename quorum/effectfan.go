@@ -48,13 +48,13 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		}
 		if r.err != nil {
 			if msg, ok := compileError(r.err); ok {
-				results[i] = result[nodeEffect]{v: nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff)}}
+				results[i] = result[nodeEffect]{v: nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff.head)}}
 				continue
 			}
 			results[i] = result[nodeEffect]{err: r.err} // a *NodeError already
 			continue
 		}
-		ne, err := effectOf(r.v, nil, eff, call, call.outFor(i))
+		ne, err := effectOf(r.v, nil, 0, call, call.outFor(i))
 		if err != nil {
 			err = &NodeError{Node: i, Addr: e.nodes[i].Addr(), Err: err}
 		}

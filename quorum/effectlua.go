@@ -187,11 +187,11 @@ var undoEffectSrc string
 // wrapped is a body in the wrapper, in both forms: a script, and a call
 // of the library's one function fn that runs the body's chunk. evalHead
 // counts the lines before the body's first in the script; the chunk
-// starts on the body's first line (libHead 0).
+// starts on the body's first line.
 type wrapped struct {
-	eval, fn          string
-	lib               libraryForm
-	evalHead, libHead int
+	eval, fn string
+	lib      libraryForm
+	evalHead int
 }
 
 // libraryForm is what a node needs to run a body by a function: the

@@ -170,24 +170,29 @@ func fcallCommand(s *script, keys, args []string) []byte {
 }
 
 func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
-	v, err := n.runWrapped(ctx, eff.w, c)
-	return effectOf(v, err, eff, c, out)
+	v, asScript, err := n.runWrapped(ctx, eff.w, c)
+	head := 0
+	if asScript {
+		head = eff.head
+	}
+	return effectOf(v, err, head, c, out)
 }
 
-// effectOf is a node's answer to a wrapped script from its reply.
-func effectOf(v any, err error, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
+// effectOf is a node's answer to a wrapped script from its reply; head
+// is the lines of the form that ran before the body's first (bodyLines).
+func effectOf(v any, err error, head int, c effectCall, out []KeyEffect) (nodeEffect, error) {
 	keys, args := c.keys, c.args
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.
-		return nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff)}, nil
+		return nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, head)}, nil
 	}
 	if err != nil {
 		return nodeEffect{}, err
 	}
 	ne, err := decodeEffect(v, owns{args, keys}, out)
 	if ne.reply.Kind == ValueError {
-		ne.reply.Str = bodyLines(ne.reply.Str, eff)
+		ne.reply.Str = bodyLines(ne.reply.Str, head)
 	}
 	return ne, err
 }
@@ -196,19 +201,20 @@ func effectOf(v any, err error, eff *Effect, c effectCall, out []KeyEffect) (nod
 // the call's FCALL as encoded once (c.fcall, or here), and, where the
 // node lacks the library or the body's chunk or runs no functions, as
 // evalKeyed runs it (pipescript.go: loading, retrying, the script form).
-func (n *redisNode) runWrapped(ctx context.Context, s *script, c effectCall) (any, error) {
+// asScript is true when the script form answered.
+func (n *redisNode) runWrapped(ctx context.Context, s *script, c effectCall) (v any, asScript bool, err error) {
 	p := n.p
 	if s.fn == "" || s.noLib.Load() || p.noFunctions.Load() {
 		cmd, err := p.evalKeyed(ctx, s, len(c.keys), c.keysArgs())
-		return cmd.Val(), err
+		return cmd.Val(), cmd.Args()[0] != fcallArg, err
 	}
 	b := c.fcall
 	if b == nil {
 		b = fcallCommand(s, c.keys, c.args)
 	}
-	v, err := p.reply(ctx, b)
+	v, err = p.reply(ctx, b)
 	if err == nil || ctx.Err() != nil {
-		return v, err
+		return v, false, err
 	}
 	args := append([]any{fcallArg, s.fnArg, len(c.keys)}, c.keysArgs()...)
 	if s.chunk != "" {
@@ -217,41 +223,34 @@ func (n *redisNode) runWrapped(ctx context.Context, s *script, c effectCall) (an
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetErr(err)
 	if !needsLibrary(cmd) {
-		return v, err
+		return v, false, err
 	}
 	cmd = p.retry(ctx, cmd, s)
-	return cmd.Val(), cmd.Err()
+	return cmd.Val(), cmd.Args()[0] != fcallArg, cmd.Err()
 }
 
 // bodyLines moves the line numbers in a Redis error about a wrapped
-// script back by the wrapper's lines before the body, so that they name
-// the client's lines as one Redis would: "user_script:N" by eff.head, and
-// "user_function:N" (the library form) by eff.libHead, named as a script.
-func bodyLines(msg string, eff *Effect) string {
+// script back by head, the lines before the body's first in the form that
+// ran (the script's; none in the library's chunk, which Redis's Lua names
+// as a script's, user_script), so that they name the client's lines as
+// one Redis would.
+func bodyLines(msg string, head int) string {
+	if head == 0 {
+		return msg
+	}
+	const tag = "user_script:"
 	var b strings.Builder
 	for {
-		i := strings.Index(msg, "user_")
+		i := strings.Index(msg, tag)
 		if i < 0 {
 			break
-		}
-		tag, head := "", 0
-		switch {
-		case strings.HasPrefix(msg[i:], "user_script:"):
-			tag, head = "user_script:", eff.head
-		case strings.HasPrefix(msg[i:], "user_function:"):
-			tag, head = "user_function:", eff.libHead
-		default:
-			b.WriteString(msg[:i+len("user_")])
-			msg = msg[i+len("user_"):]
-			continue
 		}
 		j := i + len(tag)
 		k := j
 		for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
 			k++
 		}
-		b.WriteString(msg[:i])
-		b.WriteString("user_script:")
+		b.WriteString(msg[:j])
 		if n, err := strconv.Atoi(msg[j:k]); err == nil && n > head {
 			b.WriteString(strconv.Itoa(n - head))
 		} else {
@@ -260,7 +259,7 @@ func bodyLines(msg string, eff *Effect) string {
 		msg = msg[k:]
 	}
 	b.WriteString(msg)
-	return compileLines(b.String(), eff.head)
+	return compileLines(b.String(), head)
 }
 
 // compileLines names, in a compile error about a wrapped script, the

@@ -18,7 +18,9 @@ local function __rlp_find(a)
     if not e then
       local ok, load = pcall(__rlp_loadstring)
       if not ok or not load then return nil, {err = "RLPNOCOMPILE the node's functions have no loadstring"} end
-      local f, why = load(src, "@user_function")
+      -- Named as Redis names a script's chunk: a Lua error's text, caught
+      -- by the body or not, names the body's line as one Redis's does.
+      local f, why = load(src, "@user_script")
       if not f then return nil, {err = "RLPNOCOMPILE " .. tostring(why)} end
       local body, set, lits = f(redis)
       while __rlp_nbodies > 0 and (__rlp_nbodies >= __RLP_MAXBODIES or __rlp_bodybytes + #src > __RLP_MAXBODYBYTES) do
