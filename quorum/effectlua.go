@@ -137,11 +137,12 @@ var (
 		wrapperStateSrc + wrapperFnsSrc + "local redis = {\n" + wrapperRedis +
 		"  replicate_commands = function() return true end,\n}\n" + wrapperBodiesSrc +
 		"__rlp_reg(\"__RLP_NAME\", function(__rlp_k, __rlp_a)\n" +
-		"local __rlp_n = #__rlp_a\nlocal __rlp_body = __rlp_bodies[__rlp_a[__rlp_n]]\n" +
-		"if __rlp_body then\n  __rlp_a[__rlp_n], __rlp_cur, __rlp_body = nil, __rlp_body, __rlp_body.body\nelse\n" +
-		"  local __rlp_e\n  __rlp_body, __rlp_e = __rlp_find(__rlp_a)\n  if __rlp_e then return __rlp_e end\nend\n" +
-		"KEYS, ARGV = __rlp_k, __rlp_a\n" +
-		"__rlp_cur.set(__rlp_k, __rlp_a)\n__rlp_lits = __rlp_cur.lits\n" +
+		"local __rlp_n = #__rlp_a\nlocal __rlp_tag = __rlp_a[__rlp_n]\n" +
+		"if __rlp_tag ~= __rlp_curtag then\n  local __rlp_e = __rlp_bodies[__rlp_tag]\n" +
+		"  if __rlp_e then __rlp_curtag = __rlp_tag\n  else\n" +
+		"    __rlp_e, __rlp_curtag = __rlp_find(__rlp_a), false\n    if __rlp_e.err then return __rlp_e end\n  end\n" +
+		"  __rlp_body, __rlp_set, __rlp_lits = __rlp_e.body, __rlp_e.set, __rlp_e.lits\nend\n" +
+		"__rlp_a[__rlp_n] = nil\nKEYS, ARGV = __rlp_k, __rlp_a\n__rlp_set(__rlp_k, __rlp_a)\n" +
 		strings.NewReplacer("__RLP_REDIS", "__rlp_G()", "__RLP_FIRSTRUN", "setmetatable(redis, {__index = __rlp_G()})").Replace(wrapperInitSrc) +
 		wrapperTail + "end)\n"
 )
@@ -153,9 +154,11 @@ var (
 // and the SHA-1 after the chunk itself, which it compiles and keeps. At
 // most __RLP_MAXBODIES chunks, __RLP_MAXBODYBYTES bytes of text in all,
 // are kept: a new one drops others to make room. __rlp_find takes the
-// call's own arguments off ARGV and returns the body to run (and sets
-// __rlp_cur), or nil and the error reply to answer; the library's
-// function looks a known body up itself.
+// call's own arguments off ARGV and returns the body's entry, or the
+// error reply to answer; the library's function looks a known body up
+// itself, and keeps the one it runs in body, set and lits (curtag: its
+// SHA-1 once it was looked up; the next call of the same body looks up
+// nothing).
 //
 //go:embed lua/wrapper_bodies.lua
 var wrapperBodiesSrc string
