@@ -15,7 +15,7 @@ if __rlp_held or __rlp_slowfns then
   end
 end
 __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_okr, __rlp_held = false, nil, nil, nil, false
-local __rlp_n, __rlp_last, __rlp_st1, __rlp_k1 = #ARGV, __rlp_nargv, __rlp_pool[1], KEYS[1]
+local __rlp_n, __rlp_last, __rlp_st1, __rlp_k1 = #ARGV, __rlp_nargv, __rlp_p1, KEYS[1]
 if __rlp_st1 and __rlp_k1 ~= nil and KEYS[2] == nil and __rlp_last <= 64 and __rlp_keys[2] == nil then
   -- One key after a run of at most one (the common lock script): its
   -- state is pool[1], as below, and no loop runs over the keys.
@@ -52,6 +52,7 @@ else
         -- The fields named here get their room now, not by a rehash each.
         st = {m = nil, mi = nil, o = nil, oi = nil, oe = nil, ttl = nil, ttls = nil, s = nil}
         if j <= 8 then __rlp_pool[j] = st end
+        if j == 1 then __rlp_p1 = st end
       end
       __rlp_keys[j], __rlp_st[k] = k, st
     end

@@ -27,6 +27,8 @@ local __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_x
 -- to the node, not clients).
 -- lits are the body's constants, which it may write as markers.
 local __rlp_keys, __rlp_st, __rlp_argv, __rlp_pool, __rlp_nargv, __rlp_refused, __rlp_slowfns, __rlp_pubs, __rlp_lits = {}, {}, {}, {}, 0
+-- p1 is pool[1], the state of a one-key run's key.
+local __rlp_p1
 -- okr is the run's last status reply of a SET the fast path proved;
 -- held is true once the fast path kept what an own value held before its
 -- first change (st.o).

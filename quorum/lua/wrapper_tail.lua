@@ -9,7 +9,7 @@ if __rlp_ok and __rlp_okr and __rlp_r == __rlp_okr and not __rlp_refused and not
   -- false): a take. One that holds ARGV[1] now (mi is set only beside a
   -- value m), with the ttl argument of the last such take, gets that
   -- take's reply again (fastr): no string is built.
-  local st = __rlp_pool[1] -- KEYS[1]'s state (wrapperInitSrc)
+  local st = __rlp_p1 -- KEYS[1]'s state (wrapperInitSrc)
   local ts = st.ttls
   if ts ~= nil and ts == __rlp_fastts and st.mi == 1 then return __rlp_fastr end
   __RLP_FASTKEY
