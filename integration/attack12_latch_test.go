@@ -61,25 +61,27 @@ func attack12PublishRelay(t *testing.T, target string, match []byte, hold *atomi
 
 // attack12 P1 (the zero message at most once; "never sends its zero
 // message before n countDowns since its trySetCount(n)"): the proxy's
-// pub/sub hub counts the copies of one publish for 5s (collapse.go's
-// window); a copy that arrives later is delivered again. The latch's
-// zero message is published on every master, so a master that runs
-// the PUBLISH 6s late (a slow link, a frozen master thawed: a minority
-// fault) makes the waiter subscribed through the proxy get "0" a second
-// time for one latch(1), and here after a new trySetCount(2) of the same
+// pub/sub hub counts the copies of one publish for a while (collapse.go's
+// window, 5s then, 12s now); a copy that arrives later is delivered
+// again. The latch's zero message is published on every master, so a
+// master that runs the PUBLISH late (a slow link, a frozen master thawed:
+// a minority fault; 14s here, past any window) made the waiter subscribed
+// through the proxy get "0" a second time for one latch(1), and here after a new trySetCount(2) of the same
 // name with no countDown of it: a zero message of a latch whose count is
 // 2. One Redis: "1", "0", then "1" for the new latch, and no second "0".
+// Each copy now carries the last moment its master may send it (quorum's
+// publishWithin): C drops its copy.
 //
 // 3 masters; the proxy reaches master C through a relay that holds a
 // chunk naming the latch's channel (the engine's publish, not the hub's
-// SUBSCRIBE) 6s; A and B answer at once, so every call is served.
+// SUBSCRIBE) 14s; A and B answer at once, so every call is served.
 func TestAttack12LatchLatePublishCopyIsASecondZeroMessage(t *testing.T) {
 	c := startNodes(t, 3)
 	const name = "latch:attack12:p1"
 	channel := "redisson_countdownlatch__channel__{" + name + "}"
 	var hold atomic.Int64
 	rC := attack12PublishRelay(t, c.addrs[2], []byte(channel), &hold)
-	p := startProxy(t, latchConfig(), engineConfig(), c.addrs[0], c.addrs[1], rC)
+	p := attack11StartMonitored(t, latchConfig(), engineConfig(), c.addrs[0], c.addrs[1], rC) // probed: each copy gets its limit
 	l := newLatchClient(p.Client, name)
 	sub := l.subscribe(t) // Redisson's await(): SUBSCRIBE through the proxy
 
@@ -101,7 +103,7 @@ func TestAttack12LatchLatePublishCopyIsASecondZeroMessage(t *testing.T) {
 		t.Fatalf("trySetCount(1) = %d, %v", v, err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	hold.Store(int64(6 * time.Second))
+	hold.Store(int64(14 * time.Second))
 	if err := l.countDown(t); err != nil {
 		t.Fatalf("countDown: %v", err)
 	}
@@ -114,7 +116,7 @@ func TestAttack12LatchLatePublishCopyIsASecondZeroMessage(t *testing.T) {
 	if v, err := l.trySetCount(t, 2); v != 1 || err != nil {
 		t.Fatalf("the new latch's trySetCount(2) = %d, %v", v, err)
 	}
-	time.Sleep(time.Until(set.Add(7 * time.Second)))
+	time.Sleep(time.Until(set.Add(15 * time.Second)))
 	if v, err := l.getCount(t); v != 2 || err != nil {
 		t.Fatalf("the new latch's getCount = %d, %v; want 2 (no countDown of it)", v, err)
 	}

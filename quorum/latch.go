@@ -102,7 +102,7 @@ type latcher interface {
 	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
 	latchClaim(ctx context.Context, name string, claim, nonce int64) (latchAnswer, error)
 	latchDel(ctx context.Context, name string) (latchAnswer, error)
-	publish(ctx context.Context, cmd, channel, message string) error
+	publisher
 }
 
 var errNoLatch = errors.New("node cannot run the latch's scripts")
@@ -172,7 +172,7 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 	}
 	if granted >= e.quorum {
 		e.resetLatch(ctx, name, count, nonce, res)
-		e.publishLatch(ctx, m)
+		e.publishDecided(ctx, m.Publish, m.Channel, m.Message)
 		return true, nil
 	}
 	latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (struct{}, error) {
@@ -264,7 +264,7 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 	// restart) is no answer.
 	claims := slices.DeleteFunc(answers, func(c int64) bool { return c == 0 })
 	if latchClaimWon(claims, claim, len(e.nodes), e.quorum) {
-		e.publishLatch(ctx, m)
+		e.publishDecided(ctx, m.Publish, m.Channel, m.Message)
 	}
 	return nil
 }
@@ -300,7 +300,7 @@ func (e *Engine) LatchDelete(ctx context.Context, name string, m LatchMessages) 
 	had := sum(vals)
 	switch {
 	case had >= e.quorum:
-		e.publishLatch(ctx, m)
+		e.publishDecided(ctx, m.Publish, m.Channel, m.Message)
 		return true, nil
 	case len(vals)-had >= e.quorum:
 		return false, nil
@@ -321,14 +321,6 @@ func (e *Engine) LatchCount(ctx context.Context, name string) (int64, error) {
 		return 0, counterUnavailable(reads, len(vals))
 	}
 	return v, nil
-}
-
-// publishLatch sends a decided message on every node; the proxies'
-// pub/sub hubs deliver the copies once.
-func (e *Engine) publishLatch(ctx context.Context, m LatchMessages) {
-	latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (struct{}, error) {
-		return struct{}{}, n.publish(ctx, m.Publish, m.Channel, m.Message)
-	})
 }
 
 // sum is how many of vals (each 0 or 1) are 1.

@@ -70,7 +70,7 @@ type rwNode interface {
 	forceUnlock(ctx context.Context, key, mode string) (int64, error)
 	renewRead(ctx context.Context, keys, args []string) ([]int64, error)
 	renewLocks(ctx context.Context, keys, args []string) ([]int64, error)
-	publish(ctx context.Context, cmd, channel, message string) error
+	publisher
 }
 
 // rwOp runs op on every node that can run the read lock's scripts.
@@ -163,7 +163,7 @@ func unlockRW[T any](ctx context.Context, e *Engine, op func(context.Context, rw
 		return Value{}, d.err
 	}
 	if d.publish {
-		e.publishAll(ctx, cmd, channel, message)
+		e.publishDecided(ctx, cmd, channel, message)
 	}
 	return d.reply, nil
 }
@@ -210,7 +210,7 @@ func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error
 	v, err := decideReadForce(results, e.countedNodes(), e.quorum, failures(results))
 	e.observe(OpRelease, start, err)
 	if err == nil && v == 1 {
-		e.publishAll(ctx, f.Publish, f.Channel, f.Message)
+		e.publishDecided(ctx, f.Publish, f.Channel, f.Message)
 	}
 	return v, err
 }
@@ -247,15 +247,6 @@ func (e *Engine) RenewLocks(ctx context.Context, keys, args []string, ttl time.D
 	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys), ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)
 	return out, err
-}
-
-// publishAll sends a decided release's message on every node; the
-// proxies' pub/sub hubs deliver the copies once. A node that misses it
-// only costs a waiter its retry.
-func (e *Engine) publishAll(ctx context.Context, cmd, channel, message string) {
-	rwOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n rwNode) (struct{}, error) {
-		return struct{}{}, n.publish(ctx, cmd, channel, message)
-	})
 }
 
 // ReservedPrefix reports whether a key named prefix, ":" and anything

@@ -59,7 +59,8 @@ type Config struct {
 	// for the other nodes that are up. If zero, 50ms is used.
 	grace time.Duration
 	// window is how long the copies of one publish are counted. If zero,
-	// 5s is used.
+	// 12s is used: the engine's copies are sent within 2s of each other
+	// (quorum's publishWithin), and a link lagging over 3s is dropped.
 	window time.Duration
 	// settle is how long a publish that fewer than a quorum of the nodes
 	// up sent waits for more copies before it is delivered anyway. If
@@ -83,7 +84,7 @@ func (c Config) withDefaults() Config {
 		c.grace = 50 * time.Millisecond
 	}
 	if c.window == 0 {
-		c.window = 5 * time.Second
+		c.window = 12 * time.Second
 	}
 	if c.settle == 0 {
 		c.settle = 50 * time.Millisecond

@@ -1,0 +1,67 @@
+package quorum
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPublishDecidedDropsALateCopy: a decided message is sent by a node
+// only while its node clock is within the limit the engine computed from
+// its probes; a copy that reaches its node later (a slow link, a frozen
+// master thawed) is dropped there, not delivered by the hubs as a second
+// publish (attack12 P1). Without a limit (a node not yet probed) it is
+// sent.
+func TestPublishDecidedDropsALateCopy(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	var nodes []Node
+	for _, p := range procs {
+		nodes = append(nodes, p.node(t))
+	}
+	e := New(Config{MaxTTL: 200 * time.Millisecond, NodeTimeout: 150 * time.Millisecond, ProbeInterval: 20 * time.Millisecond}, nodes...)
+	t.Cleanup(func() { e.Close() })
+	ctx := t.Context()
+	sub := procs[1].admin(t).Subscribe(ctx, "ch")
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := sub.Channel()
+	expect := func(what, want string) {
+		t.Helper()
+		select {
+		case m := <-got:
+			if m.Payload != want {
+				t.Fatalf("%s: got %q; want %q", what, m.Payload, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("%s: no message; want %q", what, want)
+		}
+	}
+
+	n := nodes[1].(*redisNode)
+	if _, ok := e.onNodeClock(1, time.Now()); ok {
+		t.Fatal("a node clock known before any probe")
+	}
+	if err := n.publish(ctx, "PUBLISH", "ch", "no limit", 0); err != nil {
+		t.Fatal(err)
+	}
+	expect("a copy with no limit", "no limit")
+
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.onNodeClock(1, time.Now()); !ok {
+		t.Fatal("no node clock after Start's probes")
+	}
+	e.publishDecided(ctx, "PUBLISH", "ch", "in time")
+	expect("a copy in time", "in time")
+
+	late, _ := e.onNodeClock(1, time.Now().Add(-time.Second))
+	if err := n.publish(ctx, "PUBLISH", "ch", "late", late.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	soon, _ := e.onNodeClock(1, time.Now().Add(time.Second))
+	if err := n.publish(ctx, "PUBLISH", "ch", "next", soon.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	expect("a late copy, then one in time", "next") // not "late"
+}
