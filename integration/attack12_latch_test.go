@@ -62,10 +62,10 @@ func attack12PublishRelay(t *testing.T, target string, match []byte, hold *atomi
 // attack12 P1 (the zero message at most once; "never sends its zero
 // message before n countDowns since its trySetCount(n)"): the proxy's
 // pub/sub hub counts the copies of one publish for a while (collapse.go's
-// window, 5s then, 12s now); a copy that arrives later is delivered
+// window, 5s then, 20s now); a copy that arrives later is delivered
 // again. The latch's zero message is published on every master, so a
 // master that runs the PUBLISH late (a slow link, a frozen master thawed:
-// a minority fault; 14s here, past any window) made the waiter subscribed
+// a minority fault; 22s here, past any window) made the waiter subscribed
 // through the proxy get "0" a second time for one latch(1), and here after a new trySetCount(2) of the same
 // name with no countDown of it: a zero message of a latch whose count is
 // 2. One Redis: "1", "0", then "1" for the new latch, and no second "0".
@@ -74,7 +74,7 @@ func attack12PublishRelay(t *testing.T, target string, match []byte, hold *atomi
 //
 // 3 masters; the proxy reaches master C through a relay that holds a
 // chunk naming the latch's channel (the engine's publish, not the hub's
-// SUBSCRIBE) 14s; A and B answer at once, so every call is served.
+// SUBSCRIBE) 22s; A and B answer at once, so every call is served.
 func TestAttack12LatchLatePublishCopyIsASecondZeroMessage(t *testing.T) {
 	c := startNodes(t, 3)
 	const name = "latch:attack12:p1"
@@ -103,7 +103,7 @@ func TestAttack12LatchLatePublishCopyIsASecondZeroMessage(t *testing.T) {
 		t.Fatalf("trySetCount(1) = %d, %v", v, err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	hold.Store(int64(14 * time.Second))
+	hold.Store(int64(22 * time.Second))
 	if err := l.countDown(t); err != nil {
 		t.Fatalf("countDown: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestAttack12LatchLatePublishCopyIsASecondZeroMessage(t *testing.T) {
 	if v, err := l.trySetCount(t, 2); v != 1 || err != nil {
 		t.Fatalf("the new latch's trySetCount(2) = %d, %v", v, err)
 	}
-	time.Sleep(time.Until(set.Add(15 * time.Second)))
+	time.Sleep(time.Until(set.Add(23 * time.Second)))
 	if v, err := l.getCount(t); v != 2 || err != nil {
 		t.Fatalf("the new latch's getCount = %d, %v; want 2 (no countDown of it)", v, err)
 	}

@@ -6,12 +6,14 @@ import (
 	"time"
 )
 
-// publishWithin is how long after its decision a message may still be
-// sent by a node, on that node's clock: a copy that a slow link or a
+// publishWithin is how long after it is sent a node may still run a
+// decided message, on that node's clock: a copy that a slow link or a
 // frozen master runs later is dropped there, so the hubs' count of the
 // copies (internal/pubsub's window) still holds the others when it
-// arrives, and it is not delivered as a second publish.
-const publishWithin = 2 * time.Second
+// arrives, and it is not delivered as a second publish. A message is
+// lost only when every copy is that late: every link to the masters
+// stalled, when no lock operation is answered either.
+const publishWithin = 5 * time.Second
 
 // publisher is a Node that sends a decided message (rwlocknode.go).
 type publisher interface {
@@ -22,18 +24,17 @@ var errNoPublish = errors.New("node cannot send a decided message")
 
 // publishDecided sends a decided message (a read lock's release, a
 // latch's) on every node, each copy due on its node's clock within
-// publishWithin of now; the proxies' pub/sub hubs deliver the copies
-// once. A node not yet probed sends it without a limit. A node that
-// misses it only costs a waiter its retry.
+// publishWithin of its send (a proxy paused before it sends loses no
+// copy); the proxies' pub/sub hubs deliver the copies once. A node not
+// yet probed sends it without a limit.
 func (e *Engine) publishDecided(ctx context.Context, cmd, channel, message string) {
-	due := time.Now().Add(publishWithin)
 	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
 		p, ok := n.(publisher)
 		if !ok {
 			return struct{}{}, errNoPublish
 		}
 		var until int64
-		if t, ok := e.onNodeClock(i, due); ok {
+		if t, ok := e.onNodeClock(i, time.Now().Add(publishWithin)); ok {
 			until = t.UnixMilli()
 		}
 		return struct{}{}, p.publish(ctx, cmd, channel, message, until)

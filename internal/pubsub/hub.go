@@ -59,7 +59,7 @@ type Config struct {
 	// for the other nodes that are up. If zero, 50ms is used.
 	grace time.Duration
 	// window is how long the copies of one publish are counted. If zero,
-	// 12s is used: the engine's copies are sent within 2s of each other
+	// 20s is used: the engine's copies run within 5s of their send
 	// (quorum's publishWithin), and a link lagging over 3s is dropped.
 	window time.Duration
 	// settle is how long a publish that fewer than a quorum of the nodes
@@ -84,7 +84,7 @@ func (c Config) withDefaults() Config {
 		c.grace = 50 * time.Millisecond
 	}
 	if c.window == 0 {
-		c.window = 12 * time.Second
+		c.window = 20 * time.Second
 	}
 	if c.settle == 0 {
 		c.settle = 50 * time.Millisecond
