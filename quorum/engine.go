@@ -117,6 +117,7 @@ type Engine struct {
 	nodes  []Node
 	quorum int
 	health []*health
+	hint   fenceHint // which nodes FENCE asks first (fenceask.go)
 
 	born      time.Time   // for the breaker's monotonic stamps
 	monitored atomic.Bool // Start ran: the breaker and the checks apply
@@ -140,7 +141,7 @@ func New(cfg Config, nodes ...Node) *Engine {
 	}
 	// A copy: the caller's slice may change, and the engine's must not.
 	nodes = slices.Clone(nodes)
-	e := &Engine{cfg: cfg, nodes: nodes, quorum: quorumOf(len(nodes)), born: time.Now()}
+	e := &Engine{cfg: cfg, nodes: nodes, quorum: quorumOf(len(nodes)), born: time.Now(), hint: newFenceHint(nodes)}
 	for _, n := range nodes {
 		h := newHealth(n.Addr())
 		h.node, h.obs = len(e.health), cfg.Observer

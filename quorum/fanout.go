@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +47,15 @@ func skipDown(i int, n Node, obs Observer, tr *Trace) error {
 // fanOutWithin is fanOut under timeout, with the breaker if monitored,
 // reporting each node's answer to obs if not nil.
 func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, obs Observer, op func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
+	return fanOutOn(ctx, e, timeout, monitored, obs, nil, op)
+}
+
+// errNotAsked is the result of a node a fan-out did not call (fanOutOn).
+var errNotAsked = errors.New("quorum: node not asked")
+
+// fanOutOn is fanOutWithin on the nodes i where ask[i] (every node if ask
+// is nil); the others' results are errNotAsked, noted nowhere.
+func fanOutOn[T any](ctx context.Context, e *Engine, timeout time.Duration, monitored bool, obs Observer, ask []bool, op func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
 	results := make([]result[T], len(e.nodes))
 	// One deadline for every node: they all start now, so each still gets
 	// the whole timeout, and one timer serves them all.
@@ -72,6 +82,10 @@ func fanOutWithin[T any](ctx context.Context, e *Engine, timeout time.Duration, 
 	var wg sync.WaitGroup
 	last := -1 // the node the caller's own goroutine calls
 	for i, n := range e.nodes {
+		if ask != nil && !ask[i] {
+			results[i] = result[T]{err: errNotAsked}
+			continue
+		}
 		if monitored && e.health[i].down.Load() {
 			results[i] = result[T]{err: skipDown(i, n, obs, tr)}
 			continue

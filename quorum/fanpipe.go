@@ -148,12 +148,18 @@ func (f *fan) wait() bool {
 // fanOut runs it. Each node gets the same deadline, breaker, observer
 // and trace as under fanOut.
 func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
+	return fanOutCallOn(ctx, e, c, nil, each)
+}
+
+// fanOutCallOn is fanOutCall on the nodes i where ask[i] (every node if
+// ask is nil); the others' results are errNotAsked, noted nowhere.
+func fanOutCallOn[T any](ctx context.Context, e *Engine, c pipeCall[T], ask []bool, each func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
 	var mine [8]*pipeline
 	pipes := mine[:0]
 	for _, n := range e.nodes {
 		pn, ok := n.(piped)
 		if !ok {
-			return fanOut(ctx, e, each)
+			return fanOutOn(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), e.cfg.Observer, ask, each)
 		}
 		pipes = append(pipes, pn.pipe())
 	}
@@ -175,6 +181,10 @@ func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(
 	var idxs [8]int
 	idx := idxs[:0] // the nodes called
 	for i, n := range e.nodes {
+		if ask != nil && !ask[i] {
+			results[i] = result[T]{err: errNotAsked}
+			continue
+		}
 		if monitored && e.health[i].down.Load() {
 			results[i] = result[T]{err: skipDown(i, n, obs, tr)}
 			continue

@@ -52,6 +52,12 @@ package quorum
 // leaves T recorded on a quorum, so a repeated FENCE of the hold finds
 // it.
 //
+// The round asks a quorum of the nodes first, and the others only when
+// those do not agree or do not all answer (fenceask.go); it then ends
+// with the write-back below. To the argument here, a node not asked is
+// one whose message was lost, and one asked after, one whose message
+// came late: the decision counts answers only, whichever nodes gave them.
+//
 // When the answers do not agree (a node missed an earlier FENCE, or was
 // lost; calls of one hold at once get the same answer from each node,
 // whichever came first), the round serves as the read of two rounds:
@@ -233,9 +239,29 @@ type Fencing struct {
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
 	start := time.Now()
-	reads := fanOutCall(ctx, e, pipeFenceRound(key, token, fenceField), func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
+	call := pipeFenceRound(key, token, fenceField)
+	each := func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
 		return fencer(n).FenceRound(ctx, key, token, fenceField)
-	})
+	}
+	var abuf [8]bool
+	ask := e.fenceAsk(abuf[:0])
+	reads := fanOutCallOn(ctx, e, call, ask, each)
+	var buf [8]fenceAnswer
+	t, ok := fenceAgreed(e.agreeing(reads, buf[:]), e.quorum)
+	if ask != nil && !ok {
+		// The quorum asked first does not agree (or did not all answer):
+		// the others are asked, and the write-back below brings every
+		// node up, so that the next quorum asked agrees (fenceask.go).
+		for i := range ask {
+			ask[i] = !ask[i]
+		}
+		for i, r := range fanOutCallOn(ctx, e, call, ask, each) {
+			if ask[i] {
+				reads[i] = r
+			}
+		}
+	}
+	e.noteCounters(reads)
 	o, f, err := e.fenceHold(reads, start)
 	if err != nil {
 		return Fencing{}, err
@@ -243,8 +269,6 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	// Nodes that lost their counters are marked (or seeded again) as a
 	// read round would: the wait before seeding starts at the mark.
 	tended := e.tend(ctx, reads)
-	var buf [8]fenceAnswer
-	t, ok := fenceAgreed(e.agreeing(reads, buf[:]), e.quorum)
 	if !ok {
 		// Nodes disagree (one missed a FENCE or was lost, or calls of
 		// this hold ran at once), or too few are seeded: this round is
@@ -279,6 +303,7 @@ func (e *Engine) fenceHold(reads []result[CounterEntry], start time.Time) (Outco
 	ttls := buf[:0]
 	for i, r := range reads {
 		switch {
+		case r.err == errNotAsked:
 		case r.err != nil:
 			o.Failed++
 		case r.v.Held && !e.counts(i):

@@ -3,8 +3,10 @@ package quorum
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -486,17 +488,20 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	}
 }
 
-// countingWrites counts a node's write-backs, and fails its FENCE round
-// while down holds its index: a node that missed the call.
+// countingWrites counts a node's write-backs and FENCE rounds, and fails
+// its FENCE round while down holds its index: a node that missed the
+// call.
 type countingWrites struct {
 	*redisNode
 	unpiped //lint:ignore U1000 hides redisNode.pipe
 	i       int32
 	n       *atomic.Int64
+	rounds  *atomic.Int64
 	down    *atomic.Int32
 }
 
 func (c countingWrites) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
+	c.rounds.Add(1)
 	if c.down.Load() == c.i {
 		return CounterEntry{}, errors.New("unreachable")
 	}
@@ -508,26 +513,45 @@ func (c countingWrites) WriteCounter(ctx context.Context, key, token, field stri
 	return c.redisNode.WriteCounter(ctx, key, token, field, v, exclusive)
 }
 
-// TestFenceIsOneRoundWhenNodesAgree: while a quorum of nodes answer
-// alike, FENCE writes nothing back; when the answering quorum disagrees,
-// it writes back, and every token is above the last.
-func TestFenceIsOneRoundWhenNodesAgree(t *testing.T) {
+// TestFenceAsksAQuorumFirst: while the quorum asked first agrees, FENCE
+// calls no other node and writes nothing back. When one of those misses
+// a FENCE, the others are asked and every node is written back once; the
+// next FENCE agrees on a quorum of the others, and asks it too until it
+// answers seeded again. When the window moves on
+// (fenceRotate), the first FENCE writes back once at most and the next
+// agree;
+// every node is asked in some window; every token is above the last and
+// a repeat of a hold gets its token.
+func TestFenceAsksAQuorumFirst(t *testing.T) {
+	for _, size := range []int{3, 5} {
+		t.Run(strconv.Itoa(size), func(t *testing.T) { fenceAsksAQuorumFirst(t, size) })
+	}
+}
+
+func fenceAsksAQuorumFirst(t *testing.T, size int) {
 	var writes atomic.Int64
 	var down atomic.Int32
 	down.Store(-1)
+	rounds := make([]atomic.Int64, size)
 	var nodes []Node
-	for i := range 3 {
-		nodes = append(nodes, countingWrites{redisNode: startRedis(t).node(t), i: int32(i), n: &writes, down: &down})
+	for i := range size {
+		nodes = append(nodes, countingWrites{redisNode: startRedis(t).node(t), i: int32(i), n: &writes, rounds: &rounds[i], down: &down})
 	}
 	e := New(Config{MaxTTL: 2 * time.Second}, nodes...)
+	q := e.quorum
 	ctx := t.Context()
 	if _, err := e.Incr(ctx, "seed", 1); err != nil { // seeds the new deployment
 		t.Fatalf("Incr: %v", err)
 	}
-	writes.Store(0)
 	last := int64(0)
-	hold := func(token string) {
+	// hold runs a hold with two FENCEs, and returns how many write-backs
+	// and how many FENCE rounds each node had.
+	hold := func(token string) (int64, []int64) {
 		t.Helper()
+		writes.Store(0)
+		for i := range rounds {
+			rounds[i].Store(0)
+		}
 		l := Lock{Keys: []string{"k"}, Token: token}
 		if _, err := e.Acquire(ctx, l, time.Second); err != nil {
 			t.Fatalf("Acquire: %v", err)
@@ -536,31 +560,70 @@ func TestFenceIsOneRoundWhenNodesAgree(t *testing.T) {
 		if err != nil || f.Token <= last {
 			t.Fatalf("Fence(%s) = %+v, %v; want above %d", token, f, err, last)
 		}
+		if again, err := e.Fence(ctx, "k", token); err != nil || again.Token != f.Token {
+			t.Fatalf("Fence(%s) again = %+v, %v; want %d", token, again, err, f.Token)
+		}
 		last = f.Token
 		e.Release(ctx, l)
+		per := make([]int64, size)
+		for i := range rounds {
+			per[i] = rounds[i].Load()
+		}
+		return writes.Load(), per
+	}
+	asked := func(per []int64) []int {
+		var a []int
+		for i, n := range per {
+			if n > 0 {
+				a = append(a, i)
+			}
+		}
+		return a
 	}
 	hold("a")
-	hold("b")
-	if w := writes.Load(); w != 0 {
-		t.Errorf("write-backs with every node agreeing = %d; want 0", w)
+	w, per := hold("b")
+	if a := asked(per); w != 0 || len(a) != q {
+		t.Fatalf("every node agreeing: %d write-backs, nodes asked %v (rounds %v); want 0, a quorum (%d)", w, a, per, q)
 	}
-	// Node 0 misses a FENCE (the others still agree), then node 2 does:
-	// the two that answer are a quorum that disagrees.
-	down.Store(0)
-	hold("c")
-	if w := writes.Load(); w != 0 {
-		t.Errorf("write-backs with one node behind = %d; want 0 (a quorum still agrees)", w)
+	first := asked(per)
+	// A node of the quorum asked misses a FENCE: the others are asked, and
+	// written back once; then a quorum without it is asked, in one round.
+	down.Store(int32(first[0]))
+	if w, per := hold("c"); w != int64(size) || len(asked(per)) != size {
+		t.Errorf("a node asked missing: %d write-backs, rounds %v; want %d, every node asked", w, per, size)
 	}
-	down.Store(2)
-	hold("d")
-	if w := writes.Load(); w != 3 {
-		t.Errorf("write-backs with the answering quorum disagreeing = %d; want 3 (one round of them)", w)
+	// It is asked still, beside a quorum of the others (a failed answer is
+	// how a restart shows first).
+	if w, per := hold("d"); w != 0 || per[first[0]] == 0 || len(asked(per)) != q+1 {
+		t.Errorf("after: %d write-backs, rounds %v; want 0, a quorum asked and node %d", w, per, first[0])
 	}
+	// Once it answers again, it lags: one write-back at most, then a
+	// quorum agrees.
 	down.Store(-1)
-	writes.Store(0)
-	hold("e")
-	if w := writes.Load(); w != 0 {
-		t.Errorf("write-backs once a quorum agrees again = %d; want 0", w)
+	if w, _ := hold("e"); w != 0 && w != int64(size) {
+		t.Errorf("once it answers again: %d write-backs; want 0 or one round (%d)", w, size)
+	}
+	if w, per := hold("f"); w != 0 || len(asked(per)) != q {
+		t.Errorf("after: %d write-backs, rounds %v; want 0, a quorum asked", w, per)
+	}
+	// The window moves on: its first FENCE writes back once, the next do
+	// not; over every window, every node is asked.
+	seen := make([]bool, size)
+	for k := range size {
+		e.hint.last.Store(int64(k+1) * fenceRotate * 4)
+		if w, _ := hold(fmt.Sprint("w", k)); w != 0 && w != int64(size) {
+			t.Errorf("window %d, its first hold: %d write-backs; want 0 or one round (%d)", k, w, size)
+		}
+		w, per := hold(fmt.Sprint("x", k))
+		if a := asked(per); w != 0 || len(a) != q {
+			t.Errorf("window %d, its second hold: %d write-backs, nodes asked %v; want 0, a quorum", k, w, a)
+		}
+		for _, i := range asked(per) {
+			seen[i] = true
+		}
+	}
+	if slices.Contains(seen, false) {
+		t.Errorf("nodes asked over every window = %v; want all", seen)
 	}
 }
 

@@ -52,7 +52,8 @@ func (e *Engine) tendCounters(ctx context.Context) {
 		return fencer(n).ReadCounter(ctx, "", "", fenceField)
 	})
 	if slices.ContainsFunc(reads, func(r result[CounterEntry]) bool { return r.err == nil && r.v.State != CounterMissing }) {
-		e.tendAndReread(ctx, reads, "", "", fenceField)
+		// What it saw also tells FENCE which nodes to ask first.
+		e.noteCounters(e.tendAndReread(ctx, reads, "", "", fenceField))
 	}
 }
 
