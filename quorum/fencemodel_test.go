@@ -19,8 +19,8 @@ import (
 // the engine's one round (each node answers its record of the hold, or
 // takes its counter plus one and records it; a reply may be lost after
 // the node changed), decided with the engine's own fenceAgreed, and on
-// disagreement the write-back of the two rounds; an INCR is the two
-// rounds. Each decides the value to write back with the engine's own
+// disagreement the write-back of the two rounds (with ask, a quorum is
+// asked first, the rest after: config ask); an INCR is the two rounds. Each decides the value to write back with the engine's own
 // nextToken. The lock itself is
 // abstracted to what Redlock gives (tested elsewhere): one current hold
 // at a time, in order, and a FENCE that returns only within its hold's
@@ -55,6 +55,7 @@ const (
 	variantOldFreshRule               // a new deployment: every node answered, fewer than a quorum seeded, none with a counter (attack10 F2)
 	variantFreshNoWait                // a new deployment seeded beside a lost node at once
 	variantNoSeededIsNew              // no node seeded is a new deployment, whatever gen a pending node has (attack11 F3)
+	variantAskedMax                   // FENCE's quorum asked first decides alone when it disagrees: its highest answer, no write-back
 )
 
 type modelConfig struct {
@@ -78,7 +79,14 @@ type modelConfig struct {
 	// which named the last (not up then), pending; majority: restarts may
 	// leave a majority without counters, one node with a gen or seeded.
 	boot, named, majority bool
-	variant               modelVariant
+	// ask: FENCE asks a quorum first and the rest after (fenceask.go).
+	// Its messages go to every node at once here, so the nodes asked
+	// first are those whose messages arrive first, any of them, and the
+	// rest's wait in flight until the fallback, or are lost; with ask, a
+	// round whose answers agree may also end with the write-back, as the
+	// engine's does once it asked the rest.
+	ask     bool
+	variant modelVariant
 }
 
 const (
@@ -491,13 +499,31 @@ func successors(cfg modelConfig, s *mstate) []next {
 		op := int8(i)
 		switch o.phase {
 		case opRead:
-			if t, ok := modelAgreed(cfg, o, q); ok && !cfg.incr {
+			t, agreed := modelAgreed(cfg, o, q)
+			if agreed && !cfg.incr {
 				// The one round agrees: returned without a write-back.
 				n := s.clone()
 				no := &n.ops[i]
 				no.t, no.phase, no.acks = t, opWrite, int8(q)
 				add(n, "call %d agrees on %d", op, t)
-				break
+				if !cfg.ask {
+					break
+				}
+				// With ask, the quorum asked first may not have agreed (or
+				// not all answered): the rest were asked, and the write-back
+				// follows whatever the answers.
+			}
+			if cfg.variant == variantAskedMax && !agreed && int(o.seeded) >= q {
+				// The quorum asked first, all seeded, decides alone.
+				n := s.clone()
+				no := &n.ops[i]
+				for v, k := range o.agree {
+					if k > 0 {
+						no.t = int8(v)
+					}
+				}
+				no.phase, no.acks = opWrite, int8(q)
+				add(n, "call %d takes its highest answer, %d", op, no.t)
 			}
 			if int(o.seeded) < q {
 				break
@@ -834,6 +860,12 @@ func TestFenceModel(t *testing.T) {
 		// A new deployment seeded beside a node not up, named: the two
 		// seeded lose their counters (attack11 F3).
 		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, named: true, majority: true, maxT: 2}, true},
+		// FENCE asks a quorum first, the rest after: beside a restart,
+		// with five nodes, and with a majority lost beside a node that
+		// missed every write (one never asked reads so).
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, ask: true, maxT: 3}, false},
+		{modelConfig{nodes: 5, holders: 2, calls: 1, ask: true, maxT: 2}, false},
+		{modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, ask: true, maxT: 2}, false},
 	}
 	for _, c := range configs {
 		cfg := c.cfg
@@ -876,6 +908,8 @@ func TestFenceModelCatchesBrokenVariants(t *testing.T) {
 		{"a new deployment told by no counter on a seeded node", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, majority: true, maxT: 1, variant: variantOldFreshRule}},
 		{"no node seeded taken for a new deployment", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 2, named: true, majority: true, maxT: 1, variant: variantNoSeededIsNew}},
 		{"a new deployment seeded beside a lost node at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, boot: true, maxT: 1, variant: variantFreshNoWait}},
+		{"the quorum asked first decides alone", modelConfig{nodes: 3, holders: 3, calls: 1, ask: true, maxT: 3, variant: variantAskedMax}},
+		{"a restarted node asked first counted at once", modelConfig{nodes: 3, holders: 2, calls: 1, crashes: 1, ask: true, maxT: 4, variant: variantCountLost}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
