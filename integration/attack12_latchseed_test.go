@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,5 +147,77 @@ func TestAttack12LatchDeleteOfTheOpenLatchLeavesClaimsToTake(t *testing.T) {
 	dump("after Y")
 	if n := zeros.Load(); n != 1 {
 		t.Errorf("%d zero messages for one latch(1) (one Redis: 1; the DEL found no key, a countDown of the open latch sends nothing)", n)
+	}
+}
+
+// attack12 S1 (an opened latch reads closed again; one fault at a time,
+// each a minority): latch(1) over 3 masters; A cut off during the
+// countDown (B and C count down: open, the zero message sent; A keeps
+// 1). Then C restarts empty and is seeded from A and B: fewer than a
+// quorum of them have none, and the highest count is A's leftover 1;
+// seeded with it, A and C read 1 and the latch that opened reads closed
+// with no trySetCount since (an await() blocks, a new trySetCount(1)
+// answers 0). B counted the same set down to 0 (its claim slot's tag,
+// no count), which proves the leftover: C is seeded with none. One
+// Redis: GET nil after the countDown, until a new trySetCount, which
+// answers 1.
+func TestAttack12LatchOpenedReadsClosedAfterASeed(t *testing.T) {
+	attack12OpenedLatchSeeded(t, 3, 1)
+}
+
+// TestAttack12LatchOpenedReadsClosedAfterASeedOverFive is S1 over 5
+// masters: A and B cut off during the countDown, E restarts and is
+// seeded from A, B (1 each), C and D (0): a quorum would read 1.
+func TestAttack12LatchOpenedReadsClosedAfterASeedOverFive(t *testing.T) {
+	attack12OpenedLatchSeeded(t, 5, 2)
+}
+
+// attack12OpenedLatchSeeded runs S1 over n masters, the first cut of
+// them cut off during the opening countDown, the last restarted after.
+func attack12OpenedLatchSeeded(t *testing.T, n, cut int) {
+	c := startNodes(t, n)
+	var drop atomic.Bool
+	addrs := slices.Clone(c.addrs)
+	for i := range cut {
+		addrs[i] = startRelay(t, c.addrs[i], relayOpts{drop: &drop})
+	}
+	p := startProxy(t, latchConfig(), latchEngineConfig(time.Second), addrs...)
+	name := fmt.Sprintf("latch:attack12:s1:%d", n)
+	l := newLatchClient(p.Client, name)
+	ctx := t.Context()
+	field := func(i int, f string) string { return c.direct[i].HGet(ctx, quorum.CountersKey, f).Val() }
+
+	if v, err := l.trySetCount(t, 1); v != 1 || err != nil {
+		t.Fatalf("trySetCount(1) = %d, %v", v, err)
+	}
+	drop.Store(true)
+	if err := l.countDown(t); err != nil {
+		t.Fatalf("countDown with %d masters cut off: %v", cut, err)
+	}
+	drop.Store(false)
+	if field(0, "l:"+name) != "1" {
+		t.Fatalf("staging: master 0's count %q; want 1 (it missed the countDown)", field(0, "l:"+name))
+	}
+	time.Sleep(time.Second) // the cut masters counted again (probes)
+	if v, err := l.getCount(t); v != 0 || err != nil {
+		t.Fatalf("getCount of the opened latch, every master back = %d, %v; want 0", v, err)
+	}
+
+	last := n - 1
+	c.procs[last] = restartRedis(t, c.procs[last])
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) && field(last, "seeded") != "1" {
+		l.getCount(t) // marks, then seeds after the wait
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("master %d after its seed: %v", last, c.direct[last].HGetAll(ctx, quorum.CountersKey).Val())
+	if field(last, "seeded") != "1" {
+		t.Fatalf("master %d not seeded again", last)
+	}
+	if v, err := l.getCount(t); v != 0 || err != nil {
+		t.Errorf("getCount of the opened latch after a master's seed = %d, %v (one Redis: 0, nil)", v, err)
+	}
+	if v, err := l.trySetCount(t, 1); v != 1 || err != nil {
+		t.Errorf("a new trySetCount(1) of the opened latch = %d, %v (one Redis: 1)", v, err)
 	}
 }

@@ -3,8 +3,10 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -417,5 +419,86 @@ func TestRedissonLatchRefusesTheProxiesOwnKeys(t *testing.T) {
 		if n := c.direct[i].Exists(t.Context(), quorum.CountersKey).Val(); n != 0 {
 			t.Errorf("master %d has the counters' hash after refusals; want none", i)
 		}
+	}
+}
+
+// TestRedissonLatchOpenedLatchesLeaveABoundedHash: latches opened with
+// every master answering leave no field of theirs in the counters' hash
+// (their claim slots reclaimed once the zero message is decided), so
+// latches named per job and never deleted do not grow it (review26). A
+// latch counted down with a master cut off keeps its fields there (the
+// evidence of attack12 S1's seed) until a later countDown reaches every
+// master.
+func TestRedissonLatchOpenedLatchesLeaveABoundedHash(t *testing.T) {
+	c := startNodes(t, 3)
+	var drop atomic.Bool
+	rA := startRelay(t, c.addrs[0], relayOpts{drop: &drop})
+	p := startProxy(t, latchConfig(), latchEngineConfig(time.Second), rA, c.addrs[1], c.addrs[2])
+	ctx := t.Context()
+	hlen := func() []int64 {
+		var n []int64
+		for _, d := range c.direct {
+			n = append(n, d.HLen(ctx, quorum.CountersKey).Val())
+		}
+		return n
+	}
+	const latches, workers = 2000, 8
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < latches; i += workers {
+				l := newLatchClient(p.Client, fmt.Sprintf("latch:job:%d", i))
+				count := int64(1 + i%2)
+				if v, err := l.trySetCount(t, count); v != 1 || err != nil {
+					errs <- fmt.Errorf("%s: trySetCount(%d) = %d, %v", l.name, count, v, err)
+					return
+				}
+				for range count {
+					if err := l.countDown(t); err != nil {
+						errs <- fmt.Errorf("%s: countDown: %v", l.name, err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	base := hlen()
+	t.Logf("counters' fields per master after %d latches opened: %v", latches, base)
+	for i, n := range base {
+		if n > 4 {
+			t.Errorf("master %d keeps %d fields after %d latches opened; want a bounded few (seeded, the deployment's): %v", i, n, latches, c.direct[i].HGetAll(ctx, quorum.CountersKey).Val())
+		}
+	}
+
+	l := newLatchClient(p.Client, "latch:job:cut")
+	if v, err := l.trySetCount(t, 1); v != 1 || err != nil {
+		t.Fatalf("trySetCount(1) = %d, %v", v, err)
+	}
+	drop.Store(true)
+	if err := l.countDown(t); err != nil {
+		t.Fatalf("countDown with a master cut off: %v", err)
+	}
+	drop.Store(false)
+	time.Sleep(time.Second) // the cut master counted again (probes)
+	if n := hlen(); n[1] != base[1]+2 || n[0] != base[0]+4 {
+		t.Errorf("fields after a countDown with master 0 cut off: %v; want its count kept there (4 more) and the slots elsewhere (2 more)", n)
+	}
+	if err := l.countDown(t); err != nil { // one too many: reaches every master
+		t.Fatalf("a countDown of the open latch: %v", err)
+	}
+	if n := hlen(); !slices.Equal(n, base) {
+		t.Errorf("fields after a countDown reached every master: %v; want %v", n, base)
+	}
+	if v, err := l.getCount(t); v != 0 || err != nil {
+		t.Errorf("getCount of the opened latch = %d, %v; want 0", v, err)
+	}
+	if v, err := l.trySetCount(t, 1); v != 1 || err != nil {
+		t.Errorf("trySetCount(1) of the opened latch = %d, %v; want 1", v, err)
 	}
 }

@@ -33,15 +33,18 @@ const (
 
 // latchSeedFields turns the maxima of the seeded nodes' counters (fields,
 // from dumps: counterMaxima) into a restarted node's latch fields. Each
-// count is latchSeed's (none when a quorum of dumps have none, else the
-// highest), beside a fresh nonce: a countDown whose nonce read came before
-// the seed, its decrement after, misses there (it may have counted the
-// others down already, and the highest count after). No claim is copied:
-// the node may have answered another before its restart, so it answers
-// nobody's (latchNobody) until a set lands there again; but for a latch
-// that every dump has a count of and a claim of its own to take (0), it
-// is the latch's to take: none of them was at 0 since its set, so no
-// claim was made. A dump's nobody's (-1) proves nothing: that node was
+// count is latchSeedCount's (none when a quorum of dumps have none, or
+// another dump counted its set down to 0; else the highest), beside a
+// fresh nonce: a countDown whose nonce read came before the seed, its
+// decrement after, misses there (it may have counted the others down
+// already, and the highest count after). Seeded with none, the node keeps
+// a claim slot tag counted down to 0 (one whose leftover was dropped, if
+// any): the evidence latchSeedCount reads, for a later seed. No claim is
+// copied: the node may have answered another before its restart, so it
+// answers nobody's (latchNobody) until a set lands there again; but for a
+// latch that every dump has a count of and a claim of its own to take
+// (0), it is the latch's to take: none of them was at 0 since its set, so
+// no claim was made. A dump's nobody's (-1) proves nothing: that node was
 // seeded itself, its count perhaps a lagging node's (attack11 Z2).
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum int) {
 	names := map[string]bool{}
@@ -57,15 +60,23 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum i
 	}
 	nonce := positiveNonce()
 	for name := range names {
-		count, claim := latchCountPrefix+name, latchClaimPrefix+name
-		counts := make([]int64, len(dumps))
+		count, claim, slot := latchCountPrefix+name, latchClaimPrefix+name, latchSlotPrefix+name
+		counts, nonces, slots := make([]int64, len(dumps)), make([]int64, len(dumps)), make([]int64, len(dumps))
 		for i, d := range dumps {
-			counts[i] = d[count]
+			counts[i], nonces[i], slots[i] = d[count], d[latchNoncePrefix+name], d[slot]
 		}
-		if v := latchSeed(counts, quorum); v > 0 {
+		v, zeros, dropped := latchSeedCount(counts, nonces, slots, quorum)
+		switch {
+		case v > 0:
 			fields[count] = v
-			fields[latchNoncePrefix+name], fields[latchSlotPrefix+name] = nonce, nonce
-		} else {
+			fields[latchNoncePrefix+name], fields[slot] = nonce, nonce
+		case len(dropped) > 0:
+			delete(fields, count)
+			fields[slot] = slices.Max(dropped)
+		case len(zeros) > 0:
+			delete(fields, count)
+			fields[slot] = slices.Max(zeros)
+		default:
 			delete(fields, count)
 		}
 		fields[claim] = latchNobody
@@ -102,6 +113,7 @@ type latcher interface {
 	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
 	latchClaim(ctx context.Context, name string, claim, nonce int64) (latchAnswer, error)
 	latchDel(ctx context.Context, name string) (latchAnswer, error)
+	latchReclaim(ctx context.Context, name string, slot int64) error
 	publisher
 }
 
@@ -216,9 +228,11 @@ func latchFound(r result[latchAnswer]) bool {
 // seeded nodes' answers read the latch open and it counted one of them
 // down, it claims the zero message, on each node in the claim slot it
 // read there (a claim landing after a later trySetCount or a delete is
-// nobody's), and sends it if the claim won (latchClaimWon). With fewer
-// than a quorum of seeded answers err matches ErrUnavailable: the
-// decrement may have landed.
+// nobody's), and sends it if the claim won (latchClaimWon). Once every
+// node answered with no count left and the message is decided, the
+// latch's claim slots go (latchReclaims): an opened latch then keeps no
+// field. With fewer than a quorum of seeded answers err matches
+// ErrUnavailable: the decrement may have landed.
 func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessages) error {
 	reads := e.readCounters(ctx, "", "", latchSlotPrefix+name)
 	read := func(i int, n Node) (latcher, error) {
@@ -239,11 +253,14 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		return ln.latchDecr(ctx, name, reads[i].v.Value)
 	})
 	var before, after []int64
+	allZero := true
 	for _, r := range res {
 		if r.err == nil && r.v.state == CounterSeeded {
 			before, after = append(before, r.v.old), append(after, r.v.new)
+			allZero = allZero && r.v.new <= 0
 		}
 	}
+	allZero = allZero && len(after) == len(e.nodes)
 	if len(before) < e.quorum {
 		o := Outcome{Total: len(res), Granted: len(before)}
 		o.Failed = len(res) - len(before)
@@ -263,8 +280,18 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 	// Nobody's claim (0: another latch's slot, or a node seeded after a
 	// restart) is no answer.
 	claims := slices.DeleteFunc(answers, func(c int64) bool { return c == 0 })
-	if latchClaimWon(claims, claim, len(e.nodes), e.quorum) {
+	won := latchClaimWon(claims, claim, len(e.nodes), e.quorum)
+	if won {
 		e.publishDecided(ctx, m.Publish, m.Channel, m.Message)
+	}
+	if latchReclaims(allZero, won, claims, e.quorum) {
+		fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
+			ln, err := read(i, n)
+			if err != nil {
+				return struct{}{}, err
+			}
+			return struct{}{}, ln.latchReclaim(ctx, name, reads[i].v.Value)
+		})
 	}
 	return nil
 }

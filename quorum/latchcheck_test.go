@@ -88,6 +88,9 @@ const (
 	latchSeedClaimable                // the seed leaves the claim to take
 	latchNoReset                      // a granted set leaves an older latch's count (L1)
 	latchClaimUntagged                // a claim takes a slot whatever latch it is (Z1)
+	latchSeedNoDrop                   // the seed copies a count of a set another source counted to 0 (S1)
+	latchReclaimLeftover              // the winner reclaims the slots with a count left on a node
+	latchReclaimFree                  // the reclaim leaves the slot to take
 )
 
 // Message states of one node in one countDown in flight.
@@ -107,19 +110,34 @@ const (
 	claimNone uint8 = 0
 	claimFree uint8 = 1
 	claimOld  uint8 = 8
+	// claimGone: no slot (reclaimed, latch_reclaim.lua): nobody's.
+	claimGone uint8 = 9
 	// answers of a claim message: msgLost + 1 + the claim, or nobody's
 	claimNobody uint8 = 250
 )
 
 func claimOf(id uint8) uint8 { return id + 1 }
 
+// Tags of a node's claim slot ("o:", the nonce of the set, reset or seed
+// that made it; a count's nonce "n:" is the same while it lasts): none,
+// this latch's set, an older latch's, or a seed's (tagSeed + the
+// restarts so far: each seed's nonce is fresh). A slot's tag outlives its
+// count: a node at 0 with a tag counted that set (or seed) down to 0.
+const (
+	tagNone uint8 = iota
+	tagSet
+	tagOld
+	tagSeed
+)
+
 type latchNode struct {
 	v      uint8 // the count; 0: none
 	seeded bool
 	marked bool     // seeded after a restart: claimNone is nobody's (latchNobody)
-	inst   bool     // its claim slot is this latch's (set, reset, seeded with a count)
+	tag    uint8    // the nonce of its claim slot ("o:"): tagNone, tagSet, tagOld, tagSeed
 	stale  bool     // the count is an older latch's, the set's reset not landed
 	reset  bool     // the set's reset of the older count in flight
+	rcl    uint8    // reclaims of the opened latch's slot in flight
 	late   uint8    // decrements in flight whose countDown decided already
 	across uint8    // decrements read before the node's restart, in flight
 	older  uint8    // an older latch's decrements in flight (olderLate)
@@ -129,10 +147,15 @@ type latchNode struct {
 	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or the answer
 }
 
+// ours: the node's claim slot is this latch's (its set's, its reset's,
+// or a seed's of it).
+func (nd latchNode) ours() bool { return nd.tag == tagSet || nd.tag >= tagSeed }
+
 // latchFlight is a countDown in flight.
 type latchFlight struct {
-	id    uint8 // 1, 2, ...: which countDown
-	claim bool  // in its claim round
+	id      uint8 // 1, 2, ...: which countDown
+	claim   bool  // in its claim round
+	allZero bool  // every node answered its decrement at 0 after
 }
 
 type latchWorld struct {
@@ -142,6 +165,11 @@ type latchWorld struct {
 	msgs     uint8
 	restarts uint8
 	early    bool // a node sent the zero message early (ruleNodeZero)
+	opened   bool // a read of a quorum of counted nodes read it open (allSet)
+	// slotless: a node missed the set with no claim slot of the name
+	// (no "o:"): every claim there is nobody's (latch_claim.lua), so the
+	// claims' tie-break cannot run.
+	slotless bool
 }
 
 func (w latchWorld) clone() latchWorld {
@@ -152,7 +180,7 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3 | btob(n.inst)<<4, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.tag, n.rcl, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
 	}
 	slices.Sort(codes)
 	b := make([]byte, 0, 12*len(codes)+11)
@@ -160,9 +188,9 @@ func (w latchWorld) key() string {
 		b = append(b, c...)
 	}
 	for _, o := range w.ops {
-		b = append(b, o.id, btob(o.claim))
+		b = append(b, o.id, btob(o.claim)|btob(o.allZero)<<1)
 	}
-	b = append(b, w.made, min(w.msgs, 2), w.restarts, btob(w.early))
+	b = append(b, w.made, min(w.msgs, 2), w.restarts, btob(w.early), btob(w.opened), btob(w.slotless))
 	return string(b)
 }
 
@@ -186,9 +214,12 @@ type latchChecker struct {
 	checkOnce   bool
 	states      int
 	steps       int
-	stuck       int  // quiescent states open by a full read, with no message
-	noFaults    bool // every message answered, no restart
-	inFlight    int  // countDowns in flight at once, at most 3
+	stuck       int // quiescent states open by a full read, with no message
+	// stuckSlotless: such states from a start where a node missed the
+	// set with no slot (latchWorld.slotless), counted apart.
+	stuckSlotless int
+	noFaults      bool // every message answered, no restart
+	inFlight      int  // countDowns in flight at once, at most 3
 	// olderLate starts with an older latch's decrements still in flight
 	// to a minority (a countDown answered by a quorum before the set):
 	// each names that set's nonce, and counts for no other.
@@ -202,6 +233,10 @@ type latchChecker struct {
 	olderClaim bool
 	// restartOnly: every message answered, one restart; checks it opens.
 	restartOnly bool
+	// allSet starts with every node holding the set's count; an opened
+	// latch must then stay open (attack12 S1): no read of a quorum of
+	// counted nodes reads it closed after one read it open.
+	allSet      bool
 	closed      int    // quiescent states after 3 countDowns that do not read open
 	closedTrace string // the first one
 	stuckTrace  string // the first such state
@@ -236,19 +271,23 @@ func (c *latchChecker) starts() []latchWorld {
 				late += int(nd.older)
 			}
 			if set >= c.quorum && late <= c.n-c.quorum {
-				out = append(out, latchWorld{nodes: slices.Clone(nodes)})
+				slotless := slices.ContainsFunc(nodes, func(nd latchNode) bool { return nd.tag == tagNone })
+				out = append(out, latchWorld{nodes: slices.Clone(nodes), slotless: slotless})
 			}
 			return
 		}
-		opts := []latchNode{{v: c.count, claim: claimFree, inst: true}, {}}
+		opts := []latchNode{{v: c.count, claim: claimFree, tag: tagSet}}
+		if !c.allSet {
+			opts = append(opts, latchNode{})
+		}
 		if c.oldClaims {
-			opts = append(opts, latchNode{claim: claimOld})
+			opts = append(opts, latchNode{claim: claimOld, tag: tagOld})
 		}
 		for _, v := range c.staleCounts {
 			// The reset lands at some step, or is lost (with faults).
-			opts = append(opts, latchNode{v: v, stale: true, reset: c.variant != latchNoReset, claim: claimFree})
+			opts = append(opts, latchNode{v: v, stale: true, reset: c.variant != latchNoReset, claim: claimFree, tag: tagOld})
 			if !c.noFaults && !c.restartOnly && c.variant != latchNoReset {
-				opts = append(opts, latchNode{v: v, stale: true, claim: claimFree})
+				opts = append(opts, latchNode{v: v, stale: true, claim: claimFree, tag: tagOld})
 			}
 		}
 		for _, o := range opts {
@@ -295,8 +334,14 @@ func (c *latchChecker) run() {
 		c.states++
 		wk := w.key()
 		if c.quiescentStuck(w) {
-			c.stuck++
-			if c.stuckTrace == "" {
+			slotless := w.slotless && c.rule == ruleClaim
+			switch {
+			case slotless:
+				c.stuckSlotless++
+			default:
+				c.stuck++
+			}
+			if c.stuckTrace == "" && !slotless {
 				c.stuckTrace = trace(wk, "(stuck) "+w.String())
 			}
 		}
@@ -310,7 +355,7 @@ func (c *latchChecker) run() {
 			c.steps++
 			msg := s.bad
 			if msg == "" {
-				msg = c.check(s.w)
+				msg = c.check(&s.w)
 			}
 			if msg != "" {
 				c.violation = fmt.Sprintf("%s, by: %s", msg, trace(wk, s.step))
@@ -329,29 +374,48 @@ func (c *latchChecker) counted(nd latchNode) bool {
 	return nd.seeded || c.variant == latchCountRestart
 }
 
-// check is never early (reads) and once.
-func (c *latchChecker) check(w latchWorld) string {
-	if w.made < c.count {
-		// Every read of a quorum or more of counted nodes.
-		var counted []int64
-		for _, nd := range w.nodes {
-			if c.counted(nd) {
-				counted = append(counted, int64(nd.v))
+// reads are what every read of a quorum or more of counted nodes
+// decides: a read that reads the latch open (open), one that reads it
+// above 0 (shut).
+func (c *latchChecker) reads(w latchWorld) (open, shut []int64) {
+	var counted []int64
+	for _, nd := range w.nodes {
+		if c.counted(nd) {
+			counted = append(counted, int64(nd.v))
+		}
+	}
+	for mask := 1; mask < 1<<len(counted); mask++ {
+		var sub []int64
+		for i, v := range counted {
+			if mask&(1<<i) != 0 {
+				sub = append(sub, v)
 			}
 		}
-		for mask := 1; mask < 1<<len(counted); mask++ {
-			var sub []int64
-			for i, v := range counted {
-				if mask&(1<<i) != 0 {
-					sub = append(sub, v)
-				}
-			}
-			if len(sub) < c.quorum {
-				continue
-			}
-			if v, ok := c.read(sub); ok && v == 0 {
-				return fmt.Sprintf("a read of %v opens the latch after %d countDowns of %d: %v", sub, w.made, c.count, w)
-			}
+		if len(sub) < c.quorum {
+			continue
+		}
+		v, ok := c.read(sub)
+		switch {
+		case ok && v == 0 && open == nil:
+			open = sub
+		case ok && v > 0 && shut == nil:
+			shut = sub
+		}
+	}
+	return open, shut
+}
+
+// check is never early (reads), once, and (allSet) open for good once
+// read open; it marks w opened.
+func (c *latchChecker) check(w *latchWorld) string {
+	open, shut := c.reads(*w)
+	if open != nil && w.made < c.count {
+		return fmt.Sprintf("a read of %v opens the latch after %d countDowns of %d: %v", open, w.made, c.count, w)
+	}
+	if c.allSet {
+		w.opened = w.opened || open != nil
+		if w.opened && shut != nil {
+			return fmt.Sprintf("a read of %v reads the opened latch shut again: %v", shut, w)
 		}
 	}
 	if w.early {
@@ -377,7 +441,7 @@ func (c *latchChecker) quiet(w latchWorld) ([]int64, bool) {
 	}
 	all := make([]int64, 0, c.n)
 	for _, nd := range w.nodes {
-		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 {
+		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 || nd.rcl > 0 {
 			return nil, false
 		}
 		all = append(all, int64(nd.v))
@@ -487,6 +551,16 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 				out = append(out, latchStep{lost, fmt.Sprintf("the older latch's claim to node %d is lost", i), ""})
 			}
 		}
+		if nd.rcl > 0 {
+			next := w.clone()
+			c.landReclaim(&next, i)
+			out = append(out, latchStep{next, fmt.Sprintf("the reclaim lands on node %d", i), ""})
+			if !c.noFaults && !c.restartOnly {
+				lost := w.clone()
+				lost.nodes[i].rcl--
+				out = append(out, latchStep{lost, fmt.Sprintf("the reclaim to node %d is lost", i), ""})
+			}
+		}
 		if nd.reset {
 			next := w.clone()
 			c.landReset(&next, i)
@@ -517,7 +591,7 @@ func (c *latchChecker) restart(w *latchWorld, i int) {
 			nd.msg[k] = msgNone
 		}
 	}
-	*nd = latchNode{across: across, older: nd.older, oclaim: nd.oclaim, msg: nd.msg, cmsg: nd.cmsg}
+	*nd = latchNode{across: across, older: nd.older, oclaim: nd.oclaim, rcl: nd.rcl, msg: nd.msg, cmsg: nd.cmsg}
 	w.restarts++
 }
 
@@ -529,7 +603,7 @@ func (c *latchChecker) landReset(w *latchWorld, i int) {
 	if !nd.seeded || !nd.stale || nd.v == 0 {
 		return
 	}
-	nd.v, nd.stale, nd.inst = c.count, false, true
+	nd.v, nd.stale, nd.tag = c.count, false, tagSet
 	if nd.claim == claimNone {
 		nd.claim = claimFree
 	}
@@ -543,6 +617,23 @@ func (c *latchChecker) landReset(w *latchWorld, i int) {
 			nd.msg[k] = msgNone
 		}
 	}
+}
+
+// landReclaim: a reclaim of the opened latch's claim slot lands on node
+// i (latch_reclaim.lua): where it has no count, its slot is gone (a
+// claim there is nobody's). The script takes it only while it is still
+// the slot the countDown read; the explorer takes any.
+func (c *latchChecker) landReclaim(w *latchWorld, i int) {
+	nd := &w.nodes[i]
+	nd.rcl--
+	if !nd.seeded || nd.v > 0 {
+		return
+	}
+	if c.variant == latchReclaimFree {
+		nd.claim = claimFree
+		return
+	}
+	nd.tag, nd.claim = tagNone, claimGone
 }
 
 // idle: no decrement of a round that read it counted in flight to it
@@ -571,40 +662,66 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 	}
 	var out []latchStep
 	for mask := 1; mask < 1<<len(idx); mask++ {
-		var counts []int64
-		var claim uint8
-		claimable, named := true, false
+		var srcs []latchNode
 		for b, j := range idx {
 			if mask&(1<<b) != 0 {
-				src := w.nodes[j]
-				counts = append(counts, int64(src.v))
-				claim = max(claim, src.claim)
-				claimable = claimable && src.v > 0 && src.claim == claimFree
-				named = named || src.v > 0 || src.claim != claimNone
+				srcs = append(srcs, w.nodes[j])
 			}
 		}
-		if len(counts) < c.quorum {
+		if len(srcs) < c.quorum {
 			continue
 		}
-		v := latchSeed(counts, c.quorum)
-		if c.variant == latchSeedKthLarge {
+		var counts, tags []int64
+		var claim uint8
+		claimable, named := true, false
+		for _, src := range srcs {
+			counts, tags = append(counts, int64(src.v)), append(tags, int64(src.tag))
+			claim = max(claim, src.claim)
+			claimable = claimable && src.v > 0 && src.claim == claimFree
+			named = named || src.v > 0 || src.claim != claimNone && src.claim != claimGone || src.tag != tagNone
+		}
+		// A count's nonce is its slot's tag while it lasts.
+		v, zeros, dropped := latchSeedCount(counts, tags, tags, c.quorum)
+		switch c.variant {
+		case latchSeedKthLarge:
 			v = kthLargest(counts, c.quorum)
+		case latchSeedNoDrop:
+			v, zeros, dropped = latchSeed(counts, c.quorum), nil, nil
 		}
-		next := w.clone()
-		nn := &next.nodes[i]
-		nn.v, nn.seeded, nn.marked, nn.claim, nn.inst = uint8(v), true, true, claimNone, v > 0
-		switch {
-		case c.variant == latchSeedCopyClaim:
-			nn.marked = false
-			if claim > claimFree {
-				nn.claim = claim
+		// Seeded with none, it keeps a tag counted down to 0 as the
+		// evidence: one whose leftover it dropped, else any (latchSeedFields
+		// takes the largest nonce; each is explored).
+		carries := []uint8{tagNone}
+		if v == 0 && len(zeros) > 0 {
+			from := zeros
+			if len(dropped) > 0 {
+				from = dropped
 			}
-		case claimable || c.variant == latchSeedClaimable:
-			nn.claim = claimFree
-		case !named:
-			nn.marked = false // no field of the latch to seed: none
+			carries = nil
+			for _, t := range from {
+				carries = append(carries, uint8(t))
+			}
 		}
-		out = append(out, latchStep{next, fmt.Sprintf("node %d seeded from %v: %d, claim %d", i, counts, v, nn.claim), ""})
+		for _, carry := range carries {
+			next := w.clone()
+			nn := &next.nodes[i]
+			nn.v, nn.seeded, nn.marked, nn.claim, nn.tag = uint8(v), true, true, claimNone, carry
+			if v > 0 {
+				nn.tag = tagSeed + w.restarts
+			}
+			switch {
+			case c.variant == latchSeedCopyClaim:
+				nn.marked = false
+				if claim > claimFree {
+					nn.claim = claim
+				}
+			case claimable || c.variant == latchSeedClaimable:
+				nn.claim = claimFree
+			case !named:
+				nn.marked = false // no field of the latch to seed: none
+			}
+			out = append(out, latchStep{next, fmt.Sprintf("node %d seeded from %v: %d, claim %d, tag %d", i, counts, v, nn.claim, nn.tag), ""})
+		}
 	}
 	return out
 }
@@ -700,7 +817,7 @@ const (
 func (c *latchChecker) landOlderClaim(w *latchWorld, i int) {
 	nd := &w.nodes[i]
 	switch {
-	case !c.counted(*nd), nd.claim == claimNone && nd.marked, nd.inst && c.variant != latchClaimUntagged:
+	case !c.counted(*nd), nd.claim == claimNone && nd.marked, nd.claim == claimGone, nd.ours() && c.variant != latchClaimUntagged:
 		nd.oclaim = ocNone // not seeded, nobody's, or this latch's slot: no answer
 		return
 	case nd.claim == claimNone || nd.claim == claimFree:
@@ -744,8 +861,8 @@ func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 	}
 	got := nd.claim
 	switch {
-	case nd.claim == claimNone && nd.marked:
-		got = claimNobody
+	case nd.tag == tagNone, nd.claim == claimNone && nd.marked, nd.claim == claimGone:
+		got = claimNobody // no slot (latch_claim.lua), or nobody's
 	case nd.claim == claimNone || nd.claim == claimFree:
 		nd.claim = claimOf(w.ops[k].id)
 		got = nd.claim
@@ -780,10 +897,16 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 		if c.variant == latchClaimNoTieBreak {
 			publish = latchClaimWon(claims, claimOf(op.id), c.n+1, c.quorum)
 		}
-		step = fmt.Sprintf("countDown %d decides its claim on %v (message %v)", op.id, claims, publish)
+		reclaim := latchReclaims(op.allZero || c.variant == latchReclaimLeftover, publish, claims, c.quorum)
+		if reclaim {
+			for i := range next.nodes {
+				next.nodes[i].rcl++
+			}
+		}
+		step = fmt.Sprintf("countDown %d decides its claim on %v (message %v, reclaim %v)", op.id, claims, publish, reclaim)
 	} else {
 		var before, after []int64
-		counted := false
+		counted, allZero := false, true
 		for i := range next.nodes {
 			nd := &next.nodes[i]
 			if m := nd.msg[k]; m >= msgOld0 && m != msgPending {
@@ -791,6 +914,7 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 				before = append(before, old)
 				after = append(after, max(old-dec, 0))
 				counted = counted || old > 0 && dec == 1
+				allZero = allZero && old-dec <= 0
 			}
 			if nd.msg[k] == msgLost {
 				nd.late++ // it lands after the decision, if at all
@@ -822,7 +946,7 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 							continue // over 5 nodes a claim's reply is not lost
 						}
 						cl := next.clone()
-						cl.ops[k] = latchFlight{id: op.id, claim: true}
+						cl.ops[k] = latchFlight{id: op.id, claim: true, allZero: allZero && len(before) == c.n}
 						for i, f := range fates {
 							cl.nodes[i].cmsg[k] = f
 						}
@@ -857,6 +981,8 @@ type latchConfig struct {
 	staleCounts []uint8 // as latchChecker's; default 1
 	oldClaims   bool    // as latchChecker's
 	olderClaim  bool    // as latchChecker's
+	allSet      bool    // as latchChecker's
+	restarts    uint8   // at most; default 1
 	maxMade     uint8   // countDowns made; default 3
 	long        bool    // left out under -short
 }
@@ -864,7 +990,10 @@ type latchConfig struct {
 func (cfg latchConfig) run() *latchChecker {
 	c := newLatchChecker(cfg.nodes, cfg.rule, cfg.variant)
 	c.noFaults, c.inFlight, c.olderLate = cfg.noFaults, max(cfg.inFlight, 1), cfg.olderLate
-	c.restartOnly, c.oldClaims, c.olderClaim = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim
+	c.restartOnly, c.oldClaims, c.olderClaim, c.allSet = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim, cfg.allSet
+	if cfg.restarts > 0 {
+		c.maxRestarts = cfg.restarts
+	}
 	if cfg.staleCounts != nil {
 		c.staleCounts = cfg.staleCounts
 	}
@@ -878,6 +1007,9 @@ func (cfg latchConfig) run() *latchChecker {
 
 // stale13 starts from an older latch's counts below n (2) and above n+1.
 var stale13 = []uint8{1, 4}
+
+// noStale starts with no older latch's count.
+var noStale = []uint8{}
 
 // TestLatchNeverOpensEarly explores the design: reads by latchCount, seeding
 // by latchSeedFields after the wait, the zero message by claims. Without
@@ -896,6 +1028,7 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "3 nodes, an older latch's decrements in flight, 2 countDowns", nodes: 3, rule: ruleClaim, olderLate: true, maxMade: 2, long: true},
 		{name: "5 nodes, faults, 2 countDowns", nodes: 5, rule: ruleClaim, maxMade: 2, long: true},
 		{name: "5 nodes, 2 countDowns at once", nodes: 5, rule: ruleClaim, noFaults: true, inFlight: 2, staleCounts: stale13, long: true},
+		{name: "3 nodes, every node set, faults, a restart: open for good", nodes: 3, rule: ruleClaim, allSet: true, staleCounts: noStale},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
 			continue // the explorer runs on one goroutine: slow under -race
@@ -904,7 +1037,7 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		if c.limit > 0 && c.states >= c.limit {
 			t.Fatalf("%s: more than %d states", cfg.name, c.limit)
 		}
-		t.Logf("%s: %d states, %d steps; %d quiescent states open without a zero message", cfg.name, c.states, c.steps, c.stuck)
+		t.Logf("%s: %d states, %d steps; %d quiescent states open without a zero message (%d more where a node missed the set with no slot)", cfg.name, c.states, c.steps, c.stuck, c.stuckSlotless)
 		if c.violation != "" {
 			t.Errorf("%s: %s", cfg.name, c.violation)
 		}
@@ -934,6 +1067,9 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "the seed leaves the claim to take", nodes: 3, rule: ruleClaim, variant: latchSeedClaimable, restartOnly: true, inFlight: 2, staleCounts: stale13},
 		{name: "a claim takes a slot of another latch (Z1)", nodes: 3, rule: ruleClaim, variant: latchClaimUntagged, noFaults: true, olderClaim: true, maxMade: 2},
 		{name: "a granted set leaves an older latch's count (L1)", nodes: 3, rule: ruleClaim, variant: latchNoReset, restartOnly: true, staleCounts: stale13},
+		{name: "the seed copies a leftover of a set counted to 0 (S1)", nodes: 3, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale},
+		{name: "the reclaim with a count left on a node", nodes: 3, rule: ruleClaim, variant: latchReclaimLeftover, allSet: true, staleCounts: noStale},
+		{name: "the reclaim leaves the slot to take", nodes: 3, rule: ruleClaim, variant: latchReclaimFree, allSet: true, staleCounts: noStale},
 	} {
 		c := cfg.run()
 		switch {

@@ -1,6 +1,9 @@
 package quorum
 
-import "cmp"
+import (
+	"cmp"
+	"slices"
+)
 
 // Redisson's RCountDownLatch over independent nodes: the pure decisions
 // (latchcheck_test.go explores them).
@@ -91,6 +94,34 @@ func latchClaimWon[T cmp.Ordered](claims []T, id T, nodes, quorum int) bool {
 	return best == id
 }
 
+// latchSeedCount is the count of one latch a node restarted empty is
+// seeded with, from each dump's count (0: none), that count's nonce
+// ("n:") and the dump's claim slot tag ("o:", 0: none). A dump with a
+// slot tag and no count counted that set (or seed) down to 0: n
+// countDowns of it were made, so the latch opened, and a count of the
+// same nonce elsewhere is a leftover of a master that missed some of
+// them; it counts as none (attack12 S1: copied, it closed the opened
+// latch again). Then latchSeed. zeros are the tags counted down to 0,
+// dropped those of the leftovers.
+func latchSeedCount(counts, nonces, slots []int64, quorum int) (count int64, zeros, dropped []int64) {
+	for i, c := range counts {
+		if c <= 0 && slots[i] != 0 && !slices.Contains(zeros, slots[i]) {
+			zeros = append(zeros, slots[i])
+		}
+	}
+	kept := make([]int64, len(counts))
+	for i, c := range counts {
+		kept[i] = c
+		if c > 0 && slices.Contains(zeros, nonces[i]) {
+			kept[i] = 0
+			if !slices.Contains(dropped, nonces[i]) {
+				dropped = append(dropped, nonces[i])
+			}
+		}
+	}
+	return latchSeed(kept, quorum), zeros, dropped
+}
+
 // latchSeed is the count a node restarted empty is seeded with, from the
 // counts of the counted nodes that answered (at least a quorum): none (0)
 // when a quorum of them have none, as a read finds the latch open then
@@ -111,4 +142,29 @@ func latchSeed(counts []int64, quorum int) int64 {
 		return 0
 	}
 	return m
+}
+
+// latchReclaims is whether a countDown reclaims the opened latch's claim
+// slots ("o:" and "m:" of its name, which outlive the count): only when
+// every node answered its decrement with no count left (allZero: no
+// leftover a restarted node could be seeded with, whose evidence the
+// slot's tag is: latchSeedFields), and the zero message is decided: its
+// claim won (it sent it), or one claim holds a quorum of its answers
+// (that claimer's answers there are final). A slot reclaimed answers a
+// later claim with nobody's, which only takes from that claim's chances.
+func latchReclaims[T cmp.Ordered](allZero, won bool, claims []T, quorum int) bool {
+	if !allZero {
+		return false
+	}
+	if won {
+		return true
+	}
+	by := map[T]int{}
+	for _, c := range claims {
+		by[c]++
+		if by[c] >= quorum {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,9 @@
 package quorum
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestLatchCount(t *testing.T) {
 	for _, tc := range []struct {
@@ -72,6 +75,53 @@ func TestLatchSeed(t *testing.T) {
 	}
 }
 
+// TestLatchSeedCount: a count whose set another source counted down to 0
+// (its slot's tag, no count) is a leftover, counted as none (attack12
+// S1); a count of another set is kept.
+func TestLatchSeedCount(t *testing.T) {
+	for _, tc := range []struct {
+		counts, nonces, slots []int64
+		quorum                int
+		want                  int64
+		zeros, dropped        []int64
+	}{
+		// S1: A kept 1 of set 5, B counted 5 down to 0.
+		{[]int64{1, 0}, []int64{5, 0}, []int64{5, 5}, 2, 0, []int64{5}, []int64{5}},
+		// B's slot is another set's: A's count may be the latch's.
+		{[]int64{1, 0}, []int64{5, 0}, []int64{5, 6}, 2, 1, []int64{6}, nil},
+		// no slot at all: a node that missed the set proves nothing.
+		{[]int64{1, 0}, []int64{5, 0}, []int64{5, 0}, 2, 1, nil, nil},
+		// 5 nodes: two leftovers, a third count of another set kept.
+		{[]int64{2, 1, 0, 3}, []int64{5, 5, 0, 7}, []int64{5, 5, 5, 7}, 3, 0, []int64{5}, []int64{5}},
+		{[]int64{2, 1, 3, 3}, []int64{5, 5, 7, 7}, []int64{5, 5, 7, 7}, 3, 3, nil, nil},
+	} {
+		got, zeros, dropped := latchSeedCount(tc.counts, tc.nonces, tc.slots, tc.quorum)
+		if got != tc.want || !slices.Equal(zeros, tc.zeros) || !slices.Equal(dropped, tc.dropped) {
+			t.Errorf("latchSeedCount(%v, %v, %v, %d) = %d, %v, %v; want %d, %v, %v", tc.counts, tc.nonces, tc.slots, tc.quorum, got, zeros, dropped, tc.want, tc.zeros, tc.dropped)
+		}
+	}
+}
+
+// TestLatchReclaims: only with no count left anywhere, once the message
+// is decided (won, or a quorum holds one claim).
+func TestLatchReclaims(t *testing.T) {
+	for _, tc := range []struct {
+		allZero, won bool
+		claims       []int64
+		want         bool
+	}{
+		{true, true, []int64{7, 7}, true},
+		{false, true, []int64{7, 7, 7}, false}, // a count left: its zeros' tags are the evidence
+		{true, false, []int64{9, 9}, true},     // 9 holds a quorum of 3
+		{true, false, []int64{9, 7, 8}, false}, // the tie-break's winner may still be claiming
+		{true, false, []int64{9}, false},
+	} {
+		if got := latchReclaims(tc.allZero, tc.won, tc.claims, 2); got != tc.want {
+			t.Errorf("latchReclaims(%v, %v, %v) = %v; want %v", tc.allZero, tc.won, tc.claims, got, tc.want)
+		}
+	}
+}
+
 // TestLatchSeedFields: a restarted node's latch fields from the seeded
 // nodes' dumps: the highest count, a fresh nonce (not the set's, which a
 // countDown that read it before the restart still names), no copied
@@ -117,5 +167,13 @@ func TestLatchSeedFields(t *testing.T) {
 	latchSeedFields(open, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": 3}, {"m:s": 3}}, 2)
 	if _, ok := open["l:s"]; ok || open["m:s"] != -1 || len(open) != 1 {
 		t.Errorf("seeded %v beside an open latch; want m:s = -1 alone", open)
+	}
+	// attack12 S1: fewer than a quorum have none, but one counted the
+	// set down to 0: the other's count is a leftover; the seed keeps the
+	// set's tag as the evidence for a later seed.
+	s1 := map[string]int64{"l:s": 1, "n:s": 5, "m:s": 9, "o:s": 5}
+	latchSeedFields(s1, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": 9, "o:s": 5}}, 2)
+	if _, ok := s1["l:s"]; ok || s1["o:s"] != 5 || s1["m:s"] != -1 || len(s1) != 2 {
+		t.Errorf("seeded %v beside a set counted to 0; want o:s = 5 and m:s = -1 alone", s1)
 	}
 }
