@@ -442,7 +442,7 @@ func TestRedissonLatchOpenedLatchesLeaveABoundedHash(t *testing.T) {
 		}
 		return n
 	}
-	const latches, workers = 2000, 8
+	const latches, workers = 2000, 4
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
@@ -472,7 +472,7 @@ func TestRedissonLatchOpenedLatchesLeaveABoundedHash(t *testing.T) {
 	t.Logf("counters' fields per master after %d latches opened: %v", latches, base)
 	for i, n := range base {
 		if n > 4 {
-			t.Errorf("master %d keeps %d fields after %d latches opened; want a bounded few (seeded, the deployment's): %v", i, n, latches, c.direct[i].HGetAll(ctx, quorum.CountersKey).Val())
+			t.Errorf("master %d keeps %d fields after %d latches opened; want a bounded few (seeded, the deployment's gen)", i, n, latches)
 		}
 	}
 
