@@ -173,8 +173,10 @@ func TestAttack10LatchOpensEarlyOnADecrementAcrossARestart(t *testing.T) {
 	if v, err := l2.getCount(t); v != 2 || err != nil { // P2's connections are up
 		t.Fatalf("getCount through P2 = %d, %v", v, err)
 	}
-	// A missed the set (as a master down then).
-	c.direct[0].HDel(ctx, quorum.CountersKey, "l:"+name, "n:"+name)
+	// A missed the set (as a master down then): none of its fields (its
+	// claim slot's tag, "o:", with no count would read as the set counted
+	// down to 0 there, which a seed takes as the opening).
+	c.direct[0].HDel(ctx, quorum.CountersKey, "l:"+name, "n:"+name, "o:"+name, "m:"+name)
 	if v, err := l1.getCount(t); v != 2 || err != nil {
 		t.Fatalf("getCount with A missing the set = %d, %v; want 2", v, err)
 	}

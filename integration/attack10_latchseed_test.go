@@ -26,7 +26,9 @@ func TestAttack10LatchMajorityRestartedBesideAMasterThatMissedTheSet(t *testing.
 	if v, err := l.trySetCount(t, 3); v != 1 || err != nil {
 		t.Fatalf("trySetCount(3) = %d, %v", v, err)
 	}
-	c.direct[2].HDel(ctx, quorum.CountersKey, "l:"+name, "n:"+name) // C missed the set
+	// C missed the set: none of its fields (its claim slot's tag, "o:",
+	// with no count would read as the set counted down to 0 there).
+	c.direct[2].HDel(ctx, quorum.CountersKey, "l:"+name, "n:"+name, "o:"+name, "m:"+name)
 	t.Logf("C's counters: %v", c.direct[2].HGetAll(ctx, quorum.CountersKey).Val())
 	if v, err := l.getCount(t); v != 3 || err != nil {
 		t.Fatalf("getCount with C missing the set = %d, %v; want 3", v, err)

@@ -11,12 +11,13 @@ import (
 
 // Redisson's RCountDownLatch as quorum operations (latchdecide.go has the
 // design and its decisions, latchcheck_test.go explores them). A latch's
-// count lives in the counters' hash on every node (fence.go), as three
+// count lives in the counters' hash on every node (fence.go), as four
 // fields: "l:" the count (none: open there, or never set), "n:" the nonce
-// of the trySetCount that set it, "m:" the claim of its zero message. A
-// node restarted empty does not count until seeded again after the wait
-// (fenceseed.go), with a generation no read made before can name
-// (latchSeedFields).
+// of the trySetCount that set it, "m:" the claim of its zero message and
+// "o:" its claim slot's tag; an opened latch's are reclaimed
+// (latchReclaims). A node restarted empty does not count until seeded
+// again after the wait (fenceseed.go), with a generation no read made
+// before can name (latchSeedFields).
 
 const (
 	latchCountPrefix = "l:"

@@ -35,7 +35,12 @@ import (
 // The zero message is decided by a rule (latchRule); the design's is the
 // claim (latchClaimWon): a countDown whose answers read the latch open,
 // and that counted down one of them, claims the message on every node, in
-// a second round whose messages are steps too.
+// a second round whose messages are steps too. A node's claim slot has a
+// tag (the set's, an older latch's, a seed's, or none: a claim there is
+// nobody's, latch_claim.lua); a seed drops a count whose tag another
+// source counted down to 0 (latchSeedCount). A claimer that read every
+// node at 0 reclaims the slots once the message is decided
+// (latchReclaims), each reclaim a message of its own.
 //
 // Properties, checked after every step:
 //   - never early: no read of a quorum or more of counted nodes reads the
@@ -45,7 +50,12 @@ import (
 //   - a waiter is not left waiting: without faults, no state with nothing
 //     in flight reads open (all nodes answering) without a zero message.
 //     With faults it can: the last countDowns' answers never showed the
-//     opening to anyone (the explorer counts those states);
+//     opening to anyone (the explorer counts those states); so can a node
+//     that missed the set with no slot (counted apart: its claims are
+//     nobody's, so the tie-break cannot run);
+//   - open for good (the allSet world: every node got the set): once a
+//     read of a quorum of counted nodes read it open, none reads it
+//     above 0 (attack12 S1);
 //   - it opens (liveness, the restart world): with every message
 //     answered and one restart, once 3 countDowns landed and nothing is in
 //     flight, a read of all nodes reads it open (attack9's L1: a seed
@@ -278,7 +288,9 @@ func (c *latchChecker) starts() []latchWorld {
 		}
 		opts := []latchNode{{v: c.count, claim: claimFree, tag: tagSet}}
 		if !c.allSet {
-			opts = append(opts, latchNode{})
+			// It missed the set: no slot of the name, or an older
+			// latch's still to take (a claim that read it takes it).
+			opts = append(opts, latchNode{}, latchNode{tag: tagOld, claim: claimFree})
 		}
 		if c.oldClaims {
 			opts = append(opts, latchNode{claim: claimOld, tag: tagOld})
@@ -817,7 +829,7 @@ const (
 func (c *latchChecker) landOlderClaim(w *latchWorld, i int) {
 	nd := &w.nodes[i]
 	switch {
-	case !c.counted(*nd), nd.claim == claimNone && nd.marked, nd.claim == claimGone, nd.ours() && c.variant != latchClaimUntagged:
+	case !c.counted(*nd), nd.tag == tagNone, nd.claim == claimNone && nd.marked, nd.claim == claimGone, nd.ours() && c.variant != latchClaimUntagged:
 		nd.oclaim = ocNone // not seeded, nobody's, or this latch's slot: no answer
 		return
 	case nd.claim == claimNone || nd.claim == claimFree:
@@ -1000,7 +1012,7 @@ func (cfg latchConfig) run() *latchChecker {
 	if cfg.maxMade > 0 {
 		c.maxMade = cfg.maxMade
 	}
-	c.limit = 3000000 // about 1.5 GB: a bound, not a result (the largest world, 5 nodes with faults, is 1.9 million)
+	c.limit = 6000000 // about 4 GB: a bound, not a result (the largest world is below 4.5 million)
 	c.run()
 	return c
 }
