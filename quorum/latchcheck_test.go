@@ -67,9 +67,9 @@ import (
 // most 2 are not up in one round, at most one reply of a countDown is
 // lost and none of a claim, and the older latch's counts are 1 only; the
 // 5-node world with faults, and the one with an older latch's decrements
-// in flight, make 2 countDowns. -short and -race run three 3-node worlds
-// (about 315,000 states); without, five more (about 5.6 million states,
-// minutes, about 2 GB at most).
+// in flight, make 2 countDowns. -short and -race run four 3-node worlds
+// (about 940,000 states); without, five more (about 8.4 million states,
+// six minutes at load 5, about 2.2 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
@@ -1012,7 +1012,7 @@ func (cfg latchConfig) run() *latchChecker {
 	if cfg.maxMade > 0 {
 		c.maxMade = cfg.maxMade
 	}
-	c.limit = 6000000 // about 4 GB: a bound, not a result (the largest world is below 4.5 million)
+	c.limit = 4000000 // about 3 GB: a bound, not a result (the largest world, 5 nodes with faults, is 2.85 million)
 	c.run()
 	return c
 }
