@@ -68,7 +68,7 @@ import (
 // lost and none of a claim, and the older latch's counts are 1 only; the
 // 5-node world with faults, and the one with an older latch's decrements
 // in flight, make 2 countDowns. -short and -race run four 3-node worlds
-// (about 940,000 states); without, five more (about 8.4 million states,
+// and a 5-node one (about 970,000 states); without, five more (about 8.4 million states,
 // six minutes at load 5, about 2.2 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
@@ -1041,6 +1041,7 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "5 nodes, faults, 2 countDowns", nodes: 5, rule: ruleClaim, maxMade: 2, long: true},
 		{name: "5 nodes, 2 countDowns at once", nodes: 5, rule: ruleClaim, noFaults: true, inFlight: 2, staleCounts: stale13, long: true},
 		{name: "3 nodes, every node set, faults, a restart: open for good", nodes: 3, rule: ruleClaim, allSet: true, staleCounts: noStale},
+		{name: "5 nodes, every node set, faults, a restart, 2 countDowns: open for good", nodes: 5, rule: ruleClaim, allSet: true, staleCounts: noStale, maxMade: 2},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
 			continue // the explorer runs on one goroutine: slow under -race
@@ -1080,6 +1081,7 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "a claim takes a slot of another latch (Z1)", nodes: 3, rule: ruleClaim, variant: latchClaimUntagged, noFaults: true, olderClaim: true, maxMade: 2},
 		{name: "a granted set leaves an older latch's count (L1)", nodes: 3, rule: ruleClaim, variant: latchNoReset, restartOnly: true, staleCounts: stale13},
 		{name: "the seed copies a leftover of a set counted to 0 (S1)", nodes: 3, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale},
+		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
 		{name: "the reclaim with a count left on a node", nodes: 3, rule: ruleClaim, variant: latchReclaimLeftover, allSet: true, staleCounts: noStale},
 		{name: "the reclaim leaves the slot to take", nodes: 3, rule: ruleClaim, variant: latchReclaimFree, allSet: true, staleCounts: noStale},
 	} {
