@@ -60,7 +60,7 @@ type Config struct {
 	grace time.Duration
 	// window is how long the copies of one publish are counted. If zero,
 	// 20s is used: the engine's copies run within 5s of their send
-	// (quorum's publishWithin), and a link lagging over 3s is dropped.
+	// (quorum's publishWithin), and a count lasts at least half of it.
 	window time.Duration
 	// settle is how long a publish that fewer than a quorum of the nodes
 	// up sent waits for more copies before it is delivered anyway. If
