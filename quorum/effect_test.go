@@ -556,10 +556,11 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 func TestDecodeShort(t *testing.T) {
 	o := owns{args: []string{"tok", "10500"}, keys: []string{"k"}}
 	tests := []struct {
-		in    string
-		reply Value
-		keys  []KeyEffect
-		bad   bool
+		in       string
+		reply    Value
+		keys     []KeyEffect
+		bad      bool
+		luaError bool // the tag "E": a Lua error the body raised
 	}{
 		// changed, before none, after 1 (tok), hold 10500 ms.
 		{in: "s1.0.1.10500:OK", reply: Value{Kind: ValueStatus, Str: "OK"},
@@ -569,6 +570,7 @@ func TestDecodeShort(t *testing.T) {
 		{in: "n:", reply: Value{Kind: ValueNil}},
 		{in: "i:-12", reply: Value{Kind: ValueInt, Int: -12}},
 		{in: "e:ERR x", reply: Value{Kind: ValueError, Str: "ERR x"}},
+		{in: "E:ERR user_script:1: x", reply: Value{Kind: ValueError, Str: "ERR user_script:1: x"}, luaError: true},
 		{in: "s5", bad: true},
 		{in: ":OK", bad: true},
 		{in: "x:OK", bad: true},
@@ -600,7 +602,7 @@ func TestDecodeShort(t *testing.T) {
 				}
 				continue
 			}
-			if err != nil || !ne.reply.equal(tt.reply) || len(ne.keys) != len(tt.keys) {
+			if err != nil || !ne.reply.equal(tt.reply) || len(ne.keys) != len(tt.keys) || ne.luaError != tt.luaError {
 				t.Errorf("decodeEffect(%q) = %+v, %v; want %+v, %+v", tt.in, ne, err, tt.reply, tt.keys)
 				continue
 			}
@@ -610,6 +612,27 @@ func TestDecodeShort(t *testing.T) {
 					t.Errorf("decodeEffect(%q) key %d = %+v; want %+v", tt.in, i, k, w)
 				}
 			}
+		}
+	}
+}
+
+// errorLine moves only the line a Lua error's text starts with: what
+// follows is the client's own (attack14 R6).
+func TestErrorLine(t *testing.T) {
+	tests := []struct {
+		msg  string
+		head int
+		want string
+	}{
+		{"ERR user_script:12: attempt to call a nil value", 10, "ERR user_script:2: attempt to call a nil value"},
+		{"ERR user_script:12: at user_script:40", 10, "ERR user_script:2: at user_script:40"},
+		{"ERR user_script:12: x", 0, "ERR user_script:12: x"},
+		{"ERR user_script:3: x", 10, "ERR user_script:3: x"}, // the wrapper's own line: kept
+		{"ERR bad argument #1 to 'rep'", 10, "ERR bad argument #1 to 'rep'"},
+	}
+	for _, tt := range tests {
+		if got := errorLine(tt.msg, tt.head); got != tt.want {
+			t.Errorf("errorLine(%q, %d) = %q; want %q", tt.msg, tt.head, got, tt.want)
 		}
 	}
 }

@@ -39,8 +39,9 @@ import (
 // A run that did what a lock owner may not do is rolled back, every key to
 // what it held before the run, in the same run. The wrapper returns
 // {"refused", reason}, or the body's reply (a tag: "s" status, "b" bulk,
-// "i" int, "n" nil, "e" error, "a" array; and a value) beside what the
-// run did to each distinct key, in KEYS order: one string
+// "i" int, "n" nil, "e" error, "E" a Lua error the body raised, "a"
+// array; and a value) beside what the run did to each distinct key, in
+// KEYS order: one string
 //
 //	tag numbers ":" value
 //

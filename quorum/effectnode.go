@@ -90,7 +90,10 @@ type Marker struct{ Entry, Value string }
 type nodeEffect struct {
 	refused string // the node rolled the run back, for this reason
 	reply   Value
-	keys    []KeyEffect
+	// luaError is true when reply is a Lua error the body raised as text:
+	// it starts with the line of the wrapped form that ran (bodyLines).
+	luaError bool
+	keys     []KeyEffect
 }
 
 // effectNode is a Node that can run wrapped scripts. Only real Redis
@@ -191,8 +194,8 @@ func effectOf(v any, err error, head int, c effectCall, out []KeyEffect) (nodeEf
 		return nodeEffect{}, err
 	}
 	ne, err := decodeEffect(v, owns{args, keys}, out)
-	if ne.reply.Kind == ValueError {
-		ne.reply.Str = bodyLines(ne.reply.Str, head)
+	if ne.luaError {
+		ne.reply.Str = errorLine(ne.reply.Str, head)
 	}
 	return ne, err
 }
@@ -229,7 +232,7 @@ func (n *redisNode) runWrapped(ctx context.Context, s *script, c effectCall) (v 
 	return cmd.Val(), cmd.Args()[0] != fcallArg, cmd.Err()
 }
 
-// bodyLines moves the line numbers in a Redis error about a wrapped
+// bodyLines moves the line numbers in Redis's error compiling a wrapped
 // script back by head, the lines before the body's first in the form that
 // ran (the script's; none in the library's chunk, which Redis's Lua names
 // as a script's, user_script), so that they name the client's lines as
@@ -260,6 +263,24 @@ func bodyLines(msg string, head int) string {
 	}
 	b.WriteString(msg)
 	return compileLines(b.String(), head)
+}
+
+// errorLine moves the line a Lua error's text starts with ("ERR
+// user_script:N: ...", as the wrapper answers one the body raised) back by
+// head, as bodyLines does; the rest of the text is the client's own.
+func errorLine(msg string, head int) string {
+	const tag = "ERR user_script:"
+	if head == 0 || !strings.HasPrefix(msg, tag) {
+		return msg
+	}
+	k := len(tag)
+	for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
+		k++
+	}
+	if n, err := strconv.Atoi(msg[len(tag):k]); err == nil && n > head {
+		return tag + strconv.Itoa(n-head) + msg[k:]
+	}
+	return msg
 }
 
 // compileLines names, in a compile error about a wrapped script, the
@@ -334,11 +355,15 @@ func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
 		why, _ := top[1].(string)
 		return nodeEffect{refused: why}, nil
 	}
-	reply, err := decodeValue(top[0], top[1], 0)
+	tag, luaError := top[0], top[0] == "E"
+	if luaError {
+		tag = "e"
+	}
+	reply, err := decodeValue(tag, top[1], 0)
 	if err != nil {
 		return nodeEffect{}, err
 	}
-	ne := nodeEffect{reply: reply}
+	ne := nodeEffect{reply: reply, luaError: luaError}
 	// holders reads n, then n places, from the front of f.
 	holders := func(f []any) ([]string, []any, bool) {
 		if len(f) < 1 {
@@ -435,7 +460,7 @@ func decodeShort(s string, o owns, out []KeyEffect) (nodeEffect, error) {
 		reply = Value{Kind: ValueStatus, Str: val}
 	case "b":
 		reply = Value{Kind: ValueBulk, Str: val}
-	case "e":
+	case "e", "E":
 		reply = Value{Kind: ValueError, Str: val}
 	case "n":
 		reply = Value{Kind: ValueNil}
@@ -448,7 +473,7 @@ func decodeShort(s string, o owns, out []KeyEffect) (nodeEffect, error) {
 	default:
 		return nodeEffect{}, errEffectReply
 	}
-	ne := nodeEffect{reply: reply}
+	ne := nodeEffect{reply: reply, luaError: tag == "E"}
 	codes = codes[1:]
 	if codes == "" {
 		return ne, nil

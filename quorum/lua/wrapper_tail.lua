@@ -208,7 +208,8 @@ if __rlp_pubs then
   for i = 1, #__rlp_pubs, 3 do __rlp_pcall(__rlp_pubs[i], __rlp_pubs[i + 1], __rlp_pubs[i + 2]) end
 end
 -- The reply says what the body answered (a tag: "s" status, "b" bulk,
--- "i" integer, "n" nil, "e" error, "a" array; and a value) and, per key
+-- "i" integer, "n" nil, "e" error, "E" a Lua error the body raised, "a"
+-- array; and a value) and, per key
 -- in KEYS order, what the run did to it: changed (0 or 1), before and
 -- after (its own holder then, as its place among the own tokens, 1-based:
 -- ARGV, then KEYS; 0 for none) and hold (how long its own
@@ -240,8 +241,10 @@ if not __rlp_ok then
     __rlp_val = "ERR Error running script: it raised an error table whose err is not a string"
   else
     -- A Lua error (text, not a table: a failed redis.call raises its
-    -- reply as a table) gets Redis's ERR, as Redis's handler gives it.
-    __rlp_val = "ERR " .. __rlp_tostring(__rlp_r)
+    -- reply as a table) gets Redis's ERR, as Redis's handler gives it,
+    -- and the tag "E": its text starts with the line of the form that
+    -- ran (user_script:N:), which the proxy moves to the body's line.
+    __rlp_tag, __rlp_val = "E", "ERR " .. __rlp_tostring(__rlp_r)
   end
 elseif __rlp_okr and __rlp_r == __rlp_okr and __rlp_r.ok == "OK" and __rlp_r.err == nil then
   -- The fast path's SET reply, as Redis gave it (the body may have
