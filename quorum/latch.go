@@ -14,10 +14,10 @@ import (
 // count lives in the counters' hash on every node (fence.go), as four
 // fields: "l:" the count (none: open there, or never set), "n:" the nonce
 // of the trySetCount that set it, "m:" the claim of its zero message and
-// "o:" its claim slot's tag; an opened latch's are reclaimed
-// (latchReclaims). A node restarted empty does not count until seeded
-// again after the wait (fenceseed.go), with a generation no read made
-// before can name (latchSeedFields).
+// "o:" its claim slot's tag; an opened latch keeps "o:" and "m:" until
+// delete (LatchCountDown says why). A node restarted empty does not
+// count until seeded again after the wait (fenceseed.go), with a
+// generation no read made before can name (latchSeedFields).
 
 const (
 	latchCountPrefix = "l:"
@@ -40,12 +40,14 @@ const (
 // decrement after, misses there (it may have counted the others down
 // already, and the highest count after). Seeded with none, the node keeps
 // a claim slot tag counted down to 0 (one whose leftover was dropped, if
-// any): the evidence latchSeedCount reads, for a later seed. No claim is
-// copied: the node may have answered another before its restart, so it
-// answers nobody's (latchNobody) until a set lands there again; but for a
-// latch that every dump has a count of and a claim of its own to take
-// (0), it is the latch's to take: none of them was at 0 since its set, so
-// no claim was made. A dump's nobody's (-1) proves nothing: that node was
+// any): the evidence latchSeedCount reads, for a later seed. A slot holds
+// one tag, so of several the highest stays; a later seed misses the
+// leftover of a tag dropped here unless another source still holds it.
+// No claim is copied: the node may have answered another before its
+// restart, so it answers nobody's (latchNobody) until a set lands there
+// again; but for a latch that every dump has a count of and a claim of
+// its own to take (0), it is the latch's to take: none of them was at 0
+// since its set, so no claim was made. A dump's nobody's (-1) proves nothing: that node was
 // seeded itself, its count perhaps a lagging node's (attack11 Z2).
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum int) {
 	names := map[string]bool{}
@@ -114,7 +116,6 @@ type latcher interface {
 	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
 	latchClaim(ctx context.Context, name string, claim, nonce int64) (latchAnswer, error)
 	latchDel(ctx context.Context, name string) (latchAnswer, error)
-	latchReclaim(ctx context.Context, name string, slot int64) error
 	publisher
 }
 
@@ -229,11 +230,11 @@ func latchFound(r result[latchAnswer]) bool {
 // seeded nodes' answers read the latch open and it counted one of them
 // down, it claims the zero message, on each node in the claim slot it
 // read there (a claim landing after a later trySetCount or a delete is
-// nobody's), and sends it if the claim won (latchClaimWon). Once every
-// node answered with no count left and the message is decided, the
-// latch's claim slots go (latchReclaims): an opened latch then keeps no
-// field. With fewer than a quorum of seeded answers err matches
-// ErrUnavailable: the decrement may have landed.
+// nobody's), and sends it if the claim won (latchClaimWon). An opened
+// latch keeps its claim slot ("o:" and "m:") until delete: the tag with
+// no count is what latchSeedCount reads to drop a leftover count, even
+// of a set that lands late. With fewer than a quorum of seeded answers
+// err matches ErrUnavailable: the decrement may have landed.
 func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessages) error {
 	reads := e.readCounters(ctx, "", "", latchSlotPrefix+name)
 	read := func(i int, n Node) (latcher, error) {
@@ -254,14 +255,11 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		return ln.latchDecr(ctx, name, reads[i].v.Value)
 	})
 	var before, after []int64
-	allZero := true
 	for _, r := range res {
 		if r.err == nil && r.v.state == CounterSeeded {
 			before, after = append(before, r.v.old), append(after, r.v.new)
-			allZero = allZero && r.v.new <= 0
 		}
 	}
-	allZero = allZero && len(after) == len(e.nodes)
 	if len(before) < e.quorum {
 		o := Outcome{Total: len(res), Granted: len(before)}
 		o.Failed = len(res) - len(before)
@@ -281,18 +279,8 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 	// Nobody's claim (0: another latch's slot, or a node seeded after a
 	// restart) is no answer.
 	claims := slices.DeleteFunc(answers, func(c int64) bool { return c == 0 })
-	won := latchClaimWon(claims, claim, len(e.nodes), e.quorum)
-	if won {
+	if latchClaimWon(claims, claim, len(e.nodes), e.quorum) {
 		e.publishDecided(ctx, m.Publish, m.Channel, m.Message)
-	}
-	if latchReclaims(allZero, won, claims, e.quorum) {
-		fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
-			ln, err := read(i, n)
-			if err != nil {
-				return struct{}{}, err
-			}
-			return struct{}{}, ln.latchReclaim(ctx, name, reads[i].v.Value)
-		})
 	}
 	return nil
 }

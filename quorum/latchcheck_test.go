@@ -38,9 +38,8 @@ import (
 // a second round whose messages are steps too. A node's claim slot has a
 // tag (the set's, an older latch's, a seed's, or none: a claim there is
 // nobody's, latch_claim.lua); a seed drops a count whose tag another
-// source counted down to 0 (latchSeedCount). A claimer that read every
-// node at 0 reclaims the slots once the message is decided
-// (latchReclaims), each reclaim a message of its own.
+// source counted down to 0 (latchSeedCount). An opened latch keeps its
+// slots (their tags are that evidence).
 //
 // Properties, checked after every step:
 //   - never early: no read of a quorum or more of counted nodes reads the
@@ -99,8 +98,6 @@ const (
 	latchNoReset                      // a granted set leaves an older latch's count (L1)
 	latchClaimUntagged                // a claim takes a slot whatever latch it is (Z1)
 	latchSeedNoDrop                   // the seed copies a count of a set another source counted to 0 (S1)
-	latchReclaimLeftover              // the winner reclaims the slots with a count left on a node
-	latchReclaimFree                  // the reclaim leaves the slot to take
 )
 
 // Message states of one node in one countDown in flight.
@@ -120,8 +117,6 @@ const (
 	claimNone uint8 = 0
 	claimFree uint8 = 1
 	claimOld  uint8 = 8
-	// claimGone: no slot (reclaimed, latch_reclaim.lua): nobody's.
-	claimGone uint8 = 9
 	// answers of a claim message: msgLost + 1 + the claim, or nobody's
 	claimNobody uint8 = 250
 )
@@ -147,7 +142,6 @@ type latchNode struct {
 	tag    uint8    // the nonce of its claim slot ("o:"): tagNone, tagSet, tagOld, tagSeed
 	stale  bool     // the count is an older latch's, the set's reset not landed
 	reset  bool     // the set's reset of the older count in flight
-	rcl    uint8    // reclaims of the opened latch's slot in flight
 	late   uint8    // decrements in flight whose countDown decided already
 	across uint8    // decrements read before the node's restart, in flight
 	older  uint8    // an older latch's decrements in flight (olderLate)
@@ -163,9 +157,8 @@ func (nd latchNode) ours() bool { return nd.tag == tagSet || nd.tag >= tagSeed }
 
 // latchFlight is a countDown in flight.
 type latchFlight struct {
-	id      uint8 // 1, 2, ...: which countDown
-	claim   bool  // in its claim round
-	allZero bool  // every node answered its decrement at 0 after
+	id    uint8 // 1, 2, ...: which countDown
+	claim bool  // in its claim round
 }
 
 type latchWorld struct {
@@ -190,7 +183,7 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.tag, n.rcl, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.tag, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
 	}
 	slices.Sort(codes)
 	b := make([]byte, 0, 12*len(codes)+11)
@@ -198,7 +191,7 @@ func (w latchWorld) key() string {
 		b = append(b, c...)
 	}
 	for _, o := range w.ops {
-		b = append(b, o.id, btob(o.claim)|btob(o.allZero)<<1)
+		b = append(b, o.id, btob(o.claim))
 	}
 	b = append(b, w.made, min(w.msgs, 2), w.restarts, btob(w.early), btob(w.opened), btob(w.slotless))
 	return string(b)
@@ -453,7 +446,7 @@ func (c *latchChecker) quiet(w latchWorld) ([]int64, bool) {
 	}
 	all := make([]int64, 0, c.n)
 	for _, nd := range w.nodes {
-		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 || nd.rcl > 0 {
+		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 {
 			return nil, false
 		}
 		all = append(all, int64(nd.v))
@@ -563,16 +556,6 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 				out = append(out, latchStep{lost, fmt.Sprintf("the older latch's claim to node %d is lost", i), ""})
 			}
 		}
-		if nd.rcl > 0 {
-			next := w.clone()
-			c.landReclaim(&next, i)
-			out = append(out, latchStep{next, fmt.Sprintf("the reclaim lands on node %d", i), ""})
-			if !c.noFaults && !c.restartOnly {
-				lost := w.clone()
-				lost.nodes[i].rcl--
-				out = append(out, latchStep{lost, fmt.Sprintf("the reclaim to node %d is lost", i), ""})
-			}
-		}
 		if nd.reset {
 			next := w.clone()
 			c.landReset(&next, i)
@@ -603,7 +586,7 @@ func (c *latchChecker) restart(w *latchWorld, i int) {
 			nd.msg[k] = msgNone
 		}
 	}
-	*nd = latchNode{across: across, older: nd.older, oclaim: nd.oclaim, rcl: nd.rcl, msg: nd.msg, cmsg: nd.cmsg}
+	*nd = latchNode{across: across, older: nd.older, oclaim: nd.oclaim, msg: nd.msg, cmsg: nd.cmsg}
 	w.restarts++
 }
 
@@ -629,23 +612,6 @@ func (c *latchChecker) landReset(w *latchWorld, i int) {
 			nd.msg[k] = msgNone
 		}
 	}
-}
-
-// landReclaim: a reclaim of the opened latch's claim slot lands on node
-// i (latch_reclaim.lua): where it has no count, its slot is gone (a
-// claim there is nobody's). The script takes it only while it is still
-// the slot the countDown read; the explorer takes any.
-func (c *latchChecker) landReclaim(w *latchWorld, i int) {
-	nd := &w.nodes[i]
-	nd.rcl--
-	if !nd.seeded || nd.v > 0 {
-		return
-	}
-	if c.variant == latchReclaimFree {
-		nd.claim = claimFree
-		return
-	}
-	nd.tag, nd.claim = tagNone, claimGone
 }
 
 // idle: no decrement of a round that read it counted in flight to it
@@ -690,7 +656,7 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 			counts, tags = append(counts, int64(src.v)), append(tags, int64(src.tag))
 			claim = max(claim, src.claim)
 			claimable = claimable && src.v > 0 && src.claim == claimFree
-			named = named || src.v > 0 || src.claim != claimNone && src.claim != claimGone || src.tag != tagNone
+			named = named || src.v > 0 || src.claim != claimNone || src.tag != tagNone
 		}
 		// A count's nonce is its slot's tag while it lasts.
 		v, zeros, dropped := latchSeedCount(counts, tags, tags, c.quorum)
@@ -829,7 +795,7 @@ const (
 func (c *latchChecker) landOlderClaim(w *latchWorld, i int) {
 	nd := &w.nodes[i]
 	switch {
-	case !c.counted(*nd), nd.tag == tagNone, nd.claim == claimNone && nd.marked, nd.claim == claimGone, nd.ours() && c.variant != latchClaimUntagged:
+	case !c.counted(*nd), nd.tag == tagNone, nd.claim == claimNone && nd.marked, nd.ours() && c.variant != latchClaimUntagged:
 		nd.oclaim = ocNone // not seeded, nobody's, or this latch's slot: no answer
 		return
 	case nd.claim == claimNone || nd.claim == claimFree:
@@ -873,7 +839,7 @@ func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 	}
 	got := nd.claim
 	switch {
-	case nd.tag == tagNone, nd.claim == claimNone && nd.marked, nd.claim == claimGone:
+	case nd.tag == tagNone, nd.claim == claimNone && nd.marked:
 		got = claimNobody // no slot (latch_claim.lua), or nobody's
 	case nd.claim == claimNone || nd.claim == claimFree:
 		nd.claim = claimOf(w.ops[k].id)
@@ -909,16 +875,10 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 		if c.variant == latchClaimNoTieBreak {
 			publish = latchClaimWon(claims, claimOf(op.id), c.n+1, c.quorum)
 		}
-		reclaim := latchReclaims(op.allZero || c.variant == latchReclaimLeftover, publish, claims, c.quorum)
-		if reclaim {
-			for i := range next.nodes {
-				next.nodes[i].rcl++
-			}
-		}
-		step = fmt.Sprintf("countDown %d decides its claim on %v (message %v, reclaim %v)", op.id, claims, publish, reclaim)
+		step = fmt.Sprintf("countDown %d decides its claim on %v (message %v)", op.id, claims, publish)
 	} else {
 		var before, after []int64
-		counted, allZero := false, true
+		counted := false
 		for i := range next.nodes {
 			nd := &next.nodes[i]
 			if m := nd.msg[k]; m >= msgOld0 && m != msgPending {
@@ -926,7 +886,6 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 				before = append(before, old)
 				after = append(after, max(old-dec, 0))
 				counted = counted || old > 0 && dec == 1
-				allZero = allZero && old-dec <= 0
 			}
 			if nd.msg[k] == msgLost {
 				nd.late++ // it lands after the decision, if at all
@@ -958,7 +917,7 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 							continue // over 5 nodes a claim's reply is not lost
 						}
 						cl := next.clone()
-						cl.ops[k] = latchFlight{id: op.id, claim: true, allZero: allZero && len(before) == c.n}
+						cl.ops[k] = latchFlight{id: op.id, claim: true}
 						for i, f := range fates {
 							cl.nodes[i].cmsg[k] = f
 						}
@@ -1082,8 +1041,6 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "a granted set leaves an older latch's count (L1)", nodes: 3, rule: ruleClaim, variant: latchNoReset, restartOnly: true, staleCounts: stale13},
 		{name: "the seed copies a leftover of a set counted to 0 (S1)", nodes: 3, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale},
 		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
-		{name: "the reclaim with a count left on a node", nodes: 3, rule: ruleClaim, variant: latchReclaimLeftover, allSet: true, staleCounts: noStale},
-		{name: "the reclaim leaves the slot to take", nodes: 3, rule: ruleClaim, variant: latchReclaimFree, allSet: true, staleCounts: noStale},
 	} {
 		c := cfg.run()
 		switch {

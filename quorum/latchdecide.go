@@ -143,28 +143,3 @@ func latchSeed(counts []int64, quorum int) int64 {
 	}
 	return m
 }
-
-// latchReclaims is whether a countDown reclaims the opened latch's claim
-// slots ("o:" and "m:" of its name, which outlive the count): only when
-// every node answered its decrement with no count left (allZero: no
-// leftover a restarted node could be seeded with, whose evidence the
-// slot's tag is: latchSeedFields), and the zero message is decided: its
-// claim won (it sent it), or one claim holds a quorum of its answers
-// (that claimer's answers there are final). A slot reclaimed answers a
-// later claim with nobody's, which only takes from that claim's chances.
-func latchReclaims[T cmp.Ordered](allZero, won bool, claims []T, quorum int) bool {
-	if !allZero {
-		return false
-	}
-	if won {
-		return true
-	}
-	by := map[T]int{}
-	for _, c := range claims {
-		by[c]++
-		if by[c] >= quorum {
-			return true
-		}
-	}
-	return false
-}

@@ -102,26 +102,6 @@ func TestLatchSeedCount(t *testing.T) {
 	}
 }
 
-// TestLatchReclaims: only with no count left anywhere, once the message
-// is decided (won, or a quorum holds one claim).
-func TestLatchReclaims(t *testing.T) {
-	for _, tc := range []struct {
-		allZero, won bool
-		claims       []int64
-		want         bool
-	}{
-		{true, true, []int64{7, 7}, true},
-		{false, true, []int64{7, 7, 7}, false}, // a count left: its zeros' tags are the evidence
-		{true, false, []int64{9, 9}, true},     // 9 holds a quorum of 3
-		{true, false, []int64{9, 7, 8}, false}, // the tie-break's winner may still be claiming
-		{true, false, []int64{9}, false},
-	} {
-		if got := latchReclaims(tc.allZero, tc.won, tc.claims, 2); got != tc.want {
-			t.Errorf("latchReclaims(%v, %v, %v) = %v; want %v", tc.allZero, tc.won, tc.claims, got, tc.want)
-		}
-	}
-}
-
 // TestLatchSeedFields: a restarted node's latch fields from the seeded
 // nodes' dumps: the highest count, a fresh nonce (not the set's, which a
 // countDown that read it before the restart still names), no copied

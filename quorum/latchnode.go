@@ -21,16 +21,13 @@ var (
 	latchDelSrc string
 	//go:embed lua/latch_reset.lua
 	latchResetSrc string
-	//go:embed lua/latch_reclaim.lua
-	latchReclaimSrc string
 
-	latchSetScript     = newScript(latchSetSrc)
-	latchUndoScript    = newScript(latchUndoSrc)
-	latchDecrScript    = newScript(latchDecrSrc)
-	latchClaimScript   = newScript(latchClaimSrc)
-	latchDelScript     = newScript(latchDelSrc)
-	latchResetScript   = newScript(latchResetSrc)
-	latchReclaimScript = newScript(latchReclaimSrc)
+	latchSetScript   = newScript(latchSetSrc)
+	latchUndoScript  = newScript(latchUndoSrc)
+	latchDecrScript  = newScript(latchDecrSrc)
+	latchClaimScript = newScript(latchClaimSrc)
+	latchDelScript   = newScript(latchDelSrc)
+	latchResetScript = newScript(latchResetSrc)
 )
 
 func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latchAnswer, error) {
@@ -94,9 +91,4 @@ func (n *redisNode) latchClaim(ctx context.Context, name string, claim, nonce in
 
 func (n *redisNode) latchDel(ctx context.Context, name string) (latchAnswer, error) {
 	return n.latchRun(ctx, latchDelScript, name)
-}
-
-func (n *redisNode) latchReclaim(ctx context.Context, name string, slot int64) error {
-	_, err := n.p.evalBody(ctx, latchReclaimScript, []string{CountersKey}, name, slot)
-	return err
 }

@@ -149,30 +149,4 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	a, err = n.latchClaim(ctx, "v", 16, 15)
 	want("claim on a restarted node after a reset", a, err, CounterSeeded, 16)
 
-	// The reclaim of an opened latch's slot: only with no count, and
-	// while the slot is the one read.
-	admin.HSet(ctx, CountersKey, "o:u", "21", "m:u", "22", "l:t", "1", "n:t", "23", "o:t", "23", "m:t", "0", "m:r", "-1")
-	reclaim := func(name string, slot int64) {
-		t.Helper()
-		if err := n.latchReclaim(ctx, name, slot); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reclaim("u", 20)
-	if _, ok := field("o:u"); !ok {
-		t.Error("the reclaim of another slot took the slot")
-	}
-	reclaim("t", 23)
-	if _, ok := field("o:t"); !ok {
-		t.Error("the reclaim took the slot of a latch with a count")
-	}
-	reclaim("u", 21)
-	reclaim("r", 0)
-	for _, f := range []string{"o:u", "m:u", "m:r"} {
-		if v, ok := field(f); ok {
-			t.Errorf("%s = %q after its reclaim; want none", f, v)
-		}
-	}
-	a, err = n.latchClaim(ctx, "u", 24, 21)
-	want("a claim after the reclaim", a, err, CounterSeeded, 0)
 }
