@@ -126,6 +126,7 @@ type Engine struct {
 	peerMaxTTL atomic.Int64
 	stop       context.CancelFunc // ends the monitor; set by Start
 	wg         sync.WaitGroup     // the monitor's goroutines, waited for by Close
+	writes     sync.WaitGroup     // writes sent after a reply (fence.go), waited for by Close
 }
 
 // New returns an engine over nodes with cfg's defaults applied; checking
@@ -180,6 +181,7 @@ func (e *Engine) Close() error {
 		e.stop()
 	}
 	e.wg.Wait()
+	e.writes.Wait()
 	for _, h := range e.health {
 		h.trouble.Stop() // writes a count still pending
 	}

@@ -104,12 +104,15 @@ func fanOutOn[T any](ctx context.Context, e *Engine, timeout time.Duration, moni
 
 // failures returns the failed results' errors, joined; nil if none failed.
 func failures[T any](results []result[T]) error {
-	if !slices.ContainsFunc(results, func(r result[T]) bool { return r.err != nil }) {
+	failed := func(r result[T]) bool { return r.err != nil && r.err != errNotAsked }
+	if !slices.ContainsFunc(results, failed) {
 		return nil // no list of errors to make
 	}
 	errs := make([]error, 0, len(results))
 	for _, r := range results {
-		errs = append(errs, r.err)
+		if failed(r) {
+			errs = append(errs, r.err)
+		}
 	}
 	return gather(errs)
 }

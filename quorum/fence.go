@@ -57,6 +57,9 @@ package quorum
 // with the write-back below. To the argument here, a node not asked is
 // one whose message was lost, and one asked after, one whose message
 // came late: the decision counts answers only, whichever nodes gave them.
+// When the quorum asked first agrees, T is written on the others after
+// the reply (a write-back that lands late), so that the record is on
+// more than a quorum, as after a round of every node.
 //
 // When the answers do not agree (a node missed an earlier FENCE, or was
 // lost; calls of one hold at once get the same answer from each node,
@@ -248,6 +251,7 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	reads := fanOutCallOn(ctx, e, call, ask, each)
 	var buf [8]fenceAnswer
 	t, ok := fenceAgreed(e.agreeing(reads, buf[:]), e.quorum)
+	askedAgreed := ask != nil && ok
 	if ask != nil && !ok {
 		// The quorum asked first does not agree (or did not all answer):
 		// the others are asked, and the write-back below brings every
@@ -290,8 +294,29 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	if expired(time.Until(f.Expires)) {
 		return Fencing{}, &OutcomeError{Outcome: o, Expired: true}
 	}
+	if askedAgreed {
+		e.recordOnTheRest(ctx, key, token, t, ask)
+	}
 	f.Token = t
 	return f, nil
+}
+
+// recordOnTheRest writes T, the token a quorum asked first agreed on, on
+// the nodes not asked, after the reply: the record is then on more than a
+// quorum, so a repeated FENCE of the hold with one node lost still finds
+// it on a quorum and answers T again, as after a round of every node
+// (review27). To the model it is the write-back that may end a round that
+// agreed, landing late.
+func (e *Engine) recordOnTheRest(ctx context.Context, key, token string, t int64, asked []bool) {
+	rest := make([]bool, len(asked))
+	for i, a := range asked {
+		rest[i] = !a
+	}
+	e.writes.Go(func() {
+		fanOutOn(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, e.monitored.Load(), e.cfg.Observer, rest, func(ctx context.Context, _ int, n Node) (CounterWrite, error) {
+			return fencer(n).WriteCounter(ctx, key, token, fenceField, t, false)
+		})
+	})
 }
 
 // fenceHold checks that token holds key on a quorum of counted nodes, as
