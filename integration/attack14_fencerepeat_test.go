@@ -1,0 +1,122 @@
+package integration
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+)
+
+// attack14 F7 (fence18e, FENCE asks a quorum first; the contract "repeated
+// FENCE calls during one hold return the same T"): the quorum asked first
+// that agrees records T on itself alone, and the master left out keeps a
+// counter that lags. So a proxy that cannot reach one master of that
+// quorum (one minority fault, from before the hold, none during it) asks
+// the other two on the hold's repeated FENCE: one answers the record,
+// the lagging one its counter plus one, the kinds differ, the record is
+// on fewer than a quorum of the masters it counts, and it returns a
+// higher T for the same hold. Before 0bac3bb every master answered the
+// round and kept the record, and the other proxy found it on the two it
+// reaches. (The same happens with no fault, when two proxies' restart
+// quarantines of a master end some milliseconds apart.)
+func TestAttack14FenceRepeatedThroughAProxyThatCannotReachOneMaster(t *testing.T) {
+	c := startNodes(t, 3)
+	qcfg := safetyConfig() // max_ttl 2s
+	qcfg.MinTTL = time.Second
+	qcfg.NodeTimeout = 200 * time.Millisecond
+	// Proxy Q reaches the masters through relays it alone uses, ordered by
+	// address as P's direct addresses are (both proxies' windows alike).
+	var drops [3]atomic.Bool
+	var qAddrs []string
+	for try := 0; ; try++ {
+		qAddrs = []string{
+			startRelay(t, c.addrs[0], relayOpts{drop: &drops[0]}),
+			startRelay(t, c.addrs[1], relayOpts{drop: &drops[1]}),
+			startRelay(t, c.addrs[2], relayOpts{drop: &drops[2]}),
+		}
+		if attack14SameOrder(c.addrs, qAddrs) {
+			break
+		}
+		if try == 60 {
+			t.Fatal("no relay addresses in the masters' order")
+		}
+	}
+	p := mustStartMonitored(t, qcfg, c.addrs...).Client
+	q := mustStartMonitored(t, qcfg, qAddrs...).Client
+	ctx := t.Context()
+	const key = "attack14:f7"
+	counter := func(i int) int64 {
+		v, _ := strconv.ParseInt(c.direct[i].HGet(ctx, quorum.CountersKey, "c").Val(), 10, 64)
+		return v
+	}
+	for i := range 6 { // holds FENCEd through P: its window's counters move on
+		token := fmt.Sprintf("warm-%d", i)
+		if err := p.SetNX(ctx, key, token, 1900*time.Millisecond).Err(); err != nil {
+			t.Fatalf("SET NX: %v", err)
+		}
+		if _, err := p.Do(ctx, "FENCE", key, token).Int64(); err != nil {
+			t.Fatalf("FENCE: %v", err)
+		}
+		p.Eval(ctx, distlockRelease, []string{key}, token)
+	}
+	counters := []int64{counter(0), counter(1), counter(2)}
+	cut := -1 // a master of the window P asks first
+	for i, v := range counters {
+		if v == max(counters[0], counters[1], counters[2]) {
+			cut = i
+			break
+		}
+	}
+	t.Logf("counters %v; Q's link to master %d cut", counters, cut)
+	drops[cut].Store(true)
+	waitNotUp(t, q, cut, 5*time.Second)
+
+	token := "holder"
+	if err := p.SetNX(ctx, key, token, 1900*time.Millisecond).Err(); err != nil {
+		t.Fatalf("SET NX: %v", err)
+	}
+	t1, err := p.Do(ctx, "FENCE", key, token).Int64()
+	if err != nil {
+		t.Fatalf("FENCE through P: %v", err)
+	}
+	t2, err := q.Do(ctx, "FENCE", key, token).Int64()
+	if err != nil {
+		t.Fatalf("FENCE through Q (a minority cut off from it): %v", err)
+	}
+	t3, _ := p.Do(ctx, "FENCE", key, token).Int64()
+	t.Logf("one hold: FENCE through P %d, through Q %d, through P again %d; counters %d %d %d", t1, t2, t3, counter(0), counter(1), counter(2))
+	if t2 != t1 || t3 != t1 {
+		t.Errorf("one hold got T %d, then %d through the other proxy, then %d (the contract: the same T for every FENCE of one hold; no master lost or cut off during it)", t1, t2, t3)
+	}
+}
+
+// attack14SameOrder reports whether a and b sort alike by address.
+func attack14SameOrder(a, b []string) bool {
+	for i := range a {
+		for j := range a {
+			if (a[i] < a[j]) != (b[i] < b[j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// waitNotUp waits until the proxy no longer counts node i as up.
+func waitNotUp(t *testing.T, c *redis.Client, i int, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		f := nodeInfo(t, c, i)
+		if f["state"] != "up" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node%d = %v after %v; want it not up", i, f, within)
+		}
+	}
+}
