@@ -120,3 +120,55 @@ func waitNotUp(t *testing.T, c *redis.Client, i int, within time.Duration) {
 		}
 	}
 }
+
+// attack14 F7b (F7 through one proxy): the record of a hold's FENCE is on
+// the quorum asked first alone, so ONE master of it lost during the hold
+// (killed here) leaves the record on fewer than a quorum of the masters
+// counted, and the hold's repeated FENCE gets a higher T. The contract
+// names masters "lost or cut off in turn" for that; before 0bac3bb every
+// master kept the record, and one lost left it on the other two.
+func TestAttack14FenceRepeatedAfterOneMasterOfTheAskedQuorumIsLost(t *testing.T) {
+	c := startNodes(t, 3)
+	qcfg := safetyConfig() // max_ttl 2s
+	qcfg.MinTTL = time.Second
+	qcfg.NodeTimeout = 200 * time.Millisecond
+	p := mustStartMonitored(t, qcfg, c.addrs...).Client
+	ctx := t.Context()
+	const key = "attack14:f7b"
+	counter := func(i int) int64 {
+		v, _ := strconv.ParseInt(c.direct[i].HGet(ctx, quorum.CountersKey, "c").Val(), 10, 64)
+		return v
+	}
+	for i := range 6 {
+		token := fmt.Sprintf("warm-%d", i)
+		if err := p.SetNX(ctx, key, token, 1900*time.Millisecond).Err(); err != nil {
+			t.Fatalf("SET NX: %v", err)
+		}
+		if _, err := p.Do(ctx, "FENCE", key, token).Int64(); err != nil {
+			t.Fatalf("FENCE: %v", err)
+		}
+		p.Eval(ctx, distlockRelease, []string{key}, token)
+	}
+	token := "holder"
+	if err := p.SetNX(ctx, key, token, 1900*time.Millisecond).Err(); err != nil {
+		t.Fatalf("SET NX: %v", err)
+	}
+	t1, err := p.Do(ctx, "FENCE", key, token).Int64()
+	if err != nil {
+		t.Fatalf("FENCE: %v", err)
+	}
+	counters := []int64{counter(0), counter(1), counter(2)}
+	lost := -1 // a master that kept the record
+	for i, v := range counters {
+		if v == t1 {
+			lost = i
+			break
+		}
+	}
+	c.kill(lost)
+	t2, err := p.Do(ctx, "FENCE", key, token).Int64()
+	t.Logf("counters %v after the hold's FENCE %d; master %d killed; FENCE again %d, %v", counters, t1, lost, t2, err)
+	if err != nil || t2 != t1 {
+		t.Errorf("one hold got T %d, then %d, %v after one master was lost (the contract: the same T unless masters holding the record were lost in turn)", t1, t2, err)
+	}
+}
