@@ -172,3 +172,78 @@ func TestAttack14FenceRepeatedAfterOneMasterOfTheAskedQuorumIsLost(t *testing.T)
 		t.Errorf("one hold got T %d, then %d, %v after one master was lost (the contract: the same T unless masters holding the record were lost in turn)", t1, t2, err)
 	}
 }
+
+// attack14 F7c (F7 with no fault at all during the hold): two proxies
+// learn a master's restart alike (the mark on the master), but each
+// counts it again on its own probes, some time apart (here Q probes every
+// 2s, P every 500ms: seconds apart; with one config, up to a probe
+// interval apart: 5 holds in 1 run of 3, every hold at full speed). In that gap
+// the proxy that counts it first has it in its quorum asked first, which
+// records a hold's T there and on one other master; the other proxy,
+// asked for the same hold, finds the record on one master it counts and
+// answers a higher T. Every master is up and reachable throughout.
+func TestAttack14FenceRepeatedWhileTwoProxiesEndAQuarantineApart(t *testing.T) {
+	c := startNodes(t, 3)
+	qcfg := safetyConfig() // max_ttl 2s
+	qcfg.MinTTL = time.Second
+	qcfg.NodeTimeout = 200 * time.Millisecond
+	qcfg.ProbeInterval = 500 * time.Millisecond // the default
+	slow := qcfg
+	slow.ProbeInterval = 2 * time.Second // valid (10ms to 10s); the same config on both gave 5 such holds in 1 run of 3
+	p := mustStartMonitored(t, qcfg, c.addrs...).Client
+	q := mustStartMonitored(t, slow, c.addrs...).Client
+	ctx := t.Context()
+	const key = "attack14:f7c"
+	counter := func(i int) int64 {
+		v, _ := strconv.ParseInt(c.direct[i].HGet(ctx, quorum.CountersKey, "c").Val(), 10, 64)
+		return v
+	}
+	n := 0
+	hold := func() (int64, int64, error) {
+		token := fmt.Sprintf("holder-%d", n)
+		n++
+		if err := p.SetNX(ctx, key, token, 1900*time.Millisecond).Err(); err != nil {
+			return 0, 0, err
+		}
+		defer p.Eval(ctx, distlockRelease, []string{key}, token)
+		t1, err := p.Do(ctx, "FENCE", key, token).Int64()
+		if err != nil {
+			return 0, 0, err
+		}
+		t2, err := q.Do(ctx, "FENCE", key, token).Int64()
+		return t1, t2, err
+	}
+	for range 6 {
+		if t1, t2, err := hold(); err != nil || t1 != t2 {
+			t.Fatalf("warm-up hold: %d, %d, %v", t1, t2, err)
+		}
+	}
+	restarted := 0 // a master of the window asked first (its counter the highest)
+	for i := 1; i < 3; i++ {
+		if counter(i) > counter(restarted) {
+			restarted = i
+		}
+	}
+	c.procs[restarted] = restartRedis(t, c.procs[restarted])
+	waitState(t, p, restarted, "quarantined", 5*time.Second)
+	waitState(t, p, restarted, "up", 10*time.Second)
+	mismatches := 0
+	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); {
+		qUp := nodeInfo(t, q, restarted)["state"] == "up"
+		t1, t2, err := hold()
+		if err != nil {
+			t.Fatalf("hold %d: %v (every master up)", n, err)
+		}
+		if t1 != t2 {
+			mismatches++
+			t.Logf("hold %d: FENCE through proxy P %d, through proxy Q %d (Q counts master %d: %v); counters %d %d %d",
+				n, t1, t2, restarted, qUp, counter(0), counter(1), counter(2))
+		}
+		if qUp && nodeInfo(t, p, restarted)["state"] == "up" && mismatches == 0 && n > 400 {
+			break
+		}
+	}
+	if mismatches > 0 {
+		t.Errorf("%d holds got another T through the other proxy, every master up (the contract: the same T for every FENCE of one hold)", mismatches)
+	}
+}
