@@ -52,9 +52,13 @@ import (
 //     opening to anyone (the explorer counts those states); so can a node
 //     that missed the set with no slot (counted apart: its claims are
 //     nobody's, so the tie-break cannot run);
-//   - open for good (the allSet world: every node got the set): once a
-//     read of a quorum of counted nodes read it open, none reads it
-//     above 0 (attack12 S1);
+//   - open for good (the allSet world: every node got the set, or, in
+//     the lateSet world, a minority has it in flight, landing at any
+//     step): once a read of a quorum of counted nodes read it open with
+//     no set in flight, none reads it above 0 (attack12 S1; review27: a
+//     reclaim of the opened latch's slots, then the late set and a
+//     restart, closed it again). Before a late set lands a read can open
+//     it and one after read it shut, as beside a node that missed it;
 //   - it opens (liveness, the restart world): with every message
 //     answered and one restart, once 3 countDowns landed and nothing is in
 //     flight, a read of all nodes reads it open (attack9's L1: a seed
@@ -98,6 +102,7 @@ const (
 	latchNoReset                      // a granted set leaves an older latch's count (L1)
 	latchClaimUntagged                // a claim takes a slot whatever latch it is (Z1)
 	latchSeedNoDrop                   // the seed copies a count of a set another source counted to 0 (S1)
+	latchReclaimOpened                // a decided countDown that read every node at 0 deletes the slots (review27)
 )
 
 // Message states of one node in one countDown in flight.
@@ -141,6 +146,7 @@ type latchNode struct {
 	marked bool     // seeded after a restart: claimNone is nobody's (latchNobody)
 	tag    uint8    // the nonce of its claim slot ("o:"): tagNone, tagSet, tagOld, tagSeed
 	stale  bool     // the count is an older latch's, the set's reset not landed
+	lset   bool     // the set's message in flight to it (lateSet): it lands late
 	reset  bool     // the set's reset of the older count in flight
 	late   uint8    // decrements in flight whose countDown decided already
 	across uint8    // decrements read before the node's restart, in flight
@@ -159,6 +165,9 @@ func (nd latchNode) ours() bool { return nd.tag == tagSet || nd.tag >= tagSeed }
 type latchFlight struct {
 	id    uint8 // 1, 2, ...: which countDown
 	claim bool  // in its claim round
+	// allZero: every node answered its decrement at 0 after (kept for
+	// latchReclaimOpened only).
+	allZero bool
 }
 
 type latchWorld struct {
@@ -183,7 +192,7 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3, n.tag, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3 | btob(n.lset)<<4, n.tag, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
 	}
 	slices.Sort(codes)
 	b := make([]byte, 0, 12*len(codes)+11)
@@ -191,7 +200,7 @@ func (w latchWorld) key() string {
 		b = append(b, c...)
 	}
 	for _, o := range w.ops {
-		b = append(b, o.id, btob(o.claim))
+		b = append(b, o.id, btob(o.claim)|btob(o.allZero)<<1)
 	}
 	b = append(b, w.made, min(w.msgs, 2), w.restarts, btob(w.early), btob(w.opened), btob(w.slotless))
 	return string(b)
@@ -239,7 +248,10 @@ type latchChecker struct {
 	// allSet starts with every node holding the set's count; an opened
 	// latch must then stay open (attack12 S1): no read of a quorum of
 	// counted nodes reads it closed after one read it open.
-	allSet      bool
+	allSet bool
+	// lateSet: with allSet, a minority of nodes may have the set's
+	// message in flight instead (it lands at any step: a late landing).
+	lateSet     bool
 	closed      int    // quiescent states after 3 countDowns that do not read open
 	closedTrace string // the first one
 	stuckTrace  string // the first such state
@@ -280,6 +292,9 @@ func (c *latchChecker) starts() []latchWorld {
 			return
 		}
 		opts := []latchNode{{v: c.count, claim: claimFree, tag: tagSet}}
+		if c.lateSet {
+			opts = append(opts, latchNode{lset: true})
+		}
 		if !c.allSet {
 			// It missed the set: no slot of the name, or an older
 			// latch's still to take (a claim that read it takes it).
@@ -418,7 +433,11 @@ func (c *latchChecker) check(w *latchWorld) string {
 		return fmt.Sprintf("a read of %v opens the latch after %d countDowns of %d: %v", open, w.made, c.count, w)
 	}
 	if c.allSet {
-		w.opened = w.opened || open != nil
+		// With a set in flight a read can open the latch before it lands
+		// (as with a node that missed it): open for good counts from a
+		// read with no set in flight.
+		inFlight := slices.ContainsFunc(w.nodes, func(nd latchNode) bool { return nd.lset })
+		w.opened = w.opened || open != nil && !inFlight
 		if w.opened && shut != nil {
 			return fmt.Sprintf("a read of %v reads the opened latch shut again: %v", shut, w)
 		}
@@ -446,7 +465,7 @@ func (c *latchChecker) quiet(w latchWorld) ([]int64, bool) {
 	}
 	all := make([]int64, 0, c.n)
 	for _, nd := range w.nodes {
-		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 {
+		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 || nd.lset {
 			return nil, false
 		}
 		all = append(all, int64(nd.v))
@@ -556,6 +575,11 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 				out = append(out, latchStep{lost, fmt.Sprintf("the older latch's claim to node %d is lost", i), ""})
 			}
 		}
+		if nd.lset {
+			next := w.clone()
+			c.landLateSet(&next, i)
+			out = append(out, latchStep{next, fmt.Sprintf("the set lands late on node %d", i), ""})
+		}
 		if nd.reset {
 			next := w.clone()
 			c.landReset(&next, i)
@@ -586,7 +610,7 @@ func (c *latchChecker) restart(w *latchWorld, i int) {
 			nd.msg[k] = msgNone
 		}
 	}
-	*nd = latchNode{across: across, older: nd.older, oclaim: nd.oclaim, msg: nd.msg, cmsg: nd.cmsg}
+	*nd = latchNode{across: across, older: nd.older, oclaim: nd.oclaim, lset: nd.lset, msg: nd.msg, cmsg: nd.cmsg}
 	w.restarts++
 }
 
@@ -614,11 +638,39 @@ func (c *latchChecker) landReset(w *latchWorld, i int) {
 	}
 }
 
+// landLateSet: the set's message lands on node i late (latch_set.lua):
+// where it is counted and has no count, it sets the count, its slot to
+// take and its tag. A decrement or a claim in flight read the node before
+// (no slot): it misses, as had it landed first.
+func (c *latchChecker) landLateSet(w *latchWorld, i int) {
+	nd := &w.nodes[i]
+	nd.lset = false
+	if !nd.seeded || nd.v > 0 {
+		return
+	}
+	nd.v, nd.tag, nd.claim = c.count, tagSet, claimFree
+	nd.late = 0
+	for k := range nd.msg {
+		switch nd.msg[k] {
+		case msgAnswer:
+			nd.msg[k] = msgMiss
+		case msgLost:
+			nd.msg[k] = msgNone
+		}
+		switch nd.cmsg[k] {
+		case msgAnswer:
+			nd.cmsg[k] = claimNobody
+		case msgLost:
+			nd.cmsg[k] = msgNone
+		}
+	}
+}
+
 // idle: no decrement of a round that read it counted in flight to it
 // (the seeding's wait). A decrement read before its restart, and a claim,
 // need not have ended: they are sent after the mark (K2, K1).
 func (c *latchChecker) idle(nd latchNode) bool {
-	if nd.late > 0 {
+	if nd.late > 0 || nd.lset {
 		return false
 	}
 	for k := range nd.msg {
@@ -875,10 +927,20 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 		if c.variant == latchClaimNoTieBreak {
 			publish = latchClaimWon(claims, claimOf(op.id), c.n+1, c.quorum)
 		}
+		if c.variant == latchReclaimOpened && op.allZero && (publish || slices.ContainsFunc(claims, func(cl uint8) bool {
+			return sameCount(claims, cl) >= c.quorum
+		})) {
+			// latch20c's reclaim, landed at once: no slot left where no count.
+			for i := range next.nodes {
+				if nd := &next.nodes[i]; nd.seeded && nd.v == 0 {
+					nd.tag, nd.claim = tagNone, claimNone
+				}
+			}
+		}
 		step = fmt.Sprintf("countDown %d decides its claim on %v (message %v)", op.id, claims, publish)
 	} else {
 		var before, after []int64
-		counted := false
+		counted, allZero := false, true
 		for i := range next.nodes {
 			nd := &next.nodes[i]
 			if m := nd.msg[k]; m >= msgOld0 && m != msgPending {
@@ -886,6 +948,7 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 				before = append(before, old)
 				after = append(after, max(old-dec, 0))
 				counted = counted || old > 0 && dec == 1
+				allZero = allZero && old-dec <= 0
 			}
 			if nd.msg[k] == msgLost {
 				nd.late++ // it lands after the decision, if at all
@@ -917,7 +980,7 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 							continue // over 5 nodes a claim's reply is not lost
 						}
 						cl := next.clone()
-						cl.ops[k] = latchFlight{id: op.id, claim: true}
+						cl.ops[k] = latchFlight{id: op.id, claim: true, allZero: c.variant == latchReclaimOpened && allZero && len(before) == c.n}
 						for i, f := range fates {
 							cl.nodes[i].cmsg[k] = f
 						}
@@ -953,6 +1016,7 @@ type latchConfig struct {
 	oldClaims   bool    // as latchChecker's
 	olderClaim  bool    // as latchChecker's
 	allSet      bool    // as latchChecker's
+	lateSet     bool    // as latchChecker's
 	restarts    uint8   // at most; default 1
 	maxMade     uint8   // countDowns made; default 3
 	long        bool    // left out under -short
@@ -962,6 +1026,7 @@ func (cfg latchConfig) run() *latchChecker {
 	c := newLatchChecker(cfg.nodes, cfg.rule, cfg.variant)
 	c.noFaults, c.inFlight, c.olderLate = cfg.noFaults, max(cfg.inFlight, 1), cfg.olderLate
 	c.restartOnly, c.oldClaims, c.olderClaim, c.allSet = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim, cfg.allSet
+	c.lateSet = cfg.lateSet
 	if cfg.restarts > 0 {
 		c.maxRestarts = cfg.restarts
 	}
@@ -1001,6 +1066,7 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "5 nodes, 2 countDowns at once", nodes: 5, rule: ruleClaim, noFaults: true, inFlight: 2, staleCounts: stale13, long: true},
 		{name: "3 nodes, every node set, faults, a restart: open for good", nodes: 3, rule: ruleClaim, allSet: true, staleCounts: noStale},
 		{name: "5 nodes, every node set, faults, a restart, 2 countDowns: open for good", nodes: 5, rule: ruleClaim, allSet: true, staleCounts: noStale, maxMade: 2},
+		{name: "3 nodes, a set landing late, faults, a restart: open for good", nodes: 3, rule: ruleClaim, allSet: true, lateSet: true, staleCounts: noStale, long: true},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
 			continue // the explorer runs on one goroutine: slow under -race
@@ -1040,6 +1106,7 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "a claim takes a slot of another latch (Z1)", nodes: 3, rule: ruleClaim, variant: latchClaimUntagged, noFaults: true, olderClaim: true, maxMade: 2},
 		{name: "a granted set leaves an older latch's count (L1)", nodes: 3, rule: ruleClaim, variant: latchNoReset, restartOnly: true, staleCounts: stale13},
 		{name: "the seed copies a leftover of a set counted to 0 (S1)", nodes: 3, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale},
+		{name: "a decided countDown that read every node at 0 reclaims the slots (review27)", nodes: 3, rule: ruleClaim, variant: latchReclaimOpened, allSet: true, lateSet: true, staleCounts: noStale},
 		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
 	} {
 		c := cfg.run()
@@ -1054,4 +1121,15 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 			t.Errorf("%s: not caught in %d states", cfg.name, c.states)
 		}
 	}
+}
+
+// sameCount is how many of claims are c.
+func sameCount(claims []uint8, c uint8) int {
+	n := 0
+	for _, x := range claims {
+		if x == c {
+			n++
+		}
+	}
+	return n
 }
