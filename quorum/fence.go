@@ -313,7 +313,7 @@ func (e *Engine) recordOnTheRest(ctx context.Context, key, token string, t int64
 		rest[i] = !a
 	}
 	e.writes.Go(func() {
-		fanOutOn(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, e.monitored.Load(), e.cfg.Observer, rest, func(ctx context.Context, _ int, n Node) (CounterWrite, error) {
+		fanOutCallOn(context.WithoutCancel(ctx), e, pipeWriteCounter(key, token, fenceField, t, false), rest, func(ctx context.Context, _ int, n Node) (CounterWrite, error) {
 			return fencer(n).WriteCounter(ctx, key, token, fenceField, t, false)
 		})
 	})

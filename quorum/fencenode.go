@@ -147,23 +147,30 @@ func counterEntryResult(vals []any, want int) (CounterEntry, error) {
 }
 
 func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+	return pipeWriteCounter(key, token, field, v, exclusive).run(ctx, n.p)
+}
+
+// pipeWriteCounter is WriteCounter as the pipeline runs it (fanpipe.go).
+func pipeWriteCounter(key, token, field string, v int64, exclusive bool) pipeCall[CounterWrite] {
 	ex := "0"
 	if exclusive {
 		ex = "1"
 	}
-	cmd, err := n.p.eval(ctx, counterWriteScript, counterKeys(key), field, strconv.FormatInt(v, 10), ex, token)
-	if err != nil {
-		return 0, err
-	}
-	w, err := cmd.Int64()
-	if err != nil {
-		return 0, err
-	}
-	switch CounterWrite(w) {
-	case CounterWritten, CounterUnseeded, CounterContended, CounterNotHeld:
-		return CounterWrite(w), nil
-	}
-	return 0, fmt.Errorf("counter write replied %d", w)
+	args := []any{field, strconv.FormatInt(v, 10), ex, token}
+	return scriptCall(counterWriteScript, counterKeys(key), args, func(r any, err error) (CounterWrite, error) {
+		if err != nil {
+			return 0, err
+		}
+		w, ok := r.(int64)
+		if !ok {
+			return 0, fmt.Errorf("counter write replied %T", r)
+		}
+		switch CounterWrite(w) {
+		case CounterWritten, CounterUnseeded, CounterContended, CounterNotHeld:
+			return CounterWrite(w), nil
+		}
+		return 0, fmt.Errorf("counter write replied %d", w)
+	})
 }
 
 func (n *redisNode) MarkCounters(ctx context.Context, id string) (CounterEntry, error) {
