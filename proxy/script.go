@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/script"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -383,6 +384,12 @@ func (s *Server) runScript(r *request, sc script.Script) (resp.Reply, error) {
 	if err != nil {
 		return resp.Reply{}, err
 	}
+	if sc.MultiKey && sc.Success != script.SuccessKeyCount {
+		// Its reply counts no keys: a key named twice is one key of the
+		// lock (redislock v0.10's release reads every key before it
+		// deletes any, where the engine would find the second gone).
+		c.keys = distinct(c.keys)
+	}
 	l := quorum.Lock{Keys: c.keys, Token: string(c.arg(sc.TokenArg))}
 	fail := resp.Int(sc.Fail)
 	if sc.FailNil {
@@ -473,15 +480,41 @@ func (s *Server) releaseScript(r *request, sc script.Script, l quorum.Lock, succ
 
 // pttlScript answers an owner-checked PTTL with the quorum's conservative
 // validity, or the script's sentinel when the token does not hold the key.
+// Over several keys (redislock v0.10) every key must hold the token, and
+// the reply is the shortest validity, at least 0.
 func (s *Server) pttlScript(r *request, sc script.Script, l quorum.Lock, fail resp.Reply) (resp.Reply, error) {
-	st, err := s.e.Inspect(r.ctx, l.Keys[0])
-	switch {
-	case err != nil:
-		return resp.Reply{}, err
-	case !st.Held || st.Token != l.Token:
-		return fail, nil
+	var least time.Duration
+	for i, key := range l.Keys {
+		st, err := s.e.Inspect(r.ctx, key)
+		switch {
+		case err != nil:
+			return resp.Reply{}, err
+		case !st.Held || st.Token != l.Token:
+			return fail, nil
+		case sc.Success != script.SuccessMinPTTL:
+			return validityMillis(st), nil
+		case i == 0 || st.Validity < least:
+			least = st.Validity
+		}
 	}
-	return validityMillis(st), nil
+	return resp.Int(max(least, 0).Milliseconds()), nil
+}
+
+// distinct returns keys without repeats, in the order of their first
+// appearance.
+func distinct(keys []string) []string {
+	if len(keys) < 2 {
+		return keys
+	}
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func btoi(b bool) int64 {

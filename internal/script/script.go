@@ -55,6 +55,9 @@ const (
 	SuccessKeyCount
 	// SuccessPTTL replies the remaining TTL in milliseconds.
 	SuccessPTTL
+	// SuccessMinPTTL replies the shortest remaining TTL over the keys in
+	// milliseconds, 0 when none is positive (bsm/redislock v0.10 pttl).
+	SuccessMinPTTL
 )
 
 // Script describes a recognised lock script: what it does, which ARGV
@@ -79,7 +82,8 @@ type Script struct {
 	// the lock is held by another token, or not held. Unused when
 	// FailNil is set.
 	Fail int64
-	// FailNil replies nil instead of Fail (redislock obtain).
+	// FailNil replies nil instead of Fail (redislock obtain, and every
+	// redislock v0.10 script).
 	FailNil bool
 	// Missing, when HasMissing is set, is replied instead of Fail when
 	// the key is absent on every node that answered (redsync delete: -1).

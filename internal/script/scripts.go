@@ -3,6 +3,7 @@ package script
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"slices"
 )
 
 // knownScript is a lock script a client library sends, byte for byte.
@@ -62,6 +63,22 @@ var knownScripts = []knownScript{
 		Script{Op: OpRelease, Name: "distlock release", TokenArg: 1, Success: SuccessOne, Fail: 0}},
 }
 
+// digestOnlyScripts are lock scripts known by their exact bytes alone:
+// they call commands no other served script may (MSETNX, MGET), so no
+// template reads them and a respelled copy is refused.
+var digestOnlyScripts = []knownScript{
+	// bsm/redislock v0.10.0: each script runs over every key of the lock
+	// (ObtainMulti), all or nothing, and answers +OK or nil.
+	{"-- obtain.lua: arguments => [value, tokenLen, ttl]\n-- Obtain.lua try to set provided keys's with value and ttl if they do not exists.\n-- Keys can be overriden if they already exists and the correct value+tokenLen is provided. \n\nlocal function pexpire(ttl)\n\t-- Update keys ttls.\n\tfor _, key in ipairs(KEYS) do\n\t\tredis.call(\"pexpire\", key, ttl)\n\tend\nend\n\n-- canOverrideLock check either or not the provided token match\n-- previously set lock's tokens.\nlocal function canOverrideKeys() \n\tlocal offset = tonumber(ARGV[2])\n\n\tfor _, key in ipairs(KEYS) do\n\t\tif redis.call(\"getrange\", key, 0, offset-1) ~= string.sub(ARGV[1], 1, offset) then\n\t\t\treturn false\n\t\tend\n\tend\n\treturn true\nend\n\n-- Prepare mset arguments.\nlocal setArgs = {}\nfor _, key in ipairs(KEYS) do\n\ttable.insert(setArgs, key)\n\ttable.insert(setArgs, ARGV[1])\nend\n\nif redis.call(\"msetnx\", unpack(setArgs)) ~= 1 then\n\tif canOverrideKeys() == false then\n\t\treturn false\n\tend\n\tredis.call(\"mset\", unpack(setArgs))\nend\n\npexpire(ARGV[3])\nreturn redis.status_reply(\"OK\")",
+		Script{Op: OpAcquire, Name: "redislock v0.10 obtain", MultiKey: true, TokenArg: 1, PrefixArg: 2, TTLArg: 3, Success: SuccessOK, FailNil: true}},
+	{"-- release.lua: => Arguments: [value]\n-- Release.lua deletes provided keys if all their values match the input. \n\n-- Check all keys values matches provided input.\nlocal values = redis.call(\"mget\", unpack(KEYS))\nfor i, _ in ipairs(KEYS) do\n\tif values[i] ~= ARGV[1] then\n\t\treturn false\n\tend\nend\n\n-- Delete keys.\nredis.call(\"del\", unpack(KEYS))\n\nreturn redis.status_reply(\"OK\")",
+		Script{Op: OpRelease, Name: "redislock v0.10 release", MultiKey: true, TokenArg: 1, Success: SuccessOK, FailNil: true}},
+	{"-- refresh.lua: => Arguments: [value, ttl]\n-- refresh.lua refreshes provided keys's ttls if all their values match the input. \n\n-- Check all keys values matches provided input.\nlocal values = redis.call(\"mget\", unpack(KEYS))\nfor i, _ in ipairs(KEYS) do\n\tif values[i] ~= ARGV[1] then\n\t\treturn false\n\tend\nend\n\n-- Update keys ttls.\nfor _, key in ipairs(KEYS) do\n\tredis.call(\"pexpire\", key, ARGV[2]) \nend\n\nreturn redis.status_reply(\"OK\")",
+		Script{Op: OpExtend, Name: "redislock v0.10 refresh", MultiKey: true, TokenArg: 1, TTLArg: 2, Success: SuccessOK, FailNil: true}},
+	{"-- pttl.lua: => Arguments: [value]\n-- pttl.lua returns provided keys's ttls if all their values match the input. \n\n-- Check all keys values matches provided input.\nlocal values = redis.call(\"mget\", unpack(KEYS))\nfor i, _ in ipairs(KEYS) do\n\tif values[i] ~= ARGV[1] then\n\t\treturn false\n\tend\nend\n\n-- Find and return shortest TTL among keys.\nlocal minTTL = 0\nfor _, key in ipairs(KEYS) do\n\tlocal ttl = redis.call(\"pttl\", key)\n\t-- Note: ttl < 0 probably means the key no longer exists.\n\tif ttl > 0 and (minTTL == 0 or ttl < minTTL) then\n\t\tminTTL = ttl\n\tend\nend\nreturn minTTL",
+		Script{Op: OpPTTL, Name: "redislock v0.10 pttl", MultiKey: true, TokenArg: 1, Success: SuccessMinPTTL, FailNil: true}},
+}
+
 // redissonScripts are Redisson 4.7.0's lock scripts. They keep the lock in
 // a hash and publish on unlock, so the proxy cannot run them; they are
 // known only to say which client sent them.
@@ -79,8 +96,8 @@ var redissonScripts = []knownScript{
 // scriptsBySHA maps each known script's SHA-1, computed here from its
 // source, to what it does.
 var scriptsBySHA = func() map[[sha1.Size]byte]Script {
-	m := make(map[[sha1.Size]byte]Script, len(knownScripts)+len(redissonScripts))
-	for _, k := range append(knownScripts[:len(knownScripts):len(knownScripts)], redissonScripts...) {
+	m := make(map[[sha1.Size]byte]Script, len(knownScripts)+len(digestOnlyScripts)+len(redissonScripts))
+	for _, k := range slices.Concat(knownScripts, digestOnlyScripts, redissonScripts) {
 		sum := sha1.Sum([]byte(k.src))
 		if _, dup := m[sum]; dup {
 			panic("script: known script listed twice: " + k.script.Name)
@@ -92,8 +109,8 @@ var scriptsBySHA = func() map[[sha1.Size]byte]Script {
 
 // sourcesBySHA maps each known lock script's SHA-1 to its exact text.
 var sourcesBySHA = func() map[[sha1.Size]byte]string {
-	m := make(map[[sha1.Size]byte]string, len(knownScripts))
-	for _, k := range knownScripts {
+	m := make(map[[sha1.Size]byte]string, len(knownScripts)+len(digestOnlyScripts))
+	for _, k := range slices.Concat(knownScripts, digestOnlyScripts) {
 		m[sha1.Sum([]byte(k.src))] = k.src
 	}
 	return m

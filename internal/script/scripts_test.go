@@ -3,6 +3,7 @@ package script
 import (
 	"crypto/sha1"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,31 +16,35 @@ import (
 // there against what the clients send and what SCRIPT LOAD returns. The
 // distlock one is sha1sum of the redis.io text.
 var catalogueDigests = map[string]string{
-	"redsync delete":         "e950836ed1e694540c503ef9972b8de518044d3b",
-	"redsync touch":          "d75bb8b5bd13532ddedd17762e772346e39b321e",
-	"redsync touchWithSetNX": "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
-	"redislock obtain":       "80a1b5f2cfccec3b7119ba7721d2127682b691a7",
-	"redislock release":      "cf0e94b2e9ffc7e04395cf88f7583fc309985910",
-	"redislock refresh":      "a7aba3bc5d6e99b3003da8b9d80a63b9f4092ecf",
-	"redislock pttl":         "6484da7d58920897fdc22b7f9afd1a3d47524ea8",
-	"redis-py release":       "c3f8721cbb97f72bc19e972846bd7aaf91901658",
-	"redis-py extend":        "a4e8783852e6b949f9ef3a97212805108459a890",
-	"redis-py reacquire":     "1cac51482acf5858da00f6d685d68f886cd6b6b2",
-	"redlock v5 acquire":     "96da70f7716f27d278a5218544df37fd8b0a5e4c",
-	"redlock v5 extend":      "aed6f382e410db8ba7926d4e5e9aab410bf2a78a",
-	"redlock v5 release":     "e4612211c9f8f51c257e26e056b0a654b3187242",
-	"redlock v4 lock":        "e5a322e2634ef59a516e8ea150cb085afafee684",
-	"redlock v4 extend":      "ce46f80993d5dac20dd066eb301a4e37994bdbed",
-	"redlock v4 unlock":      "0f0f23b9048b36752b5be114f357ba083449f908",
-	"distlock release":       "647c65a442733a1aa440f99908d249d13b4d6c4a",
-	"redisson lock":          "149c5a8bf18676fd99e9e6e24923bd64d9b62f94",
-	"redisson unlock":        "6866459238a13a701d42f4971f12d9f3a50e2442",
-	"redisson renew":         "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635",
-	"redisson force unlock":  "605e338249a7a1d40df83b04f7658354f883b41b",
+	"redsync delete":          "e950836ed1e694540c503ef9972b8de518044d3b",
+	"redsync touch":           "d75bb8b5bd13532ddedd17762e772346e39b321e",
+	"redsync touchWithSetNX":  "b6b55c439e02c6f52ffb8be7ec8c0d0ac816ea79",
+	"redislock obtain":        "80a1b5f2cfccec3b7119ba7721d2127682b691a7",
+	"redislock release":       "cf0e94b2e9ffc7e04395cf88f7583fc309985910",
+	"redislock refresh":       "a7aba3bc5d6e99b3003da8b9d80a63b9f4092ecf",
+	"redislock pttl":          "6484da7d58920897fdc22b7f9afd1a3d47524ea8",
+	"redislock v0.10 obtain":  "eb0c00d98f6f33b4262419a509002884540f30be",
+	"redislock v0.10 release": "9470c810040e272ee6c579d8d4331aaf6332a7b1",
+	"redislock v0.10 refresh": "5a22d7e8431313862816d4416b5e46dd70fc340d",
+	"redislock v0.10 pttl":    "66e1084c2d842a7e8c271925aae90219fac4e129",
+	"redis-py release":        "c3f8721cbb97f72bc19e972846bd7aaf91901658",
+	"redis-py extend":         "a4e8783852e6b949f9ef3a97212805108459a890",
+	"redis-py reacquire":      "1cac51482acf5858da00f6d685d68f886cd6b6b2",
+	"redlock v5 acquire":      "96da70f7716f27d278a5218544df37fd8b0a5e4c",
+	"redlock v5 extend":       "aed6f382e410db8ba7926d4e5e9aab410bf2a78a",
+	"redlock v5 release":      "e4612211c9f8f51c257e26e056b0a654b3187242",
+	"redlock v4 lock":         "e5a322e2634ef59a516e8ea150cb085afafee684",
+	"redlock v4 extend":       "ce46f80993d5dac20dd066eb301a4e37994bdbed",
+	"redlock v4 unlock":       "0f0f23b9048b36752b5be114f357ba083449f908",
+	"distlock release":        "647c65a442733a1aa440f99908d249d13b4d6c4a",
+	"redisson lock":           "149c5a8bf18676fd99e9e6e24923bd64d9b62f94",
+	"redisson unlock":         "6866459238a13a701d42f4971f12d9f3a50e2442",
+	"redisson renew":          "6a3d31570dc6f4b0bd32bcdc8e75667747c6f635",
+	"redisson force unlock":   "605e338249a7a1d40df83b04f7658354f883b41b",
 }
 
 func allKnownScripts() []knownScript {
-	return append(knownScripts[:len(knownScripts):len(knownScripts)], redissonScripts...)
+	return slices.Concat(knownScripts, digestOnlyScripts, redissonScripts)
 }
 
 func TestKnownScriptDigestsMatchCatalogue(t *testing.T) {
@@ -68,25 +73,29 @@ func TestKnownScriptFields(t *testing.T) {
 		return Script{Op: op, MultiKey: true, TokenArg: 1, TTLArg: ttl, Success: SuccessKeyCount}
 	}
 	want := map[string]Script{
-		"redsync delete":         {Op: OpRelease, TokenArg: 1, Success: SuccessOne, HasMissing: true, Missing: -1},
-		"redsync touch":          extend,
-		"redsync touchWithSetNX": {Op: OpExtendOrAcquire, TokenArg: 1, TTLArg: 2, Success: SuccessOne},
-		"redislock obtain":       {Op: OpAcquire, TokenArg: 1, PrefixArg: 2, TTLArg: 3, Success: SuccessOK, FailNil: true},
-		"redislock release":      release,
-		"redislock refresh":      extend,
-		"redislock pttl":         {Op: OpPTTL, TokenArg: 1, Success: SuccessPTTL, Fail: -3},
-		"redis-py release":       release,
-		"redis-py extend":        {Op: OpExtend, TokenArg: 1, TTLArg: 2, ModeArg: 3, Success: SuccessOne},
-		"redis-py reacquire":     extend,
-		"redlock v5 acquire":     multi(OpAcquire, 2),
-		"redlock v5 extend":      multi(OpExtend, 2),
-		"redlock v5 release":     multi(OpRelease, 0),
-		"redlock v4 lock":        multi(OpAcquire, 2),
-		"redlock v4 extend":      multi(OpExtend, 2),
-		"redlock v4 unlock":      multi(OpRelease, 0),
-		"distlock release":       release,
+		"redsync delete":          {Op: OpRelease, TokenArg: 1, Success: SuccessOne, HasMissing: true, Missing: -1},
+		"redsync touch":           extend,
+		"redsync touchWithSetNX":  {Op: OpExtendOrAcquire, TokenArg: 1, TTLArg: 2, Success: SuccessOne},
+		"redislock obtain":        {Op: OpAcquire, TokenArg: 1, PrefixArg: 2, TTLArg: 3, Success: SuccessOK, FailNil: true},
+		"redislock release":       release,
+		"redislock refresh":       extend,
+		"redislock pttl":          {Op: OpPTTL, TokenArg: 1, Success: SuccessPTTL, Fail: -3},
+		"redislock v0.10 obtain":  {Op: OpAcquire, MultiKey: true, TokenArg: 1, PrefixArg: 2, TTLArg: 3, Success: SuccessOK, FailNil: true},
+		"redislock v0.10 release": {Op: OpRelease, MultiKey: true, TokenArg: 1, Success: SuccessOK, FailNil: true},
+		"redislock v0.10 refresh": {Op: OpExtend, MultiKey: true, TokenArg: 1, TTLArg: 2, Success: SuccessOK, FailNil: true},
+		"redislock v0.10 pttl":    {Op: OpPTTL, MultiKey: true, TokenArg: 1, Success: SuccessMinPTTL, FailNil: true},
+		"redis-py release":        release,
+		"redis-py extend":         {Op: OpExtend, TokenArg: 1, TTLArg: 2, ModeArg: 3, Success: SuccessOne},
+		"redis-py reacquire":      extend,
+		"redlock v5 acquire":      multi(OpAcquire, 2),
+		"redlock v5 extend":       multi(OpExtend, 2),
+		"redlock v5 release":      multi(OpRelease, 0),
+		"redlock v4 lock":         multi(OpAcquire, 2),
+		"redlock v4 extend":       multi(OpExtend, 2),
+		"redlock v4 unlock":       multi(OpRelease, 0),
+		"distlock release":        release,
 	}
-	for _, k := range knownScripts {
+	for _, k := range slices.Concat(knownScripts, digestOnlyScripts) {
 		w, ok := want[k.script.Name]
 		if !ok {
 			t.Errorf("knownScripts has %q; want one of the catalogue names", k.script.Name)
@@ -141,6 +150,20 @@ func TestClassifyScriptKnownBySHA(t *testing.T) {
 	}
 }
 
+// TestDigestOnlyScriptsRespelledAreUnknown: a digest-only script changed
+// by one space is no lock script the proxy knows (admission then refuses
+// its MSETNX or MGET).
+func TestDigestOnlyScriptsRespelledAreUnknown(t *testing.T) {
+	for _, k := range digestOnlyScripts {
+		if got, ok := ClassifyScript([]byte(k.src + " ")); ok || got != (Script{}) {
+			t.Errorf("ClassifyScript(%s respelled) = %+v, %v; want {}, false", k.script.Name, got, ok)
+		}
+		if _, err := Admit([]byte(k.src)); err == nil {
+			t.Errorf("Admit(%s) = nil; want it refused (its MSETNX or MGET is not a lock command)", k.script.Name)
+		}
+	}
+}
+
 // structural is how a script recognised by its shape is reported: as s,
 // under the name of its operation.
 func structural(s Script) Script {
@@ -153,6 +176,9 @@ func structural(s Script) Script {
 // and refuse Redisson's.
 func TestKnownScriptsMatchTemplates(t *testing.T) {
 	for _, k := range allKnownScripts() {
+		if slices.Contains(digestOnlyScripts, k) {
+			continue
+		}
 		got, ok := classifyStructure([]byte(k.src))
 		want, wantOK := structural(k.script), true
 		if k.script.Op == OpUnknown {
