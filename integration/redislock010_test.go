@@ -283,3 +283,42 @@ func TestRedislockRefreshRetriesNoQuorum(t *testing.T) {
 		t.Errorf("TTL with 3 of 5 masters down = %v; want NOQUORUM", err)
 	}
 }
+
+// A re-entrant ObtainMulti over a key the token holds and a free key:
+// one Redis denies it (its MSETNX fails on the held key, and the free key
+// has no token prefix to re-enter by), the proxy grants it (each master
+// takes every key that is free or the token's by prefix). No other
+// token's key is taken either way: a documented difference
+// (docs/compatibility.md).
+func TestRedislockReObtainBesideAFreeKey(t *testing.T) {
+	reObtain := func(t *testing.T, rdb *redis.Client) error {
+		ctx := t.Context()
+		locker := redislock.New(rdb)
+		l, err := locker.Obtain(ctx, "ro:a", 5*time.Second, &redislock.Options{Token: "tokA"})
+		if err != nil {
+			t.Fatalf("Obtain: %v", err)
+		}
+		again, err := locker.ObtainMulti(ctx, []string{"ro:a", "ro:b"}, 5*time.Second, &redislock.Options{Token: "tokA", Metadata: "m"})
+		if err == nil {
+			if err := again.Release(ctx); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+		} else if err := l.Release(ctx); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+		return err
+	}
+	t.Run("one redis-server", func(t *testing.T) {
+		if err := reObtain(t, newClient(t, startRedis(t).Addr, nil)); !errors.Is(err, redislock.ErrNotObtained) {
+			t.Errorf("re-entrant ObtainMulti beside a free key = %v; want ErrNotObtained", err)
+		}
+	})
+	t.Run("proxy over 5 masters", func(t *testing.T) {
+		c, p := setup(t, 5, proxy.Config{})
+		if err := reObtain(t, p.Client); err != nil {
+			t.Errorf("re-entrant ObtainMulti beside a free key = %v; want it granted", err)
+		}
+		c.wantFreeEverywhere(t, "ro:a")
+		c.wantFreeEverywhere(t, "ro:b")
+	})
+}
