@@ -210,10 +210,11 @@ func TestPythonAsyncioLockSideBySide(t *testing.T) {
 const delRefused = "ERR DEL is refused: release a lock with its token through the compare-and-delete script, or set allow_force_del for admin use"
 
 // Lock libraries from npm (pinned in .ci/npm-packages): redis-semaphore
-// 5.8 (Mutex and Semaphore over ioredis), redlock 4.2 (node-redlock v4
-// over ioredis), node-redis-warlock 1.0 (over ioredis), redis-lock 1.0
-// (over node-redis v4) and simple-redis-mutex 3.0 (over node-redis v5);
-// and ioredis's reconnect after the server closed an idle connection.
+// 5.8 (Mutex and Semaphore over ioredis), redlock 4.2 and 5.0.0-beta.2
+// (node-redlock v4 and v5, with using(), over ioredis), node-redis-warlock
+// 1.0 (over ioredis), redis-lock 1.0 (over node-redis v4) and
+// simple-redis-mutex 3.0 (over node-redis v5); and ioredis's reconnect
+// after the server closed an idle connection.
 // Semaphore's ZREM release and simple-redis-mutex's INCR fencing counter
 // are refused through the proxy (docs/compatibility.md, "Differences from one Redis":
 // other Redis commands), and so is redis-lock's DEL release.
@@ -243,6 +244,15 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 			"extend after unlock fails with LockError", "stale unlock fails with LockError",
 			"retrying lock wins after the unlock", "multi-resource lock", "multi-resource unlock",
 		}, nil, 0},
+		{"redlock5", "redlock5", []string{
+			"acquire", "pttl within the duration", "contended acquire fails with ExecutionError", "holder unchanged",
+			"extend", "release", "stale release fails with ExecutionError", "extend after release fails with ExecutionError",
+			"retrying acquire wins after the release", "multi-resource acquire",
+			"overlapping multi-resource acquire fails and takes none", "multi-resource extend", "multi-resource release",
+			"using extends the lock past its duration", "using returns the routine result and releases",
+			"aborted signal is not set before the extension", "lost lock aborts the routine with ExecutionError",
+			"using with a lost lock rejects with ExecutionError", "the new holder keeps the key",
+		}, nil, 0},
 		{"warlock", "node-redis-warlock", []string{
 			"lock", "pttl within the ttl", "contended lock gets no unlock", "touch extends", "touch by a non-owner is 0",
 			"unlock", "stale unlock is 0", "optimistic lock wins after the expiry", "released",
@@ -271,7 +281,7 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 				needNodeModule(t, "redis4") // node-redis v4, which it requires
 			}
 			sideBySide(t, library{checks: lib.checks, proxyChecks: lib.proxyChecks, idle: lib.idle,
-				keys: []string{"mutex:nl-lock", "semaphore:nl-lock", "nl-lock", "nl-lock:a", "nl-lock:b", "nl-lock:lock", "lock.nl-lock", "@simple-redis-mutex:lock-nl-lock"},
+				keys: []string{"mutex:nl-lock", "semaphore:nl-lock", "nl-lock", "nl-lock:a", "nl-lock:b", "nl-lock:c", "nl-lock:lock", "lock.nl-lock", "@simple-redis-mutex:lock-nl-lock"},
 				run: func(ctx context.Context, host, port string) *exec.Cmd {
 					cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "npmlocks.js"), host, port, "nl-lock", lib.name)
 					cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)

@@ -4,8 +4,8 @@
 // what it prints.
 //
 // Usage: node npmlocks.js HOST PORT KEY LIBRARY
-// LIBRARY: redis-semaphore | redlock4 | warlock | simple-redis-mutex | redis-lock |
-// ioredis-reconnect
+// LIBRARY: redis-semaphore | redlock4 | redlock5 | warlock | simple-redis-mutex |
+// redis-lock | ioredis-reconnect
 // Prints "ok <check>" or "FAIL <check>: <why>" per check; exits 1 if any
 // check failed, 2 if the script itself broke.
 'use strict';
@@ -187,6 +187,96 @@ async function redlock4() {
   }
 }
 
+// redlock 5.0.0-beta.2 (node-redlock v5, installed as redlock5) over
+// ioredis: acquire, contention, extend, release, a retrying acquire woken
+// by the release, several resources in one lock, and using() with its
+// automatic extension, also when the lock is lost while the routine runs.
+async function redlock5() {
+  const Redlock = require('redlock5').default;
+  const { ExecutionError } = require('redlock5');
+  const r = ioredis();
+  const redlock = new Redlock([r], { retryCount: 0 });
+  const rejects = async (p) => {
+    try {
+      await p;
+      return null;
+    } catch (e) {
+      return e;
+    }
+  };
+  try {
+    const lock = await redlock.acquire([key], 3000);
+    check('acquire', (await r.get(key)) === lock.value);
+    const pttl = await r.pttl(key);
+    check('pttl within the duration', pttl > 0 && pttl <= 3000, pttl);
+    let err = await rejects(redlock.acquire([key], 3000));
+    check('contended acquire fails with ExecutionError', err instanceof ExecutionError, String(err));
+    check('holder unchanged', (await r.get(key)) === lock.value);
+    const extended = await lock.extend(6000);
+    const pttl2 = await r.pttl(key);
+    check('extend', pttl2 > 3000 && pttl2 <= 6000 && extended.value === lock.value, pttl2);
+    await extended.release();
+    check('release', (await r.exists(key)) === 0);
+    err = await rejects(extended.release());
+    check('stale release fails with ExecutionError', err instanceof ExecutionError, String(err));
+    err = await rejects(extended.extend(1000));
+    check('extend after release fails with ExecutionError', err instanceof ExecutionError, String(err));
+
+    // A retrying acquire wins once the holder releases.
+    const waiting = new Redlock([r], { retryCount: 200, retryDelay: 20, retryJitter: 5 });
+    const holder = await redlock.acquire([key], 3000);
+    const p = waiting.acquire([key], 3000);
+    await sleep(200);
+    await holder.release();
+    const won = await p;
+    check('retrying acquire wins after the release', (await r.get(key)) === won.value);
+    await won.release();
+
+    // Several resources in one lock, all or nothing.
+    const [a, b, c] = [`${key}:a`, `${key}:b`, `${key}:c`];
+    const multi = await redlock.acquire([a, b], 3000);
+    check('multi-resource acquire', (await r.get(a)) === multi.value && (await r.get(b)) === multi.value);
+    err = await rejects(redlock.acquire([b, c], 3000));
+    check('overlapping multi-resource acquire fails and takes none', err instanceof ExecutionError && (await r.exists(c)) === 0, String(err));
+    const multi2 = await multi.extend(5000);
+    const pttlB = await r.pttl(b);
+    check('multi-resource extend', pttlB > 3000 && pttlB <= 5000, pttlB);
+    await multi2.release();
+    check('multi-resource release', (await r.exists(a, b)) === 0);
+
+    // using(): the lock is extended automatically past its duration while
+    // the routine runs, and released after it.
+    const result = await redlock.using([key], 1500, { automaticExtensionThreshold: 500 }, async (signal) => {
+      await sleep(2500);
+      const left = await r.pttl(key);
+      check('using extends the lock past its duration', !signal.aborted && left > 0 && left <= 1500, `aborted ${signal.aborted}, pttl ${left}`);
+      return 'done';
+    });
+    check('using returns the routine result and releases', result === 'done' && (await r.exists(key)) === 0);
+
+    // using() whose lock is lost: the extension fails, the routine sees
+    // the abort, and the final release fails.
+    const other = new Redlock([r], { retryCount: 0 });
+    let taken = null;
+    err = await rejects(
+      redlock.using([key], 1500, { automaticExtensionThreshold: 500 }, async (signal) => {
+        const value = await r.get(key);
+        const release = 'if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end';
+        await r.eval(release, 1, key, value);
+        taken = await other.acquire([key], 5000);
+        check('aborted signal is not set before the extension', !signal.aborted);
+        await waitFor(async () => signal.aborted);
+        check('lost lock aborts the routine with ExecutionError', signal.aborted && signal.error instanceof ExecutionError, String(signal.error));
+      }),
+    );
+    check('using with a lost lock rejects with ExecutionError', err instanceof ExecutionError, String(err));
+    check('the new holder keeps the key', taken !== null && (await r.get(key)) === taken.value);
+    if (taken) await taken.release();
+  } finally {
+    r.disconnect();
+  }
+}
+
 // node-redis-warlock 1.0 over ioredis: lock, contention, touch, unlock
 // by its scripts (EVALSHA, SCRIPT LOAD on NOSCRIPT), optimistic retrying.
 // (Over node-redis v5's legacy client it cannot run even against one
@@ -341,6 +431,7 @@ const libraries = {
   'redis-lock': redisLock,
   'redis-semaphore': redisSemaphore,
   redlock4,
+  redlock5,
   warlock,
   'simple-redis-mutex': simpleRedisMutex,
 };
