@@ -318,7 +318,7 @@ func TestRedisCliStdin(t *testing.T) {
 	c.wantFreeEverywhere(t, "cli-lock")
 }
 
-// node-redis v5 with RESP: 3 (it does not fall back to RESP2): HELLO 3,
+// node-redis v6 with RESP: 3 (it does not fall back to RESP2): HELLO 3,
 // a lock cycle, a contended acquire and scripts, by a script under
 // testdata. .ci/run installs the pinned version (.ci/npm-packages).
 func TestNodeRedisRESP3(t *testing.T) {

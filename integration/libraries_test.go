@@ -213,7 +213,7 @@ const delRefused = "ERR DEL is refused: release a lock with its token through th
 // 5.8 (Mutex and Semaphore over ioredis), redlock 4.2 and 5.0.0-beta.2
 // (node-redlock v4 and v5, with using(), over ioredis), node-redis-warlock
 // 1.0 (over ioredis), redis-lock 1.0 (over node-redis v4) and
-// simple-redis-mutex 3.0 (over node-redis v5); and ioredis's reconnect
+// simple-redis-mutex 3.0 (over node-redis v6); and ioredis's reconnect
 // after the server closed an idle connection.
 // Semaphore's ZREM release and simple-redis-mutex's INCR fencing counter
 // are refused through the proxy (docs/compatibility.md, "Differences from one Redis":

@@ -279,8 +279,8 @@ async function redlock5() {
 
 // node-redis-warlock 1.0 over ioredis: lock, contention, touch, unlock
 // by its scripts (EVALSHA, SCRIPT LOAD on NOSCRIPT), optimistic retrying.
-// (Over node-redis v5's legacy client it cannot run even against one
-// Redis: that client has no script or evalsha method.)
+// (Over node-redis v5's or v6's legacy client it cannot run even against
+// one Redis: that client has no script or evalsha method.)
 async function warlock() {
   const client = ioredis();
   const close = () => client.disconnect();
@@ -316,7 +316,7 @@ async function warlock() {
   }
 }
 
-// simple-redis-mutex 3.0 over node-redis v5: tryLock, contention, the
+// simple-redis-mutex 3.0 over node-redis v6: tryLock, contention, the
 // fencing token, refreshTimeout, release (its script publishes the
 // release), and a waiting lock woken by that message. Its tryLock takes
 // the fencing token with INCR after the SET, which the proxy refuses:
