@@ -100,28 +100,36 @@ func TestMalkuschLockSideBySide(t *testing.T) {
 // LOAD, a compare-and-pexpire extend, the WATCH/MULTI release and extend,
 // a polling blocking acquire; its handshake (:id as CLIENT SETNAME) and
 // its reconnect after a close and after the server closed an idle
-// connection.
+// connection. With redis-rb's own reader and with ruby-hiredis's.
 func TestRedisRbLockSideBySide(t *testing.T) {
 	ruby := needTool(t, "ruby")
-	if err := exec.Command(ruby, "-e", "require 'redis'").Run(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("ruby cannot require redis (ruby-redis): %v", err)
-		}
-		t.Skipf("ruby cannot require redis: %v", err)
+	for _, driver := range []struct{ name, lib, pkg string }{
+		{"ruby", "redis", "ruby-redis"},
+		{"hiredis", "redis/connection/hiredis", "ruby-hiredis"},
+	} {
+		t.Run(driver.name, func(t *testing.T) {
+			if err := exec.Command(ruby, "-e", "require '"+driver.lib+"'").Run(); err != nil {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("ruby cannot require %s (%s): %v", driver.lib, driver.pkg, err)
+				}
+				t.Skipf("ruby cannot require %s: %v", driver.lib, err)
+			}
+			sideBySide(t, library{checks: []string{
+				"driver " + driver.name,
+				"ping", "client setname from :id", "acquire", "get shows the token", "pttl within the ttl", "exists?",
+				"contended acquire is false", "contended acquire with ex is false",
+				"extend", "extend by a non-owner is 0", "release by a non-owner is 0",
+				"script load returns the sha1", "script exists", "release with evalsha", "free after release",
+				"stale release is 0", "stale extend is 0",
+				"acquire again", "watch/multi pexpire extends", "watch/multi release by a non-owner does nothing", "watch/multi release",
+				"other holds a short lock", "blocking acquire gets the key after the expiry",
+				"command after close reconnects", "name set again on reconnect",
+				"server closes the idle connection", "command after the server closed reconnects", "release after reconnect",
+			}, keys: []string{"rb-lock"}, idle: 1, run: func(ctx context.Context, host, port string) *exec.Cmd {
+				return exec.CommandContext(ctx, ruby, filepath.Join("testdata", "rblock.rb"), host, port, "rb-lock", "1", driver.name)
+			}})
+		})
 	}
-	sideBySide(t, library{checks: []string{
-		"ping", "client setname from :id", "acquire", "get shows the token", "pttl within the ttl", "exists?",
-		"contended acquire is false", "contended acquire with ex is false",
-		"extend", "extend by a non-owner is 0", "release by a non-owner is 0",
-		"script load returns the sha1", "script exists", "release with evalsha", "free after release",
-		"stale release is 0", "stale extend is 0",
-		"acquire again", "watch/multi pexpire extends", "watch/multi release by a non-owner does nothing", "watch/multi release",
-		"other holds a short lock", "blocking acquire gets the key after the expiry",
-		"command after close reconnects", "name set again on reconnect",
-		"server closes the idle connection", "command after the server closed reconnects", "release after reconnect",
-	}, keys: []string{"rb-lock"}, idle: 1, run: func(ctx context.Context, host, port string) *exec.Cmd {
-		return exec.CommandContext(ctx, ruby, filepath.Join("testdata", "rblock.rb"), host, port, "rb-lock", "1")
-	}})
 }
 
 // Redis.pm 2.000 (Debian libredis-perl) and Redis::Fast 0.34

@@ -6,8 +6,9 @@
 # an idle connection. The same script runs against one redis-server and
 # through redlock-proxy; the test compares what it prints.
 #
-# Usage: ruby rblock.rb HOST PORT KEY IDLE_SECONDS
-# (IDLE_SECONDS: the server's idle timeout, 0 for none.)
+# Usage: ruby rblock.rb HOST PORT KEY IDLE_SECONDS [DRIVER]
+# (IDLE_SECONDS: the server's idle timeout, 0 for none. DRIVER: ruby, the
+# default, or hiredis: redis-rb over Debian ruby-hiredis's reader.)
 # Prints "ok <check>" or "FAIL <check>: <why>" per check; exits 1 if any
 # check failed, 2 if the script itself broke.
 
@@ -29,11 +30,14 @@ def check(name, cond, why = '')
 end
 
 begin
-  host, port, key, idle = ARGV
+  host, port, key, idle, driver = ARGV
   port = Integer(port)
   idle = Float(idle)
-  redis = Redis.new(host: host, port: port, id: 'rb-locker', timeout: 5)
-  other = Redis.new(host: host, port: port, timeout: 5)
+  driver = (driver || 'ruby').to_sym
+  require 'redis/connection/hiredis' if driver == :hiredis
+  redis = Redis.new(host: host, port: port, id: 'rb-locker', timeout: 5, driver: driver)
+  other = Redis.new(host: host, port: port, timeout: 5, driver: driver)
+  check("driver #{driver}", redis._client.driver.name.downcase.include?(driver.to_s), redis._client.driver.name)
 
   # Handshake: :id is sent as CLIENT SETNAME on connect.
   check('ping', redis.ping == 'PONG')
@@ -108,7 +112,9 @@ begin
   # retries the next command on a new one.
   if idle > 0
     id1 = redis.call(:client, :id)
-    sock = redis._client.connection.instance_variable_get(:@sock)
+    conn = redis._client.connection
+    # The Ruby driver's socket, or hiredis's (its reader's own sock).
+    sock = driver == :hiredis ? conn.instance_variable_get(:@connection).sock : conn.instance_variable_get(:@sock)
     closed = IO.select([sock], nil, nil, idle + 10)
     check('server closes the idle connection', !closed.nil?)
     check('command after the server closed reconnects', redis.get(key) == token && redis.call(:client, :id) != id1)
