@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,6 +213,42 @@ func TestPythonAsyncioLockSideBySide(t *testing.T) {
 		})
 	}
 }
+
+// django-redis 5.2 (Debian python3-django-redis, over python3-redis
+// 4.3): cache.lock(), redis-py's Lock on the cache's pool, and the
+// cache.add() mutex of Celery's "one task at a time" recipe. Its
+// cache.delete() is a plain DEL and cache.add(timeout=None) a SET NX
+// without a TTL: both refused through the proxy (docs/compatibility.md),
+// so the add mutex lasts until its timeout.
+func TestDjangoRedisLockSideBySide(t *testing.T) {
+	py := needTool(t, systemPython)
+	if err := exec.Command(py, "-c", "import django_redis").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s cannot import django_redis (python3-django-redis): %v", py, err)
+		}
+		t.Skipf("%s cannot import django_redis: %v", py, err)
+	}
+	lock := []string{
+		"lock acquire", "owned and locked", "cache.ttl within the timeout",
+		"contended acquire with blocking_timeout is false", "contender does not own",
+		"extend", "reacquire", "release", "acquire a short lock", "stale release raises LockNotOwnedError",
+		"blocking acquire wins after the release", "with block holds the lock", "with block released the lock",
+		"add", "contended add is false", "get shows the value",
+	}
+	sideBySide(t, library{
+		checks: append(slices.Clip(lock), "delete releases", "add without a timeout never expires"),
+		// redis-py's ResponseError leaves out the error code ERR.
+		proxyChecks: append(slices.Clip(lock), "delete refused: "+strings.TrimPrefix(delRefused, "ERR "), "the add mutex expires",
+			"add without a timeout refused: "+strings.TrimPrefix(noTTLRefused, "ERR ")),
+		keys: []string{":1:dj-lock", ":1:dj-lock:add", ":1:dj-lock:forever"},
+		run: func(ctx context.Context, host, port string) *exec.Cmd {
+			return exec.CommandContext(ctx, py, filepath.Join("testdata", "djlock.py"), host, port, "dj-lock")
+		}})
+}
+
+// noTTLRefused is the proxy's answer to SET NX without an expiry when
+// default_ttl is not set (docs/compatibility.md).
+const noTTLRefused = "ERR a lock needs a TTL: SET key token NX PX milliseconds (or set default_ttl)"
 
 // delRefused is the proxy's answer to DEL (docs/compatibility.md, "Differences from one
 // Redis": DEL).
