@@ -84,6 +84,14 @@ func TestAttack14FenceRepeatedThroughAProxyThatCannotReachOneMaster(t *testing.T
 	if err != nil {
 		t.Fatalf("FENCE through P: %v", err)
 	}
+	// P writes the record on the master it did not ask 2ms after its
+	// reply (quorum's recordWait): a FENCE through another proxy before
+	// that may get a higher T, the contract's documented window (F7c).
+	for end := time.Now().Add(2 * time.Second); counter(0) < t1 || counter(1) < t1 || counter(2) < t1; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("counters %d %d %d 2s after FENCE's %d: the record never reached the master not asked", counter(0), counter(1), counter(2), t1)
+		}
+	}
 	t2, err := q.Do(ctx, "FENCE", key, token).Int64()
 	if err != nil {
 		t.Fatalf("FENCE through Q (a minority cut off from it): %v", err)

@@ -57,9 +57,10 @@ package quorum
 // with the write-back below. To the argument here, a node not asked is
 // one whose message was lost, and one asked after, one whose message
 // came late: the decision counts answers only, whichever nodes gave them.
-// When the quorum asked first agrees, T is written on the others after
-// the reply (a write-back that lands late), so that the record is on
-// more than a quorum, as after a round of every node.
+// When the quorum asked first agrees, T is written on the others
+// recordWait after the reply (a write-back that lands late, or never if
+// the proxy dies), so that the record is on more than a quorum, as after
+// a round of every node (fencelater.go).
 //
 // When the answers do not agree (a node missed an earlier FENCE, or was
 // lost; calls of one hold at once get the same answer from each node,
@@ -241,6 +242,7 @@ type Fencing struct {
 // hold key on a quorum (or its validity ran out), ErrUnavailable when too
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
+	e.writeRecordNow(key, token)
 	start := time.Now()
 	call := pipeFenceRound(key, token, fenceField)
 	each := func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
@@ -299,24 +301,6 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	}
 	f.Token = t
 	return f, nil
-}
-
-// recordOnTheRest writes T, the token a quorum asked first agreed on, on
-// the nodes not asked, after the reply: the record is then on more than a
-// quorum, so a repeated FENCE of the hold with one node lost still finds
-// it on a quorum and answers T again, as after a round of every node
-// (review27). To the model it is the write-back that may end a round that
-// agreed, landing late.
-func (e *Engine) recordOnTheRest(ctx context.Context, key, token string, t int64, asked []bool) {
-	rest := make([]bool, len(asked))
-	for i, a := range asked {
-		rest[i] = !a
-	}
-	e.writes.Go(func() {
-		fanOutCallOn(context.WithoutCancel(ctx), e, pipeWriteCounter(key, token, fenceField, t, false), rest, func(ctx context.Context, _ int, n Node) (CounterWrite, error) {
-			return fencer(n).WriteCounter(ctx, key, token, fenceField, t, false)
-		})
-	})
 }
 
 // fenceHold checks that token holds key on a quorum of counted nodes, as

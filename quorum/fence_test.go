@@ -545,7 +545,7 @@ func fenceAsksAQuorumFirst(t *testing.T, size int) {
 	last := int64(0)
 	// fence runs one FENCE of the hold, and adds to fw the write-backs of
 	// the nodes it asked, to fper each node's rounds. The nodes it did not
-	// ask take the record once after its reply (recordOnTheRest): not
+	// ask take the record once, recordWait after its reply (recordOnTheRest): not
 	// counted in fw.
 	var fw int64
 	fper := make([]int64, size)
@@ -559,7 +559,7 @@ func fenceAsksAQuorumFirst(t *testing.T, size int) {
 		if err != nil {
 			t.Fatalf("Fence(%s): %v", token, err)
 		}
-		e.writes.Wait()
+		waitRecords(e)
 		for i := range rounds {
 			r := rounds[i].Load()
 			fper[i] += r
