@@ -167,6 +167,30 @@ func TestPerlRedisLockSideBySide(t *testing.T) {
 	}
 }
 
+// AnyEvent::Redis 0.24 (Debian libanyevent-redis-perl), a non-blocking
+// Perl client, and the lock code its users write: SET NX PX, EVAL and
+// EVALSHA extend and release, 16 acquires in flight on one connection,
+// the WATCH/MULTI/EXEC release, INFO as it parses it, and a waiter on a
+// subscribed connection woken by the release script's PUBLISH.
+func TestAnyEventRedisLockSideBySide(t *testing.T) {
+	perl := needTool(t, "perl")
+	if err := exec.Command(perl, "-MAnyEvent::Redis", "-e", "1").Run(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("perl cannot load AnyEvent::Redis (libanyevent-redis-perl): %v", err)
+		}
+		t.Skipf("perl cannot load AnyEvent::Redis: %v", err)
+	}
+	sideBySide(t, library{checks: []string{
+		"ping", "acquire", "get shows the token", "pttl within the ttl", "contended acquire is undef",
+		"extend", "extend by a non-owner is 0", "release by a non-owner is 0",
+		"script load returns the sha1", "release with evalsha", "free after release", "stale release is 0",
+		"16 acquires in flight, one winner", "watch/multi/exec release", "info parses, redis_version",
+		"waiter woken by the release", "one message", "released",
+	}, keys: []string{"ae-lock"}, run: func(ctx context.Context, host, port string) *exec.Cmd {
+		return exec.CommandContext(ctx, perl, filepath.Join("testdata", "aelock.pl"), host, port, "ae-lock")
+	}})
+}
+
 // Python's asyncio clients (Debian's /usr/bin/python3): redis-py 4.3's
 // redis.asyncio Lock (python3-redis), and the lock code an aioredis 1.3
 // user writes (python3-aioredis, which has no Redis lock of its own),
