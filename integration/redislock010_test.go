@@ -322,3 +322,56 @@ func TestRedislockReObtainBesideAFreeKey(t *testing.T) {
 		c.wantFreeEverywhere(t, "ro:b")
 	})
 }
+
+// bsm/redislock v0.10.0 through the proxy with every master up and with
+// 2 of 5 down: ObtainMulti, a contended ObtainMulti, TTL, Refresh and
+// Release, each key held by the live masters and then by none.
+func TestRedislock010WithTwoMastersDown(t *testing.T) {
+	withTwoDown(t, "", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+		ctx := t.Context()
+		locker := redislock.New(p.Client)
+		keys := []string{"td:a", "td:b"}
+		l, err := locker.ObtainMulti(ctx, keys, 5*time.Second, nil)
+		if err != nil {
+			t.Fatalf("ObtainMulti: %v", err)
+		}
+		for _, k := range keys {
+			c.wantHeldEverywhere(t, k, l.Token(), 5*time.Second)
+		}
+		if _, err := locker.ObtainMulti(ctx, []string{"td:b", "td:c"}, 5*time.Second, nil); !errors.Is(err, redislock.ErrNotObtained) {
+			t.Errorf("contended ObtainMulti = %v; want ErrNotObtained", err)
+		}
+		c.wantFreeEverywhere(t, "td:c")
+		if err := l.Refresh(ctx, 8*time.Second, nil); err != nil {
+			t.Errorf("Refresh: %v", err)
+		}
+		if ttl, err := l.TTL(ctx); err != nil || ttl <= 5*time.Second || ttl > 8*time.Second {
+			t.Errorf("TTL after Refresh(8s) = %v, %v; want in (5s, 8s]", ttl, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+		for _, k := range keys {
+			c.wantFreeEverywhere(t, k)
+		}
+	})
+}
+
+// A call of a redislock v0.10 script that its quorum operation cannot
+// take (no key, a token length of 0) is refused with the reason: the
+// script is known by digest only, and its MSETNX is no lock command.
+func TestRedislock010CallsTheCatalogueCannotTakeAreRefused(t *testing.T) {
+	c, p := setup(t, 3, proxy.Config{})
+	ctx := t.Context()
+	const obtain = "eb0c00d98f6f33b4262419a509002884540f30be" // its obtain.lua
+	for _, call := range [][]any{
+		{"EVALSHA", obtain, 0, "tok", 3, 5000},
+		{"EVALSHA", obtain, 1, "rf:a", "tok", 0, 5000},
+	} {
+		err := p.Client.Do(ctx, call...).Err()
+		if err == nil || !strings.Contains(err.Error(), "MSETNX is not a lock command") {
+			t.Errorf("%v = %v; want it refused, naming MSETNX", call, err)
+		}
+	}
+	c.wantFreeEverywhere(t, "rf:a")
+}
