@@ -279,6 +279,8 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 		return resp.Error(fmt.Sprintf("ERR invalid expire time in '%s' command: the extended TTL would be over max_ttl (%v)", cmd, s.e.MaxTTL()))
 	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable) && oe.Quarantined > 0:
 		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed, and quarantined grants do not count (see INFO)", oe.Outcome, quorum.Quorum(oe.Total)))
+	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable) && oe.Unseeded > 0:
+		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed, and masters whose counters were lost do not count until seeded again", oe.Outcome, quorum.Quorum(oe.Total)))
 	case errors.As(err, &oe) && errors.Is(err, quorum.ErrUnavailable):
 		return resp.Error(fmt.Sprintf("NOQUORUM %v; %d needed", oe.Outcome, quorum.Quorum(oe.Total)))
 	case errors.As(err, &oe) && oe.Expired:

@@ -30,6 +30,8 @@ func TestErrorReply(t *testing.T) {
 			"NOQUORUM 0 granted, 0 denied, 3 failed of 3 nodes; 2 needed", false},
 		{"quarantined grant", "set", quorum.OpAcquire, &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Granted: 1, Denied: 1, Quarantined: 1}, Unavailable: true},
 			"NOQUORUM 1 granted, 1 quarantined, 1 denied, 0 failed of 3 nodes; 2 needed, and quarantined grants do not count (see INFO)", false},
+		{"counters not seeded", "fence", 0, &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Granted: 1, Failed: 1, Unseeded: 1}, Unavailable: true},
+			"NOQUORUM 1 granted, 1 unseeded, 0 denied, 1 failed of 3 nodes; 2 needed, and masters whose counters were lost do not count until seeded again", false},
 		{"command deadline", "get", quorum.OpRead, context.DeadlineExceeded, "NOQUORUM command timed out", false},
 		{"validity ran out", "evalsha", 0, errLate, "ERR quorum: denied: validity expired before the reply", false},
 		{"validity ran out, every node granting", "evalsha", quorum.OpAcquire, &quorum.OutcomeError{Outcome: quorum.Outcome{Total: 3, Granted: 3}, Expired: true},

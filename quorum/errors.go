@@ -34,6 +34,9 @@ type Outcome struct {
 	// count: quarantined, unverified or refused. For the verdict they
 	// are like failed nodes: they could have changed the outcome.
 	Quarantined int
+	// Unseeded counts the nodes whose counters were lost and are not yet
+	// seeded again (counters only): they do not count either.
+	Unseeded int
 }
 
 // Answered is how many nodes gave an answer, yes or no.
@@ -41,11 +44,15 @@ func (o Outcome) Answered() int { return o.Granted + o.Denied }
 
 // String counts every kind of answer, so that "not enough answered" can
 // never read like "enough answered": "1 granted, 2 denied, 2 failed of 5
-// nodes", with "1 quarantined" after the grants when there are such.
+// nodes", with "1 quarantined" and "1 unseeded" after the grants when
+// there are such.
 func (o Outcome) String() string {
 	q := ""
 	if o.Quarantined > 0 {
 		q = fmt.Sprintf(", %d quarantined", o.Quarantined)
+	}
+	if o.Unseeded > 0 {
+		q += fmt.Sprintf(", %d unseeded", o.Unseeded)
 	}
 	return fmt.Sprintf("%d granted%s, %d denied, %d failed of %d nodes", o.Granted, q, o.Denied, o.Failed, o.Total)
 }

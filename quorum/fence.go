@@ -497,7 +497,7 @@ func counterUnavailable(reads []result[CounterEntry], seeded int) error {
 		case r.err != nil:
 			o.Failed++
 		case r.v.State != CounterSeeded:
-			o.Quarantined++ // its counters are lost or being seeded
+			o.Unseeded++ // its counters are lost or being seeded
 		}
 	}
 	return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures(reads)}

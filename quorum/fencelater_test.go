@@ -1,7 +1,9 @@
 package quorum
 
 import (
+	"errors"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,5 +137,21 @@ func TestFenceRecordOnTheRestWaits(t *testing.T) {
 	}
 	if w, rest := restWrites(); w != int64(rest) {
 		t.Errorf("Close at once: %d writes on the %d nodes not asked; want one each", w, rest)
+	}
+}
+
+// TestCounterUnavailableNamesUnseededNodes: a counter round short of
+// seeded nodes names them as unseeded, not quarantined (attack13): no
+// lock quarantine is involved, and INFO shows none.
+func TestCounterUnavailableNamesUnseededNodes(t *testing.T) {
+	reads := []result[CounterEntry]{
+		{v: CounterEntry{State: CounterSeeded, Value: 4}},
+		{v: CounterEntry{State: CounterPending}},
+		{err: errors.New("down")},
+	}
+	err := counterUnavailable(reads, 1)
+	want := "quorum: unavailable: 1 granted, 1 unseeded, 0 denied, 1 failed of 3 nodes"
+	if !errors.Is(err, ErrUnavailable) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("counterUnavailable = %v; want %q…, matching ErrUnavailable", err, want)
 	}
 }
