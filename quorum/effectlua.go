@@ -2,20 +2,21 @@ package quorum
 
 import (
 	"crypto/sha1"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
+	"text/template"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
 // The wrapper runs a client's script on one node with its effect watched.
-// Its Lua lives in lua/wrapper_*.lua, assembled here by one set of
-// placeholders (wrapperParts) into a script around one body and one
+// Its Lua lives in lua/wrapper_*.lua, assembled by one template
+// (lua/wrapper.tmpl, wrapperLua) into a script around one body and one
 // library for every body (TestWrapperFormsParse parses each form).
 // A guarded redis table refuses any command outside the allow-list, any
 // key argument that is not one of KEYS, and SELECT of a database other
@@ -67,38 +68,90 @@ import (
 // do. The body's locals cannot reach the wrapper's: script
 // admission refuses every name that is not the body's own local or an
 // allowed global.
-// wrapperStateSrc declares what a run knows. Its values are set by
-// wrapperInitSrc at the start of each run.
+// wrapperLua is the wrapper's Lua, one template over lua/wrapper*.lua
+// (delimiters ${ }, which Lua never writes): wrapper.tmpl assembles the
+// two forms of a wrapped script around the same parts. As a script
+// (EVAL, eval_head + body + eval_tail) every run builds the wrapper's
+// functions anew. As a library (lib: FUNCTION LOAD once, then FCALL) they
+// are built once, when a node loads it, and a run only sets the state
+// they share; the library reads the real redis table when it runs
+// (__rlp_G), as the one it is loaded with has no call, and has no
+// redis.replicate_commands, a no-op for scripts since Redis 7.0.
+// TestWrapperFormsParse parses each form.
 //
-//go:embed lua/wrapper_state.lua
-var wrapperStateSrc string
-
-// wrapperInitSrc starts a run (__RLP_REDIS: the real redis table;
-// __RLP_FIRSTRUN: what the form does on its first run only).
+// The parts: wrapper_state.lua declares what a run knows, set by
+// wrapper_init.lua at the start of each run; wrapper_fns.lua are the
+// wrapper's functions; wrapper_redis.lua is the guarded redis table's own
+// members, call and pcall (any other member is the real table's), each
+// the body of wrapper_guard.lua (PC the real one, Refuse what a refusal
+// does: the same code twice, since one more call level with the
+// arguments costs a run); wrapper_bodies.lua keeps the bodies the library
+// has compiled; wrapper_tail.lua runs the body and answers, with
+// wrapper_fastkey.lua for each key the fast path proved.
 //
-//go:embed lua/wrapper_init.lua
-var wrapperInitSrc string
+//go:embed lua/wrapper.tmpl lua/wrapper_*.lua
+var wrapperFS embed.FS
 
-// wrapperFnsSrc are the wrapper's functions.
-//
-//go:embed lua/wrapper_fns.lua
-var wrapperFnsSrc string
+var wrapperLua = template.Must(template.New("wrapper").Delims("${", "}").Option("missingkey=error").
+	ParseFS(wrapperFS, "lua/wrapper.tmpl", "lua/wrapper_*.lua"))
 
-// wrapperRedisSrc is the guarded redis table's own members: call and
-// pcall; any other member is the real table's.
-//
-//go:embed lua/wrapper_redis.lua
-var wrapperRedisSrc string
+// wrapperData fills the template: the allow-list, max_ttl and the
+// bounds, for both forms; a body's parameters and literals (the script
+// form), the library's function name (the library).
+type wrapperData struct {
+	Lib                     bool
+	Params, Lits, Name      string
+	MaxTTL                  int64
+	MaxBytes, MaxEntries    int
+	MaxBodies, MaxBodyBytes int
+	MaxDepth                int
+	KindChain, HoldPrefix   string
+	PC, Refuse              string // in wrapper_guard.lua: set by Call and PCall
+}
 
-// wrapperGuard is the body of the guarded redis.call and redis.pcall
-// (__RLP_PC the real one, __RLP_REFUSE what a refusal does): the same
-// code twice, since one more call level with the arguments costs a run.
-//
-//go:embed lua/wrapper_guard.lua
-var wrapperGuard string
+// Call and PCall are d for the guarded redis.call and redis.pcall.
+func (d wrapperData) Call() wrapperData {
+	d.PC, d.Refuse = "__rlp_call", `error({err = "ERR script refused: " .. __rlp_refused})`
+	return d
+}
 
-var wrapperTail = strings.NewReplacer("__RLP_FASTKEY", wrapperFastKey,
-	"__RLP_MAXDEPTH", strconv.Itoa(maxReplyDepth)).Replace(wrapperTailSrc)
+func (d wrapperData) PCall() wrapperData {
+	d.PC, d.Refuse = "__rlp_pcall", `do return {err = "ERR script refused: " .. __rlp_refused} end`
+	return d
+}
+
+// newWrapperData is the template's data for max_ttl.
+func newWrapperData(maxTTL time.Duration) wrapperData {
+	// The allow-list as a chain of comparisons, the common names first,
+	// each in lower and upper case (any other case is lowered, then
+	// compared again).
+	var kinds strings.Builder
+	for i, name := range commandOrder() {
+		if i > 0 {
+			kinds.WriteString("else")
+		}
+		c, _ := lua.Lookup(name)
+		fmt.Fprintf(&kinds, "if c == %s or c == %s then c, kind = %s, %d\n        ",
+			lua.Quote(name), lua.Quote(strings.ToUpper(name)), lua.Quote(name), commandKind(name, c))
+	}
+	kinds.WriteString("end")
+	return wrapperData{
+		MaxTTL:   maxTTL.Milliseconds(),
+		MaxBytes: maxSnapshotBytes, MaxEntries: maxSnapshotEntries,
+		MaxBodies: maxLibraryBodies, MaxBodyBytes: maxLibraryBodyBytes,
+		MaxDepth:  maxReplyDepth,
+		KindChain: kinds.String(), HoldPrefix: lua.Quote(holdPrefix),
+	}
+}
+
+// render executes one of wrapper.tmpl's forms.
+func (d wrapperData) render(form string) string {
+	var b strings.Builder
+	if err := wrapperLua.ExecuteTemplate(&b, form, d); err != nil {
+		panic(fmt.Sprintf("quorum: the wrapper's template: %v", err)) // TestWrapperFormsParse runs every form
+	}
+	return b.String()
+}
 
 // maxReplyDepth is how deep a script's reply served by its effect may
 // nest arrays: the wrapper refuses a deeper one (or a cycle), and undoes
@@ -106,77 +159,6 @@ var wrapperTail = strings.NewReplacer("__RLP_FASTKEY", wrapperFastKey,
 // reads 1,024 (internal/wire): past that, the connection would fail and
 // every other call on it with it.
 const maxReplyDepth = 256
-
-var wrapperRedis = strings.NewReplacer(
-	"__RLP_GUARD_CALL", strings.NewReplacer(
-		"__RLP_PC", "__rlp_call",
-		"__RLP_REFUSE", `error({err = "ERR script refused: " .. __rlp_refused})`,
-	).Replace(wrapperGuard),
-	"__RLP_GUARD_PCALL", strings.NewReplacer(
-		"__RLP_PC", "__rlp_pcall",
-		"__RLP_REFUSE", `do return {err = "ERR script refused: " .. __rlp_refused} end`,
-	).Replace(wrapperGuard),
-).Replace(wrapperRedisSrc)
-
-// The two forms of a wrapped script, around the same parts. As a script
-// (EVAL) every run builds the wrapper's functions anew. As a library
-// (FUNCTION LOAD once, then FCALL) they are built once, when a node loads
-// it, and a run only sets the state they share.
-var (
-	evalHead = wrapperStateSrc + "__rlp_lits = __RLP_LITERALS\n" +
-		strings.NewReplacer("__RLP_REDIS", "redis", "__RLP_FIRSTRUN", "").Replace(wrapperInitSrc) +
-		wrapperFnsSrc + "local __rlp_real = redis\nlocal redis = setmetatable({\n" + wrapperRedis +
-		"}, {__index = __rlp_real})\nlocal function __rlp_body(__RLP_BODYPARAMS)\n"
-	evalTail = "\nend\n" + wrapperTail
-
-	// The library is one for every body: it reads the real redis table
-	// when it runs (__rlp_G), as the one it is loaded with has no call.
-	// Functions have no redis.replicate_commands, a no-op for scripts
-	// since Redis 7.0.
-	libSrc = "#!lua name=__RLP_NAME\nlocal __rlp_reg = redis.register_function\n" +
-		"local function __rlp_G() return redis end\nlocal KEYS, ARGV\n" +
-		wrapperStateSrc + wrapperFnsSrc + "local redis = {\n" + wrapperRedis +
-		"  replicate_commands = function() return true end,\n}\n" + wrapperBodiesSrc +
-		"__rlp_reg(\"__RLP_NAME\", function(__rlp_k, __rlp_a)\n" +
-		"local __rlp_n = #__rlp_a\nlocal __rlp_tag = __rlp_a[__rlp_n]\n" +
-		"if __rlp_tag ~= __rlp_curtag then\n  local __rlp_e = __rlp_bodies[__rlp_tag]\n" +
-		"  if __rlp_e then __rlp_curtag = __rlp_tag\n  else\n" +
-		"    __rlp_e, __rlp_curtag = __rlp_find(__rlp_a), false\n    if __rlp_e.err then return __rlp_e end\n  end\n" +
-		"  __rlp_body, __rlp_set, __rlp_lits = __rlp_e.body, __rlp_e.set, __rlp_e.lits\nend\n" +
-		"__rlp_a[__rlp_n] = nil\nKEYS, ARGV = __rlp_k, __rlp_a\n__rlp_set(__rlp_k, __rlp_a)\n" +
-		strings.NewReplacer("__RLP_REDIS", "__rlp_G()", "__RLP_FIRSTRUN", "setmetatable(redis, {__index = __rlp_G()})").Replace(wrapperInitSrc) +
-		wrapperTail + "end)\n"
-)
-
-// wrapperBodiesSrc keeps the bodies the library has compiled, by the
-// SHA-1 of their chunk (bodyChunk), as a node's Lua state keeps them
-// between calls. A call's last argument is the chunk's SHA-1; or, when
-// the node lacks it (first use, a flush, a restart, an eviction), "+"
-// and the SHA-1 after the chunk itself, which it compiles and keeps. At
-// most __RLP_MAXBODIES chunks, __RLP_MAXBODYBYTES bytes of text in all,
-// are kept: a new one drops others to make room. __rlp_find takes the
-// call's own arguments off ARGV and returns the body's entry, or the
-// error reply to answer; the library's function looks a known body up
-// itself, and keeps the one it runs in body, set and lits (curtag: its
-// SHA-1 once it was looked up; the next call of the same body looks up
-// nothing).
-//
-//go:embed lua/wrapper_bodies.lua
-var wrapperBodiesSrc string
-
-// wrapperFastKey is what the fast path proved of one key (st): changed
-// (ch), how long its own holder has left (hold) and that holder's place
-// among the own tokens before (bi) and after (ai), 0 for none: what it
-// held before its first change and holds now, or an own value it only
-// read, before and after.
-//
-//go:embed lua/wrapper_fastkey.lua
-var wrapperFastKey string
-
-// wrapperTailSrc runs the body and answers.
-//
-//go:embed lua/wrapper_tail.lua
-var wrapperTailSrc string
 
 // undoEffectScript gives back one key a run took new (keyUndo): a
 // string holding one of the run's own holders is deleted; of a hash or
@@ -231,8 +213,9 @@ func wrapBody(body string, literals []string, maxTTL time.Duration) wrapped {
 	if !strings.Contains(body, "...") {
 		params = ""
 	}
-	head := wrapperParts(maxTTL, params, lits.String())
-	eh := head.Replace(evalHead)
+	d := newWrapperData(maxTTL)
+	d.Params, d.Lits = params, lits.String()
+	eh := d.render("eval_head")
 	fn, lib := wrapperLibrary(maxTTL)
 	// The chunk: on the body's first line, locals for what the library
 	// gives the body (its KEYS and ARGV, set before each run, and the
@@ -241,51 +224,31 @@ func wrapBody(body string, literals []string, maxTTL time.Duration) wrapped {
 	chunk := "local KEYS, ARGV, redis = nil, nil, ... return function(" + params + ") " + body +
 		"\nend, function(k, a) KEYS, ARGV = k, a end, " + lits.String() + "\n"
 	return wrapped{
-		eval: eh + body + head.Replace(evalTail), fn: fn, lib: libraryForm{text: lib, chunk: chunk},
+		eval: eh + body + d.render("eval_tail"), fn: fn, lib: libraryForm{text: lib, chunk: chunk},
 		evalHead: strings.Count(eh, "\n"),
 	}
 }
 
 // wrapperLibrary is the library every body runs in, for this max_ttl, and
-// its function's name. It is named by what it holds:
-// proxies that wrap alike share it, and any other library keeps its own
-// name.
+// its function's name. It is named by what it holds (the SHA-1 of the
+// library with a placeholder for the name): proxies that wrap alike share
+// it, and any other library keeps its own name.
 func wrapperLibrary(maxTTL time.Duration) (fn, lib string) {
-	lib = wrapperParts(maxTTL, "", "{}").Replace(libSrc)
-	sum := sha1.Sum([]byte(lib))
-	fn = "rlp_" + hex.EncodeToString(sum[:])
-	return fn, strings.ReplaceAll(lib, "__RLP_NAME", fn)
+	if l, ok := libraries.Load(maxTTL); ok {
+		return l.([2]string)[0], l.([2]string)[1]
+	}
+	d := newWrapperData(maxTTL)
+	d.Lib, d.Name = true, "__RLP_NAME"
+	sum := sha1.Sum([]byte(d.render("lib")))
+	d.Name = "rlp_" + hex.EncodeToString(sum[:])
+	lib = d.render("lib")
+	libraries.Store(maxTTL, [2]string{d.Name, lib})
+	return d.Name, lib
 }
 
-// wrapperParts fills the wrapper's placeholders: the allow-list, max_ttl
-// and the bounds, and a body's parameters and literals (the script form
-// only).
-func wrapperParts(maxTTL time.Duration, params, lits string) *strings.Replacer {
-	// The allow-list as a chain of comparisons, the common names first,
-	// each in lower and upper case (any other case is lowered, then
-	// compared again).
-	var kinds strings.Builder
-	for i, name := range commandOrder() {
-		if i > 0 {
-			kinds.WriteString("else")
-		}
-		c, _ := lua.Lookup(name)
-		fmt.Fprintf(&kinds, "if c == %s or c == %s then c, kind = %s, %d\n        ",
-			lua.Quote(name), lua.Quote(strings.ToUpper(name)), lua.Quote(name), commandKind(name, c))
-	}
-	kinds.WriteString("end")
-	return strings.NewReplacer(
-		"__RLP_BODYPARAMS", params,
-		"__RLP_LITERALS", lits,
-		"__RLP_MAXBYTES", strconv.Itoa(maxSnapshotBytes),
-		"__RLP_MAXENTRIES", strconv.Itoa(maxSnapshotEntries),
-		"__RLP_MAXBODIES", strconv.Itoa(maxLibraryBodies),
-		"__RLP_MAXBODYBYTES", strconv.Itoa(maxLibraryBodyBytes),
-		"__RLP_KINDCHAIN", kinds.String(),
-		"__RLP_MAXTTL", strconv.FormatInt(maxTTL.Milliseconds(), 10),
-		"__RLP_HOLDPREFIX", lua.Quote(holdPrefix),
-	)
-}
+// libraries are the wrapper's libraries rendered, by max_ttl: an engine
+// has one, and a test a few.
+var libraries sync.Map
 
 // A write the wrapper cannot prove is a lock owner's snapshots its key
 // first (the slow path): a key larger than these (a string's bytes, a

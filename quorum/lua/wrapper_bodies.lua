@@ -20,7 +20,7 @@ local function __rlp_find(a)
     local f, why = load(src, "@user_script")
     if not f then return {err = "RLPNOCOMPILE " .. tostring(why)} end
     local body, set, lits = f(redis)
-    while __rlp_nbodies > 0 and (__rlp_nbodies >= __RLP_MAXBODIES or __rlp_bodybytes + #src > __RLP_MAXBODYBYTES) do
+    while __rlp_nbodies > 0 and (__rlp_nbodies >= ${.MaxBodies} or __rlp_bodybytes + #src > ${.MaxBodyBytes}) do
       local k, old = next(__rlp_bodies)
       __rlp_bodies[k], __rlp_nbodies, __rlp_bodybytes = nil, __rlp_nbodies - 1, __rlp_bodybytes - old.n
     end

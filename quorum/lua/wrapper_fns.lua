@@ -23,9 +23,9 @@ end
 -- its mode in its hash (field "mode", "write" or "read") beside the
 -- holders, so its watchdog, which names no "mode", may renew it.
 local __rlp_holds = {
-  string = {shared = true, size = "strlen", limit = __RLP_MAXBYTES},
-  hash = {shared = true, size = "hlen", limit = __RLP_MAXENTRIES, marks = {mode = {write = true, read = true}}},
-  zset = {scored = true, size = "zcard", limit = __RLP_MAXENTRIES},
+  string = {shared = true, size = "strlen", limit = ${.MaxBytes}},
+  hash = {shared = true, size = "hlen", limit = ${.MaxEntries}, marks = {mode = {write = true, read = true}}},
+  zset = {scored = true, size = "zcard", limit = ${.MaxEntries}},
 }
 -- A marker string that expires within this many ms (Symfony's SET ... PX 1
 -- probe) holds nothing.
@@ -143,7 +143,7 @@ local function __rlp_slow()
       return "it turns a " .. b.t .. " key into a " .. a.t
     end
     if a.t ~= "none" and a.pttl < 0 then return "it leaves a key without an expiry" end
-    if a.t ~= "none" and a.pttl > __RLP_MAXTTL then return "it leaves a key with an expiry over max_ttl" end
+    if a.t ~= "none" and a.pttl > ${.MaxTTL} then return "it leaves a key with an expiry over max_ttl" end
     if a.big then return "it leaves " .. L.big(a) end
     local own = L.ownset()
     local hb, ha = L.holders(b), L.holders(a)
@@ -193,7 +193,7 @@ local function __rlp_slow()
       if hb[m] ~= v then
         local mk = L.mark(a, m, v, own)
         if own[m] and not mk then
-          if ta.scored and not (tonumber(v) > L.now() and tonumber(v) <= L.now() + __RLP_MAXTTL) then
+          if ta.scored and not (tonumber(v) > L.now() and tonumber(v) <= L.now() + ${.MaxTTL}) then
             return "it scores a sorted-set member by what is not its expiry (a time in ms in the future, within max_ttl)"
           end
         elseif not mk then

@@ -5,7 +5,7 @@
     if (cmd == "GET" or cmd == "get") and not __rlp_refused then
       local st = __rlp_st[(...)]
       if st then
-        local r = __RLP_PC(cmd, ...)
+        local r = ${.PC}(cmd, ...)
         if not st.s then
           if r == false or r == nil then st.m = false
           elseif __rlp_type(r) == "string" then st.m, st.mi = r, nil
@@ -44,7 +44,7 @@
             __rlp_tsv, t = t, tonumber(t)
             __rlp_tsn = t
           end
-          if t and t > 0 and t <= __RLP_MAXTTL then
+          if t and t > 0 and t <= ${.MaxTTL} then
             if v ~= nil and __rlp_argv[1] == v then vi = 1 else vi = __rlp_own(v) end
           end
         end
@@ -57,7 +57,7 @@
             st.o, st.oi, __rlp_held = m, mi, true
             if m then st.oe = __rlp_call("pexpiretime", k) end
           end
-          local r = __RLP_PC(cmd, ...)
+          local r = ${.PC}(cmd, ...)
           -- SET's reply here: a status table, false, or an error table.
           if r and r.ok then
             __rlp_okr = r
@@ -74,10 +74,10 @@
     -- would be built anew on every run.
     local c, kind = cmd
     if not __rlp_refused then
-      __RLP_KINDCHAIN
+      ${.KindChain}
       if not kind then
         c = string.lower(__rlp_tostring(cmd))
-        __RLP_KINDCHAIN
+        ${.KindChain}
         if not kind then __rlp_refused = string.upper(c) .. " is not a lock command" end
       end
     end
@@ -89,10 +89,10 @@
         -- Keys are strings: Redis would turn a number into a key of
         -- other digits than tostring gives. No argument at all is
         -- Redis's error to give.
-        if __rlp_select("#", ...) == 0 then return __RLP_PC(cmd, ...) end
+        if __rlp_select("#", ...) == 0 then return ${.PC}(cmd, ...) end
         __rlp_refused = "a key argument of " .. string.upper(c) .. " is not one of KEYS"
       elseif kind == 1 then
-        return __RLP_PC(cmd, ...)
+        return ${.PC}(cmd, ...)
       end
     elseif kind == 0 then
       if (c == "publish" or c == "spublish") and __rlp_select("#", ...) == 2 then
@@ -107,9 +107,9 @@
           return 0
         end
       end
-      return __RLP_PC(cmd, ...)
+      return ${.PC}(cmd, ...)
     elseif kind and __rlp_slow().keysok(c, kind, ...) then
-      if kind ~= 4 then return __RLP_PC(cmd, ...) end
+      if kind ~= 4 then return ${.PC}(cmd, ...) end
       if __rlp_select("#", ...) == 1 then
         k = ...
         st = __rlp_st[k]
@@ -117,7 +117,7 @@
         for i = 1, __rlp_select("#", ...) do
           if not __rlp_slow().toslow((__rlp_select(i, ...))) then break end
         end
-        if not __rlp_refused then return __RLP_PC(cmd, ...) end
+        if not __rlp_refused then return ${.PC}(cmd, ...) end
       end
     end
     if st then
@@ -127,30 +127,30 @@
       -- It proves here PEXPIRE k t / EXPIRE k s, DEL k / UNLINK k on a
       -- key the run saw holding an own value (or free: then they do
       -- nothing).
-      if st.s then return __RLP_PC(cmd, ...) end
+      if st.s then return ${.PC}(cmd, ...) end
       local m = st.m
       local t, ts, mi
       if m ~= nil and (c == "pexpire" or c == "expire" or c == "del" or c == "unlink") then
-        if m == false then return __RLP_PC(cmd, ...) end -- no key: nothing to do
+        if m == false then return ${.PC}(cmd, ...) end -- no key: nothing to do
         if c == "del" or c == "unlink" then t = 0
         elseif __rlp_select("#", ...) == 2 then
           ts = __rlp_select(2, ...)
           t = tonumber(ts)
           if t and c == "expire" then t, ts = t * 1000, nil end
-          if not (t and t > 0 and t <= __RLP_MAXTTL) then t = nil end
+          if not (t and t > 0 and t <= ${.MaxTTL}) then t = nil end
         end
         if t then mi = st.mi or __rlp_own(m) end
         if mi then
           if not st.ttl then
             st.o, st.oi, st.oe, __rlp_held = m, mi, __rlp_call("pexpiretime", k), true
           end
-          local r = __RLP_PC(cmd, ...)
+          local r = ${.PC}(cmd, ...)
           if r == 1 then
             if t == 0 then st.m, st.mi, st.ttl = false, nil, 0 else st.mi, st.ttl, st.ttls = mi, t, ts end
           end
           return r
         end
       end
-      if __rlp_slow().toslow(k) then return __RLP_PC(cmd, ...) end
+      if __rlp_slow().toslow(k) then return ${.PC}(cmd, ...) end
     end
-    __RLP_REFUSE
+    ${.Refuse}

@@ -1,9 +1,9 @@
 if not __rlp_call then
-  __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_xpcall = __RLP_REDIS.call, __RLP_REDIS.pcall, tostring, select, type, xpcall
+  __rlp_call, __rlp_pcall, __rlp_tostring, __rlp_select, __rlp_type, __rlp_xpcall = ${if .Lib}__rlp_G()${else}redis${end}.call, ${if .Lib}__rlp_G()${else}redis${end}.pcall, tostring, select, type, xpcall
   -- xpcall with this handler keeps a raised table a table (Redis's pcall
   -- makes it its err text, which a Lua error's text cannot be told from).
   __rlp_asis = function(e) return e end
-  __RLP_FIRSTRUN
+  ${if .Lib}setmetatable(redis, {__index = __rlp_G()})${end}
 end
 -- Only a run that kept an own value's past (held) or put a key on the
 -- slow path (slowfns) set a state's o, oi, oe or s: the last run's states

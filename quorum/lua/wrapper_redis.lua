@@ -1,6 +1,6 @@
   call = function(cmd, ...)
-__RLP_GUARD_CALL
+${template "wrapper_guard.lua" .Call}
   end,
   pcall = function(cmd, ...)
-__RLP_GUARD_PCALL
+${template "wrapper_guard.lua" .PCall}
   end,

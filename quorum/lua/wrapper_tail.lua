@@ -12,7 +12,7 @@ if __rlp_ok and __rlp_okr and __rlp_r == __rlp_okr and not __rlp_refused and not
   local st = __rlp_p1 -- KEYS[1]'s state (wrapperInitSrc)
   local ts = st.ttls
   if ts ~= nil and ts == __rlp_fastts and st.mi == 1 then return __rlp_fastr end
-  __RLP_FASTKEY
+  ${template "wrapper_fastkey.lua" .}
   if hold < 1e14 then
     local D = __rlp_digits
     local r = "s" .. D[ch] .. "." .. (D[bi] or bi) .. "." .. (D[ai] or ai) .. "." .. (holds or D[hold] or hold) .. ":OK"
@@ -58,7 +58,7 @@ end
 -- its ok, when a string; a double, a big number (CR and LF as spaces),
 -- a verbatim string (its format three bytes, then ":" and its text), a
 -- map or a set by its field; else an array. Nil when it nests more than
--- __RLP_MAXDEPTH tables (a cycle is endless): more than the proxy
+-- ${.MaxDepth} tables (a cycle is endless): more than the proxy
 -- carries, so the run is refused and undone.
 -- It also gives up past 100,000 elements below the reply: a table may
 -- appear in itself many times over ({t, t} nested), which encodes
@@ -69,7 +69,7 @@ local function __rlp_enc(v, d)
   if __rlp_left < 0 then return nil end
   local t = __rlp_type(v)
   if t == "table" then
-    if d > __RLP_MAXDEPTH then return nil end
+    if d > ${.MaxDepth} then return nil end
     local f = v.err
     if __rlp_type(f) == "string" then return {"e", f} end
     f = v.ok
@@ -124,7 +124,7 @@ if not __rlp_why and __rlp_ok and __rlp_type(__rlp_r) == "table"
   if not __rlp_encr and __rlp_left < 0 then
     __rlp_why = "its reply has more than 100000 elements, more than the proxy carries"
   elseif not __rlp_encr then
-    __rlp_why = "its reply nests more than __RLP_MAXDEPTH arrays, more than the proxy carries"
+    __rlp_why = "its reply nests more than ${.MaxDepth} arrays, more than the proxy carries"
   end
 end
 if __rlp_why then
@@ -187,7 +187,7 @@ for i = 1, (__rlp_slowfns or __rlp_held) and #__rlp_keys or 0 do
   local st = __rlp_st[k]
   local b = st.s
   if b and not __rlp_same[i] and (b.t == "string" or b.t == "hash") or not b and st.ttl and st.oi then
-    local rk = __RLP_HOLDPREFIX .. k
+    local rk = ${.HoldPrefix} .. k
     local rec = __rlp_call("get", rk)
     local sp = rec and string.find(rec, " ", 1, true)
     if sp then
@@ -273,7 +273,7 @@ for i = 1, __rlp_nk do
     __rlp_short = false
     break
   end
-  __RLP_FASTKEY
+  ${template "wrapper_fastkey.lua" .}
   if hold >= 1e14 then
     __rlp_short = false -- past what tostring writes exactly
     break
@@ -299,7 +299,7 @@ local o, n = __rlp_out, 2
 for i = 1, #__rlp_keys do
   local st = __rlp_st[__rlp_keys[i]]
   if not st.s then
-    __RLP_FASTKEY
+    ${template "wrapper_fastkey.lua" .}
     local code = ((hold * 1024 + ai) * 1024 + bi) * 2 + ch
     if bi < 1024 and ai < 1024 and code < 2 ^ 53 then
       n = n + 1
