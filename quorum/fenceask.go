@@ -31,7 +31,7 @@ import (
 type fenceHint struct {
 	order  []int         // the nodes' indexes, by address
 	behind []atomic.Bool // the node's last counter answer failed or was not seeded
-	last   atomic.Int64  // the highest counter seen: the window's place
+	last   atomic.Int64  // the highest counter of the last round: the window's place
 }
 
 // fenceRotate is how many tokens apart the window moves by one node; the
@@ -76,20 +76,22 @@ func (e *Engine) fenceAsk(buf []bool) []bool {
 }
 
 // noteCounters keeps the hint from a counter round's answers: which
-// nodes answered seeded, and the highest counter seen. A node not asked
-// is left as it was.
+// nodes answered seeded, and the highest counter of the round. A node
+// not asked is left as it was. The place follows the round, down too: a
+// new deployment's counters start again from zero.
 func (e *Engine) noteCounters(reads []result[CounterEntry]) {
+	top := int64(-1)
 	for i, r := range reads {
 		if r.err == errNotAsked {
 			continue
 		}
 		seeded := r.err == nil && r.v.State == CounterSeeded
 		e.hint.behind[i].Store(!seeded)
-		for seeded {
-			old := e.hint.last.Load()
-			if r.v.Value <= old || e.hint.last.CompareAndSwap(old, r.v.Value) {
-				break
-			}
+		if seeded {
+			top = max(top, r.v.Value)
 		}
+	}
+	if top >= 0 {
+		e.hint.last.Store(top)
 	}
 }

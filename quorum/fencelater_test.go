@@ -155,3 +155,30 @@ func TestCounterUnavailableNamesUnseededNodes(t *testing.T) {
 		t.Errorf("counterUnavailable = %v; want %q…, matching ErrUnavailable", err, want)
 	}
 }
+
+// TestFenceWindowFollowsTheCounters: the window's place follows the last
+// round's counters, down too (a new deployment's start from zero), so
+// that it moves on again: before, it kept the highest counter ever seen.
+func TestFenceWindowFollowsTheCounters(t *testing.T) {
+	var nodes []Node
+	for i := range 5 {
+		nodes = append(nodes, &fakeNode{addr: strconv.Itoa(i)})
+	}
+	e := New(Config{MaxTTL: time.Second}, nodes...)
+	round := func(v int64) []result[CounterEntry] {
+		rs := make([]result[CounterEntry], 5)
+		for i := range rs {
+			rs[i] = result[CounterEntry]{v: CounterEntry{State: CounterSeeded, Value: v}}
+		}
+		rs[4].err = errNotAsked
+		return rs
+	}
+	e.noteCounters(round(10 * fenceRotate))
+	if got := e.hint.last.Load(); got != 10*fenceRotate {
+		t.Fatalf("after a round at %d: the window's place %d", 10*fenceRotate, got)
+	}
+	e.noteCounters(round(3))
+	if got := e.hint.last.Load(); got != 3 {
+		t.Errorf("after a round at 3 (a new deployment): the window's place %d; want 3", got)
+	}
+}
