@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // Lock libraries the proxy was not written around, each driven by a
@@ -29,6 +30,10 @@ type library struct {
 	proxyChecks []string
 	keys        []string // left on no master afterwards
 	idle        int      // seconds after which both servers close an idle client; 0: never
+	// nodeTimeout, when set, is the proxy's node_timeout instead of the
+	// tests' (config.toml's default, 50ms: a script reply's PTTLs agree
+	// across masters only from node_timeout plus the run's time on).
+	nodeTimeout time.Duration
 	run         func(ctx context.Context, host, port string) *exec.Cmd
 }
 
@@ -52,7 +57,15 @@ func sideBySide(t *testing.T, l library) {
 	})
 	t.Run("proxy over 5 masters", func(t *testing.T) {
 		t.Parallel()
-		c, p := setup(t, 5, proxy.Config{IdleTimeout: time.Duration(l.idle) * time.Second})
+		cfg := proxy.Config{IdleTimeout: time.Duration(l.idle) * time.Second}
+		c, p := (*cluster)(nil), (*proxyProc)(nil)
+		if l.nodeTimeout > 0 {
+			cfg.CommandTimeout = commandTimeout
+			c = startNodes(t, 5)
+			p = startProxy(t, cfg, quorum.Config{NodeTimeout: l.nodeTimeout}, c.addrs...)
+		} else {
+			c, p = setup(t, 5, cfg)
+		}
 		side(t, p.Addr, proxyChecks)
 		for _, k := range l.keys {
 			c.wantFreeEverywhere(t, k)
@@ -280,14 +293,24 @@ const delRefused = "ERR DEL is refused: release a lock with its token through th
 
 // Lock libraries from npm (pinned in .ci/npm-packages): redis-semaphore
 // 5.8 (Mutex and Semaphore over ioredis), redlock 4.2 and 5.0.0-beta.2
-// (node-redlock v4 and v5, with using(), over ioredis), node-redis-warlock
-// 1.0 (over ioredis), redis-lock 1.0 (over node-redis v4) and
+// (node-redlock v4 and v5, with using(), over ioredis), redlock-universal
+// 0.8 (over ioredis and over node-redis), node-redis-warlock 1.0 (over
+// ioredis), redis-lock 1.0 (over node-redis v4) and
 // simple-redis-mutex 3.0 (over node-redis v6); and ioredis's reconnect
 // after the server closed an idle connection.
 // Semaphore's ZREM release and simple-redis-mutex's INCR fencing counter
 // are refused through the proxy (docs/compatibility.md, "Differences from one Redis":
 // other Redis commands), and so is redis-lock's DEL release.
 func TestNpmLockLibrariesSideBySide(t *testing.T) {
+	// redlock-universal's using() extends by a script whose reply carries
+	// the PTTL it read first (a fifth of the TTL): under the tests'
+	// node_timeout of 1s those PTTLs, a few ms apart on the masters, are
+	// below the slack within which integers agree, and the extend is
+	// NOQUORUM (docs/compatibility.md); so its proxy runs with the
+	// default node_timeout.
+	nodeTimeouts := map[string]time.Duration{
+		"redlock-universal-ioredis": 50 * time.Millisecond, "redlock-universal-node-redis": 50 * time.Millisecond,
+	}
 	for _, lib := range []struct {
 		name, module string
 		checks       []string
@@ -322,6 +345,20 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 			"aborted signal is not set before the extension", "lost lock aborts the routine with ExecutionError",
 			"using with a lost lock rejects with ExecutionError", "the new holder keeps the key",
 		}, nil, 0},
+		{"redlock-universal-ioredis", "redlock-universal", []string{
+			"acquire", "pttl within the ttl", "contended acquire fails with LockAcquisitionError", "extend", "isLocked",
+			"inspect shows the value and ttl", "release", "stale release is false", "stale extend is false",
+			"isLocked after release", "inspect of a free key is null",
+			"using extends the lock past its ttl", "using returns the result and releases",
+			"acquireBatch", "overlapping acquireBatch fails and takes none", "releaseBatch",
+		}, nil, 0},
+		{"redlock-universal-node-redis", "redlock-universal", []string{
+			"acquire", "pttl within the ttl", "contended acquire fails with LockAcquisitionError", "extend", "isLocked",
+			"inspect shows the value and ttl", "release", "stale release is false", "stale extend is false",
+			"isLocked after release", "inspect of a free key is null",
+			"using extends the lock past its ttl", "using returns the result and releases",
+			"acquireBatch", "overlapping acquireBatch fails and takes none", "releaseBatch",
+		}, nil, 0},
 		{"warlock", "node-redis-warlock", []string{
 			"lock", "pttl within the ttl", "contended lock gets no unlock", "touch extends", "touch by a non-owner is 0",
 			"unlock", "stale unlock is 0", "optimistic lock wins after the expiry", "released",
@@ -349,7 +386,7 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 			if lib.name == "redis-lock" {
 				needNodeModule(t, "redis4") // node-redis v4, which it requires
 			}
-			sideBySide(t, library{checks: lib.checks, proxyChecks: lib.proxyChecks, idle: lib.idle,
+			sideBySide(t, library{checks: lib.checks, proxyChecks: lib.proxyChecks, idle: lib.idle, nodeTimeout: nodeTimeouts[lib.name],
 				keys: []string{"mutex:nl-lock", "semaphore:nl-lock", "nl-lock", "nl-lock:a", "nl-lock:b", "nl-lock:c", "nl-lock:lock", "lock.nl-lock", "@simple-redis-mutex:lock-nl-lock"},
 				run: func(ctx context.Context, host, port string) *exec.Cmd {
 					cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "npmlocks.js"), host, port, "nl-lock", lib.name)

@@ -4,8 +4,9 @@
 // what it prints.
 //
 // Usage: node npmlocks.js HOST PORT KEY LIBRARY
-// LIBRARY: redis-semaphore | redlock4 | redlock5 | warlock | simple-redis-mutex |
-// redis-lock | ioredis-reconnect
+// LIBRARY: redis-semaphore | redlock4 | redlock5 | redlock-universal-ioredis |
+// redlock-universal-node-redis | warlock | simple-redis-mutex | redis-lock |
+// ioredis-reconnect
 // Prints "ok <check>" or "FAIL <check>: <why>" per check; exits 1 if any
 // check failed, 2 if the script itself broke.
 'use strict';
@@ -277,6 +278,82 @@ async function redlock5() {
   }
 }
 
+// redlock-universal 0.8.5 over ioredis and over node-redis (its
+// IoredisAdapter and NodeRedisAdapter): createLock's acquire, contention,
+// extend, isLocked, release, a stale release, using() with its automatic
+// extension (its atomic extend script reads PTTL first), the adapter's
+// inspect script, and LockManager's acquireBatch (every key or none, one
+// value per key) and releaseBatch.
+async function redlockUniversal(client) {
+  const ru = require('redlock-universal');
+  let r;
+  let adapter;
+  if (client === 'node-redis') {
+    const { createClient } = require('redis');
+    r = createClient({ socket: { host, port } });
+    await r.connect();
+    adapter = new ru.NodeRedisAdapter(r);
+  } else {
+    r = ioredis();
+    adapter = new ru.IoredisAdapter(r);
+  }
+  // node-redis names PTTL pTTL and takes EXISTS's keys as an array.
+  const pttl = (k) => (client === 'node-redis' ? r.pTTL(k) : r.pttl(k));
+  const exists = (...ks) => (client === 'node-redis' ? r.exists(ks) : r.exists(...ks));
+  const rejects = async (p) => {
+    try {
+      await p;
+      return null;
+    } catch (e) {
+      return e;
+    }
+  };
+  try {
+    const lock = ru.createLock({ adapter, key, ttl: 3000, retryAttempts: 0 });
+    const handle = await lock.acquire();
+    check('acquire', (await r.get(key)) === handle.value);
+    const ttl = await pttl(key);
+    check('pttl within the ttl', ttl > 0 && ttl <= 3000, ttl);
+    const other = ru.createLock({ adapter, key, ttl: 3000, retryAttempts: 1, retryDelay: 20 });
+    let err = await rejects(other.acquire());
+    check('contended acquire fails with LockAcquisitionError', err instanceof ru.LockAcquisitionError, String(err));
+    check('extend', (await lock.extend(handle, 6000)) === true && (await pttl(key)) > 3000);
+    check('isLocked', (await lock.isLocked(key)) === true);
+    const seen = await adapter.inspect(key);
+    check('inspect shows the value and ttl', seen && seen.value === handle.value && seen.ttl > 3000 && seen.ttl <= 6000, JSON.stringify(seen));
+    check('release', (await lock.release(handle)) === true && (await exists(key)) === 0);
+    check('stale release is false', (await lock.release(handle)) === false);
+    check('stale extend is false', (await lock.extend(handle, 1000)) === false);
+    check('isLocked after release', (await lock.isLocked(key)) === false);
+    check('inspect of a free key is null', (await adapter.inspect(key)) === null);
+
+    // using(): extended automatically past its ttl, released after. (At
+    // 1300ms it extends when a fifth is left; at 1000ms or less, at once
+    // and again after each extension.)
+    const short = ru.createLock({ adapter, key, ttl: 1300, retryAttempts: 0 });
+    const result = await short.using(async (signal) => {
+      await sleep(2000);
+      const left = await pttl(key);
+      check('using extends the lock past its ttl', !signal.aborted && left > 0 && left <= 1300, `aborted ${signal.aborted} (${signal.error}), pttl ${left}`);
+      return 'done';
+    });
+    check('using returns the result and releases', result === 'done' && (await exists(key)) === 0);
+
+    // LockManager: a batch of keys, all or nothing.
+    const manager = new ru.LockManager({ nodes: [adapter], defaultTTL: 3000, defaultRetryAttempts: 0 });
+    const [a, b, c] = [`${key}:a`, `${key}:b`, `${key}:c`];
+    const handles = await manager.acquireBatch([a, b]);
+    check('acquireBatch', handles.length === 2 && (await r.get(a)) === handles.find((h) => h.key === a).value && (await r.get(b)) === handles.find((h) => h.key === b).value);
+    err = await rejects(manager.acquireBatch([b, c]));
+    check('overlapping acquireBatch fails and takes none', err !== null && (await exists(c)) === 0, String(err));
+    const released = await manager.releaseBatch(handles);
+    check('releaseBatch', released.every((x) => x === true) && (await exists(a, b)) === 0, JSON.stringify(released));
+  } finally {
+    if (client === 'node-redis') await r.quit();
+    else r.disconnect();
+  }
+}
+
 // node-redis-warlock 1.0 over ioredis: lock, contention, touch, unlock
 // by its scripts (EVALSHA, SCRIPT LOAD on NOSCRIPT), optimistic retrying.
 // (Over node-redis v5's or v6's legacy client it cannot run even against
@@ -432,6 +509,8 @@ const libraries = {
   'redis-semaphore': redisSemaphore,
   redlock4,
   redlock5,
+  'redlock-universal-ioredis': () => redlockUniversal('ioredis'),
+  'redlock-universal-node-redis': () => redlockUniversal('node-redis'),
   warlock,
   'simple-redis-mutex': simpleRedisMutex,
 };
