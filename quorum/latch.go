@@ -114,7 +114,7 @@ type latcher interface {
 	latchUndo(ctx context.Context, name string, nonce int64) error
 	latchReset(ctx context.Context, name string, count, nonce, old int64) error
 	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
-	latchClaim(ctx context.Context, name string, claim, nonce int64) (latchAnswer, error)
+	latchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (latchAnswer, error)
 	latchDel(ctx context.Context, name string) (latchAnswer, error)
 	publisher
 }
@@ -268,13 +268,13 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 	if v, ok := latchCount(after, e.quorum); !ok || v > 0 || !countedDown(before, after) {
 		return nil
 	}
-	claim := positiveNonce()
+	claim, ballot := positiveNonce(), latchBallot(reads, e.quorum)
 	answers, _ := seededAnswers(fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (latchAnswer, error) {
 		ln, err := read(i, n)
 		if err != nil {
 			return latchAnswer{}, err
 		}
-		return ln.latchClaim(ctx, name, claim, reads[i].v.Value)
+		return ln.latchClaim(ctx, name, claim, reads[i].v.Value, ballot)
 	}))
 	// Nobody's claim (0: another latch's slot, or a node seeded after a
 	// restart) is no answer.
@@ -283,6 +283,26 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		e.publishDecided(ctx, m.Publish, m.Channel, m.Message)
 	}
 	return nil
+}
+
+// latchBallot is the claim slot tag a countDown read on a quorum or more
+// of the seeded nodes (0: none). Its claim to a node it read with no tag
+// (one that missed the set) creates the slot there, of that tag, unless
+// the node has a field of it (latch_claim.lua): else that node answers
+// every claim nobody's, and claims split over the others decide none
+// (latch20c; the tie-break needs every node's answer). A later set of
+// that tag landing there keeps the claim (latch_set.lua).
+func latchBallot(reads []result[CounterEntry], quorum int) int64 {
+	by := map[int64]int{}
+	for _, r := range reads {
+		if r.err == nil && r.v.State == CounterSeeded && r.v.Value > 0 {
+			by[r.v.Value]++
+			if by[r.v.Value] >= quorum {
+				return r.v.Value
+			}
+		}
+	}
+	return 0
 }
 
 // errLatchNotRead: a node whose nonce the countDown could not read gets

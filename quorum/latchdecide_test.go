@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -155,5 +156,28 @@ func TestLatchSeedFields(t *testing.T) {
 	latchSeedFields(s1, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": 9, "o:s": 5}}, 2)
 	if _, ok := s1["l:s"]; ok || s1["o:s"] != 5 || s1["m:s"] != -1 || len(s1) != 2 {
 		t.Errorf("seeded %v beside a set counted to 0; want o:s = 5 and m:s = -1 alone", s1)
+	}
+}
+
+func TestLatchBallot(t *testing.T) {
+	seeded := func(v int64) result[CounterEntry] {
+		return result[CounterEntry]{v: CounterEntry{State: CounterSeeded, Value: v}}
+	}
+	pending := result[CounterEntry]{v: CounterEntry{State: CounterPending, Value: 7}}
+	failed := result[CounterEntry]{err: errors.New("down")}
+	for _, c := range []struct {
+		reads []result[CounterEntry]
+		want  int64
+	}{
+		{[]result[CounterEntry]{seeded(7), seeded(7), seeded(0)}, 7},            // a master that missed the set
+		{[]result[CounterEntry]{seeded(7), seeded(8), seeded(0)}, 0},            // no tag on a quorum
+		{[]result[CounterEntry]{seeded(7), pending, seeded(0)}, 0},              // a pending master's value is its mark
+		{[]result[CounterEntry]{seeded(7), failed, seeded(7)}, 7},               // one down
+		{[]result[CounterEntry]{seeded(-1), seeded(-1), seeded(7)}, 0},          // tombstones are no ballot
+		{[]result[CounterEntry]{seeded(0), seeded(0), seeded(0), seeded(5)}, 0}, // none read
+	} {
+		if got := latchBallot(c.reads, len(c.reads)/2+1); got != c.want {
+			t.Errorf("latchBallot(%v) = %d; want %d", c.reads, got, c.want)
+		}
 	}
 }

@@ -85,8 +85,8 @@ func (n *redisNode) latchDecr(ctx context.Context, name string, nonce int64) (la
 	return latchDecrement{state: CounterState(vals[0]), old: vals[1], new: vals[2]}, nil
 }
 
-func (n *redisNode) latchClaim(ctx context.Context, name string, claim, nonce int64) (latchAnswer, error) {
-	return n.latchRun(ctx, latchClaimScript, name, claim, nonce)
+func (n *redisNode) latchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (latchAnswer, error) {
+	return n.latchRun(ctx, latchClaimScript, name, claim, nonce, ballot)
 }
 
 func (n *redisNode) latchDel(ctx context.Context, name string) (latchAnswer, error) {

@@ -31,7 +31,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 		t.Errorf("countDown, counters missing = %+v, %v; want nothing", d, err)
 	}
 	admin.HSet(ctx, CountersKey, "pending", "1")
-	a, err = n.latchClaim(ctx, "x", 5, 0)
+	a, err = n.latchClaim(ctx, "x", 5, 0, 0)
 	want("claim, counters pending", a, err, CounterPending, 0)
 	if l := admin.HLen(ctx, CountersKey).Val(); l != 1 {
 		t.Fatalf("a node not seeded has %d fields; want its mark only", l)
@@ -76,14 +76,14 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	decr("countDown of an open latch", 0, 0, 0)
 	decr("countDown of an open latch, a set's nonce", 7, 0, 0)
-	a, err = n.latchClaim(ctx, "x", 11, 8)
+	a, err = n.latchClaim(ctx, "x", 11, 8, 0)
 	want("a claim in another set's slot", a, err, CounterSeeded, 0)
-	a, err = n.latchClaim(ctx, "x", 11, 7)
+	a, err = n.latchClaim(ctx, "x", 11, 7, 0)
 	want("the first claim", a, err, CounterSeeded, 11)
 	if v, _ := field("m:x"); v != "11" {
 		t.Errorf("claim field %q; want 11", v)
 	}
-	a, err = n.latchClaim(ctx, "x", 12, 7)
+	a, err = n.latchClaim(ctx, "x", 12, 7, 0)
 	want("a second claim", a, err, CounterSeeded, 11)
 
 	a, err = n.latchSet(ctx, "y", 3, 9)
@@ -99,13 +99,67 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	want("delete", a, err, CounterSeeded, 1)
 	a, err = n.latchDel(ctx, "y")
 	want("delete of none", a, err, CounterSeeded, 0)
-	if l := admin.HLen(ctx, CountersKey).Val(); l != 3 {
-		t.Errorf("counters have %d fields; want 3 (seeded, x's claim and its slot): %v", l, admin.HGetAll(ctx, CountersKey).Val())
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 4 {
+		t.Errorf("counters have %d fields; want 4 (seeded, x's claim and its slot, y's tombstone): %v", l, admin.HGetAll(ctx, CountersKey).Val())
+	}
+	if v, _ := field("o:y"); v != "-1" {
+		t.Errorf("delete left the slot tag %q; want the tombstone -1", v)
 	}
 	n.latchSet(ctx, "y", 3, 11)
 	n.latchDel(ctx, "y")
-	if a, err = n.latchClaim(ctx, "y", 12, 11); a.v != 0 || err != nil {
+	if a, err = n.latchClaim(ctx, "y", 12, 11, 0); a.v != 0 || err != nil {
 		t.Errorf("a claim after a delete = %+v, %v; want nobody's", a, err)
+	}
+	for _, read := range []int64{0, -1} {
+		if a, err = n.latchClaim(ctx, "y", 12, read, 11); a.v != 0 || err != nil {
+			t.Errorf("a claim of ballot 11 that read %d, after a delete = %+v, %v; want nobody's (U1b)", read, a, err)
+		}
+	}
+	if _, ok := field("m:y"); ok {
+		t.Error("a claim after a delete took the tombstone's slot")
+	}
+	a, err = n.latchDel(ctx, "u")
+	want("delete of a latch never set", a, err, CounterSeeded, 0)
+	if _, ok := field("o:u"); ok {
+		t.Error("a delete of a latch never set left a tombstone")
+	}
+
+	// A node that missed the set (no field of the slot) gets a slot of
+	// the ballot from a claim that read no tag there; a claim of another
+	// ballot, or one that read a tag, is nobody's; a late set of the
+	// ballot keeps the claim.
+	a, err = n.latchClaim(ctx, "s", 20, 21, 21)
+	want("a claim that read a tag, on a node with no slot", a, err, CounterSeeded, 0)
+	a, err = n.latchClaim(ctx, "s", 20, 0, 0)
+	want("a claim with no ballot, on a node with no slot", a, err, CounterSeeded, 0)
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 4 {
+		t.Errorf("claims that create nothing left %d fields; want 4", l)
+	}
+	a, err = n.latchClaim(ctx, "s", 20, 0, 21)
+	want("a claim that creates the slot", a, err, CounterSeeded, 20)
+	if v, _ := field("o:s"); v != "21" {
+		t.Errorf("the created slot's tag %q; want the ballot 21", v)
+	}
+	a, err = n.latchClaim(ctx, "s", 22, 0, 21)
+	want("a second claim of the ballot that read no tag", a, err, CounterSeeded, 20)
+	a, err = n.latchClaim(ctx, "s", 22, 21, 21)
+	want("a second claim that read the created tag", a, err, CounterSeeded, 20)
+	a, err = n.latchClaim(ctx, "s", 23, 0, 24)
+	want("a claim of another ballot", a, err, CounterSeeded, 0)
+	a, err = n.latchSet(ctx, "s", 2, 21)
+	want("the ballot's set landing late", a, err, CounterSeeded, 1)
+	if v, _ := field("m:s"); v != "20" {
+		t.Errorf("the late set left the claim %q; want 20 kept", v)
+	}
+	if v, _ := field("l:s"); v != "2" {
+		t.Errorf("the late set left the count %q; want 2", v)
+	}
+	n.latchSet(ctx, "r", 2, 25)
+	n.latchUndo(ctx, "r", 25)
+	a, err = n.latchClaim(ctx, "r", 26, 0, 27)
+	want("a claim where a denied set was undone", a, err, CounterSeeded, 0)
+	if v, _ := field("m:r"); v != "0" {
+		t.Errorf("a claim took the undone set's slot: %q (U1)", v)
 	}
 
 	// The reset of an older latch's count, by the nonce the set found.
@@ -135,18 +189,20 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// latch not set there since, and takes claims again once one is, or
 	// once a set's reset lands.
 	admin.HSet(ctx, CountersKey, "m:w", "-1", "l:v", "4", "n:v", "5", "m:v", "-1")
-	a, err = n.latchClaim(ctx, "w", 13, 0)
+	a, err = n.latchClaim(ctx, "w", 13, 0, 0)
 	want("claim on a restarted node", a, err, CounterSeeded, 0)
+	a, err = n.latchClaim(ctx, "w", 13, 0, 14)
+	want("claim of a ballot on a restarted node", a, err, CounterSeeded, 0)
 	if v, _ := field("m:w"); v != "-1" {
 		t.Errorf("a restarted node took a claim of a latch not set since: %q", v)
 	}
 	n.latchSet(ctx, "w", 1, 14)
-	a, err = n.latchClaim(ctx, "w", 13, 14)
+	a, err = n.latchClaim(ctx, "w", 13, 14, 0)
 	want("claim on a restarted node after a set", a, err, CounterSeeded, 13)
 	if err := n.latchReset(ctx, "v", 2, 15, 5); err != nil {
 		t.Fatal(err)
 	}
-	a, err = n.latchClaim(ctx, "v", 16, 15)
+	a, err = n.latchClaim(ctx, "v", 16, 15, 0)
 	want("claim on a restarted node after a reset", a, err, CounterSeeded, 16)
 
 }

@@ -11,6 +11,12 @@ if redis.call("hexists", KEYS[1], "l:" .. ARGV[1]) == 1 then
   return {2, 0, n or "0"}
 end
 -- The claim slot is this latch's ("o:" its nonce), to take ("0"): an
--- older latch's claim is not, nor nobody's (latch_claim.lua).
+-- older latch's claim is not, nor nobody's (latch_claim.lua). A slot of
+-- this set already (a claim made it, landing before this late set, or a
+-- seed kept its tag) keeps its claim: that vote was given.
+if redis.call("hget", KEYS[1], "o:" .. ARGV[1]) == ARGV[3] then
+  redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3])
+  return {2, 1, "0"}
+end
 redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], "0", "o:" .. ARGV[1], ARGV[3])
 return {2, 1, "0"}
