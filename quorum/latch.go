@@ -15,7 +15,8 @@ import (
 // fields: "l:" the count (none: open there, or never set), "n:" the nonce
 // of the trySetCount that set it, "m:" the claim of its zero message and
 // "o:" its claim slot's tag; an opened latch keeps "o:" and "m:" until
-// delete (LatchCountDown says why). A node restarted empty does not
+// delete (LatchCountDown says why), which leaves "o:" a tombstone (-1,
+// latch_del.lua). A node restarted empty does not
 // count until seeded again after the wait (fenceseed.go), with a
 // generation no read made before can name (latchSeedFields).
 
@@ -230,7 +231,8 @@ func latchFound(r result[latchAnswer]) bool {
 // seeded nodes' answers read the latch open and it counted one of them
 // down, it claims the zero message, on each node in the claim slot it
 // read there (a claim landing after a later trySetCount or a delete is
-// nobody's), and sends it if the claim won (latchClaimWon). An opened
+// nobody's; on a node it read with no tag, in a slot of latchBallot),
+// and sends it if the claim won (latchClaimWon). An opened
 // latch keeps its claim slot ("o:" and "m:") until delete: the tag with
 // no count is what latchSeedCount reads to drop a leftover count, even
 // of a set that lands late. With fewer than a quorum of seeded answers

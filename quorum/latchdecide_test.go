@@ -157,6 +157,12 @@ func TestLatchSeedFields(t *testing.T) {
 	if _, ok := s1["l:s"]; ok || s1["o:s"] != 5 || s1["m:s"] != -1 || len(s1) != 2 {
 		t.Errorf("seeded %v beside a set counted to 0; want o:s = 5 and m:s = -1 alone", s1)
 	}
+	// A delete's tombstone (o: -1) stays one: no claim creates the slot.
+	dead := map[string]int64{"o:t": 0}
+	latchSeedFields(dead, []map[string]int64{{"o:t": -1}, {"o:t": -1}}, 2)
+	if dead["o:t"] != -1 || dead["m:t"] != -1 || len(dead) != 2 {
+		t.Errorf("seeded %v from two tombstones; want o:t = -1 and m:t = -1", dead)
+	}
 }
 
 func TestLatchBallot(t *testing.T) {
