@@ -60,7 +60,7 @@ func (s *Server) parseSet(r *request) (resp.SetArgs, quorum.Lock, time.Duration,
 // could reset or forge.
 func reservedKeys(keys [][]byte) error {
 	for _, k := range keys {
-		if quorum.Reserved(string(k)) {
+		if quorum.Reserved(k) {
 			return withArgs(errReservedKey, cString(k, 128))
 		}
 	}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"strings"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -98,5 +97,6 @@ func (s *Server) runFencedLock(r *request, op fencedScript) (resp.Reply, error) 
 
 // redissonToken reports whether key names an RFencedLock's token counter.
 func redissonToken(key []byte) bool {
-	return strings.HasPrefix(string(key), redissonTokenPrefix)
+	// Compared as a conversion, which allocates no string.
+	return len(key) >= len(redissonTokenPrefix) && string(key[:len(redissonTokenPrefix)]) == redissonTokenPrefix
 }

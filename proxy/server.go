@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/redcon"
 
@@ -420,7 +421,7 @@ var commands = map[string]command{
 // serveRESP is the redcon handler: look up, check arity and auth, run,
 // reply.
 func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
-	name := strings.ToLower(string(cmd.Args[0]))
+	name := commandName(cmd.Args[0])
 	c, _ := conn.Context().(*client)
 	if c == nil { // accept always sets it; keep a bad state from panicking
 		c = &client{proto: resp.RESP2}
@@ -513,6 +514,41 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		redcon.BaseWriter(conn).Flush()
 	}
 }
+
+// commandName is b in lower case. A name the proxy's tables know comes
+// from them, without allocating a string for each command.
+func commandName(b []byte) string {
+	var low [16]byte
+	if len(b) > len(low) {
+		return strings.ToLower(string(b))
+	}
+	for i, c := range b {
+		switch {
+		case c >= utf8.RuneSelf:
+			return strings.ToLower(string(b)) // Unicode's rules, as before
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		low[i] = c
+	}
+	if name, ok := commandNames()[string(low[:len(b)])]; ok {
+		return name
+	}
+	return string(low[:len(b)])
+}
+
+// commandNames maps each name of commands and queuedOnly to itself; built
+// on first use, once every init has filled commands.
+var commandNames = sync.OnceValue(func() map[string]string {
+	m := make(map[string]string, len(commands)+len(queuedOnly))
+	for name := range commands {
+		m[name] = name
+	}
+	for name := range queuedOnly {
+		m[name] = name
+	}
+	return m
+})
 
 // send writes rep to the client: into redcon's buffer or, once the
 // connection has subscribed, through its outbox, waiting until it is

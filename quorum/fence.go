@@ -130,7 +130,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 )
 
@@ -151,9 +150,9 @@ var ErrContended = errors.New("quorum: counter contended")
 
 // Reserved reports whether key is one of the proxies' own keys, which
 // no client command may name: the membership record, the counters and
-// the hold records.
-func Reserved(key string) bool {
-	return key == MembersKey || strings.HasPrefix(key, CountersKey)
+// the hold records. A key of bytes is read without a copy.
+func Reserved[K ~string | ~[]byte](key K) bool {
+	return string(key) == MembersKey || len(key) >= len(CountersKey) && string(key[:len(CountersKey)]) == CountersKey
 }
 
 // CounterState is what a node knows of its counters.

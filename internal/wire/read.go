@@ -43,6 +43,11 @@ type Reader struct {
 	// reply again (a script's answer, call after call) is returned as it
 	// was, without allocating its string and its interface again.
 	last any
+	// lastInts is the last short array of integers (a release's codes)
+	// and lastRaw its bytes: the same bytes again are the same reply,
+	// returned as it was. Its callers only read it.
+	lastInts any
+	lastRaw  []byte
 }
 
 // maxReused is the longest bulk string reply that Next keeps to return
@@ -209,7 +214,11 @@ func Parse(b []byte) (v any, n int, err error) {
 // parseTop is Parse, returning a short bulk string equal to the last one
 // as rd.last.
 func (rd *Reader) parseTop(b []byte) (any, int, error) {
-	if b[0] != '$' {
+	switch b[0] {
+	case '*':
+		return rd.parseInts(b)
+	case '$':
+	default:
 		return parse(b, 0)
 	}
 	line, n, err := readLine(b)
@@ -229,6 +238,30 @@ func (rd *Reader) parseTop(b []byte) (any, int, error) {
 	}
 	rd.last = string(b[n:end])
 	return rd.last, end + 2, nil
+}
+
+// parseInts is Parse of an array, returning one of integers whose
+// encoding is short and the same as the last one's as rd.lastInts: a
+// reply ends where its encoding does, so b beginning with those bytes
+// begins with that reply.
+func (rd *Reader) parseInts(b []byte) (any, int, error) {
+	if n := len(rd.lastRaw); n > 0 && len(b) >= n && bytes.Equal(b[:n], rd.lastRaw) {
+		return rd.lastInts, n, nil
+	}
+	v, n, err := parse(b, 0)
+	if n == 0 || n > maxReused || err != nil {
+		return v, n, err
+	}
+	items, _ := v.([]any)
+	for _, it := range items {
+		if _, ok := it.(int64); !ok {
+			return v, n, nil
+		}
+	}
+	if items != nil {
+		rd.lastInts, rd.lastRaw = v, append(rd.lastRaw[:0], b[:n]...)
+	}
+	return v, n, nil
 }
 
 // maxBulk is the longest bulk string a node may send: Redis's own limit

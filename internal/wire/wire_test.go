@@ -334,3 +334,40 @@ func TestReaderReturnsARepeatedBulkReplyWithoutAllocating(t *testing.T) {
 		}
 	}
 }
+
+// A short array of integers equal to the one before it (a release's
+// codes, call after call) is returned again without allocating; any
+// other reply after it is its own value, even one it begins like.
+func TestReaderReturnsARepeatedIntegerArrayWithoutAllocating(t *testing.T) {
+	const reply = "*1\r\n:1\r\n"
+	rd := NewReader(&repeat{b: []byte(reply)}, 4096)
+	if v, err := rd.Next(); err != nil || !reflect.DeepEqual(v, []any{int64(1)}) {
+		t.Fatalf("Next = %#v, %v", v, err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		v, err := rd.Next()
+		if items, _ := v.([]any); err != nil || len(items) != 1 || items[0] != int64(1) {
+			t.Fatalf("Next = %#v, %v", v, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a repeated integer array allocated %v times; want 0", allocs)
+	}
+	in := "*1\r\n:1\r\n*1\r\n:1\r\n*1\r\n:10\r\n*2\r\n:1\r\n:2\r\n*2\r\n:1\r\n:2\r\n*1\r\n$1\r\n1\r\n*1\r\n$1\r\n1\r\n" +
+		"*1\r\n:1\r\n*0\r\n*0\r\n*-1\r\n*1\r\n*1\r\n:1\r\n*1\r\n:1\r\n:1\r\n"
+	rd = NewReader(strings.NewReader(in), 512)
+	for i, w := range []any{[]any{int64(1)}, []any{int64(1)}, []any{int64(10)}, []any{int64(1), int64(2)},
+		[]any{int64(1), int64(2)}, []any{"1"}, []any{"1"}, []any{int64(1)}, []any{}, []any{}, nil,
+		[]any{[]any{int64(1)}}, []any{int64(1)}, int64(1)} {
+		if v, err := rd.Next(); err != nil || !reflect.DeepEqual(v, w) {
+			t.Fatalf("reply %d = %#v, %v; want %#v", i, v, err, w)
+		}
+	}
+	// Arrays of strings are new each time: their callers may keep them.
+	rd = NewReader(strings.NewReader("*1\r\n$1\r\na\r\n*1\r\n$1\r\na\r\n"), 512)
+	a, _ := rd.Next()
+	b, _ := rd.Next()
+	if &a.([]any)[0] == &b.([]any)[0] {
+		t.Errorf("two string arrays share their items")
+	}
+}

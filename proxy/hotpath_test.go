@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// A command's name is its first argument in lower case, as strings.ToLower
+// makes it; a name of the table costs no allocation.
+func TestCommandNameLowersAsToLower(t *testing.T) {
+	for _, in := range []string{"SET", "set", "EvalSha", "EXEC", "SUBSCRIBE", "nosuchcommand", "NOSUCH",
+		"", "a-very-long-command-name-X", "\u212Aeys", "S\xffT", "PUNSUBSCRIBE"} {
+		if got, want := commandName([]byte(in)), strings.ToLower(in); got != want {
+			t.Errorf("commandName(%q) = %q; want %q", in, got, want)
+		}
+	}
+	for _, in := range []string{"SET", "evalsha", "Exec"} {
+		b := []byte(in)
+		if n := testing.AllocsPerRun(100, func() { commandName(b) }); n != 0 {
+			t.Errorf("commandName(%q) allocated %v times; want 0", in, n)
+		}
+	}
+}
+
+// The checks every lock command's keys pass read the bytes in place.
+func TestKeyChecksDoNotAllocate(t *testing.T) {
+	keys := [][]byte{[]byte("lc:4-proxy5:64:1732714343000000000:12345"), []byte("another:lock:key:that:is:long:enough")}
+	if n := testing.AllocsPerRun(100, func() {
+		if reservedKeys(keys) != nil || redissonToken(keys[0]) {
+			t.Fatal("an ordinary key refused")
+		}
+	}); n != 0 {
+		t.Errorf("the key checks allocated %v times; want 0", n)
+	}
+	for _, k := range []string{"redlock-proxy:members", "redlock-proxy:fence", "redlock-proxy:fence:x"} {
+		if err := reservedKeys([][]byte{[]byte(k)}); !errors.Is(err, errReservedKey) {
+			t.Errorf("reservedKeys(%q) = %v; want the reserved key refusal", k, err)
+		}
+	}
+	if !redissonToken([]byte(redissonTokenPrefix+"{x}")) || redissonToken([]byte("redisson_lock_token")) {
+		t.Error("redissonToken misreads a token's prefix")
+	}
+}
