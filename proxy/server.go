@@ -462,8 +462,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	if c.list != nil {
 		c.list.saw(name, c)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.conf().CommandTimeout)
+	cctx, cancel := newCmdContext(s.conf().CommandTimeout)
 	defer cancel()
+	var ctx context.Context = cctx
 	defer func() {
 		if p := recover(); p != nil {
 			s.conf().Log.Error("panic in command", "cmd", name, "panic", p, "stack", string(debug.Stack()))
@@ -479,7 +480,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		// A command that may reach the nodes: what each did, for the slow
 		// log and MONITOR.
 		tr = quorum.NewTrace(s.e.Nodes())
-		ctx = quorum.WithTrace(ctx, tr)
+		cctx.vals = quorum.WithTrace(context.Background(), tr)
 	}
 	r.ctx = ctx
 	start := time.Now()

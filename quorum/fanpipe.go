@@ -132,14 +132,26 @@ func (f *fan) wait() bool {
 	} else {
 		f.timer.Reset(d)
 	}
+	var gaveUp <-chan struct{} // nil: nothing ends the caller's wait early
+	if e, ok := f.ctx.Context.(endsAtDeadline); !ok || !e.EndsAtDeadline() {
+		gaveUp = f.ctx.Done()
+	}
 	select {
 	case <-f.ready:
 		f.timer.Stop()
 		return true
-	case <-f.ctx.Done():
+	case <-gaveUp:
 	case <-f.timer.C:
 	}
 	return false
+}
+
+// endsAtDeadline is a context that nothing ends before its deadline
+// while its caller waits (the proxy's command context): a fan's wait,
+// with its timer at that deadline or before it, needs no Done channel of
+// it, which the context would have to start a timer of its own for.
+type endsAtDeadline interface {
+	EndsAtDeadline() bool
 }
 
 // fanOutCall is fanOut of c: on nodes that have a pipeline, c starts on

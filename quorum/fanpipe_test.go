@@ -87,6 +87,14 @@ func TestPipedFanOutEndsWithTheCaller(t *testing.T) {
 			return ctx, cancel
 		}},
 	}
+	// A context that ends only at its deadline, and says so (the proxy's
+	// command context), is never asked for Done: the fan's timer ends it.
+	tests = append(tests, struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{"ends at deadline", func() (context.Context, context.CancelFunc) {
+		return atDeadline{Context: t.Context(), t: t, dl: time.Now().Add(wait)}, func() {}
+	}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now() // before the context: its wait starts there
@@ -99,6 +107,29 @@ func TestPipedFanOutEndsWithTheCaller(t *testing.T) {
 			}
 		})
 	}
+}
+
+// atDeadline is a context that ends only at its deadline and says so
+// (EndsAtDeadline); asking it for Done fails the test.
+type atDeadline struct {
+	context.Context
+	t  *testing.T
+	dl time.Time
+}
+
+func (c atDeadline) Deadline() (time.Time, bool) { return c.dl, true }
+func (atDeadline) EndsAtDeadline() bool          { return true }
+
+func (c atDeadline) Done() <-chan struct{} {
+	c.t.Error("a fan-out asked for Done of a context that ends at its deadline")
+	return nil
+}
+
+func (c atDeadline) Err() error {
+	if !time.Now().Before(c.dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // A frozen node (no breaker to mark it down) is written to from the
