@@ -13,6 +13,7 @@ import (
 // the command is done.
 type Trace struct {
 	nodes []nodeTrace
+	own   [5]nodeTrace // nodes, for up to five nodes: one allocation a trace
 }
 
 type nodeTrace struct {
@@ -48,7 +49,15 @@ type NodeReport struct {
 type traceKey struct{}
 
 // NewTrace returns an empty trace for an engine of nodes nodes.
-func NewTrace(nodes int) *Trace { return &Trace{nodes: make([]nodeTrace, nodes)} }
+func NewTrace(nodes int) *Trace {
+	t := &Trace{}
+	if nodes <= len(t.own) {
+		t.nodes = t.own[:nodes]
+	} else {
+		t.nodes = make([]nodeTrace, nodes)
+	}
+	return t
+}
 
 // WithTrace returns ctx carrying t: the engine's fan-outs under it record
 // into t.
