@@ -442,6 +442,7 @@ func printLockCycleTable(w io.Writer) {
 	get := func(name string, clients int) cycleResult { r, _ := medianCycles(name, clients); return r }
 	d1, rl1, p3, p5, rs5 := get("1-direct", 1), get("2-relay", 1), get("3-proxy3", 1), get("4-proxy5", 1), get("6-redsync5", 1)
 	d64, p3x, p5x, rs5x := get("1-direct", 64), get("3-proxy3", 64), get("4-proxy5", 64), get("6-redsync5", 64)
+	rl64 := get("2-relay", 64)
 	mOff, mOn := get("7-metrics-off", 64), get("7-metrics-on", 64)
 	cat, eff := get("8-catalogue", 64), get("8-effect", 64)
 	fOff, fOn := get("9-fence-off", 64), get("9-fence-on", 64)
@@ -459,6 +460,11 @@ func printLockCycleTable(w io.Writer) {
 		{"1 client: proxy5 lock p50 (us) vs redsync5 p50 + hop", []cycleResult{p5, rs5, rl1, d1}, p5.p50, rs5.p50 + hop, true,
 			fmt.Sprintf(" (redsync5 %.0f + hop %.0f)", rs5.p50, hop)},
 		{"1 client: proxy5 / proxy3 lock p50", []cycleResult{p5, p3}, ratio(p5.p50, p3.p50), 1.2, true, ""},
+		// Issue 17's part 2: a node path faster than a relay.
+		{"64 clients: proxy5 / relay cycles/s", []cycleResult{p5x, rl64}, ratio(p5x.perSec, rl64.perSec), 1, false, ""},
+		{"64 clients: proxy5 Go CPU per cycle (us) vs the relay's", []cycleResult{p5x, rl64}, p5x.goCPU, rl64.goCPU, true, ""},
+		{"1 client: proxy5 Go CPU per cycle (us) vs redsync5's", []cycleResult{p5, rs5}, p5.goCPU, rs5.goCPU, true, ""},
+		{"1 client: proxy5 lock p50 (us) vs redsync5's", []cycleResult{p5, rs5}, p5.p50, rs5.p50, true, ""},
 		{"64 clients: proxy5 metrics on / off cycles/s", []cycleResult{mOn, mOff}, ratio(mOn.perSec, mOff.perSec), 0.95, false, ""},
 		{"64 clients: proxy5 effect / catalogue cycles/s (cost at most 1.3x)", []cycleResult{eff, cat}, ratio(eff.perSec, cat.perSec), 1 / 1.3, false, ""},
 		{"64 clients: proxy5 metrics on / off Go CPU per cycle", []cycleResult{mOn, mOff}, ratio(mOn.goCPU, mOff.goCPU), 1.05, true, ""},
