@@ -63,13 +63,13 @@ func clientType(name []byte) (string, error) {
 }
 
 // saw records a command the connection is about to run.
-func (l *listing) saw(cmd string, c *client) {
+func (l *listing) saw(cmd string, c *client, now time.Time) {
 	user := ""
 	if c.user != nil {
 		user = c.user.Name()
 	}
 	l.mu.Lock()
-	l.cmd, l.last, l.name, l.user = cmd, time.Now(), c.name, user
+	l.cmd, l.last, l.name, l.user = cmd, now, c.name, user
 	l.mu.Unlock()
 }
 

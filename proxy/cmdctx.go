@@ -30,8 +30,8 @@ type afterCmd struct{ f func() }
 
 // newCmdContext returns a command's context with timeout from now, and
 // the function that ends it, which the command calls when it returns.
-func newCmdContext(timeout time.Duration) (*cmdContext, func()) {
-	c := &cmdContext{deadline: time.Now().Add(timeout)}
+func newCmdContext(now time.Time, timeout time.Duration) (*cmdContext, func()) {
+	c := &cmdContext{deadline: now.Add(timeout)}
 	return c, c.cancel
 }
 
@@ -65,11 +65,12 @@ func (c *cmdContext) Done() <-chan struct{} {
 	return c.done
 }
 
-// Err reads the clock: without a timer, the deadline passing is seen here.
+// Err reads the (monotonic) clock: without a timer, the deadline passing
+// is seen here.
 func (c *cmdContext) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil && !time.Now().Before(c.deadline) {
+	if c.err == nil && time.Until(c.deadline) <= 0 {
 		c.endLocked(context.DeadlineExceeded)
 	}
 	return c.err

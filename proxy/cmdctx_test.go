@@ -11,7 +11,7 @@ import (
 // does: Done closes and Err says why, whether Done was asked for before
 // the deadline, after it, or never.
 func TestCmdContextEndsAtItsDeadline(t *testing.T) {
-	c, cancel := newCmdContext(30 * time.Millisecond)
+	c, cancel := newCmdContext(time.Now(), 30*time.Millisecond)
 	defer cancel()
 	if err := c.Err(); err != nil {
 		t.Fatalf("Err before the deadline = %v", err)
@@ -32,7 +32,7 @@ func TestCmdContextEndsAtItsDeadline(t *testing.T) {
 		t.Fatalf("Err after the deadline and cancel = %v", err)
 	}
 
-	late, cancel2 := newCmdContext(time.Millisecond)
+	late, cancel2 := newCmdContext(time.Now(), time.Millisecond)
 	defer cancel2()
 	time.Sleep(5 * time.Millisecond)
 	if err := late.Err(); !errors.Is(err, context.DeadlineExceeded) {
@@ -47,7 +47,7 @@ func TestCmdContextEndsAtItsDeadline(t *testing.T) {
 
 // Ending a command ends its context, and every context made from it.
 func TestCmdContextCancelEndsItAndItsChildren(t *testing.T) {
-	c, cancel := newCmdContext(time.Minute)
+	c, cancel := newCmdContext(time.Now(), time.Minute)
 	early := c.Done()
 	child, stopChild := context.WithTimeout(c, time.Minute)
 	defer stopChild()
@@ -84,7 +84,7 @@ type ctxKey struct{}
 
 // Value reads what the command put there (its trace), and nothing else.
 func TestCmdContextValue(t *testing.T) {
-	c, cancel := newCmdContext(time.Minute)
+	c, cancel := newCmdContext(time.Now(), time.Minute)
 	defer cancel()
 	if v := c.Value(ctxKey{}); v != nil {
 		t.Fatalf("Value with nothing set = %v", v)

@@ -459,10 +459,11 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		s.send(conn, c, resp.Status("QUEUED"))
 		return
 	}
+	start := time.Now() // one reading of the clock for all three
 	if c.list != nil {
-		c.list.saw(name, c)
+		c.list.saw(name, c, start)
 	}
-	cctx, cancel := newCmdContext(s.conf().CommandTimeout)
+	cctx, cancel := newCmdContext(start, s.conf().CommandTimeout)
 	defer cancel()
 	var ctx context.Context = cctx
 	defer func() {
@@ -483,7 +484,6 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		cctx.vals = quorum.WithTrace(context.Background(), tr)
 	}
 	r.ctx = ctx
-	start := time.Now()
 	rep, err := cm.handler(s, r)
 	if err != nil {
 		rep = s.errorReply(r, err)
