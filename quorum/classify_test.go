@@ -49,18 +49,22 @@ func TestSetNXResult(t *testing.T) {
 func TestFoundResult(t *testing.T) {
 	tests := []struct {
 		name    string
-		vals    []int64
+		vals    []any
 		keys    int
 		want    []Found
 		wantErr bool
 	}{
-		{"one deleted", []int64{1}, 1, []Found{FoundDeleted}, false},
-		{"each code", []int64{1, 0, -1}, 3, []Found{FoundDeleted, FoundOther, FoundMissing}, false},
-		{"no keys", []int64{}, 0, []Found{}, false},
-		{"too few codes", []int64{1}, 2, nil, true},
-		{"too many codes", []int64{1, 1}, 1, nil, true},
-		{"unknown code", []int64{1, 2}, 2, nil, true},
-		{"negative unknown code", []int64{-2}, 1, nil, true},
+		{"one deleted", []any{int64(1)}, 1, []Found{FoundDeleted}, false},
+		{"one other", []any{int64(0)}, 1, []Found{FoundOther}, false},
+		{"one missing", []any{int64(-1)}, 1, []Found{FoundMissing}, false},
+		{"each code", []any{int64(1), int64(0), int64(-1)}, 3, []Found{FoundDeleted, FoundOther, FoundMissing}, false},
+		{"no keys", []any{}, 0, []Found{}, false},
+		{"too few codes", []any{int64(1)}, 2, nil, true},
+		{"too many codes", []any{int64(1), int64(1)}, 1, nil, true},
+		{"unknown code", []any{int64(1), int64(2)}, 2, nil, true},
+		{"negative unknown code", []any{int64(-2)}, 1, nil, true},
+		{"not an integer", []any{"1"}, 1, nil, true},
+		{"an integer after one that is not", []any{int64(1), "0"}, 2, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +73,11 @@ func TestFoundResult(t *testing.T) {
 				t.Errorf("foundResult(%v, %d) = %v, %v; want %v, error %v", tt.vals, tt.keys, got, err, tt.want, tt.wantErr)
 			}
 		})
+	}
+	// A release of one key, every cycle's, allocates no answer.
+	one := any([]any{int64(1)})
+	if n := testing.AllocsPerRun(100, func() { releaseAnswer(one, nil, 1) }); n != 0 {
+		t.Errorf("releaseAnswer of one key allocated %v times; want 0", n)
 	}
 }
 

@@ -295,24 +295,32 @@ func releaseAnswer(v any, err error, keys int) ([]Found, error) {
 	if !ok {
 		return nil, fmt.Errorf("release replied %T", v)
 	}
-	vals := make([]int64, len(items))
-	for i, it := range items {
-		if vals[i], err = int64Reply(it); err != nil {
-			return nil, err
-		}
-	}
-	return foundResult(vals, keys)
+	return foundResult(items, keys)
 }
 
+// oneFound are the answers of a release of one key, by code+1, shared:
+// a node's answer is only read.
+var oneFound = [3][]Found{{FoundMissing}, {FoundOther}, {FoundDeleted}}
+
 // foundResult checks a release script's reply: one known code per key.
-func foundResult(vals []int64, keys int) ([]Found, error) {
-	if len(vals) != keys {
-		return nil, fmt.Errorf("release replied %d codes for %d keys", len(vals), keys)
+func foundResult(items []any, keys int) ([]Found, error) {
+	if len(items) != keys {
+		return nil, fmt.Errorf("release replied %d codes for %d keys", len(items), keys)
 	}
-	found := make([]Found, keys)
-	for i, v := range vals {
+	var found []Found
+	if keys != 1 {
+		found = make([]Found, keys)
+	}
+	for i, it := range items {
+		v, err := int64Reply(it)
+		if err != nil {
+			return nil, err
+		}
 		switch Found(v) {
 		case FoundDeleted, FoundOther, FoundMissing:
+			if keys == 1 {
+				return oneFound[v+1], nil
+			}
 			found[i] = Found(v)
 		default:
 			return nil, fmt.Errorf("release replied unknown code %d", v)
