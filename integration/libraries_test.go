@@ -336,15 +336,7 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 			"extend after unlock fails with LockError", "stale unlock fails with LockError",
 			"retrying lock wins after the unlock", "multi-resource lock", "multi-resource unlock",
 		}, nil, 0},
-		{"redlock5", "redlock5", []string{
-			"acquire", "pttl within the duration", "contended acquire fails with ExecutionError", "holder unchanged",
-			"extend", "release", "stale release fails with ExecutionError", "extend after release fails with ExecutionError",
-			"retrying acquire wins after the release", "multi-resource acquire",
-			"overlapping multi-resource acquire fails and takes none", "multi-resource extend", "multi-resource release",
-			"using extends the lock past its duration", "using returns the routine result and releases",
-			"aborted signal is not set before the extension", "lost lock aborts the routine with ExecutionError",
-			"using with a lost lock rejects with ExecutionError", "the new holder keeps the key",
-		}, nil, 0},
+		{"redlock5", "redlock5", redlock5Checks, nil, 0},
 		{"redlock-universal-ioredis", "redlock-universal", []string{
 			"acquire", "pttl within the ttl", "contended acquire fails with LockAcquisitionError", "extend", "isLocked",
 			"inspect shows the value and ttl", "release", "stale release is false", "stale extend is false",
@@ -395,6 +387,34 @@ func TestNpmLockLibrariesSideBySide(t *testing.T) {
 				}})
 		})
 	}
+}
+
+// node-redlock v5 (redlock@5.0.0-beta.2) through the proxy with every
+// master up and with 2 of 5 down: the same checks as side by side.
+func TestRedlock5WithTwoMastersDown(t *testing.T) {
+	needNodeModule(t, "redlock5")
+	withTwoDown(t, "", func(t *testing.T, c *cluster, p *proxyProc, down int) {
+		host, port, _ := net.SplitHostPort(p.Addr)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "npmlocks.js"), host, port, "r5-lock", "redlock5")
+		cmd.Env = append(os.Environ(), "NODE_PATH="+npmDir)
+		runChecks(t, cmd, redlock5Checks)
+		for _, k := range []string{"r5-lock", "r5-lock:a", "r5-lock:b", "r5-lock:c"} {
+			c.wantFreeEverywhere(t, k)
+		}
+	})
+}
+
+// redlock5Checks are what npmlocks.js prints for node-redlock v5.
+var redlock5Checks = []string{
+	"acquire", "pttl within the duration", "contended acquire fails with ExecutionError", "holder unchanged",
+	"extend", "release", "stale release fails with ExecutionError", "extend after release fails with ExecutionError",
+	"retrying acquire wins after the release", "multi-resource acquire",
+	"overlapping multi-resource acquire fails and takes none", "multi-resource extend", "multi-resource release",
+	"using extends the lock past its duration", "using returns the routine result and releases",
+	"aborted signal is not set before the extension", "lost lock aborts the routine with ExecutionError",
+	"using with a lost lock rejects with ExecutionError", "the new holder keeps the key",
 }
 
 // Laravel's cache locks (Debian php-illuminate-cache 8.83 over
