@@ -81,6 +81,9 @@ type client struct {
 	ob  *outbox
 	// monitoring is set by MONITOR (monitor.go).
 	monitoring bool
+	// req is the command being served: redcon serves a connection's
+	// commands one at a time, and nothing keeps a request after it.
+	req request
 }
 
 // New returns a server for engine e, or an error naming the first bad
@@ -428,7 +431,9 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 		conn.SetContext(c)
 	}
 	cm := commands[name]
-	r := &request{conn: conn, c: c, args: cmd.Args, name: name, op: cm.op}
+	r := &c.req
+	*r = request{conn: conn, c: c, args: cmd.Args, name: name, op: cm.op}
+	defer func() { *r = request{} }() // keeps no command's arguments
 	if err := s.admit(c, name, cmd.Args); err != nil {
 		rep := s.errorReply(r, err)
 		s.stats.rejected(statName(name, cmd.Args), rep)
