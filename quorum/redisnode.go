@@ -280,10 +280,16 @@ func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 // pipeRelease is Release as the pipeline runs it.
 func pipeRelease(l Lock) pipeCall[[]Found] {
 	keys := len(l.Keys)
+	if keys == 1 {
+		return scriptCall(releaseScript, l.Keys, []any{l.Token}, releaseOneAnswer) // no closure to allocate
+	}
 	return scriptCall(releaseScript, l.Keys, []any{l.Token}, func(v any, err error) ([]Found, error) {
 		return releaseAnswer(v, err, keys)
 	})
 }
+
+// releaseOneAnswer is releaseAnswer for one key.
+func releaseOneAnswer(v any, err error) ([]Found, error) { return releaseAnswer(v, err, 1) }
 
 // releaseAnswer turns releaseScript's reply for keys keys into the node's
 // answer.
