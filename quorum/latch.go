@@ -228,15 +228,18 @@ func latchFound(r result[latchAnswer]) bool {
 // one decrement sent to each node that answered seeded, of that count
 // only (a decrement landing after a later trySetCount, or after the
 // node's restart, does not count for it), never sent again. When the
-// seeded nodes' answers read the latch open and it counted one of them
-// down, it claims the zero message, on each node in the claim slot it
-// read there (a claim landing after a later trySetCount or a delete is
+// seeded nodes' answers read the latch open, it claims the zero message,
+// on each node in the claim slot it read there (a claim landing after a later trySetCount or a delete is
 // nobody's; on a node it read with no tag, in a slot of latchBallot),
 // and sends it if the claim won (latchClaimWon). An opened
 // latch keeps its claim slot ("o:" and "m:") until delete: the tag with
 // no count is what latchSeedCount reads to drop a leftover count, even
-// of a set that lands late. With fewer than a quorum of seeded answers
-// err matches ErrUnavailable: the decrement may have landed.
+// of a set that lands late. A countDown that counted none down claims
+// too: where the last ones met faults before a claim won (no quorum
+// answered, claims not made), a later one sends the message (a countDown
+// too many sends none once a claim won: the slots keep its claims). With
+// fewer than a quorum of seeded answers err matches ErrUnavailable: the
+// decrement may have landed.
 func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessages) error {
 	reads := e.readCounters(ctx, "", "", latchSlotPrefix+name)
 	read := func(i int, n Node) (latcher, error) {
@@ -267,7 +270,7 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		o.Failed = len(res) - len(before)
 		return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures(res)}
 	}
-	if v, ok := latchCount(after, e.quorum); !ok || v > 0 || !countedDown(before, after) {
+	if v, ok := latchCount(after, e.quorum); !ok || v > 0 {
 		return nil
 	}
 	claim, ballot := positiveNonce(), latchBallot(reads, e.quorum)
@@ -315,16 +318,6 @@ var errLatchNotRead = errors.New("the latch's count was not read")
 type latchDecrement struct {
 	state    CounterState
 	old, new int64
-}
-
-// countedDown reports whether a decrement took some node's count down.
-func countedDown(before, after []int64) bool {
-	for i := range before {
-		if after[i] < before[i] {
-			return true
-		}
-	}
-	return false
 }
 
 // LatchDelete is delete: true when a quorum of seeded nodes deleted a

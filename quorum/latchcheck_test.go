@@ -33,8 +33,8 @@ import (
 // in flight to it).
 //
 // The zero message is decided by a rule (latchRule); the design's is the
-// claim (latchClaimWon): a countDown whose answers read the latch open,
-// and that counted down one of them, claims the message on every node, in
+// claim (latchClaimWon): a countDown whose answers read the latch open
+// (whether it counted one down or not) claims the message on every node, in
 // a second round whose messages are steps too. A node's claim slot has a
 // tag (the set's, an older latch's, a seed's, a delete's tombstone, or
 // none); a claim that read no tag on a node with no field of the slot
@@ -81,10 +81,10 @@ import (
 // lost and none of a claim, and the older latch's counts are 1 only; the
 // 5-node world with faults, and the one with an older latch's decrements
 // in flight, and the one with an older latch's claim in flight, make 2
-// countDowns; the deletes world has no restart. -short and -race run five
-// 3-node worlds and a 5-node one (about 770,000 states); without, seven
-// more (about 10.3 million states, eleven minutes at load 7, about 3 GB
-// at most).
+// countDowns; the deletes world and the healed ones have no restart.
+// -short and -race run six 3-node worlds and two 5-node ones (about
+// 900,000 states); without, seven more (about 11.3 million states,
+// nineteen minutes at load 9, about 3 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
@@ -118,6 +118,7 @@ const (
 	latchClaimNoCreate                  // a claim in a node with no slot is nobody's (1924247's rule alone: latch20c's split)
 	latchDeleteNoTombstone              // delete() takes the slot with no trace (U1b, with slots a claim creates)
 	latchUndoBare                       // a denied set's undo takes its "m:" too (U1, with slots a claim creates)
+	latchClaimCountedOnly               // only a countDown that counted a node down claims (a later one cannot repair)
 )
 
 // Message states of one node in one countDown in flight.
@@ -303,7 +304,14 @@ type latchChecker struct {
 	// undos: a denied trySetCount may land on up to N-Q nodes with no
 	// count, and be undone there (latch_undo.lua: "m:" is left "0", with
 	// no tag; U1), each as one step.
-	undos       bool
+	undos bool
+	// healed: only the countDowns before the last meet faults (their
+	// decrements; claims meet none, and no node restarts); the last is
+	// made once every earlier message landed or was never sent, and
+	// meets none. Checks that it sends the zero message when the earlier
+	// ones left the latch open with none (a repair by a later countDown).
+	healed      bool
+	unrepaired  int    // quiescent states after the healed countDown, open, no message
 	closed      int    // quiescent states after 3 countDowns that do not read open
 	closedTrace string // the first one
 	stuckTrace  string // the first such state
@@ -415,6 +423,12 @@ func (c *latchChecker) run() {
 			}
 			if c.stuckTrace == "" {
 				c.stuckTrace = trace(wk, "(stuck) "+w.String())
+			}
+		}
+		if c.healed && w.made == c.maxMade && c.quiescentStuck(w) {
+			c.unrepaired++
+			if c.unrepaired == 1 {
+				c.stuckTrace = trace(wk, "(not repaired) "+w.String())
 			}
 		}
 		if c.restartOnly && c.quiescentClosed(w) {
@@ -558,8 +572,12 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 	slot := slices.IndexFunc(w.ops[:c.inFlight], func(o latchFlight) bool { return o.id == 0 })
 	// Without lost messages the set's resets land before it answers.
 	resetting := (c.noFaults || c.restartOnly) && slices.ContainsFunc(w.nodes, func(nd latchNode) bool { return nd.reset })
-	if w.made < c.maxMade && slot >= 0 && !resetting {
+	_, settled := c.quiet(w)
+	if w.made < c.maxMade && slot >= 0 && !resetting && (!c.healed || w.made+1 < c.maxMade || settled) {
 		for _, fates := range c.fates() {
+			if c.healed && w.made+1 == c.maxMade && slices.ContainsFunc(fates, func(f uint8) bool { return f != msgAnswer }) {
+				continue // the last countDown meets no fault, once every earlier message landed
+			}
 			next := w.clone()
 			next.made++
 			next.ops[slot] = latchFlight{id: next.made, ballot: c.ballot(w)}
@@ -1116,11 +1134,14 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 				}
 				publish = crossed >= c.quorum
 			case ruleClaim:
-				if v, ok := latchCount(after, c.quorum); ok && v == 0 && counted {
+				if v, ok := latchCount(after, c.quorum); ok && v == 0 && (counted || c.variant != latchClaimCountedOnly) {
 					var out []latchStep
 					for _, fates := range c.fates() {
 						if c.n > 3 && slices.Contains(fates, msgLost) {
 							continue // over 5 nodes a claim's reply is not lost
+						}
+						if c.healed && slices.ContainsFunc(fates, func(f uint8) bool { return f != msgAnswer }) {
+							continue // claims meet no fault
 						}
 						cl := next.clone()
 						cl.ops[k] = latchFlight{id: op.id, claim: true, allZero: c.variant == latchReclaimOpened && allZero && len(before) == c.n, ballot: op.ballot}
@@ -1166,6 +1187,7 @@ type latchConfig struct {
 	lateSet     bool    // as latchChecker's
 	deletes     bool    // as latchChecker's
 	undos       bool    // as latchChecker's
+	healed      bool    // as latchChecker's
 	restarts    uint8   // at most; default 1
 	noRestart   bool    // no node restarts
 	maxMade     uint8   // countDowns made; default 3
@@ -1176,7 +1198,7 @@ func (cfg latchConfig) run() *latchChecker {
 	c := newLatchChecker(cfg.nodes, cfg.rule, cfg.variant)
 	c.noFaults, c.inFlight, c.olderLate = cfg.noFaults, max(cfg.inFlight, 1), cfg.olderLate
 	c.restartOnly, c.oldClaims, c.olderClaim, c.allSet = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim, cfg.allSet
-	c.lateSet, c.deletes, c.undos = cfg.lateSet, cfg.deletes, cfg.undos
+	c.lateSet, c.deletes, c.undos, c.healed = cfg.lateSet, cfg.deletes, cfg.undos, cfg.healed
 	if cfg.restarts > 0 {
 		c.maxRestarts = cfg.restarts
 	}
@@ -1220,6 +1242,8 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "3 nodes, every node set, faults, a restart: open for good", nodes: 3, rule: ruleClaim, allSet: true, staleCounts: noStale},
 		{name: "5 nodes, every node set, faults, a restart, 2 countDowns: open for good", nodes: 5, rule: ruleClaim, allSet: true, staleCounts: noStale, maxMade: 2},
 		{name: "3 nodes, a set landing late, faults, a restart: open for good", nodes: 3, rule: ruleClaim, allSet: true, lateSet: true, staleCounts: noStale, long: true},
+		{name: "3 nodes, faults on the first 2 countDowns' decrements, a third with none: it sends the zero message", nodes: 3, rule: ruleClaim, healed: true, noRestart: true},
+		{name: "5 nodes, faults on the first 2 countDowns' decrements, a third with none: it sends the zero message", nodes: 5, rule: ruleClaim, healed: true, noRestart: true, staleCounts: noStale},
 		{name: "3 nodes, an older latch's claim in flight, 2 countDowns at once", nodes: 3, rule: ruleClaim, noFaults: true, olderClaim: true, inFlight: 2, maxMade: 2},
 		{name: "3 nodes, faults, a delete of the opened latch, a denied set undone, no restart", nodes: 3, rule: ruleClaim, deletes: true, undos: true, staleCounts: noStale, noRestart: true, long: true},
 	} {
@@ -1240,6 +1264,9 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		// An older latch's claim landing after this latch's set and
 		// countDowns is a message late past later operations: it may
 		// take a slot this latch's claims need (counted, not checked).
+		if c.unrepaired > 0 {
+			t.Errorf("%s: %d quiescent states after a countDown with no fault read open without a zero message: %s", cfg.name, c.unrepaired, c.stuckTrace)
+		}
 		if cfg.noFaults && !cfg.olderClaim && c.stuck+c.stuckSlotless > 0 {
 			t.Errorf("%s: the latch opened and no zero message was sent: %s", cfg.name, c.stuckTrace)
 		}
@@ -1267,6 +1294,7 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "a decided countDown that read every node at 0 reclaims the slots (review27)", nodes: 3, rule: ruleClaim, variant: latchReclaimOpened, allSet: true, lateSet: true, staleCounts: noStale},
 		{name: "a claim where a node has no slot is nobody's (latch20c's split)", nodes: 3, rule: ruleClaim, variant: latchClaimNoCreate, noFaults: true, inFlight: 3},
 		{name: "delete() leaves no tombstone, a claim creates the slot again (U1b)", nodes: 3, rule: ruleClaim, variant: latchDeleteNoTombstone, deletes: true, staleCounts: noStale, noRestart: true, long: true},
+		{name: "only a countDown that counted a node down claims (no repair by a later one)", nodes: 3, rule: ruleClaim, variant: latchClaimCountedOnly, healed: true, noRestart: true},
 		{name: "a denied set's undo takes its claim too, a claim creates the slot again (U1)", nodes: 3, rule: ruleClaim, variant: latchUndoBare, undos: true, staleCounts: noStale, noRestart: true, long: true},
 		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
 	} {
@@ -1279,7 +1307,7 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 			t.Logf("%s: caught after %d states: %s", cfg.name, c.states, c.violation)
 		case c.closed > 0:
 			t.Logf("%s: caught after %d states, never opens: %s", cfg.name, c.states, c.closedTrace)
-		case c.stuck+c.stuckSlotless > 0 && cfg.noFaults:
+		case c.stuck+c.stuckSlotless > 0 && cfg.noFaults, c.unrepaired > 0:
 			t.Logf("%s: caught after %d states, left a waiter: %s", cfg.name, c.states, c.stuckTrace)
 		default:
 			t.Errorf("%s: not caught in %d states", cfg.name, c.states)

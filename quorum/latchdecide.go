@@ -60,8 +60,8 @@ func kthLargest(counts []int64, k int) int64 {
 }
 
 // latchClaimWon is whether a countDown sends the zero message. A
-// countDown whose answers read the latch open (latchCount), and that
-// counted down at least one of them, claims the message on every node; a node keeps the first claim it gets, so each
+// countDown whose answers read the latch open (latchCount) claims the
+// message on every node; a node keeps the first claim it gets, so each
 // answer (claims: the counted nodes' answers) is final. The claimer sends
 // it when a quorum of nodes hold its claim; or, when every node answered
 // and no claim holds a quorum, when its claim holds the most nodes (the
