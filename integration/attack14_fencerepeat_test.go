@@ -23,7 +23,10 @@ import (
 // higher T for the same hold. Before 0bac3bb every master answered the
 // round and kept the record, and the other proxy found it on the two it
 // reaches. (The same happens with no fault, when two proxies' restart
-// quarantines of a master end some milliseconds apart.)
+// quarantines of a master end some milliseconds apart.) A record written
+// on the other masters after the reply kept the T, but made tokens go
+// down across holders (attack15 G1b, G1c) and was taken out: this is the
+// contract's documented exception, and the test checks the order.
 func TestAttack14FenceRepeatedThroughAProxyThatCannotReachOneMaster(t *testing.T) {
 	c := startNodes(t, 3)
 	qcfg := safetyConfig() // max_ttl 2s
@@ -84,22 +87,17 @@ func TestAttack14FenceRepeatedThroughAProxyThatCannotReachOneMaster(t *testing.T
 	if err != nil {
 		t.Fatalf("FENCE through P: %v", err)
 	}
-	// P writes the record on the master it did not ask 2ms after its
-	// reply (quorum's recordWait): a FENCE through another proxy before
-	// that may get a higher T, the contract's documented window (F7c).
-	for end := time.Now().Add(2 * time.Second); counter(0) < t1 || counter(1) < t1 || counter(2) < t1; time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("counters %d %d %d 2s after FENCE's %d: the record never reached the master not asked", counter(0), counter(1), counter(2), t1)
-		}
-	}
 	t2, err := q.Do(ctx, "FENCE", key, token).Int64()
 	if err != nil {
 		t.Fatalf("FENCE through Q (a minority cut off from it): %v", err)
 	}
 	t3, _ := p.Do(ctx, "FENCE", key, token).Int64()
 	t.Logf("one hold: FENCE through P %d, through Q %d, through P again %d; counters %d %d %d", t1, t2, t3, counter(0), counter(1), counter(2))
-	if t2 != t1 || t3 != t1 {
-		t.Errorf("one hold got T %d, then %d through the other proxy, then %d (the contract: the same T for every FENCE of one hold; no master lost or cut off during it)", t1, t2, t3)
+	// The record is on P's quorum asked first alone (quorum/fence.go), so
+	// Q, cut off from one of it, takes a new T (the contract's documented
+	// exception): never a lower one.
+	if t2 < t1 || t3 < t2 {
+		t.Errorf("one hold got T %d, then %d through the other proxy, then %d (the contract: a repeat never gets a lower T)", t1, t2, t3)
 	}
 }
 
@@ -134,7 +132,8 @@ func waitNotUp(t *testing.T, c *redis.Client, i int, within time.Duration) {
 // (killed here) leaves the record on fewer than a quorum of the masters
 // counted, and the hold's repeated FENCE gets a higher T. The contract
 // names masters "lost or cut off in turn" for that; before 0bac3bb every
-// master kept the record, and one lost left it on the other two.
+// master kept the record, and one lost left it on the other two. The
+// documented exception (as F7): the test checks the order.
 func TestAttack14FenceRepeatedAfterOneMasterOfTheAskedQuorumIsLost(t *testing.T) {
 	c := startNodes(t, 3)
 	qcfg := safetyConfig() // max_ttl 2s
@@ -176,8 +175,10 @@ func TestAttack14FenceRepeatedAfterOneMasterOfTheAskedQuorumIsLost(t *testing.T)
 	c.kill(lost)
 	t2, err := p.Do(ctx, "FENCE", key, token).Int64()
 	t.Logf("counters %v after the hold's FENCE %d; master %d killed; FENCE again %d, %v", counters, t1, lost, t2, err)
-	if err != nil || t2 != t1 {
-		t.Errorf("one hold got T %d, then %d, %v after one master was lost (the contract: the same T unless masters holding the record were lost in turn)", t1, t2, err)
+	// The record was on the quorum asked first alone, one of which is
+	// lost: a new T (the contract's documented exception), never a lower.
+	if err != nil || t2 < t1 {
+		t.Errorf("one hold got T %d, then %d, %v after one master was lost (the contract: a repeat never gets a lower T)", t1, t2, err)
 	}
 }
 
@@ -191,11 +192,10 @@ func TestAttack14FenceRepeatedAfterOneMasterOfTheAskedQuorumIsLost(t *testing.T)
 // asked for the same hold, finds the record on one master it counts and
 // answers a higher T. Every master is up and reachable throughout.
 //
-// The record now reaches the other masters after the reply (fence.go's
-// recordOnTheRest): about 500 such holds became a few, each with Q's
-// FENCE sent right after P's reply, before the record landed, a limit
-// the docs name. Tokens never go down: a later hold's T is above every
-// earlier hold's, and Q's T is never below P's.
+// A record written on the other masters after the reply made such holds
+// few, but let tokens go down across holders (attack15 G1b) and was taken
+// out: the docs name this exception. Tokens never go down: a later hold's
+// T is above every earlier hold's, and Q's T is never below P's.
 func TestAttack14FenceRepeatedWhileTwoProxiesEndAQuarantineApart(t *testing.T) {
 	c := startNodes(t, 3)
 	qcfg := safetyConfig() // max_ttl 2s

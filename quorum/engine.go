@@ -126,8 +126,6 @@ type Engine struct {
 	peerMaxTTL atomic.Int64
 	stop       context.CancelFunc // ends the monitor; set by Start
 	wg         sync.WaitGroup     // the monitor's goroutines, waited for by Close
-	writes     sync.WaitGroup     // writes sent after a reply (fence.go), waited for by Close
-	later      restRecords        // FENCE's records still to write (fencelater.go)
 }
 
 // New returns an engine over nodes with cfg's defaults applied; checking
@@ -144,7 +142,6 @@ func New(cfg Config, nodes ...Node) *Engine {
 	// A copy: the caller's slice may change, and the engine's must not.
 	nodes = slices.Clone(nodes)
 	e := &Engine{cfg: cfg, nodes: nodes, quorum: quorumOf(len(nodes)), born: time.Now(), hint: newFenceHint(nodes)}
-	e.later.wait = recordWait
 	for _, n := range nodes {
 		h := newHealth(n.Addr())
 		h.node, h.obs = len(e.health), cfg.Observer
@@ -183,8 +180,6 @@ func (e *Engine) Close() error {
 		e.stop()
 	}
 	e.wg.Wait()
-	e.flushRecords()
-	e.writes.Wait()
 	for _, h := range e.health {
 		h.trouble.Stop() // writes a count still pending
 	}

@@ -57,10 +57,14 @@ package quorum
 // with the write-back below. To the argument here, a node not asked is
 // one whose message was lost, and one asked after, one whose message
 // came late: the decision counts answers only, whichever nodes gave them.
-// When the quorum asked first agrees, T is written on the others
-// recordWait after the reply (a write-back that lands late, or never if
-// the proxy dies), so that the record is on more than a quorum, as after
-// a round of every node (fencelater.go).
+// When the quorum asked first agrees, nothing is written on the others:
+// the record is then on exactly that quorum, and a repeated FENCE of the
+// hold after one of those nodes was lost takes a new, higher T. Writing
+// T and the record on the others after the reply kept the repeat's T,
+// but such a write, landing after the hold ended and the key was taken
+// again with the same token, made a record of the earlier hold's T for
+// the later hold, and beside a record a missed release left, a quorum:
+// tokens went down across holders (attack15 G1b, G1c).
 //
 // When the answers do not agree (a node missed an earlier FENCE, or was
 // lost; calls of one hold at once get the same answer from each node,
@@ -241,7 +245,6 @@ type Fencing struct {
 // hold key on a quorum (or its validity ran out), ErrUnavailable when too
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
-	e.writeRecordNow(key, token)
 	start := time.Now()
 	call := pipeFenceRound(key, token, fenceField)
 	each := func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
@@ -252,7 +255,6 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	reads := fanOutCallOn(ctx, e, call, ask, each)
 	var buf [8]fenceAnswer
 	t, ok := fenceAgreed(e.agreeing(reads, buf[:]), e.quorum)
-	askedAgreed := ask != nil && ok
 	if ask != nil && !ok {
 		// The quorum asked first does not agree (or did not all answer):
 		// the others are asked, and the write-back below brings every
@@ -294,9 +296,6 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	}
 	if expired(time.Until(f.Expires)) {
 		return Fencing{}, &OutcomeError{Outcome: o, Expired: true}
-	}
-	if askedAgreed {
-		e.recordOnTheRest(ctx, key, token, t, ask)
 	}
 	f.Token = t
 	return f, nil

@@ -28,10 +28,11 @@ func (c cutFenceNode) FenceRound(ctx context.Context, key, token, field string) 
 
 // TestFenceRepeatedWithANodeLostAfterTheQuorumAskedFirst (review27): a
 // FENCE that the quorum asked first agreed on leaves the hold's record on
-// the other nodes too (after the reply), so the same hold's FENCE with
-// one of the asked nodes then cut off still answers the same T, as after
-// a round of every node. Without it the record was on exactly a quorum,
-// and the repeat took a new T.
+// that quorum alone (fence.go), so the same hold's FENCE with one of those
+// nodes then cut off takes a new T: never a lower one, nor an error. (A
+// record written on the other nodes after the reply kept the T, but it
+// could land after the hold ended, for a later hold of the same token:
+// attack15 G1b, G1c.)
 func TestFenceRepeatedWithANodeLostAfterTheQuorumAskedFirst(t *testing.T) {
 	var cut atomic.Int32
 	cut.Store(-1)
@@ -80,19 +81,17 @@ func TestFenceRepeatedWithANodeLostAfterTheQuorumAskedFirst(t *testing.T) {
 	if asked != 2 {
 		t.Fatalf("%d nodes asked; want the quorum of 2 first", asked)
 	}
-	// The record reaches the node not asked after the reply.
-	deadline := time.Now().Add(5 * time.Second)
+	// The node not asked gets nothing after the reply.
+	time.Sleep(50 * time.Millisecond)
 	for i, p := range procs {
-		for p.admin(t).Exists(ctx, holdPrefix+"k").Val() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("node %d has no record of the hold 5s after the FENCE", i)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if hits[i].Load() == 0 && p.admin(t).Exists(ctx, holdPrefix+"k").Val() != 0 {
+			t.Errorf("node %d, not asked, has a record of the hold", i)
 		}
 	}
 	cut.Store(first)
 	g, err := e.Fence(ctx, "k", "c")
-	if err != nil || g.Token != f.Token {
-		t.Errorf("the same hold's FENCE with node %d cut off: %d, %v; want %d", first, g.Token, err, f.Token)
+	if err != nil || g.Token < f.Token {
+		t.Errorf("the same hold's FENCE with node %d cut off: %d, %v; want %d or above", first, g.Token, err, f.Token)
 	}
+	t.Logf("the hold's FENCE %d, again with node %d cut off %d", f.Token, first, g.Token)
 }

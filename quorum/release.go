@@ -54,7 +54,6 @@ func (e *Engine) Release(ctx context.Context, l Lock) (rel Released, err error) 
 		switch {
 		case err == nil:
 			rel.Keys++
-			e.dropRecord(l.Keys[k], l.Token)
 		case errors.Is(err, ErrUnavailable):
 			return Released{}, err
 		case other == 0 && o.Granted == 0:
