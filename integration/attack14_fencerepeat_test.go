@@ -35,20 +35,7 @@ func TestAttack14FenceRepeatedThroughAProxyThatCannotReachOneMaster(t *testing.T
 	// Proxy Q reaches the masters through relays it alone uses, ordered by
 	// address as P's direct addresses are (both proxies' windows alike).
 	var drops [3]atomic.Bool
-	var qAddrs []string
-	for try := 0; ; try++ {
-		qAddrs = []string{
-			startRelay(t, c.addrs[0], relayOpts{drop: &drops[0]}),
-			startRelay(t, c.addrs[1], relayOpts{drop: &drops[1]}),
-			startRelay(t, c.addrs[2], relayOpts{drop: &drops[2]}),
-		}
-		if attack14SameOrder(c.addrs, qAddrs) {
-			break
-		}
-		if try == 60 {
-			t.Fatal("no relay addresses in the masters' order")
-		}
-	}
+	qAddrs := relaysInOrder(t, c.addrs, func(i int) relayOpts { return relayOpts{drop: &drops[i]} })
 	p := mustStartMonitored(t, qcfg, c.addrs...).Client
 	q := mustStartMonitored(t, qcfg, qAddrs...).Client
 	ctx := t.Context()
@@ -98,6 +85,24 @@ func TestAttack14FenceRepeatedThroughAProxyThatCannotReachOneMaster(t *testing.T
 	// exception): never a lower one.
 	if t2 < t1 || t3 < t2 {
 		t.Errorf("one hold got T %d, then %d through the other proxy, then %d (the contract: a repeat never gets a lower T)", t1, t2, t3)
+	}
+}
+
+// relaysInOrder starts a relay to each of addrs, with opts(i), whose
+// addresses sort as addrs do: a proxy over them asks FENCE's window of
+// the same masters as one over addrs (quorum/fenceask.go).
+func relaysInOrder(t testing.TB, addrs []string, opts func(i int) relayOpts) []string {
+	for try := 0; ; try++ {
+		var rs []string
+		for i, a := range addrs {
+			rs = append(rs, startRelay(t, a, opts(i)))
+		}
+		if attack14SameOrder(addrs, rs) {
+			return rs
+		}
+		if try == 60 {
+			t.Fatal("no relay addresses in the masters' order")
+		}
 	}
 }
 

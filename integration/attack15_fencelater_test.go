@@ -20,20 +20,7 @@ func TestAttack15FenceTokensGoDownWhenAWaitingRecordLandsAfterAnotherHolder(t *t
 	qcfg.MinTTL = time.Second
 	qcfg.NodeTimeout = 200 * time.Millisecond
 	var drops [3]atomic.Bool
-	var qAddrs []string
-	for try := 0; ; try++ {
-		qAddrs = []string{
-			startRelay(t, c.addrs[0], relayOpts{drop: &drops[0]}),
-			startRelay(t, c.addrs[1], relayOpts{drop: &drops[1]}),
-			startRelay(t, c.addrs[2], relayOpts{drop: &drops[2]}),
-		}
-		if attack14SameOrder(c.addrs, qAddrs) {
-			break
-		}
-		if try == 60 {
-			t.Fatal("no relay addresses in the masters' order")
-		}
-	}
+	qAddrs := relaysInOrder(t, c.addrs, func(i int) relayOpts { return relayOpts{drop: &drops[i]} })
 	p := mustStartMonitored(t, qcfg, c.addrs...).Client
 	q := mustStartMonitored(t, qcfg, qAddrs...).Client
 	ctx := t.Context()
@@ -120,27 +107,13 @@ func TestAttack15FenceTokensGoDownWhenARecordLandsLateOnASlowLink(t *testing.T) 
 	}
 	var drops [3]atomic.Bool
 	var slow atomic.Int64
-	relays := func(o func(i int) relayOpts) []string {
-		for try := 0; ; try++ {
-			var addrs []string
-			for i := range 3 {
-				addrs = append(addrs, startRelay(t, c.addrs[i], o(i)))
-			}
-			if attack14SameOrder(c.addrs, addrs) {
-				return addrs
-			}
-			if try == 60 {
-				t.Fatal("no relay addresses in the masters' order")
-			}
-		}
-	}
-	pAddrs := relays(func(i int) relayOpts {
+	pAddrs := relaysInOrder(t, c.addrs, func(i int) relayOpts {
 		if i == rest {
 			return relayOpts{sendDelay: &slow}
 		}
 		return relayOpts{}
 	})
-	qAddrs := relays(func(i int) relayOpts { return relayOpts{drop: &drops[i]} })
+	qAddrs := relaysInOrder(t, c.addrs, func(i int) relayOpts { return relayOpts{drop: &drops[i]} })
 	p := mustStartMonitored(t, qcfg, pAddrs...).Client
 	q := mustStartMonitored(t, qcfg, qAddrs...).Client
 	ctx := t.Context()
