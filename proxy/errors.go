@@ -312,8 +312,8 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 // first arguments quoted as Redis quotes them.
 func unknownCommand(args [][]byte) resp.Reply {
 	name := string(args[0])
-	if why, ok := unsupported[strings.ToLower(name)]; ok {
-		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", strings.ToLower(name))
+	if why, ok := unsupported[asciiLower([]byte(name))]; ok {
+		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", asciiLower([]byte(name)))
 		if why != "" {
 			msg += " (" + why + ")"
 		}

@@ -10,9 +10,17 @@ import (
 // makes it; a name of the table costs no allocation.
 func TestCommandNameLowersAsToLower(t *testing.T) {
 	for _, in := range []string{"SET", "set", "EvalSha", "EXEC", "SUBSCRIBE", "nosuchcommand", "NOSUCH",
-		"", "a-very-long-command-name-X", "\u212Aeys", "S\xffT", "PUNSUBSCRIBE"} {
+		"", "a-very-long-command-name-X", "PUNSUBSCRIBE"} {
 		if got, want := commandName([]byte(in)), strings.ToLower(in); got != want {
 			t.Errorf("commandName(%q) = %q; want %q", in, got, want)
+		}
+	}
+	// A-Z only, as Redis compares names (strcasecmp): a Kelvin sign, which
+	// Unicode lowers to k, leaves the name no command's (attack15), and a
+	// byte that is no UTF-8 stays as it is.
+	for _, in := range []string{"\u212Aeys", "\u212AEYS", "a-very-long-command-name-\u212A", "S\xffT"} {
+		if got := commandName([]byte(in)); got == strings.ToLower(in) {
+			t.Errorf("commandName(%q) = %q; want only A-Z lowered", in, got)
 		}
 	}
 	for _, in := range []string{"SET", "evalsha", "Exec"} {
@@ -20,6 +28,19 @@ func TestCommandNameLowersAsToLower(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { commandName(b) }); n != 0 {
 			t.Errorf("commandName(%q) allocated %v times; want 0", in, n)
 		}
+	}
+}
+
+// TestKelvinSignIsNoCommand: "\u212Aeys" is an unknown command, as in
+// Redis; Unicode's lowering made it KEYS.
+func TestKelvinSignIsNoCommand(t *testing.T) {
+	addr, _ := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	if got := rc.do(t, "\u212Aeys", "*"); !strings.HasPrefix(got, "-ERR unknown command '\u212Aeys'") {
+		t.Errorf("\\u212Aeys * = %q; want unknown command", got)
+	}
+	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
+		t.Errorf("PING after it = %q", got)
 	}
 }
 

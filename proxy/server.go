@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tidwall/redcon"
 
@@ -521,18 +520,15 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	}
 }
 
-// commandName is b in lower case. A name the proxy's tables know comes
+// commandName is b in lower case, A-Z only (asciiLower). A name the proxy's tables know comes
 // from them, without allocating a string for each command.
 func commandName(b []byte) string {
 	var low [16]byte
 	if len(b) > len(low) {
-		return strings.ToLower(string(b))
+		return asciiLower(b)
 	}
 	for i, c := range b {
-		switch {
-		case c >= utf8.RuneSelf:
-			return strings.ToLower(string(b)) // Unicode's rules, as before
-		case 'A' <= c && c <= 'Z':
+		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
 		low[i] = c
@@ -541,6 +537,21 @@ func commandName(b []byte) string {
 		return name
 	}
 	return string(low[:len(b)])
+}
+
+// asciiLower is b with A-Z lowered and every other byte as it is: Redis
+// compares command names so (strcasecmp), so a name with a letter that
+// lowers to ASCII only by Unicode's rules ("\u212Aeys", a Kelvin sign) is
+// no command's.
+func asciiLower(b []byte) string {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return string(out)
 }
 
 // commandNames maps each name of commands and queuedOnly to itself; built
