@@ -102,17 +102,19 @@ type LatchMessages struct {
 
 // latchAnswer is one node's answer: its counters' state, the value the
 // script gives (set, claim, had), and for a set that found a count, that
-// count's nonce.
+// count's nonce; bare: a set that set the count found no field of the
+// claim slot (its undo takes the slot's "m:" too).
 type latchAnswer struct {
 	state CounterState
 	v     int64
 	nonce int64
+	bare  bool
 }
 
 // latcher is a Node that runs the latch's scripts (latchnode.go).
 type latcher interface {
 	latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error)
-	latchUndo(ctx context.Context, name string, nonce int64) error
+	latchUndo(ctx context.Context, name string, nonce int64, bare bool) error
 	latchReset(ctx context.Context, name string, count, nonce, old int64) error
 	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
 	latchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (latchAnswer, error)
@@ -190,8 +192,12 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 		e.publishDecided(ctx, m.Publish, m.Channel, m.Message)
 		return true, nil
 	}
-	latchOp(context.WithoutCancel(ctx), e, func(ctx context.Context, n latcher) (struct{}, error) {
-		return struct{}{}, n.latchUndo(ctx, name, nonce)
+	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
+		ln, ok := n.(latcher)
+		if !ok {
+			return struct{}{}, nil
+		}
+		return struct{}{}, ln.latchUndo(ctx, name, nonce, res[i].err == nil && res[i].v.bare)
 	})
 	if len(vals)-granted >= e.quorum {
 		return false, nil

@@ -44,8 +44,10 @@ import (
 // drops a count whose tag another source counted down to 0
 // (latchSeedCount). An opened latch keeps its slots (their tags are that
 // evidence). The deletes world sends a delete() once n countDowns were
-// made, landing on each node at any step; the undos world lands a denied
-// trySetCount and its undo on up to N-Q nodes with no count.
+// made, landing on each node at any step; the undos worlds land a denied
+// trySetCount and its undo on up to N-Q nodes with no count (one, with
+// no fault, before the countDowns on a node with no slot: its undo takes
+// "m:" too, L6).
 //
 // Properties, checked after every step:
 //   - never early: no read of a quorum or more of counted nodes reads the
@@ -82,8 +84,8 @@ import (
 // 5-node world with faults, and the one with an older latch's decrements
 // in flight, and the one with an older latch's claim in flight, make 2
 // countDowns; the deletes world and the healed ones have no restart.
-// -short and -race run six 3-node worlds and two 5-node ones (about
-// 900,000 states); without, seven more (about 11.3 million states,
+// -short and -race run seven 3-node worlds and two 5-node ones (about
+// 980,000 states); without, seven more (about 11.3 million states,
 // nineteen minutes at load 9, about 3 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
@@ -118,6 +120,7 @@ const (
 	latchClaimNoCreate                  // a claim in a node with no slot is nobody's (1924247's rule alone: latch20c's split)
 	latchDeleteNoTombstone              // delete() takes the slot with no trace (U1b, with slots a claim creates)
 	latchUndoBare                       // a denied set's undo takes its "m:" too (U1, with slots a claim creates)
+	latchUndoLeavesClaim                // the undo leaves "m:" "0" where the set found no slot field (L6)
 	latchClaimCountedOnly               // only a countDown that counted a node down claims (a later one cannot repair)
 )
 
@@ -305,6 +308,11 @@ type latchChecker struct {
 	// count, and be undone there (latch_undo.lua: "m:" is left "0", with
 	// no tag; U1), each as one step.
 	undos bool
+	// undosFirst: with undos, they land before the first countDown, on
+	// a node with no field of the slot (a denied set of another
+	// participant where the set missed: L6; a node holding an older
+	// latch's slot is left: its undo leaves "m:" with no tag).
+	undosFirst bool
 	// healed: only the countDowns before the last meet faults (their
 	// decrements; claims meet none, and no node restarts); the last is
 	// made once every earlier message landed or was never sent, and
@@ -624,14 +632,16 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 			c.landDelete(&next, i)
 			out = append(out, latchStep{next, fmt.Sprintf("the delete lands on node %d", i), ""})
 		}
-		if c.undos && int(w.undos) < c.n-c.quorum && nd.seeded && nd.v == 0 && !nd.lset {
+		if c.undos && int(w.undos) < c.n-c.quorum && nd.seeded && nd.v == 0 && !nd.lset && (!c.undosFirst || w.made == 0 && nd.bare()) {
 			// A denied set lands and is undone: its "m:" "0" stays, with
-			// no tag (claims there are nobody's, as in between).
+			// no tag (claims there are nobody's, as in between), but
+			// where the set found no field of the slot (attack15 L6).
 			next := w.clone()
 			next.undos++
 			nn := &next.nodes[i]
+			bare := nd.bare()
 			nn.tag, nn.claim, nn.marked = tagNone, claimFree, false
-			if c.variant == latchUndoBare {
+			if c.variant == latchUndoBare || bare && c.variant != latchUndoLeavesClaim {
 				nn.claim = claimNone
 			}
 			out = append(out, latchStep{next, fmt.Sprintf("a denied set lands on node %d and is undone", i), ""})
@@ -1187,6 +1197,7 @@ type latchConfig struct {
 	lateSet     bool    // as latchChecker's
 	deletes     bool    // as latchChecker's
 	undos       bool    // as latchChecker's
+	undosFirst  bool    // as latchChecker's
 	healed      bool    // as latchChecker's
 	restarts    uint8   // at most; default 1
 	noRestart   bool    // no node restarts
@@ -1198,7 +1209,7 @@ func (cfg latchConfig) run() *latchChecker {
 	c := newLatchChecker(cfg.nodes, cfg.rule, cfg.variant)
 	c.noFaults, c.inFlight, c.olderLate = cfg.noFaults, max(cfg.inFlight, 1), cfg.olderLate
 	c.restartOnly, c.oldClaims, c.olderClaim, c.allSet = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim, cfg.allSet
-	c.lateSet, c.deletes, c.undos, c.healed = cfg.lateSet, cfg.deletes, cfg.undos, cfg.healed
+	c.lateSet, c.deletes, c.undos, c.undosFirst, c.healed = cfg.lateSet, cfg.deletes, cfg.undos, cfg.undosFirst, cfg.healed
 	if cfg.restarts > 0 {
 		c.maxRestarts = cfg.restarts
 	}
@@ -1245,6 +1256,7 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "3 nodes, faults on the first 2 countDowns' decrements, a third with none: it sends the zero message", nodes: 3, rule: ruleClaim, healed: true, noRestart: true},
 		{name: "5 nodes, faults on the first 2 countDowns' decrements, a third with none: it sends the zero message", nodes: 5, rule: ruleClaim, healed: true, noRestart: true, staleCounts: noStale},
 		{name: "3 nodes, an older latch's claim in flight, 2 countDowns at once", nodes: 3, rule: ruleClaim, noFaults: true, olderClaim: true, inFlight: 2, maxMade: 2},
+		{name: "3 nodes, a denied set undone before 3 countDowns at once (L6)", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, staleCounts: noStale},
 		{name: "3 nodes, faults, a delete of the opened latch, a denied set undone, no restart", nodes: 3, rule: ruleClaim, deletes: true, undos: true, staleCounts: noStale, noRestart: true, long: true},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
@@ -1296,6 +1308,7 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "delete() leaves no tombstone, a claim creates the slot again (U1b)", nodes: 3, rule: ruleClaim, variant: latchDeleteNoTombstone, deletes: true, staleCounts: noStale, noRestart: true, long: true},
 		{name: "only a countDown that counted a node down claims (no repair by a later one)", nodes: 3, rule: ruleClaim, variant: latchClaimCountedOnly, healed: true, noRestart: true},
 		{name: "a denied set's undo takes its claim too, a claim creates the slot again (U1)", nodes: 3, rule: ruleClaim, variant: latchUndoBare, undos: true, staleCounts: noStale, noRestart: true, long: true},
+		{name: "a denied set's undo leaves its claim where the set found no slot (L6)", nodes: 3, rule: ruleClaim, variant: latchUndoLeavesClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, staleCounts: noStale},
 		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {

@@ -36,7 +36,7 @@ func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latch
 		return latchAnswer{}, err
 	}
 	vals, err := cmd.Slice()
-	if err != nil || len(vals) < 2 || len(vals) > 3 {
+	if err != nil || len(vals) < 2 || len(vals) > 4 {
 		return latchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
 	}
 	state, ok := vals[0].(int64)
@@ -44,7 +44,8 @@ func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latch
 		return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 	}
 	a := latchAnswer{state: CounterState(state)}
-	for i, p := range []*int64{&a.v, &a.nonce}[:len(vals)-1] {
+	var bare int64
+	for i, p := range []*int64{&a.v, &a.nonce, &bare}[:len(vals)-1] {
 		switch x := vals[i+1].(type) {
 		case int64:
 			*p = x
@@ -56,6 +57,7 @@ func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latch
 			return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 		}
 	}
+	a.bare = bare == 1
 	return a, nil
 }
 
@@ -63,8 +65,12 @@ func (n *redisNode) latchSet(ctx context.Context, name string, count, nonce int6
 	return n.latchRun(ctx, latchSetScript, name, count, nonce)
 }
 
-func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64) error {
-	_, err := n.p.evalBody(ctx, latchUndoScript, []string{CountersKey}, name, nonce)
+func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64, bare bool) error {
+	found := "0"
+	if bare {
+		found = "1"
+	}
+	_, err := n.p.evalBody(ctx, latchUndoScript, []string{CountersKey}, name, nonce, found)
 	return err
 }
 

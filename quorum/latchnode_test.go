@@ -49,7 +49,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if a.nonce != 7 {
 		t.Errorf("set over a count answered its nonce %d; want 7", a.nonce)
 	}
-	if err := n.latchUndo(ctx, "x", 8); err != nil {
+	if err := n.latchUndo(ctx, "x", 8, false); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := field("l:x"); v != "2" {
@@ -88,7 +88,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 
 	a, err = n.latchSet(ctx, "y", 3, 9)
 	want("set y", a, err, CounterSeeded, 1)
-	if err := n.latchUndo(ctx, "y", 9); err != nil {
+	if err := n.latchUndo(ctx, "y", 9, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := field("l:y"); ok {
@@ -154,12 +154,36 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if v, _ := field("l:s"); v != "2" {
 		t.Errorf("the late set left the count %q; want 2", v)
 	}
-	n.latchSet(ctx, "r", 2, 25)
-	n.latchUndo(ctx, "r", 25)
+	admin.HSet(ctx, CountersKey, "o:r", "5", "m:r", "6") // an older latch's slot, its claim given
+	if a, _ = n.latchSet(ctx, "r", 2, 25); a.bare {
+		t.Error("a set over a slot answered that it found none")
+	}
+	n.latchUndo(ctx, "r", 25, false)
 	a, err = n.latchClaim(ctx, "r", 26, 0, 27)
 	want("a claim where a denied set was undone", a, err, CounterSeeded, 0)
 	if v, _ := field("m:r"); v != "0" {
 		t.Errorf("a claim took the undone set's slot: %q (U1)", v)
+	}
+	// A denied set that found no field of the slot leaves none (L6):
+	// a claim that read no tag there creates it; one taken before the
+	// undo stays.
+	if a, _ = n.latchSet(ctx, "q", 1, 30); !a.bare {
+		t.Error("a set where the node had no slot answered that it had one")
+	}
+	n.latchUndo(ctx, "q", 30, true)
+	for _, f := range []string{"l:q", "n:q", "m:q", "o:q"} {
+		if v, ok := field(f); ok {
+			t.Errorf("the undo of a set that found no slot left %s %q", f, v)
+		}
+	}
+	a, err = n.latchClaim(ctx, "q", 31, 0, 32)
+	want("a claim where a set that found no slot was undone", a, err, CounterSeeded, 31)
+	n.latchSet(ctx, "p", 1, 33)
+	a, err = n.latchClaim(ctx, "p", 34, 33, 33)
+	want("a claim in a denied set's slot, before its undo", a, err, CounterSeeded, 34)
+	n.latchUndo(ctx, "p", 33, true)
+	if v, _ := field("m:p"); v != "34" {
+		t.Errorf("the undo took a claim given before it: %q (U1)", v)
 	}
 
 	// The reset of an older latch's count, by the nonce the set found.

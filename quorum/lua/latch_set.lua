@@ -2,7 +2,8 @@
 -- counters' hash; ARGV[1] the latch's name, ARGV[2] the count, ARGV[3]
 -- the set's nonce. Returns {state, set, nonce}: state as
 -- counter_read.lua (only a seeded node sets), set 1 when it set the
--- count, 0 when one was there (nonce: that count's).
+-- count, 0 when one was there (nonce: that count's); a set that found no
+-- field of the claim slot adds 1 (its undo takes "m:" too).
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return {redis.call("hexists", KEYS[1], "pending"), 0, "0"}
 end
@@ -18,5 +19,9 @@ if redis.call("hget", KEYS[1], "o:" .. ARGV[1]) == ARGV[3] then
   redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3])
   return {2, 1, "0"}
 end
+local bare = redis.call("hexists", KEYS[1], "o:" .. ARGV[1]) + redis.call("hexists", KEYS[1], "m:" .. ARGV[1]) == 0
 redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], "0", "o:" .. ARGV[1], ARGV[3])
+if bare then
+  return {2, 1, "0", 1}
+end
 return {2, 1, "0"}
