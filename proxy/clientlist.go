@@ -53,7 +53,7 @@ func (l *listing) typeLocked() string {
 // CLIENT LIST and CLIENT KILL: replica, slave and master name types no
 // proxy client has.
 func clientType(name []byte) (string, error) {
-	switch t := strings.ToLower(string(name)); t {
+	switch t := asciiLower(name); t {
 	case "normal", "pubsub", "master":
 		return t, nil
 	case "replica", "slave":
@@ -97,7 +97,7 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 	typ := ""
 	opt := ""
 	if len(r.args) > 2 {
-		opt = strings.ToLower(string(r.args[2]))
+		opt = asciiLower(r.args[2])
 	}
 	switch {
 	case len(r.args) == 2:
@@ -158,7 +158,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 		}
 		for i := 2; i < len(r.args); i += 2 {
 			v := string(r.args[i+1])
-			switch strings.ToLower(string(r.args[i])) {
+			switch asciiLower(r.args[i]) {
 			case "id":
 				n, ok := resp.ParseInt(r.args[i+1])
 				if !ok || n <= 0 {

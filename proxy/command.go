@@ -41,7 +41,7 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 	if len(r.args) == 1 {
 		return commandInfos(sortedCommands()), nil
 	}
-	switch strings.ToLower(string(r.args[1])) {
+	switch asciiLower(r.args[1]) {
 	case "count":
 		return resp.Int(int64(len(commands))), nil
 	case "list":
@@ -59,7 +59,7 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 		}
 		return commandDocs(names), nil
 	case "getkeys":
-		cm, ok := commands[strings.ToLower(string(r.args[2]))]
+		cm, ok := commands[asciiLower(r.args[2])]
 		switch {
 		case !ok:
 			return resp.Reply{}, errGetkeysCommand
@@ -91,7 +91,7 @@ func sortedCommands() []string {
 func lowerArgs(args [][]byte) []string {
 	names := make([]string, len(args))
 	for i, a := range args {
-		names[i] = strings.ToLower(string(a))
+		names[i] = asciiLower(a)
 	}
 	return names
 }
@@ -103,7 +103,7 @@ func commandList(args [][]byte) (resp.Reply, error) {
 	case len(args) == 0:
 	case len(args) == 3 && strings.EqualFold(string(args[0]), "filterby"):
 		arg := string(args[2])
-		switch strings.ToLower(string(args[1])) {
+		switch asciiLower(args[1]) {
 		case "pattern":
 			keep = func(name string) bool { return acl.Match(strings.ToLower(arg), []byte(name)) }
 		case "aclcat":

@@ -73,7 +73,7 @@ func (in *infoRun) keyView(s *Server) (quorum.KeyView, error) {
 func (s *Server) info(r *request) (resp.Reply, error) {
 	want := map[string]bool{}
 	for _, a := range r.args[1:] {
-		want[strings.ToLower(string(a))] = true
+		want[asciiLower(a)] = true
 	}
 	all := want["all"] || want["everything"]
 	def := len(r.args) == 1 || want["default"]

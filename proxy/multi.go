@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"strings"
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
@@ -157,7 +156,7 @@ func (s *Server) exec(r *request) (resp.Reply, error) {
 		return resp.Reply{}, errTxShape
 	}
 	cmd := tx.queued[0]
-	name := strings.ToLower(string(cmd[0]))
+	name := asciiLower(cmd[0])
 	var ttl time.Duration
 	switch {
 	case name == "del" && len(cmd) == 2:

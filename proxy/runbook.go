@@ -37,7 +37,7 @@ func (s *Server) scan(r *request) (resp.Reply, error) {
 			return resp.Reply{}, resp.ErrSyntax
 		}
 		arg := r.args[i+1]
-		switch strings.ToLower(string(r.args[i])) {
+		switch asciiLower(r.args[i]) {
 		case "match":
 			match = string(arg)
 		case "count":
@@ -50,7 +50,7 @@ func (s *Server) scan(r *request) (resp.Reply, error) {
 			}
 			count = min(n, 1000) // each key found costs a quorum read
 		case "type":
-			typ = strings.ToLower(string(arg))
+			typ = asciiLower(arg)
 		default:
 			return resp.Reply{}, resp.ErrSyntax
 		}
@@ -130,7 +130,7 @@ func (s *Server) hget(r *request) (resp.Reply, error) {
 func (s *Server) zrange(r *request) (resp.Reply, error) {
 	withScores := false
 	for _, a := range r.args[4:] {
-		switch strings.ToLower(string(a)) {
+		switch asciiLower(a) {
 		case "withscores":
 			withScores = true
 		case "byscore", "bylex", "rev", "limit":
@@ -179,7 +179,7 @@ func zrangeReply(v quorum.KeyValue, start, stop int64, withScores bool, proto re
 //
 // The encoding every node that agrees on the key's value reports.
 func (s *Server) object(r *request) (resp.Reply, error) {
-	switch strings.ToLower(string(r.args[1])) {
+	switch asciiLower(r.args[1]) {
 	case "encoding":
 	case "help":
 		return resp.Array(resp.Status("OBJECT ENCODING <key>: the encoding of a key a quorum holds.")), nil

@@ -593,7 +593,7 @@ func (s *Server) admit(c *client, name string, args [][]byte) error {
 	case wrongArity(cm.arity, len(args)):
 		return withArgs(errArity, name)
 	case cm.subs != nil && len(args) > 1:
-		sub := strings.ToLower(string(args[1]))
+		sub := asciiLower(args[1])
 		if a, known := cm.subs[sub]; !known {
 			return withArgs(errUnknownSubcommand, cString(args[1], 128), strings.ToUpper(name))
 		} else if wrongArity(a, len(args)) {

@@ -3,7 +3,6 @@ package proxy
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -88,7 +87,7 @@ func slowArgs(args []string) []string {
 // "nodeN=addr,usec=…,calls=…,answer=granted|denied|answered|failed|down".
 func (s *Server) slowlogCmd(r *request) (resp.Reply, error) {
 	l := &s.slow
-	switch strings.ToLower(string(r.args[1])) {
+	switch asciiLower(r.args[1]) {
 	case "len":
 		return resp.Int(int64(s.slowLen())), nil
 	case "reset":

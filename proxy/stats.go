@@ -82,7 +82,7 @@ func statName(name string, args [][]byte) string {
 	if !ok || cm.subs == nil || len(args) < 2 {
 		return name
 	}
-	sub := strings.ToLower(string(args[1]))
+	sub := asciiLower(args[1])
 	if _, ok := cm.subs[sub]; !ok {
 		return name
 	}

@@ -520,6 +520,8 @@ func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v i
 			contended++
 		case r.v == CounterNotHeld:
 			o.Denied++
+		case r.v == CounterUnseeded:
+			o.Unseeded++
 		default:
 			o.Quarantined++
 		}

@@ -153,10 +153,10 @@ func latchUnavailable(res []result[latchAnswer], granted int) error {
 		case r.err != nil:
 			o.Failed++
 		case r.v.state != CounterSeeded:
-			o.Quarantined++
+			o.Unseeded++ // its counters are lost or being seeded
 		}
 	}
-	o.Denied = len(res) - o.Failed - o.Quarantined - granted
+	o.Denied = len(res) - o.Failed - o.Unseeded - granted
 	return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures(res)}
 }
 

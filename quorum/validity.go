@@ -32,7 +32,7 @@ func verdict(o Outcome, quorum int, failures error) error {
 	switch {
 	case o.Granted >= quorum:
 		return nil
-	case o.Granted+o.Failed+o.Quarantined >= quorum, o.Answered() < quorum:
+	case o.Granted+o.Failed+o.Quarantined+o.Unseeded >= quorum, o.Answered() < quorum:
 		return &OutcomeError{Outcome: o, Unavailable: true, Failures: failures}
 	default:
 		return &OutcomeError{Outcome: o, Failures: failures}
