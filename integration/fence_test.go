@@ -79,12 +79,16 @@ func TestFenceThroughTwoProxies(t *testing.T) {
 // masters without persistence between two holders, waits out max_ttl so
 // that they are seeded again, then restarts two others: each holder's
 // token is still above the one before. Without the seeding the last
-// holder's read would find no quorum of masters with counters.
+// holder's read would find no quorum of masters with counters. The proxy
+// runs its monitor, as every proxy does: FENCE asks a window of three
+// masters first, and when both restarted ones are outside it (one port
+// order in ten), the monitor's counter round is what marks and seeds
+// them (without it, the last holder got NOQUORUM, 4 unseeded).
 func TestFenceMastersRestartedEmptyBetweenHolders(t *testing.T) {
 	c := startNodes(t, 5)
 	qcfg := engineConfig()
 	qcfg.MinTTL, qcfg.MaxTTL = 2*time.Second, 2*time.Second // the seeding waits max_ttl
-	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, qcfg, c.addrs...)
+	p := mustStartMonitored(t, qcfg, c.addrs...)
 	last := int64(0)
 	hold := func(n int) {
 		t.Helper()
@@ -101,11 +105,17 @@ func TestFenceMastersRestartedEmptyBetweenHolders(t *testing.T) {
 	}
 	hold(2) // masters 0 and 1 are marked, and do not count
 	time.Sleep(2*time.Second + 100*time.Millisecond)
-	hold(3) // seeds 0 and 1 from the others' maxima
+	hold(3) // seeds 0 and 1 from the others' maxima, if it asks them
 	for _, i := range []int{0, 1} {
 		// Their quarantine ends at a probe past max_ttl, which a loaded
-		// machine can delay past hold(3): hold(4) needs them counted.
+		// machine can delay past hold(3): hold(4) needs them counted, and
+		// their counters seeded (by hold(3) or the monitor's round).
 		waitState(t, p.Client, i, "up", 10*time.Second)
+		for end := time.Now().Add(10 * time.Second); c.direct[i].HGet(t.Context(), quorum.CountersKey, "seeded").Val() != "1"; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("master %d's counters not seeded 10s after hold 3", i)
+			}
+		}
 	}
 	for _, i := range []int{2, 3} {
 		c.procs[i] = restartRedis(t, c.procs[i])
