@@ -311,9 +311,9 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 // unknownCommand is Redis's reply to a command it does not know, with the
 // first arguments quoted as Redis quotes them.
 func unknownCommand(args [][]byte) resp.Reply {
-	name := string(args[0])
-	if why, ok := unsupported[asciiLower([]byte(name))]; ok {
-		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", asciiLower([]byte(name)))
+	low := asciiLower(args[0])
+	if why, ok := unsupported[low]; ok {
+		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", low)
 		if why != "" {
 			msg += " (" + why + ")"
 		}

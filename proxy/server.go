@@ -523,20 +523,15 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 // commandName is b in lower case, A-Z only (asciiLower). A name the proxy's tables know comes
 // from them, without allocating a string for each command.
 func commandName(b []byte) string {
-	var low [16]byte
-	if len(b) > len(low) {
+	var buf [16]byte
+	if len(b) > len(buf) {
 		return asciiLower(b)
 	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		low[i] = c
-	}
-	if name, ok := commandNames()[string(low[:len(b)])]; ok {
+	low := appendASCIILower(buf[:0], b)
+	if name, ok := commandNames()[string(low)]; ok {
 		return name
 	}
-	return string(low[:len(b)])
+	return string(low)
 }
 
 // asciiLower is b with A-Z lowered and every other byte as it is: Redis
@@ -544,14 +539,18 @@ func commandName(b []byte) string {
 // lowers to ASCII only by Unicode's rules ("\u212Aeys", a Kelvin sign) is
 // no command's.
 func asciiLower(b []byte) string {
-	out := make([]byte, len(b))
-	for i, c := range b {
+	return string(appendASCIILower(make([]byte, 0, len(b)), b))
+}
+
+// appendASCIILower appends b to dst with A-Z lowered.
+func appendASCIILower(dst, b []byte) []byte {
+	for _, c := range b {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		out[i] = c
+		dst = append(dst, c)
 	}
-	return string(out)
+	return dst
 }
 
 // commandNames maps each name of commands and queuedOnly to itself; built
