@@ -24,11 +24,11 @@ type slowNode struct {
 	delay time.Duration
 }
 
-func (n slowNode) Acquire(ctx context.Context, l quorum.Lock, ttl time.Duration) (bool, error) {
+func (n slowNode) Acquire(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Acquired, error) {
 	select {
 	case <-time.After(n.delay):
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return quorum.Acquired{}, ctx.Err()
 	}
 	return n.Node.Acquire(ctx, l, ttl)
 }

@@ -45,40 +45,65 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	// Step 1: the start time, before the first send.
 	start := time.Now()
 	// Steps 2-3: try every node at once, each under its own deadline.
-	results := fanOutCall(ctx, e, pipeAcquire(l, ttl), func(ctx context.Context, _ int, n Node) (bool, error) {
+	results := fanOutCall(ctx, e, pipeAcquire(l, ttl), func(ctx context.Context, _ int, n Node) (Acquired, error) {
 		return n.Acquire(ctx, l, ttl)
 	})
 	// Step 4: granted by a quorum, with validity left. A grant from a
 	// node in quarantine does not count: it may have lost locks.
 	ballots := make([]ballot, len(results))
 	for i, r := range results {
-		ballots[i] = ballot{err: r.err, granted: r.v, ttl: ttl, counts: e.counts(i)}
+		ballots[i] = ballot{err: r.err, granted: r.v.Granted, ttl: ttl, counts: e.counts(i)}
 	}
 	d := decide(ballots, e.quorum, start, time.Now(), e.cfg.DriftFactor)
 	e.report(OpAcquire, start, d)
 	if d.err == nil {
 		return d.lease, nil
 	}
-	// Step 5: undo wherever the write may have landed: on the nodes that
-	// granted, and on those that failed or timed out, since a lost reply
-	// may hide a write. A node that denied wrote nothing, and a key it
-	// holds with this token is an earlier grant to the same token, which
-	// a single Redis would keep too. A node the breaker had marked down
-	// was not called and holds nothing, but one it marked down during
-	// this acquire (a third timeout in a row) may hold the write: the
-	// undo goes past the breaker. The caller may have given up already;
-	// the cleanup must still run.
-	skip := make(map[Node]bool, len(results))
-	for i, r := range results {
-		skip[e.nodes[i]] = r.err == nil && !r.v || errors.Is(r.err, ErrNodeDown)
-	}
-	// Not observed: the observer sees each node's part of the acquire
-	// itself, and this cleanup calls no node that denied.
-	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, _ int, n Node) ([]Found, error) {
-		if skip[n] {
-			return nil, nil
+	// Step 5: undo, on each node as undoOf says. The caller may have
+	// given up already; the cleanup must still run. Not observed: the
+	// observer sees each node's part of the acquire itself.
+	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (int, error) {
+		switch undoOf(l, results[i].v, results[i].err) {
+		case undoRelease:
+			_, err := n.Release(ctx, l)
+			return 0, err
+		case undoSetBack:
+			return n.Undo(ctx, l, results[i].v.Before)
 		}
-		return n.Release(ctx, l)
+		return 0, nil
 	})
 	return Lease{}, d.err
+}
+
+// undoing is what a failed acquire's undo does on one node.
+type undoing uint8
+
+const (
+	undoNothing undoing = iota
+	undoRelease         // delete each key that holds the token
+	undoSetBack         // Node.Undo: set keys taken again back, delete the others
+)
+
+// undoOf is the undo on a node that answered a, err to an acquire of l.
+// A node that denied wrote nothing, and a key it holds with the token is
+// an earlier grant to the same token, which a single Redis would keep
+// too. A node the breaker had marked down was not called. A node that
+// granted gives back what it took: a key it took again (a re-entry by
+// l.PrefixLen) is the token's earlier grant, whose validity its client
+// was told, and is set back, not deleted (review28 F0b). A node that
+// failed or timed out may hold the write, a lost reply hiding it: it is
+// released, as one that the breaker marked down during this acquire (a
+// third timeout in a row) is, past the breaker; but with l.PrefixLen the
+// write may have taken an earlier grant again, which a release would
+// delete: the keys are left there to their TTL.
+func undoOf(l Lock, a Acquired, err error) undoing {
+	switch {
+	case err == nil && !a.Granted, errors.Is(err, ErrNodeDown):
+		return undoNothing
+	case err == nil && a.Before != nil:
+		return undoSetBack
+	case err != nil && l.PrefixLen > 0:
+		return undoNothing
+	}
+	return undoRelease
 }

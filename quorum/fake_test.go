@@ -63,7 +63,7 @@ type fakeEntry struct {
 
 // fakeCall records one call a fakeNode received, as it arrived.
 type fakeCall struct {
-	op          string // acquire, release, extend, inspect, delete, close
+	op          string // acquire, undo, release, extend, inspect, delete, close
 	keys        []string
 	token       string
 	prefixLen   int
@@ -221,31 +221,65 @@ var errFakeTTL = errors.New("ERR invalid expire time")
 
 // Acquire is acquireScript (and the SET NX PX path, its one-key case):
 // all keys or none, and an existing key counts as free only when it
-// starts with the token's first PrefixLen bytes.
-func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error) {
-	var ok bool
+// starts with the token's first PrefixLen bytes; such a key's earlier
+// value and TTL are in the answer's Before.
+func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
+	var a Acquired
 	err := f.do(ctx, fakeCall{op: "acquire", keys: l.Keys, token: l.Token, prefixLen: l.PrefixLen, ttl: ttl}, func(now time.Time) error {
 		if ttl < time.Millisecond {
 			return errFakeTTL // SET ... PX 0 is refused
 		}
-		for _, k := range l.Keys {
+		var before []Entry
+		for i, k := range l.Keys {
 			if e, held := f.get(now, k); held {
 				n := l.PrefixLen
 				if n <= 0 || prefix(e.token, n) != prefix(l.Token, n) {
 					return nil
 				}
+				if before == nil {
+					before = make([]Entry, len(l.Keys))
+				}
+				before[i] = Entry{Present: true, Token: e.token, TTL: e.pttl(now).Truncate(time.Millisecond)}
 			}
 		}
 		for _, k := range l.Keys {
 			f.store()[k] = fakeEntry{token: l.Token, expires: now.Add(ttl)}
 		}
-		ok = true
+		a = Acquired{Granted: true, Before: before}
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return Acquired{}, err
 	}
-	return ok, nil
+	return a, nil
+}
+
+// Undo is undoScript: each key that holds the token is deleted, or, taken
+// again, set back to its earlier value and TTL (at least 1ms).
+func (f *fakeNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error) {
+	var done int
+	err := f.do(ctx, fakeCall{op: "undo", keys: l.Keys, token: l.Token}, func(now time.Time) error {
+		for i, k := range l.Keys {
+			if e, ok := f.get(now, k); !ok || e.token != l.Token {
+				continue
+			}
+			done++
+			if i >= len(before) || !before[i].Present {
+				delete(f.keys, k)
+				continue
+			}
+			e := fakeEntry{token: before[i].Token}
+			if ttl := before[i].TTL; ttl >= 0 {
+				e.expires = now.Add(max(ttl.Truncate(time.Millisecond), time.Millisecond))
+			}
+			f.store()[k] = e
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return done, nil
 }
 
 // prefix is s's first n bytes, or s if it is shorter (Lua's string.sub

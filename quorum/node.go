@@ -13,8 +13,14 @@ type Node interface {
 	Addr() string
 	// Acquire sets every key of l to its token with ttl, but only if no
 	// key exists (or, with l.PrefixLen, each existing one starts with the
-	// token's prefix). It reports whether it set them.
-	Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error)
+	// token's prefix: it takes that key again). It reports whether it set
+	// them, and what each key taken again held before.
+	Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error)
+	// Undo gives back what an acquire of l took, before being its answer's
+	// Before (one per key): a key taken free is deleted, a key taken again
+	// set back to its earlier value and TTL; each only if it still holds
+	// l's token. It returns how many keys it gave back.
+	Undo(ctx context.Context, l Lock, before []Entry) (int, error)
 	// Release deletes each key of l that holds its token and reports, per
 	// key, what it found.
 	Release(ctx context.Context, l Lock) ([]Found, error)
@@ -78,6 +84,17 @@ type connWatcher interface {
 // process behind it may have died, and its first use would fail.
 type connDropper interface {
 	dropConnection()
+}
+
+// Acquired is a node's answer to an acquire.
+type Acquired struct {
+	// Granted: the node set every key.
+	Granted bool
+	// Before is, for a grant that took a key again (it held a value with
+	// the token's prefix: a re-entry), per key what the key held before:
+	// the earlier value and its TTL (negative: no expiry); a key taken
+	// free has the zero Entry. Nil when every key was free.
+	Before []Entry
 }
 
 // Found is what a release found at one key on one node.

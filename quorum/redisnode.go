@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -107,21 +108,58 @@ func (n *redisNode) dropConnection() { n.p.stale.Store(true) }
 // lock's keys and ARGV[1] its token.
 
 // acquireScript sets every key to ARGV[1] with TTL ARGV[2] ms, unless one
-// exists. With ARGV[3] > 0 a key whose value starts with the first
-// ARGV[3] bytes of the token does not count as existing.
+// exists, and returns 1; 0 if it set none. With ARGV[3] > 0 a key whose
+// value starts with the first ARGV[3] bytes of the token does not count
+// as existing: the acquire takes it again (a re-entry), and then returns,
+// per key, 0 for a key taken free or {value, pttl} of the key taken
+// again, so that a failed acquire can set that earlier grant back (undo).
 var acquireScript = newScript(`
-for _, key in ipairs(KEYS) do
+local n = tonumber(ARGV[3])
+local before, again = {}, false
+for i, key in ipairs(KEYS) do
+  before[i] = 0
   if redis.call("exists", key) == 1 then
-    local n = tonumber(ARGV[3])
     if n == 0 or redis.call("getrange", key, 0, n - 1) ~= string.sub(ARGV[1], 1, n) then
       return 0
     end
+    before[i] = {redis.call("get", key), redis.call("pttl", key)}
+    again = true
   end
 end
 for _, key in ipairs(KEYS) do
   redis.call("set", key, ARGV[1], "PX", ARGV[2])
 end
+if again then
+  return before
+end
 return 1
+`)
+
+// undoScript gives back what an acquire of KEYS with token ARGV[1] took.
+// ARGV[1+i] is key i's earlier TTL in ms, or "" for a key taken free, and
+// ARGV[1+n+i] its earlier value (n keys). A key that still holds the
+// token is deleted, with its fencing record (as releaseScript does), or,
+// taken again, set back: with no expiry for a TTL below 0, else with the
+// TTL it had when taken (at least 1ms). That TTL ran on since, so the key
+// is restored a little longer than it was: the safe direction, as the
+// holder's validity counts from its own acquire. It returns how many keys
+// it gave back.
+var undoScript = newScript(`
+local n, done = #KEYS, 0
+for i, key in ipairs(KEYS) do
+  if redis.call("get", key) == ARGV[1] then
+    local pttl = ARGV[1 + i]
+    if pttl == "" then
+      redis.call("del", key, "` + holdPrefix + `" .. key)
+    elseif tonumber(pttl) < 0 then
+      redis.call("set", key, ARGV[1 + n + i])
+    else
+      redis.call("set", key, ARGV[1 + n + i], "PX", math.max(tonumber(pttl), 1))
+    end
+    done = done + 1
+  end
+end
+return done
 `)
 
 // releaseScript deletes every key that holds ARGV[1], and returns per key
@@ -199,7 +237,7 @@ return {{t}, redis.call("pttl", KEYS[1])}
 
 var modeArg = map[ExtendMode]string{ExtendSet: "set", ExtendAdd: "add", ExtendOrAcquire: "acquire"}
 
-func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (bool, error) {
+func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
 	return pipeAcquire(l, ttl).run(ctx, n.p)
 }
 
@@ -207,7 +245,7 @@ func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (boo
 func (n *redisNode) pipe() *pipeline { return n.p }
 
 // pipeAcquire is Acquire as the pipeline runs it.
-func pipeAcquire(l Lock, ttl time.Duration) pipeCall[bool] {
+func pipeAcquire(l Lock, ttl time.Duration) pipeCall[Acquired] {
 	px := ttl.Milliseconds()
 	// PrefixLen re-enters only when above zero; a negative one would turn
 	// on Lua's negative string indexes.
@@ -216,21 +254,106 @@ func pipeAcquire(l Lock, ttl time.Duration) pipeCall[bool] {
 		// PX always goes out, so Redis refuses a TTL under 1ms as the
 		// script does: SetArgs drops a TTL <= 0 and would set a key that
 		// never expires.
-		return pipeCall[bool]{cmd: appendSetNX(l.Keys[0], l.Token, px), result: setNXAnswer}
+		return pipeCall[Acquired]{cmd: appendSetNX(l.Keys[0], l.Token, px), result: setNXAnswer}
 	}
-	return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, acquireAnswer)
+	if len(l.Keys) == 1 {
+		return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, acquireOneAnswer) // no closure to allocate
+	}
+	keys := len(l.Keys)
+	return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, func(v any, err error) (Acquired, error) {
+		return acquireAnswer(v, err, keys)
+	})
 }
 
 // setNXAnswer is setNXResult of a SET NX PX reply.
-func setNXAnswer(_ any, err error) (bool, error) { return setNXResult(err) }
+func setNXAnswer(_ any, err error) (Acquired, error) {
+	ok, err := setNXResult(err)
+	return Acquired{Granted: ok}, err
+}
 
-// acquireAnswer turns acquireScript's reply into the node's answer.
-func acquireAnswer(v any, err error) (bool, error) {
+// acquireOneAnswer is acquireAnswer for one key.
+func acquireOneAnswer(v any, err error) (Acquired, error) { return acquireAnswer(v, err, 1) }
+
+// acquireAnswer turns acquireScript's reply for keys keys into the node's
+// answer: 0 denied, 1 granted, or granted with a re-entry, one item per
+// key, 0 (taken free) or {value, pttl} (taken again, at least one). Any
+// other reply is an error, never a grant.
+func acquireAnswer(v any, err error, keys int) (Acquired, error) {
 	if err != nil {
-		return false, err
+		return Acquired{}, err
+	}
+	switch v := v.(type) {
+	case int64:
+		switch v {
+		case 0:
+			return Acquired{}, nil
+		case 1:
+			return Acquired{Granted: true}, nil
+		}
+		return Acquired{}, fmt.Errorf("acquire replied unknown code %d", v)
+	case []any:
+		if len(v) != keys {
+			return Acquired{}, fmt.Errorf("acquire replied %d items for %d keys", len(v), keys)
+		}
+		before := make([]Entry, keys)
+		again := false
+		for i, it := range v {
+			if code, ok := it.(int64); ok && code == 0 {
+				continue // taken free
+			}
+			pair, ok := it.([]any)
+			if !ok || len(pair) != 2 {
+				return Acquired{}, fmt.Errorf("acquire replied %v for a key taken again", it)
+			}
+			val, ok := pair[0].(string)
+			pttl, ok2 := pair[1].(int64)
+			if !ok || !ok2 || pttl < -1 {
+				return Acquired{}, fmt.Errorf("acquire replied %v for a key taken again", it)
+			}
+			before[i] = Entry{Present: true, Token: val, TTL: time.Duration(pttl) * time.Millisecond}
+			again = true
+		}
+		if !again {
+			return Acquired{}, errors.New("acquire replied no key taken again")
+		}
+		return Acquired{Granted: true, Before: before}, nil
+	default:
+		return Acquired{}, fmt.Errorf("acquire replied %T", v)
+	}
+}
+
+// Undo runs undoScript. As Release, it is an acquire's give-back and sends
+// the script's body.
+func (n *redisNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error) {
+	c := pipeUndo(l, before)
+	c.cmd, c.s = c.body(), nil
+	return c.run(ctx, n.p)
+}
+
+// pipeUndo is Undo as the pipeline runs it.
+func pipeUndo(l Lock, before []Entry) pipeCall[int] {
+	args := make([]any, 1+2*len(l.Keys))
+	args[0] = l.Token
+	for i := range l.Keys {
+		pttl, old := "", ""
+		if i < len(before) && before[i].Present {
+			pttl, old = "-1", before[i].Token
+			if before[i].TTL >= 0 {
+				pttl = strconv.FormatInt(before[i].TTL.Milliseconds(), 10)
+			}
+		}
+		args[1+i], args[1+len(l.Keys)+i] = pttl, old
+	}
+	return scriptCall(undoScript, l.Keys, args, undoAnswer)
+}
+
+// undoAnswer turns undoScript's reply into how many keys it gave back.
+func undoAnswer(v any, err error) (int, error) {
+	if err != nil {
+		return 0, err
 	}
 	i, err := int64Reply(v)
-	return i == 1, err
+	return int(i), err
 }
 
 // appendSetNX is SET key token PX px NX, encoded.

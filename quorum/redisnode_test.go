@@ -131,42 +131,47 @@ func TestRedisNodeAcquire(t *testing.T) {
 	if n.Addr() != p.Addr {
 		t.Errorf("Addr() = %q; want %q", n.Addr(), p.Addr)
 	}
+	// again is a key taken again that held v with about ms left (-1: none).
+	again := func(v string, ms int64) Entry {
+		return Entry{Present: true, Token: v, TTL: time.Duration(ms) * time.Millisecond}
+	}
 	tests := []struct {
 		name    string
 		setup   func(t *testing.T)
 		lock    Lock
 		want    bool
+		before  []Entry // the answer's Before
 		wantErr bool
 		keys    map[string]wantKey
 	}{
-		{"SET NX: free key", nil, Lock{Keys: []string{"k"}, Token: "mine"}, true, false,
+		{"SET NX: free key", nil, Lock{Keys: []string{"k"}, Token: "mine"}, true, nil, false,
 			map[string]wantKey{"k": expiring("mine", 1000)}},
 		{"SET NX: held key", func(t *testing.T) { setKey(t, admin, "k", "other", 100*time.Second) },
-			Lock{Keys: []string{"k"}, Token: "mine"}, false, false,
+			Lock{Keys: []string{"k"}, Token: "mine"}, false, nil, false,
 			map[string]wantKey{"k": expiring("other", 100000)}},
 		{"SET NX: key of another type exists", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
-			Lock{Keys: []string{"k"}, Token: "mine"}, false, false, nil},
-		{"script: several free keys", nil, Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, true, false,
+			Lock{Keys: []string{"k"}, Token: "mine"}, false, nil, false, nil},
+		{"script: several free keys", nil, Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, true, nil, false,
 			map[string]wantKey{"k1": expiring("mine", 1000), "k2": expiring("mine", 1000)}},
 		{"script: one key held sets none", func(t *testing.T) { setKey(t, admin, "k2", "other", -1) },
-			Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, false, false,
+			Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, false, nil, false,
 			map[string]wantKey{"k1": missingKey(), "k2": noExpiry("other")}},
 		{"script: own prefix re-enters with the new TTL", func(t *testing.T) { setKey(t, admin, "k", "app:1", 100*time.Second) },
-			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, false,
+			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, []Entry{again("app:1", 100000)}, false,
 			map[string]wantKey{"k": expiring("app:2", 1000)}},
 		{"script: re-entry beside a free key", func(t *testing.T) { setKey(t, admin, "k1", "app:1", -1) },
-			Lock{Keys: []string{"k1", "k2"}, Token: "app:2", PrefixLen: 4}, true, false,
+			Lock{Keys: []string{"k1", "k2"}, Token: "app:2", PrefixLen: 4}, true, []Entry{again("app:1", -1), {}}, false,
 			map[string]wantKey{"k1": expiring("app:2", 1000), "k2": expiring("app:2", 1000)}},
 		{"script: other prefix is denied", func(t *testing.T) { setKey(t, admin, "k", "web:1", -1) },
-			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, false,
+			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, nil, false,
 			map[string]wantKey{"k": noExpiry("web:1")}},
 		{"script: prefix longer than the tokens", func(t *testing.T) { setKey(t, admin, "k", "ab", -1) },
-			Lock{Keys: []string{"k"}, Token: "ab", PrefixLen: 10}, true, false,
+			Lock{Keys: []string{"k"}, Token: "ab", PrefixLen: 10}, true, []Entry{again("ab", -1)}, false,
 			map[string]wantKey{"k": expiring("ab", 1000)}},
-		{"script: prefix on a free key", nil, Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, false,
+		{"script: prefix on a free key", nil, Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, nil, false,
 			map[string]wantKey{"k": expiring("app:2", 1000)}},
 		{"script: error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
-			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, true, nil},
+			Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, nil, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,8 +180,8 @@ func TestRedisNodeAcquire(t *testing.T) {
 				tt.setup(t)
 			}
 			got, err := n.Acquire(t.Context(), tt.lock, time.Second)
-			if got != tt.want || (err != nil) != tt.wantErr {
-				t.Fatalf("Acquire(%+v, 1s) = %v, %v; want %v, error %v", tt.lock, got, err, tt.want, tt.wantErr)
+			if got.Granted != tt.want || (err != nil) != tt.wantErr || !sameBefore(got.Before, tt.before) {
+				t.Fatalf("Acquire(%+v, 1s) = %+v, %v; want granted %v, Before %+v, error %v", tt.lock, got, err, tt.want, tt.before, tt.wantErr)
 			}
 			var rerr redis.Error
 			if tt.wantErr && !errors.As(err, &rerr) {
@@ -185,6 +190,17 @@ func TestRedisNodeAcquire(t *testing.T) {
 			checkKeys(t, admin, tt.keys)
 		})
 	}
+}
+
+// sameBefore reports whether got is want, each positive TTL up to 100ms
+// less (it ran on before the read).
+func sameBefore(got, want []Entry) bool {
+	return slices.EqualFunc(got, want, func(g, w Entry) bool {
+		if w.TTL > 0 {
+			return g.Present == w.Present && g.Token == w.Token && g.TTL <= w.TTL && g.TTL > w.TTL-100*time.Millisecond
+		}
+		return g == w
+	})
 }
 
 func TestRedisNodeRelease(t *testing.T) {
@@ -519,6 +535,20 @@ func norm(v any, err error) answer {
 		if v > 0 {
 			return answer{text: "extended", ttl: v}
 		}
+	case Acquired:
+		// The first positive TTL of a key taken again is compared; the
+		// others are left out.
+		var ttl time.Duration
+		before := make([]string, len(v.Before))
+		for i, e := range v.Before {
+			if e.TTL > 0 && ttl == 0 {
+				ttl, e.TTL = e.TTL, 0
+			} else if e.TTL > 0 {
+				e.TTL = 0
+			}
+			before[i] = fmt.Sprintf("%+v", e)
+		}
+		return answer{text: fmt.Sprintf("granted %v, before %v", v.Granted, before), ttl: ttl}
 	case Entry:
 		if ttl := v.TTL; ttl > 0 {
 			v.TTL = 0
@@ -531,6 +561,10 @@ func norm(v any, err error) answer {
 
 func acquireStep(l Lock, ttl time.Duration) conformStep {
 	return func(t *testing.T, n Node) answer { return norm(n.Acquire(t.Context(), l, ttl)) }
+}
+
+func undoStep(l Lock, before []Entry) conformStep {
+	return func(t *testing.T, n Node) answer { return norm(n.Undo(t.Context(), l, before)) }
 }
 
 func releaseStep(l Lock) conformStep {
@@ -598,6 +632,23 @@ func TestFakeNodeMatchesRedisNode(t *testing.T) {
 			acquireStep(mine("k1", "k3"), 2*time.Second),
 			releaseStep(mine("k1", "k2", "k3")),
 			deleteStep("k1", "k2", "k3"),
+		}},
+		{"undo of a re-entry", []conformStep{
+			seedStep("k", "app:1", 2*time.Second),
+			seedStep("k3", "app:0", -1),
+			acquireStep(Lock{Keys: []string{"k", "k2", "k3"}, Token: "app:2", PrefixLen: 4}, time.Second),
+			undoStep(Lock{Keys: []string{"k", "k2", "k3"}, Token: "app:2"}, []Entry{
+				{Present: true, Token: "app:1", TTL: 1500 * time.Millisecond}, {}, {Present: true, Token: "app:0", TTL: -time.Millisecond},
+			}),
+			inspectStep("k"),
+			inspectStep("k2"),
+			inspectStep("k3"),
+			undoStep(Lock{Keys: []string{"k"}, Token: "app:2"}, []Entry{{Present: true, Token: "app:9", TTL: time.Second}}),
+			inspectStep("k"),
+			seedStep("k", "app:2", time.Second),
+			undoStep(Lock{Keys: []string{"k"}, Token: "app:2"}, []Entry{{Present: true, Token: "app:1", TTL: 0}}),
+			sleepStep(20 * time.Millisecond),
+			inspectStep("k"),
 		}},
 		{"prefix re-entry", []conformStep{
 			acquireStep(Lock{Keys: []string{"k"}, Token: "app:1"}, 2*time.Second),
@@ -709,7 +760,7 @@ func TestRedisNodeAcquireNegativePrefixLenIsPlain(t *testing.T) {
 			setKey(t, admin, "k", "mineX", -1)
 			l := Lock{Keys: tt.keys, Token: "mine", PrefixLen: -1}
 			got, err := n.Acquire(t.Context(), l, time.Second)
-			if got || err != nil {
+			if got.Granted || err != nil {
 				t.Errorf("Acquire(%+v) over another token = %v, %v; want false, nil", l, got, err)
 			}
 			checkKeys(t, admin, map[string]wantKey{"k": noExpiry("mineX")})
@@ -765,7 +816,7 @@ func TestRedisNodeReachedAtOnceAfterManyFailedDials(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	if ok, err := n.Acquire(ctx, Lock{Keys: []string{"k"}, Token: "t"}, time.Second); !ok || err != nil {
-		t.Fatalf("Acquire once the node is up = %v, %v; want true, nil", ok, err)
+	if a, err := n.Acquire(ctx, Lock{Keys: []string{"k"}, Token: "t"}, time.Second); !a.Granted || err != nil {
+		t.Fatalf("Acquire once the node is up = %+v, %v; want granted, nil", a, err)
 	}
 }
