@@ -2,8 +2,9 @@ package proxy
 
 import (
 	"errors"
-	"strings"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -29,7 +30,7 @@ func (s *Server) delex(r *request) (resp.Reply, error) {
 		return resp.Reply{}, err
 	}
 	key, match := string(r.args[1]), r.args[3]
-	switch cond := strings.ToUpper(string(r.args[2])); cond {
+	switch cond := ascii.Upper(r.args[2]); cond {
 	case "IFEQ":
 		return s.releaseIfEqual(r, key, string(match), errStringType)
 	case "IFDEQ":

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -181,7 +183,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 				}
 				typ = t
 			case "skipme":
-				switch strings.ToLower(v) {
+				switch ascii.Lower(v) {
 				case "yes":
 					skipMe = true
 				case "no":

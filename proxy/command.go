@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -101,14 +103,14 @@ func commandList(args [][]byte) (resp.Reply, error) {
 	keep := func(string) bool { return true }
 	switch {
 	case len(args) == 0:
-	case len(args) == 3 && strings.EqualFold(string(args[0]), "filterby"):
+	case len(args) == 3 && ascii.EqualFold(args[0], "filterby"):
 		arg := string(args[2])
 		switch asciiLower(args[1]) {
 		case "pattern":
-			keep = func(name string) bool { return acl.Match(strings.ToLower(arg), []byte(name)) }
+			keep = func(name string) bool { return acl.Match(ascii.Lower(arg), []byte(name)) }
 		case "aclcat":
 			keep = func(name string) bool {
-				return slices.Contains(aclCategories(commands[name]), "@"+strings.ToLower(arg))
+				return slices.Contains(aclCategories(commands[name]), "@"+ascii.Lower(arg))
 			}
 		case "module":
 			keep = func(string) bool { return false } // no modules

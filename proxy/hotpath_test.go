@@ -44,6 +44,27 @@ func TestKelvinSignIsNoCommand(t *testing.T) {
 	}
 }
 
+// TestOptionsFoldASCIIOnly: options and subcommand arguments fold A-Z
+// only, as Redis's: a dotless i or a long s is no option's letter.
+func TestOptionsFoldASCIIOnly(t *testing.T) {
+	addr, _ := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"SET", "k", "t", "\u0131FEQ", "t", "PX", "1000"}, "-ERR syntax error"},
+		{[]string{"SCRIPT", "FLUSH", "\u017Fync"}, "-ERR SCRIPT FLUSH only support SYNC|ASYNC option"},
+	} {
+		if got := rc.do(t, c.args...); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%q = %q; want %q", c.args, got, c.want)
+		}
+	}
+	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
+		t.Errorf("PING after them = %q", got)
+	}
+}
+
 // The checks every lock command's keys pass read the bytes in place.
 func TestKeyChecksDoNotAllocate(t *testing.T) {
 	keys := [][]byte{[]byte("lc:4-proxy5:64:1732714343000000000:12345"), []byte("another:lock:key:that:is:long:enough")}

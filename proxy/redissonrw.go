@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/script"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -167,7 +169,7 @@ func timeoutPrefix(lock, reader string) string {
 // publishCommand reports whether cmd is one a read lock script may send
 // its message with.
 func publishCommand(cmd string) bool {
-	return strings.EqualFold(cmd, "publish") || strings.EqualFold(cmd, "spublish")
+	return ascii.EqualFold(cmd, "publish") || ascii.EqualFold(cmd, "spublish")
 }
 
 // reservedPrefix refuses a timeout prefix whose keys could be the

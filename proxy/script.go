@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/script"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -96,7 +98,7 @@ func (c *scriptCache) byItsEffect(sv served) (*quorum.Effect, error) {
 // lookup finds the script with digest sha: a catalogue script, or one a
 // client sent before.
 func (c *scriptCache) lookup(sha string) (served, bool) {
-	sha = strings.ToLower(sha)
+	sha = ascii.Lower(sha)
 	if rw, ok := redissonServed[sha]; ok {
 		return served{rw: rw}, true
 	}
@@ -225,7 +227,7 @@ func (s *Server) script(r *request) (resp.Reply, error) {
 		}
 		return resp.Array(found...), nil
 	case "flush":
-		if len(r.args) > 3 || len(r.args) == 3 && !strings.EqualFold(string(r.args[2]), "async") && !strings.EqualFold(string(r.args[2]), "sync") {
+		if len(r.args) > 3 || len(r.args) == 3 && !ascii.EqualFold(r.args[2], "async") && !ascii.EqualFold(r.args[2], "sync") {
 			return resp.Reply{}, errScriptFlushOption
 		}
 		s.scripts.flush()

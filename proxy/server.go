@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/tidwall/redcon"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
@@ -543,15 +545,7 @@ func asciiLower(b []byte) string {
 }
 
 // appendASCIILower appends b to dst with A-Z lowered.
-func appendASCIILower(dst, b []byte) []byte {
-	for _, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
+func appendASCIILower(dst, b []byte) []byte { return ascii.AppendLower(dst, b) }
 
 // commandNames maps each name of commands and queuedOnly to itself; built
 // on first use, once every init has filled commands.

@@ -2,7 +2,8 @@ package resp
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 
 	"github.com/zeebo/xxh3"
 )
@@ -29,5 +30,5 @@ func DigestMatches(digest []byte, value string) (bool, error) {
 	if len(digest) != digestLen {
 		return false, ErrDigestLength
 	}
-	return strings.EqualFold(string(digest), Digest(value)), nil
+	return ascii.EqualFold(digest, Digest(value)), nil
 }

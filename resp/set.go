@@ -2,8 +2,9 @@ package resp
 
 import (
 	"math"
-	"strings"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 )
 
 // ExpiryUnit says how a SET's expiry argument is to be read.
@@ -109,7 +110,7 @@ func ParseSet(args [][]byte) (SetArgs, error) {
 	var flags setFlag
 	var expiry []byte
 	for i := 3; i < len(args); i++ {
-		o, ok := setOptions[strings.ToUpper(string(args[i]))]
+		o, ok := setOptions[ascii.Upper(args[i])]
 		takesValue := o.unit != NoExpiry || o.cond != NoCondition
 		if !ok || flags&o.excludes != 0 || takesValue && i+1 == len(args) {
 			return SetArgs{}, ErrSyntax

@@ -61,6 +61,10 @@ func TestParseSet(t *testing.T) {
 		{"ifeq", "SET k t IFEQ t PX 5000", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 5000, Cond: IFEQ, Match: "t"}, nil},
 		{"go-redis order", "set k t px 5000 ifeq t", SetArgs{Key: "k", Token: "t", Unit: px, expiry: 5000, Cond: IFEQ, Match: "t"}, nil},
 		{"case insensitive", "SET k t IfEq o", SetArgs{Key: "k", Token: "t", Cond: IFEQ, Match: "o"}, nil},
+		// Options fold A-Z only, as Redis's strcasecmp: a dotless i or a
+		// Kelvin sign is no option's letter.
+		{"dotless i", "SET k t ıFEQ o", SetArgs{}, ErrSyntax},
+		{"kelvin sign", "SET k t NX KEEPTTL", SetArgs{}, ErrSyntax},
 		{"ifeq with get", "SET k t IFEQ t GET EX 5", SetArgs{Key: "k", Token: "t", Unit: ex, expiry: 5, Cond: IFEQ, Match: "t", Get: true}, nil},
 		{"ifne", "SET k t IFNE o", SetArgs{Key: "k", Token: "t", Cond: IFNE, Match: "o"}, nil},
 		{"ifdeq", "SET k t IFDEQ 0123456789abcdef", SetArgs{Key: "k", Token: "t", Cond: IFDEQ, Match: "0123456789abcdef"}, nil},

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 )
 
 // Class is a set of command classes a user may run.
@@ -162,7 +164,7 @@ func newUser(uc UserConfig) (*User, error) {
 		return nil, fmt.Errorf("password or password_sha256 is required")
 	}
 	for _, a := range uc.Allow {
-		c, ok := classNames[strings.ToLower(a)]
+		c, ok := classNames[ascii.Lower(a)]
 		if !ok {
 			return nil, fmt.Errorf("allow: %q must be lock, read or admin", a)
 		}

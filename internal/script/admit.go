@@ -3,7 +3,8 @@ package script
 import (
 	"fmt"
 	"strconv"
-	"strings"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 
 	"github.com/yuin/gopher-lua/ast"
 
@@ -461,10 +462,10 @@ func (a *admitter) call(e *ast.FuncCallExpr) {
 		a.refuse(e.Line(), "the command name of redis.%s is computed at run time", k.Value)
 		return
 	}
-	cmd := strings.ToLower(name.Value)
+	cmd := ascii.Lower(name.Value)
 	allowed, ok := lua.Lookup(cmd)
 	if !ok {
-		a.refuse(e.Line(), "%s is not a lock command", strings.ToUpper(cmd))
+		a.refuse(e.Line(), "%s is not a lock command", ascii.Upper(cmd))
 		return
 	}
 	args := e.Args[1:]

@@ -61,6 +61,7 @@ var refuseTable = []struct {
 	{"INCR", "local n = 0\nreturn redis.call('incr', KEYS[1])", "INCR is not a lock command", 2},
 	{"LPUSH", `return redis.call("LPUSH", KEYS[1], ARGV[1])`, "LPUSH is not a lock command", 1},
 	{"FLUSHALL via pcall", `return redis.pcall("flushall")`, "FLUSHALL is not a lock command", 1},
+	{"a Kelvin sign is no k", "return redis.call('unlin\u212A', KEYS[1])", "UNLIN\u212A is not a lock command", 1},
 	{"computed key name", `return redis.call("set", "lock:" .. ARGV[1], ARGV[2], "PX", 100)`, `a key argument ("lock:" .. ARGV[1]) is not KEYS[i]`, 1},
 	{"literal key", `return redis.call("del", "other")`, `a key argument ("other") is not KEYS[i]`, 1},
 	{"key from ARGV", `return redis.call("get", ARGV[1])`, `a key argument (ARGV[1]) is not KEYS[i]`, 1},

@@ -2,7 +2,8 @@ package script
 
 import (
 	"slices"
-	"strings"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 )
 
 // allowedGlobals are the only globals a recognised script may read. A
@@ -180,7 +181,7 @@ func canonExpr(e *luaNode) *luaNode {
 		e.kids[0].text = "call"
 	}
 	if e.kind == nCall && dotted(e.kids[0]) == "redis.call" && len(e.kids) > 1 && e.kids[1].kind == nStr {
-		e.kids[1].text = strings.ToLower(e.kids[1].text)
+		e.kids[1].text = ascii.Lower(e.kids[1].text)
 	}
 	for i, k := range e.kids {
 		e.kids[i] = canonExpr(k)
@@ -268,7 +269,7 @@ func canonSetOptions(c *luaNode) {
 		if opts[i].kind != nStr {
 			return
 		}
-		w := strings.ToLower(opts[i].text)
+		w := ascii.Lower(opts[i].text)
 		switch j := slices.Index(luaSetFlags, w); {
 		case j >= 0 && flags[j] == nil:
 			flags[j] = &luaNode{kind: nStr, text: w}
