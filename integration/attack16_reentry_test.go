@@ -186,3 +186,37 @@ func TestAttack16FailedReentryUndoDoesNotResurrectAReleasedKey(t *testing.T) {
 		}
 	}
 }
+
+// A failed re-obtain keeps the hold's fencing token: A holds K on every
+// master and FENCEs it (T1); A's re-obtain through P, whose replies from
+// masters 1 and 2 come after node_timeout, fails (master 0 set back,
+// masters 1 and 2 left as they took it again with the same TTL). The
+// hold is the same: a FENCE through Q answers T1 again.
+func TestAttack16FailedReobtainKeepsTheHoldsFencingToken(t *testing.T) {
+	c := startNodes(t, 3)
+	slow := fixedDelay(0)
+	pAddrs := []string{c.addrs[0], startRelay(t, c.addrs[1], relayOpts{replyDelay: slow}), startRelay(t, c.addrs[2], relayOpts{replyDelay: slow})}
+	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), pAddrs...).Client
+	attack16Warm(t, p)
+	q := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), c.addrs...).Client
+	attack16Warm(t, q)
+	ctx := t.Context()
+	const key = "attack16:fenced"
+	const tokA = "tokAAAAAAAAAAAAAAAAAAA"
+	if err := attack16Obtain(ctx, p, []string{key}, tokA, 30*time.Second); err != nil {
+		t.Fatalf("A's obtain: %v", err)
+	}
+	t1, err := q.Do(ctx, "FENCE", key, tokA).Int64()
+	if err != nil {
+		t.Fatalf("FENCE: %v", err)
+	}
+	slow.Store(int64(700 * time.Millisecond)) // past node_timeout (500ms)
+	if err := attack16Obtain(ctx, p, []string{key}, tokA, 30*time.Second); err == nil {
+		t.Fatal("A's re-obtain with two replies late: granted; want no quorum")
+	}
+	slow.Store(0)
+	attack16Dump(t, c, "after A's failed re-obtain", key)
+	if t2, err := q.Do(ctx, "FENCE", key, tokA).Int64(); err != nil || t2 != t1 {
+		t.Errorf("FENCE after the failed re-obtain = %d, %v; want the hold's %d", t2, err, t1)
+	}
+}
