@@ -57,6 +57,7 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	d := decide(ballots, e.quorum, start, time.Now(), e.cfg.DriftFactor)
 	e.report(OpAcquire, start, d)
 	if d.err == nil {
+		e.newTTL(ctx, l, ttl, results)
 		return d.lease, nil
 	}
 	// Step 5: undo, on each node as undoOf says. The caller may have
@@ -73,6 +74,41 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 		return 0, nil
 	})
 	return Lease{}, d.err
+}
+
+// newTTL gives the keys of a granted acquire the TTL it asked for where
+// a node kept a longer one on a key it took again (acquireScript), as
+// one Redis's re-entry sets it. It is one more round, only for such
+// nodes; where it fails, the key lives longer than the lease: the safe
+// direction. Not observed, as the undo is not.
+func (e *Engine) newTTL(ctx context.Context, l Lock, ttl time.Duration, results []result[Acquired]) {
+	var ask []bool
+	for i, r := range results {
+		if r.err != nil || !keptLonger(r.v.Before, ttl) {
+			continue
+		}
+		if ask == nil {
+			ask = make([]bool, len(results))
+		}
+		ask[i] = true
+	}
+	if ask == nil {
+		return
+	}
+	fanOutOn(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, ask, func(ctx context.Context, _ int, n Node) (time.Duration, error) {
+		return n.Extend(ctx, l, ttl, ExtendSet, 0)
+	})
+}
+
+// keptLonger reports whether an acquire with ttl took a key again that
+// had a longer TTL, or none, which the acquire kept.
+func keptLonger(before []Entry, ttl time.Duration) bool {
+	for _, b := range before {
+		if b.Present && (b.TTL < 0 || b.TTL > ttl.Truncate(time.Millisecond)) {
+			return true
+		}
+	}
+	return false
 }
 
 // undoing is what a failed acquire's undo does on one node.

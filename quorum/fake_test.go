@@ -221,8 +221,9 @@ var errFakeTTL = errors.New("ERR invalid expire time")
 
 // Acquire is acquireScript (and the SET NX PX path, its one-key case):
 // all keys or none, and an existing key counts as free only when it
-// starts with the token's first PrefixLen bytes; such a key's earlier
-// value and TTL are in the answer's Before.
+// starts with the token's first PrefixLen bytes; such a key keeps its
+// TTL where that is longer, and its earlier value and TTL are in the
+// answer's Before.
 func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
 	var a Acquired
 	err := f.do(ctx, fakeCall{op: "acquire", keys: l.Keys, token: l.Token, prefixLen: l.PrefixLen, ttl: ttl}, func(now time.Time) error {
@@ -242,8 +243,16 @@ func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acqu
 				before[i] = Entry{Present: true, Token: e.token, TTL: e.pttl(now).Truncate(time.Millisecond)}
 			}
 		}
-		for _, k := range l.Keys {
-			f.store()[k] = fakeEntry{token: l.Token, expires: now.Add(ttl)}
+		for i, k := range l.Keys {
+			e := fakeEntry{token: l.Token, expires: now.Add(ttl)}
+			if before != nil && before[i].Present {
+				if left := before[i].TTL; left < 0 {
+					e.expires = time.Time{}
+				} else if left > ttl {
+					e.expires = now.Add(left)
+				}
+			}
+			f.store()[k] = e
 		}
 		a = Acquired{Granted: true, Before: before}
 		return nil

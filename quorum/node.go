@@ -13,8 +13,9 @@ type Node interface {
 	Addr() string
 	// Acquire sets every key of l to its token with ttl, but only if no
 	// key exists (or, with l.PrefixLen, each existing one starts with the
-	// token's prefix: it takes that key again). It reports whether it set
-	// them, and what each key taken again held before.
+	// token's prefix: it takes that key again, keeping its TTL where that
+	// is longer). It reports whether it set them, and what each key taken
+	// again held before.
 	Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error)
 	// Undo gives back what an acquire of l took, before being its answer's
 	// Before (one per key): a key taken free is deleted, a key taken again

@@ -110,11 +110,14 @@ func (n *redisNode) dropConnection() { n.p.stale.Store(true) }
 // acquireScript sets every key to ARGV[1] with TTL ARGV[2] ms, unless one
 // exists, and returns 1; 0 if it set none. With ARGV[3] > 0 a key whose
 // value starts with the first ARGV[3] bytes of the token does not count
-// as existing: the acquire takes it again (a re-entry), and then returns,
-// per key, 0 for a key taken free or {value, pttl} of the key taken
-// again, so that a failed acquire can set that earlier grant back (undo).
+// as existing: the acquire takes it again (a re-entry), keeping its TTL
+// where that is longer (or none), and then returns, per key, 0 for a key
+// taken free or {value, pttl} of the key taken again, so that a failed
+// acquire can set that earlier grant back (undo), and a granted one give
+// it the new TTL (Engine.Acquire). A master whose answer is lost is not
+// undone: the TTL kept there is what keeps the earlier grant whole.
 var acquireScript = newScript(`
-local n = tonumber(ARGV[3])
+local n, px = tonumber(ARGV[3]), tonumber(ARGV[2])
 local before, again = {}, false
 for i, key in ipairs(KEYS) do
   before[i] = 0
@@ -126,8 +129,13 @@ for i, key in ipairs(KEYS) do
     again = true
   end
 end
-for _, key in ipairs(KEYS) do
-  redis.call("set", key, ARGV[1], "PX", ARGV[2])
+for i, key in ipairs(KEYS) do
+  local left = before[i] ~= 0 and before[i][2] or 0
+  if left < 0 then
+    redis.call("set", key, ARGV[1])
+  else
+    redis.call("set", key, ARGV[1], "PX", math.max(px, left))
+  end
 end
 if again then
   return before

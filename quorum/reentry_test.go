@@ -1,6 +1,8 @@
 package quorum
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -85,6 +87,59 @@ func TestAcquireFailedReentrySetsEarlierGrantBack(t *testing.T) {
 	})
 }
 
+// A re-entry with a TTL shorter than the key had is granted with the new
+// TTL, as one Redis's: the script keeps the longer one, and the engine
+// sets the new one once granted, on the nodes that kept a longer one.
+func TestAcquireReentryTakesTheNewTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := []*fakeNode{
+			(&fakeNode{addr: "a"}).with("k", "app:1", 5*time.Second),
+			(&fakeNode{addr: "b"}).with("k", "app:1", 500*ms),
+			{addr: "c"},
+		}
+		e := New(Config{NodeTimeout: 50 * ms}, asNodes(fs)...)
+		l := Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}
+		if _, err := e.Acquire(t.Context(), l, time.Second); err != nil {
+			t.Fatalf("Acquire = %v; want granted", err)
+		}
+		for _, f := range fs {
+			if tok, _ := f.token("k"); tok != "app:2" || f.ttl("k") != time.Second {
+				t.Errorf("node %s holds k = %q with TTL %v; want app:2 with 1s", f.addr, tok, f.ttl("k"))
+			}
+		}
+		if got := len(fs[0].callsTo("extend")); got != 1 {
+			t.Errorf("node a (kept 5s) got %d extends; want 1", got)
+		}
+		for _, f := range fs[1:] {
+			if ops := f.ops(); len(ops) != 1 {
+				t.Errorf("node %s got calls %v; want the acquire only", f.addr, ops)
+			}
+		}
+	})
+}
+
+// A failed re-entry with a TTL shorter than the earlier grant's must not
+// shorten it on a master whose reply was lost: that master is not undone,
+// and the TTL it kept is what keeps the earlier grant whole there.
+func TestAcquireFailedShorterReentryKeepsTheEarlierTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := []*fakeNode{
+			(&fakeNode{addr: "a"}).with("k", "app:1", 800*ms),
+			(&fakeNode{addr: "b", lost: true}).with("k", "app:1", 800*ms),
+			(&fakeNode{addr: "c"}).with("k", "web:1", time.Second),
+		}
+		e := New(Config{NodeTimeout: 50 * ms}, asNodes(fs)...)
+		_, err := e.Acquire(t.Context(), Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, 200*ms)
+		checkSentinel(t, "Acquire", err, ErrUnavailable)
+		if tok, _ := fs[1].token("k"); tok != "app:2" || fs[1].ttl("k") != 750*ms {
+			t.Errorf("node b holds k = %q with TTL %v; want app:2 with the earlier grant's 750ms left", tok, fs[1].ttl("k"))
+		}
+		if tok, _ := fs[0].token("k"); tok != "app:1" || fs[0].ttl("k") != 800*ms {
+			t.Errorf("node a holds k = %q with TTL %v; want app:1 set back with 800ms", tok, fs[0].ttl("k"))
+		}
+	})
+}
+
 // A set-back is conditional: a key that no longer holds the new token
 // (released, or taken by another since) is left as it is.
 func TestAcquireUndoSetsBackOnlyWhatStillHoldsTheToken(t *testing.T) {
@@ -103,4 +158,55 @@ func TestAcquireUndoSetsBackOnlyWhatStillHoldsTheToken(t *testing.T) {
 			t.Errorf("k = %q after the undo; want web:1 left alone", tok)
 		}
 	})
+}
+
+// lostAcquire is a master whose acquire replies are lost: the write lands,
+// the engine gets an error.
+type lostAcquire struct {
+	*redisNode
+	unpiped //lint:ignore U1000 hides redisNode.pipe
+}
+
+func (n lostAcquire) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
+	n.redisNode.Acquire(ctx, l, ttl)
+	return Acquired{}, errors.New("reply lost")
+}
+
+// On real servers: A holds K for 20s on masters 0 and 1 (master 2 has C's
+// leftover, 1.5s). A re-enters K with a TTL of 1s: master 0 takes it again
+// but its reply is lost, master 1 is down, master 2 denies: no quorum, and
+// master 0 is not undone. Had the re-entry set its 1s there, K would be
+// gone from master 0 with C's leftover from master 2 a moment later, and
+// C granted K on them while A's grant runs for 18s more.
+func TestAcquireFailedShorterReentryOnRedisKeepsTheEarlierGrant(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	ctx := t.Context()
+	cfg := Config{MaxTTL: 30 * time.Second, NodeTimeout: 500 * time.Millisecond}
+	plain := New(cfg, procs[0].node(t), procs[1].node(t), procs[2].node(t))
+	faulty := New(cfg, lostAcquire{redisNode: procs[0].node(t)}, downNode{redisNode: procs[1].node(t)}, procs[2].node(t))
+
+	cTok := "cccccccc-c-leftover"
+	if err := procs[2].admin(t).Set(ctx, "K", cTok, 1500*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a := Lock{Keys: []string{"K"}, Token: "aaaaaaaa-a-1", PrefixLen: 8}
+	lease, err := plain.Acquire(ctx, a, 20*time.Second)
+	if err != nil {
+		t.Fatalf("A's acquire: %v", err)
+	}
+	a.Token = "aaaaaaaa-a-2"
+	if _, err := faulty.Acquire(ctx, a, time.Second); err == nil {
+		t.Fatal("A's re-entry with master 0's reply lost, 1 down and 2 C's: granted; want no quorum")
+	}
+	if pttl := procs[0].admin(t).PTTL(ctx, "K").Val(); pttl < 15*time.Second {
+		t.Errorf("master 0's K has %v left after A's failed 1s re-entry; want the earlier grant's 20s kept", pttl)
+	}
+	time.Sleep(1600 * time.Millisecond) // C's leftover, and a 1s TTL, gone
+	c := Lock{Keys: []string{"K"}, Token: "cccccccc-c-2"}
+	if _, err := plain.Acquire(ctx, c, 20*time.Second); err == nil && lease.Valid(time.Now()) {
+		for i, p := range procs {
+			t.Logf("master %d: K = %q", i, p.admin(t).Get(ctx, "K").Val())
+		}
+		t.Errorf("C was granted K while A's earlier grant is valid for %v more", time.Until(lease.Expires).Round(time.Second))
+	}
 }

@@ -16,25 +16,31 @@ import (
 // the prefix "A", and each acquire uses either), C takes the key with
 // SET NX, each time with a new token, as a random one is (the first of
 // C1, C2, C3 that no master holds). Every key is set with a TTL of ttl
-// ticks; a granted client is told it holds the key for ttl-1 ticks (the
-// drift allowance), counted from its acquire.
+// ticks (A may also use a shorter one, short); a granted client is told
+// it holds the key for its TTL-1 ticks (the drift allowance), counted
+// from its acquire; a granted re-entry's lease replaces the earlier one.
+// A master takes A's key again keeping the longer TTL (acquireScript).
 //
 // Steps, in any order:
-//   - an acquire by A or C, when its earlier acquire's undo is done (one
-//     client's operations go out one after another on the proxy's
+//   - an acquire by A or C, when its earlier acquire's messages are done
+//     (one client's operations go out one after another on the proxy's
 //     connection): on each master the script runs and answers, or runs
 //     and its reply is lost, or the request never reaches it. A quorum
 //     of answered grants is told it holds the key, unless its validity
-//     ran out (a choice too); otherwise undoOf decides, per master, the
-//     undo to send (nothing, a release, or Node.Undo with the answer);
-//   - one of those undo messages landing on its master, or lost;
+//     ran out (a choice too), and a master that kept a longer TTL is
+//     sent the new one (Engine.newTTL); otherwise undoOf decides, per
+//     master, the undo to send (nothing, a release, or Node.Undo with
+//     the answer);
+//   - one of those messages landing on its master, or lost;
 //   - a tick: every TTL and every told validity goes down by one.
 //
 // The property, after every step: never two clients each told they hold
 // the key at the same time. The broken rules are the undo before
-// review28 F0b (release every master that granted or failed), and the
-// fix without its care for a master that failed (released although it
-// may have taken the token's earlier grant again).
+// review28 F0b (release every master that granted or failed), the fix
+// without its care for a master that failed (released although it may
+// have taken the token's earlier grant again), and a re-entry that sets
+// its shorter TTL on the key it takes again (newTTL: the earlier grant
+// shortened where the set-back is lost or late).
 
 const reMasters = 3
 
@@ -53,11 +59,17 @@ var reNames = [...]string{"-", "A1", "A2", "C1", "C2", "C3"}
 // reKey is the key on one master: its value and the ticks it has left.
 type reKey struct{ val, left uint8 }
 
-// reUndo is one undo message on its way to a master.
+// reUndo is one undo message on its way to a master, or a granted
+// acquire's new TTL (Engine.newTTL).
 type reUndo struct {
-	kind   undoing
-	before reKey // for undoSetBack: what the acquire took again (val reNone: taken free)
+	kind    undoing
+	before  reKey // for undoSetBack: what the acquire took again (val reNone: taken free)
+	shorten bool  // the new TTL, ttl ticks
+	ttl     uint8
 }
+
+// pending reports whether u is a message on its way.
+func (u reUndo) pending() bool { return u.kind != undoNothing || u.shorten }
 
 // reState is the whole world.
 type reState struct {
@@ -72,7 +84,12 @@ type reState struct {
 
 // reWorld is what the explorer lets happen beyond the steps above.
 type reWorld struct {
-	ttl uint8 // every acquire's TTL, in ticks
+	ttl   uint8 // every acquire's TTL, in ticks
+	short uint8 // if above 0, A may acquire with this TTL too
+	// newTTL is the design before its care for a shorter re-entry: the
+	// script sets the new TTL on a key taken again (no longer one kept),
+	// and a grant sends nothing more.
+	newTTL bool
 	// plainRepeats lets C send again the token it sent last (a holder
 	// repeating its SET NX).
 	plainRepeats bool
@@ -157,7 +174,7 @@ type reStep struct {
 type reMove struct {
 	kind     uint8 // reTick, reUndoLost, reUndoLands, reAcquire
 	c, i     uint8 // the client; the master of an undo
-	tok      uint8 // an acquire's token
+	tok, ttl uint8 // an acquire's token and TTL
 	outcomes uint8 // an acquire's outcome per master, in base 3
 	won      bool  // an acquire told it holds the key
 }
@@ -199,7 +216,7 @@ func (m reMove) describe(s reState) string {
 	if m.won {
 		end = ": granted"
 	}
-	return fmt.Sprintf("%s acquires with %s: %s%s", c, reNames[m.tok], strings.Join(desc, "; "), end)
+	return fmt.Sprintf("%s acquires with %s, TTL %d: %s%s", c, reNames[m.tok], m.ttl, strings.Join(desc, "; "), end)
 }
 
 // next is every state one step from s.
@@ -224,7 +241,7 @@ func (s reState) next(rule reRule, w reWorld) []reStep {
 	for c := range 2 {
 		busy := false
 		for i, u := range s.undo[c] {
-			if u.kind == undoNothing {
+			if !u.pending() {
 				continue
 			}
 			busy = true
@@ -250,8 +267,14 @@ func (s reState) next(rule reRule, w reWorld) []reStep {
 				toks = append(toks, s.last)
 			}
 		}
+		ttls := []uint8{w.ttl}
+		if c == 0 && w.short > 0 {
+			ttls = append(ttls, w.short)
+		}
 		for _, tok := range toks {
-			out = append(out, s.acquires(rule, w, c, tok)...)
+			for _, ttl := range ttls {
+				out = append(out, s.acquires(rule, w, c, tok, ttl)...)
+			}
 		}
 	}
 	return out
@@ -272,7 +295,7 @@ func (s reState) canonical() reState {
 	slices.SortFunc(ms[:], func(x, y master) int {
 		return cmp.Or(cmp.Compare(x.k.val, y.k.val), cmp.Compare(x.k.left, y.k.left),
 			cmp.Compare(x.a.kind, y.a.kind), cmp.Compare(x.a.before.val, y.a.before.val), cmp.Compare(x.a.before.left, y.a.before.left),
-			cmp.Compare(x.c.kind, y.c.kind))
+			cmp.Compare(x.a.ttl, y.a.ttl), cmp.Compare(x.c.kind, y.c.kind))
 	})
 	for i, m := range ms {
 		s.keys[i], s.undo[0][i], s.undo[1][i] = m.k, m.a, m.c
@@ -305,6 +328,9 @@ func (k reKey) undone(u reUndo, tok uint8) reKey {
 	if k.val != tok {
 		return k
 	}
+	if u.shorten {
+		return reKey{tok, u.ttl} // extendScript
+	}
 	if u.kind == undoSetBack && u.before.val != reNone {
 		return u.before
 	}
@@ -312,7 +338,7 @@ func (k reKey) undone(u reUndo, tok uint8) reKey {
 }
 
 // acquires is every outcome of an acquire by client c with token tok.
-func (s reState) acquires(rule reRule, w reWorld, c int, tok uint8) []reStep {
+func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reStep {
 	var out []reStep
 	l := reLock(c, tok)
 	for o := range 27 { // each master's outcome, in base 3
@@ -330,7 +356,10 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok uint8) []reStep {
 			}
 			ok, again := s.keys[i].grants(c)
 			if ok {
-				n.keys[i] = reKey{tok, w.ttl}
+				n.keys[i] = reKey{tok, ttl}
+				if again && !w.newTTL && s.keys[i].left > ttl {
+					n.keys[i].left = s.keys[i].left // acquireScript keeps it
+				}
 				answers[i].Granted = true
 				if again {
 					answers[i].Before = []Entry{{Present: true, Token: reNames[s.keys[i].val], TTL: time.Duration(s.keys[i].left) * time.Millisecond}}
@@ -344,11 +373,19 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok uint8) []reStep {
 				granted++
 			}
 		}
-		m := reMove{kind: reAcquire, c: uint8(c), tok: tok, outcomes: uint8(o)}
+		m := reMove{kind: reAcquire, c: uint8(c), tok: tok, ttl: ttl, outcomes: uint8(o)}
 		if granted >= Quorum(reMasters) {
 			won := n
-			won.valid[c] = w.ttl - 1
-			out = append(out, reStep{won, reMove{kind: reAcquire, c: uint8(c), tok: tok, outcomes: uint8(o), won: true}})
+			won.valid[c] = ttl - 1 // the new lease replaces the earlier one, as on one Redis
+			for i := range reMasters {
+				if !w.newTTL && errs[i] == nil && keptLonger(answers[i].Before, time.Duration(ttl)*time.Millisecond) {
+					won.undo[c][i] = reUndo{shorten: true, ttl: ttl}
+					won.token[c] = tok
+				}
+			}
+			m.won = true
+			out = append(out, reStep{won, m})
+			m.won = false
 			// or, too slow, its validity ran out: failed below
 		}
 		for i := range reMasters {
@@ -401,12 +438,12 @@ func reUndoReleasesFailed(l Lock, a Acquired, err error) undoing {
 // TestReentryNeverTwoHolders: with undoOf, no reachable state tells A and
 // C that each holds the key.
 func TestReentryNeverTwoHolders(t *testing.T) {
-	for _, ttl := range []uint8{2, 3} {
-		if ttl == 3 && (testing.Short() || modelUnderRace) {
-			continue // 1.2 million states: seconds, ten times that under -race
+	for _, w := range []reWorld{{ttl: 2}, {ttl: 2, short: 1}, {ttl: 3, short: 1}} {
+		if w.ttl == 3 && (testing.Short() || modelUnderRace) {
+			continue // millions of states: seconds, ten times that under -race
 		}
-		t.Run(fmt.Sprintf("TTL %d ticks", ttl), func(t *testing.T) {
-			states, violation := reCheck(undoOf, reWorld{ttl: ttl})
+		t.Run(fmt.Sprintf("TTL %d, short %d", w.ttl, w.short), func(t *testing.T) {
+			states, violation := reCheck(undoOf, w)
 			if violation != "" {
 				t.Fatalf("after %d states: %s", states, violation)
 			}
@@ -432,14 +469,16 @@ func TestReentryPlainRepeatLosesTheEarlierGrant(t *testing.T) {
 // TestReentryCheckerCatchesBrokenUndos: each broken rule is caught.
 func TestReentryCheckerCatchesBrokenUndos(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		rule reRule
+		name  string
+		rule  reRule
+		world reWorld
 	}{
-		{"the undo before review28 F0b: release where granted or failed", reUndoBeforeF0b},
-		{"a failed master released although the lock re-enters", reUndoReleasesFailed},
+		{"the undo before review28 F0b: release where granted or failed", reUndoBeforeF0b, reWorld{ttl: 2}},
+		{"a failed master released although the lock re-enters", reUndoReleasesFailed, reWorld{ttl: 2}},
+		{"a re-entry sets its shorter TTL where its reply is lost", undoOf, reWorld{ttl: 3, short: 1, newTTL: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			states, violation := reCheck(tt.rule, reWorld{ttl: 2})
+			states, violation := reCheck(tt.rule, tt.world)
 			if violation == "" {
 				t.Fatalf("%d states explored, no violation found; want the broken rule caught", states)
 			}
