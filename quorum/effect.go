@@ -89,8 +89,6 @@ type RefusedError struct{ Reason string }
 func (e *RefusedError) Error() string        { return ErrRefused.Error() + ": " + e.Reason }
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
-var errNoEffect = errors.New("node cannot run wrapped scripts")
-
 // RunEffect runs a wrapped script on every node and decides it key by
 // key (decideEffect): a key is held with a quorum and validity left (as
 // Acquire), released when a quorum released it, and the reply is one a
@@ -161,12 +159,8 @@ func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]keyUndo) 
 		return
 	}
 	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (struct{}, error) {
-		en, ok := n.(effectNode)
-		if !ok {
-			return struct{}{}, nil
-		}
 		for _, u := range undo[i] {
-			if err := en.undoEffect(ctx, keys[u.key], u); err != nil {
+			if err := n.undoEffect(ctx, keys[u.key], u); err != nil {
 				return struct{}{}, err
 			}
 		}

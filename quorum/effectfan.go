@@ -91,17 +91,13 @@ const firstLoadTimeout = 500 * time.Millisecond
 // eachEffect runs the call of eff on one node as runEffect does.
 func eachEffect(eff *Effect, call effectCall) func(ctx context.Context, i int, n Node) (nodeEffect, error) {
 	return func(ctx context.Context, i int, n Node) (nodeEffect, error) {
-		en, ok := n.(effectNode)
-		if !ok {
-			return nodeEffect{}, errNoEffect
-		}
-		return en.runEffect(ctx, eff, call, call.outFor(i))
+		return n.runEffect(ctx, eff, call, call.outFor(i))
 	}
 }
 
 // notPiped is fanOutCall's way for a node without a pipeline: none, where
 // fcallsEverywhere holds (each node is a redisNode).
-func notPiped(context.Context, int, Node) (any, error) { return nil, errNoEffect }
+func notPiped(context.Context, int, Node) (any, error) { return nil, errUnsupported }
 
 // needsLibraryMark is a node's answer to the piped FCALL when the node
 // lacks the library or the body's chunk (fcallNeedsLibrary): it is run

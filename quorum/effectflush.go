@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"strings"
 )
 
@@ -15,13 +16,11 @@ import (
 // flushed, and the nodes' errors.
 func (e *Engine) FlushEffects(ctx context.Context) (int, error) {
 	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (bool, error) {
-		f, ok := n.(interface {
-			flushEffects(context.Context) error
-		})
-		if !ok {
-			return false, nil
+		err := n.flushEffects(ctx)
+		if errors.Is(err, errUnsupported) {
+			return false, nil // nothing to flush
 		}
-		return true, f.flushEffects(ctx)
+		return true, err
 	})
 	flushed := 0
 	for _, r := range results {

@@ -96,11 +96,13 @@ type nodeEffect struct {
 	keys     []KeyEffect
 }
 
-// effectNode is a Node that can run wrapped scripts. Only real Redis
-// nodes can; the engine treats any other node as failed for them.
+// effectNode is the part of Node that runs wrapped scripts.
 type effectNode interface {
 	runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error)
 	undoEffect(ctx context.Context, key string, u keyUndo) error
+	// flushEffects drops the wrapper's libraries and scripts; a node
+	// with none answers errUnsupported.
+	flushEffects(ctx context.Context) error
 }
 
 // effectCall is one run's keys and arguments, made once for every node:

@@ -33,6 +33,8 @@ type fakeNode struct {
 	lost bool
 	// closeErr is what Close returns.
 	closeErr error
+	// effect, when set, is the node's answer to every wrapped script.
+	effect *nodeEffect
 
 	// What Probe reports; set before the engine starts, or through the
 	// methods below. An empty runID is filled in from addr.
@@ -609,4 +611,110 @@ func checkFailures(t *testing.T, call string, err error, want []error) {
 	if !errors.As(err, &ne) {
 		t.Errorf("errors.As(%s, *NodeError) = false; want true (%v)", call, err)
 	}
+}
+
+// dropConnection: the fake keeps no connection.
+func (f *fakeNode) dropConnection() {}
+
+// The operations below the lock's are errUnsupported on the fake unless
+// a field gives it their state: then the call goes through do, as the
+// lock's do (delay, silence, failure and loss apply alike).
+
+// runEffect answers the canned effect, when set.
+func (f *fakeNode) runEffect(ctx context.Context, _ *Effect, c effectCall, _ []KeyEffect) (nodeEffect, error) {
+	if f.effect == nil {
+		return nodeEffect{}, errUnsupported
+	}
+	var ne nodeEffect
+	err := f.do(ctx, fakeCall{op: "effect", keys: c.keys}, func(time.Time) error {
+		ne = *f.effect
+		return nil
+	})
+	return ne, err
+}
+
+// undoEffect records the key given back, when an effect is set.
+func (f *fakeNode) undoEffect(ctx context.Context, key string, _ keyUndo) error {
+	if f.effect == nil {
+		return errUnsupported
+	}
+	return f.do(ctx, fakeCall{op: "undoeffect", keys: []string{key}}, func(time.Time) error { return nil })
+}
+
+func (f *fakeNode) flushEffects(context.Context) error { return errUnsupported }
+
+func (f *fakeNode) KeyCount(context.Context) (KeyCount, error) { return KeyCount{}, errUnsupported }
+func (f *fakeNode) ReadKey(context.Context, string) (NodeKey, error) {
+	return NodeKey{}, errUnsupported
+}
+func (f *fakeNode) ScanKeys(context.Context, uint64, string, int64, string) ([]string, uint64, error) {
+	return nil, 0, errUnsupported
+}
+
+func (f *fakeNode) killScript(context.Context) (Kill, string, error) { return 0, "", errUnsupported }
+func (f *fakeNode) scriptBusy(context.Context) (bool, error)         { return false, errUnsupported }
+
+func (f *fakeNode) publish(context.Context, string, string, string, int64) error {
+	return errUnsupported
+}
+
+// The latch's and the read lock's scripts are checked against their
+// models (latchcheck_test.go, rwlockcheck_test.go) and on Redis; the fake
+// runs none.
+
+func (f *fakeNode) latchSet(context.Context, string, int64, int64) (latchAnswer, error) {
+	return latchAnswer{}, errUnsupported
+}
+func (f *fakeNode) latchUndo(context.Context, string, int64, bool) error { return errUnsupported }
+func (f *fakeNode) latchReset(context.Context, string, int64, int64, int64) error {
+	return errUnsupported
+}
+func (f *fakeNode) latchDecr(context.Context, string, int64) (latchDecrement, error) {
+	return latchDecrement{}, errUnsupported
+}
+func (f *fakeNode) latchClaim(context.Context, string, int64, int64, int64) (latchAnswer, error) {
+	return latchAnswer{}, errUnsupported
+}
+func (f *fakeNode) latchDel(context.Context, string) (latchAnswer, error) {
+	return latchAnswer{}, errUnsupported
+}
+
+func (f *fakeNode) takeRead(context.Context, ReadLock, time.Duration, string) (readTake, error) {
+	return readTake{}, errUnsupported
+}
+func (f *fakeNode) undoRead(context.Context, ReadLock, string) error { return errUnsupported }
+func (f *fakeNode) unlockRead(context.Context, ReadUnlock) (readRelease, error) {
+	return readRelease{}, errUnsupported
+}
+func (f *fakeNode) unlockWrite(context.Context, WriteUnlock) (writeRelease, error) {
+	return writeRelease{}, errUnsupported
+}
+func (f *fakeNode) forceUnlock(context.Context, string, string) (int64, error) {
+	return 0, errUnsupported
+}
+func (f *fakeNode) renewRead(context.Context, []string, []string) ([]int64, error) {
+	return nil, errUnsupported
+}
+func (f *fakeNode) renewLocks(context.Context, []string, []string) ([]int64, error) {
+	return nil, errUnsupported
+}
+
+func (f *fakeNode) FenceRound(context.Context, string, string, string) (CounterEntry, error) {
+	return CounterEntry{}, errUnsupported
+}
+func (f *fakeNode) ReadCounter(context.Context, string, string, string) (CounterEntry, error) {
+	return CounterEntry{}, errUnsupported
+}
+func (f *fakeNode) WriteCounter(context.Context, string, string, string, int64, bool) (CounterWrite, error) {
+	return 0, errUnsupported
+}
+func (f *fakeNode) MarkCounters(context.Context, string) (CounterEntry, error) {
+	return CounterEntry{}, errUnsupported
+}
+func (f *fakeNode) Counters(context.Context) (map[string]int64, error) { return nil, errUnsupported }
+func (f *fakeNode) SeedCounters(context.Context, int64, string, map[string]int64) (bool, error) {
+	return false, errUnsupported
+}
+func (f *fakeNode) NameCounters(context.Context, int64, string) (bool, error) {
+	return false, errUnsupported
 }

@@ -11,11 +11,16 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
-// piped is a Node whose lock operations go out on a pipeline: a fan-out
-// starts them on every node from the caller's goroutine and waits once,
-// with no goroutine per node and one wake-up per fan-out.
-type piped interface {
-	pipe() *pipeline
+// pipeOf is the pipeline of a go-redis node, nil for any other Node
+// (a test's fake, or a wrapper of a node, whose methods must run). On
+// pipelines a fan-out starts the lock operations on every node from the
+// caller's goroutine and waits once, with no goroutine per node and one
+// wake-up per fan-out.
+func pipeOf(n Node) *pipeline {
+	if rn, ok := n.(*redisNode); ok {
+		return rn.p
+	}
+	return nil
 }
 
 // pipeCall is one lock operation as a pipeline runs it: its command, the
@@ -169,11 +174,11 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, c pipeCall[T], ask []bo
 	var mine [8]*pipeline
 	pipes := mine[:0]
 	for _, n := range e.nodes {
-		pn, ok := n.(piped)
-		if !ok {
+		p := pipeOf(n)
+		if p == nil {
 			return fanOutOn(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), e.cfg.Observer, ask, each)
 		}
-		pipes = append(pipes, pn.pipe())
+		pipes = append(pipes, p)
 	}
 	monitored, obs := e.monitored.Load(), e.cfg.Observer
 	results := make([]result[T], len(e.nodes))

@@ -17,7 +17,7 @@ func TestPipedFanOutResendsScriptsNodesLack(t *testing.T) {
 	nodes := make([]Node, len(procs))
 	for i, p := range procs {
 		nodes[i] = p.node(t)
-		if _, ok := nodes[i].(piped); !ok {
+		if pipeOf(nodes[i]) == nil {
 			t.Fatalf("node %d is not piped: the test would not reach the pipelined fan-out", i)
 		}
 	}

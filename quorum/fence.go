@@ -204,8 +204,8 @@ const (
 	CounterNotHeld   CounterWrite = -2 // a FENCE whose key does not hold the token there: no record
 )
 
-// Fencer is a Node that keeps counters (fencenode.go for Redis). Each
-// method is one atomic step on the node.
+// Fencer is the part of Node that keeps counters (fencenode.go for
+// Redis). Each method is one atomic step on the node.
 type Fencer interface {
 	// FenceRound is FENCE's one round on the node: a ReadCounter whose
 	// Answer, where key holds token on a seeded node, is the hold
@@ -248,7 +248,7 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 	start := time.Now()
 	call := pipeFenceRound(key, token, fenceField)
 	each := func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
-		return fencer(n).FenceRound(ctx, key, token, fenceField)
+		return n.FenceRound(ctx, key, token, fenceField)
 	}
 	var abuf [8]bool
 	ask := e.fenceAsk(abuf[:0])
@@ -505,7 +505,7 @@ func counterUnavailable(reads []result[CounterEntry], seeded int) error {
 // done when a quorum wrote it.
 func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) error {
 	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterWrite, error) {
-		return fencer(n).WriteCounter(ctx, key, token, field, v, exclusive)
+		return n.WriteCounter(ctx, key, token, field, v, exclusive)
 	})
 	o := Outcome{Total: len(e.nodes)}
 	contended := 0
@@ -531,38 +531,4 @@ func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v i
 		return fmt.Errorf("%w: %w", ErrContended, err)
 	}
 	return err
-}
-
-// fencer returns n's counter operations; a Node without them fails each
-// call, so it never counts.
-func fencer(n Node) Fencer {
-	if f, ok := n.(Fencer); ok {
-		return f
-	}
-	return noFencer{}
-}
-
-// errNoCounters is the failure of a node that keeps no counters.
-var errNoCounters = errors.New("node keeps no counters")
-
-type noFencer struct{}
-
-func (noFencer) FenceRound(context.Context, string, string, string) (CounterEntry, error) {
-	return CounterEntry{}, errNoCounters
-}
-func (noFencer) ReadCounter(context.Context, string, string, string) (CounterEntry, error) {
-	return CounterEntry{}, errNoCounters
-}
-func (noFencer) WriteCounter(context.Context, string, string, string, int64, bool) (CounterWrite, error) {
-	return 0, errNoCounters
-}
-func (noFencer) MarkCounters(context.Context, string) (CounterEntry, error) {
-	return CounterEntry{}, errNoCounters
-}
-func (noFencer) Counters(context.Context) (map[string]int64, error) { return nil, errNoCounters }
-func (noFencer) NameCounters(context.Context, int64, string) (bool, error) {
-	return false, errNoCounters
-}
-func (noFencer) SeedCounters(context.Context, int64, string, map[string]int64) (bool, error) {
-	return false, errNoCounters
 }

@@ -292,7 +292,7 @@ func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
 	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 7 {
 		t.Fatalf("Incr after the wait = %d, %v; want 7", v, err)
 	}
-	c, err := nodes[0].(Fencer).Counters(ctx)
+	c, err := nodes[0].Counters(ctx)
 	if err != nil || c[counterPrefix+"n"] != 7 {
 		t.Errorf("the emptied node's counters = %v, %v; want seeded again, n at 7", c, err)
 	}
@@ -313,7 +313,7 @@ func TestCounterWritesBackAHighestOnAMinority(t *testing.T) {
 	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 1 {
 		t.Fatalf("Incr = %d, %v; want 1", v, err)
 	}
-	if ok, err := nodes[0].(Fencer).WriteCounter(ctx, "", "", counterPrefix+"n", 9, true); err != nil || ok != CounterWritten {
+	if ok, err := nodes[0].WriteCounter(ctx, "", "", counterPrefix+"n", 9, true); err != nil || ok != CounterWritten {
 		t.Fatalf("WriteCounter on node 0 = %v, %v", ok, err)
 	}
 	if v, err := e.Counter(ctx, "n"); err != nil || v != 9 {
@@ -329,20 +329,8 @@ func TestCounterWritesBackAHighestOnAMinority(t *testing.T) {
 // (FENCE's one round, or the write-back) lands in time.
 type slowWrites struct {
 	*redisNode
-	unpiped //lint:ignore U1000 hides redisNode.pipe
-	delay   time.Duration
+	delay time.Duration
 }
-
-// unpiped, embedded beside *redisNode, hides its pipe() (two at one
-// depth promote neither): the engine then calls the wrapper's methods, as
-// for any Node, not the pipelined fan-out. staticcheck cannot see a
-// method used only to shadow another, hence the directives.
-//
-//lint:ignore U1000 used by embedding: it hides redisNode.pipe
-type unpiped struct{}
-
-//lint:ignore U1000 used by embedding: it hides redisNode.pipe
-func (unpiped) pipe() *pipeline { return nil }
 
 func (s slowWrites) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
 	defer time.Sleep(s.delay)
@@ -493,11 +481,10 @@ func TestFenceRoundOnRedis(t *testing.T) {
 // call.
 type countingWrites struct {
 	*redisNode
-	unpiped //lint:ignore U1000 hides redisNode.pipe
-	i       int32
-	n       *atomic.Int64
-	rounds  *atomic.Int64
-	down    *atomic.Int32
+	i      int32
+	n      *atomic.Int64
+	rounds *atomic.Int64
+	down   *atomic.Int32
 }
 
 func (c countingWrites) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
@@ -673,7 +660,7 @@ func TestCountersTendedWithoutTraffic(t *testing.T) {
 	flush(t, procs[0].admin(t))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		c, err := nodes[0].(Fencer).Counters(ctx)
+		c, err := nodes[0].Counters(ctx)
 		if err == nil && c[counterPrefix+"n"] == 3 {
 			break
 		}

@@ -12,10 +12,9 @@ import (
 // index, and counts the rounds it is asked.
 type cutFenceNode struct {
 	*redisNode
-	unpiped //lint:ignore U1000 hides redisNode.pipe
-	i       int32
-	cut     *atomic.Int32
-	hit     *atomic.Int64
+	i   int32
+	cut *atomic.Int32
+	hit *atomic.Int64
 }
 
 func (c cutFenceNode) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {

@@ -21,7 +21,7 @@ func (e *Engine) readCounters(ctx context.Context, key, token, field string) []r
 // every node.
 func (e *Engine) counterRound(ctx context.Context, key, token, field string) []result[CounterEntry] {
 	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
-		return fencer(n).ReadCounter(ctx, key, token, field)
+		return n.ReadCounter(ctx, key, token, field)
 	})
 }
 
@@ -49,7 +49,7 @@ func (e *Engine) tendCounters(ctx context.Context) {
 	// never takes a node out (a node that keeps no counters, or a slow
 	// one, failed it every round: CI's TestClockJump).
 	reads := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
-		return fencer(n).ReadCounter(ctx, "", "", fenceField)
+		return n.ReadCounter(ctx, "", "", fenceField)
 	})
 	if slices.ContainsFunc(reads, func(r result[CounterEntry]) bool { return r.err == nil && r.v.State != CounterMissing }) {
 		// What it saw also tells FENCE which nodes to ask first.
@@ -233,14 +233,14 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 	fanOut(ctx, e, func(ctx context.Context, i int, n Node) (bool, error) {
 		switch acts[i] {
 		case seedMark:
-			_, err := fencer(n).MarkCounters(ctx, strconv.FormatUint(rand.Uint64(), 36))
+			_, err := n.MarkCounters(ctx, strconv.FormatUint(rand.Uint64(), 36))
 			return err == nil, err
 		case seedZero:
-			return fencer(n).SeedCounters(ctx, entries[i].Value, gen, nil)
+			return n.SeedCounters(ctx, entries[i].Value, gen, nil)
 		case seedName:
-			return fencer(n).NameCounters(ctx, entries[i].Value, gen)
+			return n.NameCounters(ctx, entries[i].Value, gen)
 		case seedFromMax:
-			return fencer(n).SeedCounters(ctx, entries[i].Value, "", fields)
+			return n.SeedCounters(ctx, entries[i].Value, "", fields)
 		}
 		return false, nil
 	})
@@ -257,7 +257,7 @@ func (e *Engine) tend(ctx context.Context, reads []result[CounterEntry]) bool {
 // value an operation that counted the lost node returned.
 func (e *Engine) counterMaxima(ctx context.Context) (map[string]int64, bool) {
 	dumps := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (map[string]int64, error) {
-		return fencer(n).Counters(ctx)
+		return n.Counters(ctx)
 	})
 	fields := map[string]int64{}
 	var seeded []map[string]int64

@@ -266,9 +266,7 @@ func (e *Engine) markDown(i int, err error) {
 		return
 	}
 	h.setLocked(StateDown, time.Time{}, downReason(err))
-	if d, ok := e.nodes[i].(connDropper); ok {
-		d.dropConnection()
-	}
+	e.nodes[i].dropConnection()
 	h.downs.Add(1)
 	h.stalls.Store(0)
 	h.poke()

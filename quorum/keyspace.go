@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,23 +26,17 @@ type KeyView struct {
 	Nodes []*KeyCount
 }
 
-// keyCounter is a Node that can count its keys (the go-redis node).
+// keyCounter is the part of Node that counts its keys.
 type keyCounter interface {
 	KeyCount(ctx context.Context) (KeyCount, error)
 }
-
-var errNoKeyCount = errors.New("quorum: node cannot count its keys")
 
 // Keyspace counts the keys on every node and returns the lock view: the
 // counts a quorum of the counting nodes each reach. The error matches
 // ErrUnavailable when fewer than a quorum answered.
 func (e *Engine) Keyspace(ctx context.Context) (KeyView, error) {
 	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (KeyCount, error) {
-		kc, ok := n.(keyCounter)
-		if !ok {
-			return KeyCount{}, errNoKeyCount
-		}
-		return kc.KeyCount(ctx)
+		return n.KeyCount(ctx)
 	})
 	v := KeyView{Nodes: make([]*KeyCount, len(results))}
 	var keys, expires []int64

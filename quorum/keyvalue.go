@@ -42,13 +42,10 @@ type NodeKey struct {
 	Encoding string
 }
 
-// keyReader is a Node that can read a key's whole value (the go-redis
-// node).
+// keyReader is the part of Node that reads a key's whole value.
 type keyReader interface {
 	ReadKey(ctx context.Context, key string) (NodeKey, error)
 }
-
-var errNoKeyRead = errors.New("quorum: node cannot read keys")
 
 // ReadKey reads key's whole value on every node and returns the one a
 // quorum agrees on: a string's value; for a hash or a sorted set, the
@@ -60,11 +57,7 @@ var errNoKeyRead = errors.New("quorum: node cannot read keys")
 func (e *Engine) ReadKey(ctx context.Context, key string) (KeyValue, error) {
 	start := time.Now()
 	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (NodeKey, error) {
-		vr, ok := n.(keyReader)
-		if !ok {
-			return NodeKey{}, errNoKeyRead
-		}
-		return vr.ReadKey(ctx, key)
+		return n.ReadKey(ctx, key)
 	})
 	elapsed := time.Since(start)
 	ids := make([]string, len(results))

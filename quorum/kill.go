@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,15 +22,12 @@ type KillResult struct {
 	UnkillableText string
 }
 
-// scriptKiller is a Node that can stop the script it runs. Only real
-// Redis nodes can; the engine counts any other node as failed for it.
+// scriptKiller is the part of Node that stops the script it runs.
 type scriptKiller interface {
 	killScript(ctx context.Context) (Kill, string, error)
 	// scriptBusy reports whether the node runs a script, stopping none.
 	scriptBusy(ctx context.Context) (bool, error)
 }
-
-var errNoKill = errors.New("quorum: the node cannot stop scripts")
 
 // KillScript stops the script each node runs, as SCRIPT KILL would on
 // one Redis: every node is asked, the breaker's down ones included (a
@@ -39,11 +35,7 @@ var errNoKill = errors.New("quorum: the node cannot stop scripts")
 // it). It fails only when no node answered.
 func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
 	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, _ int, n Node) (killAnswer, error) {
-		k, ok := n.(scriptKiller)
-		if !ok {
-			return killAnswer{}, errNoKill
-		}
-		kill, text, err := k.killScript(ctx)
+		kill, text, err := n.killScript(ctx)
 		return killAnswer{kill, text}, err
 	})
 	var r KillResult
@@ -76,11 +68,7 @@ func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
 // node is asked, as by KillScript; it fails only when no node answered.
 func (e *Engine) ScriptBusy(ctx context.Context) (bool, error) {
 	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, _ int, n Node) (bool, error) {
-		k, ok := n.(scriptKiller)
-		if !ok {
-			return false, errNoKill
-		}
-		return k.scriptBusy(ctx)
+		return n.scriptBusy(ctx)
 	})
 	answered := 0
 	for _, res := range results {

@@ -111,7 +111,8 @@ type latchAnswer struct {
 	bare  bool
 }
 
-// latcher is a Node that runs the latch's scripts (latchnode.go).
+// latcher is the part of Node that runs the latch's scripts
+// (latchnode.go).
 type latcher interface {
 	latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error)
 	latchUndo(ctx context.Context, name string, nonce int64, bare bool) error
@@ -122,11 +123,9 @@ type latcher interface {
 	publisher
 }
 
-var errNoLatch = errors.New("node cannot run the latch's scripts")
-
-// latchOp runs op on every node that can run the latch's scripts.
+// latchOp runs op on every node.
 func latchOp[T any](ctx context.Context, e *Engine, op func(context.Context, latcher) (T, error)) []result[T] {
-	return capableOp(ctx, e, errNoLatch, op)
+	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (T, error) { return op(ctx, n) })
 }
 
 // seededAnswers are the values of the nodes that answered seeded, and
@@ -193,11 +192,7 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 		return true, nil
 	}
 	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
-		ln, ok := n.(latcher)
-		if !ok {
-			return struct{}{}, nil
-		}
-		return struct{}{}, ln.latchUndo(ctx, name, nonce, res[i].err == nil && res[i].v.bare)
+		return struct{}{}, n.latchUndo(ctx, name, nonce, res[i].err == nil && res[i].v.bare)
 	})
 	if len(vals)-granted >= e.quorum {
 		return false, nil
@@ -216,11 +211,10 @@ func (e *Engine) resetLatch(ctx context.Context, name string, count, nonce int64
 		return
 	}
 	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
-		ln, ok := n.(latcher)
-		if !ok || !latchFound(res[i]) {
+		if !latchFound(res[i]) {
 			return struct{}{}, nil
 		}
-		return struct{}{}, ln.latchReset(ctx, name, count, nonce, res[i].v.nonce)
+		return struct{}{}, n.latchReset(ctx, name, count, nonce, res[i].v.nonce)
 	})
 }
 
@@ -249,14 +243,10 @@ func latchFound(r result[latchAnswer]) bool {
 func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessages) error {
 	reads := e.readCounters(ctx, "", "", latchSlotPrefix+name)
 	read := func(i int, n Node) (latcher, error) {
-		ln, ok := n.(latcher)
-		switch {
-		case !ok:
-			return nil, errNoLatch
-		case reads[i].err != nil || reads[i].v.State != CounterSeeded:
+		if reads[i].err != nil || reads[i].v.State != CounterSeeded {
 			return nil, errLatchNotRead
 		}
-		return ln, nil
+		return n, nil
 	}
 	res := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (latchDecrement, error) {
 		ln, err := read(i, n)

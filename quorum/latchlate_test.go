@@ -11,8 +11,7 @@ import (
 // over a stalled connection: it lands later (heldSet.land).
 type heldSet struct {
 	*redisNode
-	unpiped //lint:ignore U1000 hides redisNode.pipe
-	held    *[3]any
+	held *[3]any
 }
 
 func (h heldSet) latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error) {

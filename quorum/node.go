@@ -2,6 +2,8 @@ package quorum
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -45,7 +47,25 @@ type Node interface {
 	SetMembers(ctx context.Context, fields map[string]string) error
 	// Close closes the node's connections.
 	Close() error
+
+	// The operations of the other command families, each group in the
+	// file of its family. A node that cannot run one (a test's fake)
+	// answers errUnsupported, and counts as failed there.
+	Fencer       // FENCE and the counters (fence.go)
+	effectNode   // wrapped scripts (effectnode.go)
+	rwNode       // the read lock's scripts (rwlock.go)
+	latcher      // the latch's scripts (latch.go)
+	publisher    // decided messages (publish.go)
+	keyCounter   // DBSIZE (keyspace.go)
+	keyReader    // a key's whole value (keyvalue.go)
+	keyScanner   // SCAN (scan.go)
+	scriptKiller // SCRIPT KILL (kill.go)
+	connWatcher
+	connDropper
 }
+
+// errUnsupported is a node's answer to an operation it cannot run.
+var errUnsupported = fmt.Errorf("quorum: node cannot run the operation: %w", errors.ErrUnsupported)
 
 // MembersKey is the hash on every node that records, for each node
 // address, the run_id that the proxies last verified there. Clients may
@@ -73,16 +93,17 @@ type Probe struct {
 	RTT   time.Duration
 }
 
-// connWatcher is a Node that reports the run_id of every new connection
+// connWatcher reports the run_id of every new connection of a node
 // before the connection is used, so that a node restarted between two
 // probes cannot have a grant counted before the engine knows.
 type connWatcher interface {
 	watchConnects(func(runID string))
 }
 
-// connDropper is a Node that keeps a connection across operations. After
+// connDropper drops the connection a node keeps across operations. After
 // the node is marked down, the next operation must not reuse it: the
-// process behind it may have died, and its first use would fail.
+// process behind it may have died, and its first use would fail. A node
+// that keeps none does nothing.
 type connDropper interface {
 	dropConnection()
 }

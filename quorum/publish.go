@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -15,12 +14,11 @@ import (
 // stalled, when no lock operation is answered either.
 const publishWithin = 5 * time.Second
 
-// publisher is a Node that sends a decided message (rwlocknode.go).
+// publisher is the part of Node that sends a decided message
+// (rwlocknode.go).
 type publisher interface {
 	publish(ctx context.Context, cmd, channel, message string, until int64) error
 }
-
-var errNoPublish = errors.New("node cannot send a decided message")
 
 // publishDecided sends a decided message (a read lock's release, a
 // latch's) on every node, each copy due on its node's clock within
@@ -29,14 +27,10 @@ var errNoPublish = errors.New("node cannot send a decided message")
 // yet probed sends it without a limit.
 func (e *Engine) publishDecided(ctx context.Context, cmd, channel, message string) {
 	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
-		p, ok := n.(publisher)
-		if !ok {
-			return struct{}{}, errNoPublish
-		}
 		var until int64
 		if t, ok := e.onNodeClock(i, time.Now().Add(publishWithin)); ok {
 			until = t.UnixMilli()
 		}
-		return struct{}{}, p.publish(ctx, cmd, channel, message, until)
+		return struct{}{}, n.publish(ctx, cmd, channel, message, until)
 	})
 }

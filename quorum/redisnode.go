@@ -249,9 +249,6 @@ func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acq
 	return pipeAcquire(l, ttl).run(ctx, n.p)
 }
 
-// pipe is the pipeline the lock operations go out on.
-func (n *redisNode) pipe() *pipeline { return n.p }
-
 // pipeAcquire is Acquire as the pipeline runs it.
 func pipeAcquire(l Lock, ttl time.Duration) pipeCall[Acquired] {
 	px := ttl.Milliseconds()

@@ -164,7 +164,6 @@ func TestAcquireUndoSetsBackOnlyWhatStillHoldsTheToken(t *testing.T) {
 // the engine gets an error.
 type lostAcquire struct {
 	*redisNode
-	unpiped //lint:ignore U1000 hides redisNode.pipe
 }
 
 func (n lostAcquire) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {

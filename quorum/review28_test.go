@@ -32,7 +32,6 @@ func TestLatchUnavailableNamesUnseededNodes(t *testing.T) {
 // and release fails without reaching it.
 type downNode struct {
 	*redisNode
-	unpiped //lint:ignore U1000 hides redisNode.pipe
 }
 
 func (downNode) Acquire(context.Context, Lock, time.Duration) (Acquired, error) {

@@ -27,7 +27,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"strings"
 	"time"
 )
@@ -58,10 +57,7 @@ type ReadUnlock struct {
 	Message, Name, Publish, LatchPX               string // ARGV[1..4]
 }
 
-// errNoRWLock: a node that cannot run the read lock's scripts (a fake).
-var errNoRWLock = errors.New("node cannot run read lock scripts")
-
-// rwNode is a Node that runs the read lock's scripts.
+// rwNode is the part of Node that runs the read lock's scripts.
 type rwNode interface {
 	takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error)
 	undoRead(ctx context.Context, l ReadLock, nonce string) error
@@ -73,22 +69,9 @@ type rwNode interface {
 	publisher
 }
 
-// rwOp runs op on every node that can run the read lock's scripts.
+// rwOp runs op on every node.
 func rwOp[T any](ctx context.Context, e *Engine, op func(context.Context, rwNode) (T, error)) []result[T] {
-	return capableOp(ctx, e, errNoRWLock, op)
-}
-
-// capableOp runs op on every node that is an I (a node kind that runs
-// some family's scripts); on any other node it fails with missing.
-func capableOp[I, T any](ctx context.Context, e *Engine, missing error, op func(context.Context, I) (T, error)) []result[T] {
-	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (T, error) {
-		in, ok := n.(I)
-		if !ok {
-			var zero T
-			return zero, missing
-		}
-		return op(ctx, in)
-	})
+	return fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (T, error) { return op(ctx, n) })
 }
 
 // countedNodes says, per node, whether its answers count (not quarantined).
@@ -132,11 +115,10 @@ func (e *Engine) UndoRead(ctx context.Context, t ReadTaken) {
 // Acquire's undo, it goes past the breaker and the caller's cancellation.
 func (e *Engine) undoRead(ctx context.Context, l ReadLock, nonce string, undo []bool) {
 	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (struct{}, error) {
-		rn, ok := n.(rwNode)
-		if !ok || !undo[i] {
+		if !undo[i] {
 			return struct{}{}, nil
 		}
-		return struct{}{}, rn.undoRead(ctx, l, nonce)
+		return struct{}{}, n.undoRead(ctx, l, nonce)
 	})
 }
 

@@ -79,7 +79,7 @@ type ScanKey struct {
 	State State
 }
 
-// keyScanner is a Node that can walk its keys (the go-redis node).
+// keyScanner is the part of Node that walks its keys.
 type keyScanner interface {
 	// ScanKeys runs SCAN cursor [MATCH match] [COUNT count] [TYPE typ].
 	ScanKeys(ctx context.Context, cursor uint64, match string, count int64, typ string) ([]string, uint64, error)
@@ -151,8 +151,7 @@ func (e *Engine) scan(ctx context.Context, cur ScanCursor, order []int, match st
 		}
 	}
 	status := e.Status()[j]
-	ks, ok := e.nodes[j].(keyScanner)
-	if !ok || status.State != StateUp {
+	if status.State != StateUp {
 		return e.ended(cur, nil)
 	}
 	hash := runHash(status.RunID)
@@ -161,7 +160,7 @@ func (e *Engine) scan(ctx context.Context, cur ScanCursor, order []int, match st
 		at = 0 // the node restarted: its old cursor means nothing
 	}
 	nctx, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
-	keys, next, err := ks.ScanKeys(nctx, at, match, count, typ)
+	keys, next, err := e.nodes[j].ScanKeys(nctx, at, match, count, typ)
 	cancel()
 	switch {
 	case err != nil:
