@@ -3,7 +3,10 @@ package quorum
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +38,8 @@ type fakeNode struct {
 	closeErr error
 	// effect, when set, is the node's answer to every wrapped script.
 	effect *nodeEffect
+	// fence: the node keeps counters (counters, below).
+	fence bool
 
 	// What Probe reports; set before the engine starts, or through the
 	// methods below. An empty runID is filled in from addr.
@@ -55,6 +60,8 @@ type fakeNode struct {
 	rate    float64       // how much faster the node's clock runs, from rateFrom
 	rateAt  time.Time
 	watch   func(runID string)
+	// counters is CountersKey's hash: nil when missing.
+	counters map[string]string
 }
 
 // fakeEntry is one key on a fakeNode.
@@ -309,6 +316,7 @@ func (f *fakeNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 				found[i] = FoundMissing
 			case e.token == l.Token:
 				delete(f.keys, k)
+				delete(f.keys, holdPrefix+k) // the hold's fencing record ends with it
 				found[i] = FoundDeleted
 			default:
 				found[i] = FoundOther
@@ -355,6 +363,13 @@ func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode E
 			default:
 				f.keys[k] = fakeEntry{token: e.token, expires: now.Add(t)}
 			}
+			if r, held := f.get(now, holdPrefix+k); ok && held {
+				// A fenced hold's record lives as long as the hold.
+				f.keys[holdPrefix+k] = fakeEntry{token: r.token, expires: now.Add(t)}
+				if t <= 0 {
+					delete(f.keys, holdPrefix+k)
+				}
+			}
 			if least == 0 || t < least {
 				least = t
 			}
@@ -392,6 +407,7 @@ func (f *fakeNode) Delete(ctx context.Context, keys []string) (int, error) {
 				delete(f.keys, k)
 				n++
 			}
+			delete(f.keys, holdPrefix+k)
 		}
 		return nil
 	})
@@ -423,15 +439,21 @@ func (f *fakeNode) Probe(ctx context.Context) (Probe, error) {
 		// As Redis counts it: the difference of two whole-second clock
 		// readings, which can exceed the true uptime by almost a second.
 		p.Uptime = time.Duration(now.Unix()-started.Unix()) * time.Second
-		node := now.Add(f.offset)
-		if f.rate != 0 {
-			node = node.Add(time.Duration(f.rate * float64(now.Sub(f.rateAt))))
-		}
-		p.Time = node.Round(0)
+		p.Time = f.nodeTime(now)
 		p.Local = now
 		return nil
 	})
 	return p, err
+}
+
+// nodeTime is the node's clock at now: the proxy's plus offset, running
+// rate faster since rateAt. f.mu must be held.
+func (f *fakeNode) nodeTime(now time.Time) time.Time {
+	node := now.Add(f.offset)
+	if f.rate != 0 {
+		node = node.Add(time.Duration(f.rate * float64(now.Sub(f.rateAt))))
+	}
+	return node.Round(0)
 }
 
 // Members is HGETALL of the membership record.
@@ -491,7 +513,7 @@ func (f *fakeNode) fail(err error) {
 func (f *fakeNode) restart(runID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.runID, f.started, f.keys, f.members = runID, time.Now(), nil, nil
+	f.runID, f.started, f.keys, f.members, f.counters = runID, time.Now(), nil, nil, nil
 }
 
 // jump moves the node's clock by d.
@@ -699,22 +721,212 @@ func (f *fakeNode) renewLocks(context.Context, []string, []string) ([]int64, err
 	return nil, errUnsupported
 }
 
-func (f *fakeNode) FenceRound(context.Context, string, string, string) (CounterEntry, error) {
-	return CounterEntry{}, errUnsupported
+// The counters: the fake keeps CountersKey's fields in counters, as the
+// hash would (counter_*.lua), and a hold record as a key (holdPrefix +
+// key, "T token"), once fence is set; else they are errUnsupported.
+
+// FenceRound is counter_fence.lua on a string key.
+func (f *fakeNode) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
+	if !f.fence {
+		return CounterEntry{}, errUnsupported
+	}
+	var en CounterEntry
+	err := f.do(ctx, fakeCall{op: "fenceround", keys: []string{key}, token: token}, func(now time.Time) error {
+		en = f.readCounter(now, key, token, field)
+		en.Now = 0 // the round reads the node's clock only when pending
+		if en.State == CounterPending {
+			en.Now = f.nodeTime(now).UnixMilli()
+		}
+		if en.State != CounterSeeded || !en.Held || en.TTL <= 0 {
+			return nil
+		}
+		if en.Hold > 0 {
+			en = CounterEntry{State: CounterSeeded, Value: en.Value, Held: true, TTL: en.TTL, Hold: en.Hold, Answer: en.Hold}
+			return nil
+		}
+		t := f.counterValue(field) + 1
+		f.counters[field] = strconv.FormatInt(t, 10)
+		f.store()[holdPrefix+key] = fakeEntry{token: fmt.Sprint(t, " ", token), expires: now.Add(en.TTL)}
+		en = CounterEntry{State: CounterSeeded, Value: t, Held: true, TTL: en.TTL, Answer: t}
+		return nil
+	})
+	return en, err
 }
-func (f *fakeNode) ReadCounter(context.Context, string, string, string) (CounterEntry, error) {
-	return CounterEntry{}, errUnsupported
+
+// ReadCounter is counter_read.lua.
+func (f *fakeNode) ReadCounter(ctx context.Context, key, token, field string) (CounterEntry, error) {
+	if !f.fence {
+		return CounterEntry{}, errUnsupported
+	}
+	var en CounterEntry
+	err := f.do(ctx, fakeCall{op: "readcounter", keys: []string{key}, token: token}, func(now time.Time) error {
+		en = f.readCounter(now, key, token, field)
+		return nil
+	})
+	return en, err
 }
-func (f *fakeNode) WriteCounter(context.Context, string, string, string, int64, bool) (CounterWrite, error) {
-	return 0, errUnsupported
+
+// readCounter is counter_read.lua's reading; f.mu must be held.
+func (f *fakeNode) readCounter(now time.Time, key, token, field string) CounterEntry {
+	en := CounterEntry{Now: f.nodeTime(now).UnixMilli(), TTL: -2 * time.Millisecond}
+	switch h := f.counters; {
+	case h["seeded"] == "1":
+		en.State, en.Value, en.Gen = CounterSeeded, f.counterValue(field), h["gen"]
+		en.Virgin = len(h) == 1 || len(h) == 2 && h["gen"] != ""
+	case h["pending"] != "":
+		en.State, en.ID, en.Gen = CounterPending, h["id"], h["gen"]
+		en.Value, _ = strconv.ParseInt(h["pending"], 10, 64)
+	}
+	if key == "" {
+		return en
+	}
+	if e, ok := f.get(now, key); ok && e.token == token {
+		en.Held, en.TTL = true, e.pttl(now).Truncate(time.Millisecond)
+		if rec, ok := f.get(now, holdPrefix+key); ok {
+			if t, tok, _ := strings.Cut(rec.token, " "); tok == token {
+				en.Hold, _ = strconv.ParseInt(t, 10, 64)
+				if en.TTL > 0 {
+					f.keys[holdPrefix+key] = fakeEntry{token: rec.token, expires: now.Add(en.TTL)}
+				}
+			}
+		}
+	}
+	return en
 }
-func (f *fakeNode) MarkCounters(context.Context, string) (CounterEntry, error) {
-	return CounterEntry{}, errUnsupported
+
+// counterValue is field's counter, 0 if none; f.mu must be held.
+func (f *fakeNode) counterValue(field string) int64 {
+	v, _ := strconv.ParseInt(f.counters[field], 10, 64)
+	return v
 }
-func (f *fakeNode) Counters(context.Context) (map[string]int64, error) { return nil, errUnsupported }
-func (f *fakeNode) SeedCounters(context.Context, int64, string, map[string]int64) (bool, error) {
-	return false, errUnsupported
+
+// WriteCounter is counter_write.lua.
+func (f *fakeNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+	if !f.fence {
+		return 0, errUnsupported
+	}
+	var w CounterWrite
+	err := f.do(ctx, fakeCall{op: "writecounter", keys: []string{key}, token: token}, func(now time.Time) error {
+		switch {
+		case f.counters["seeded"] != "1":
+			w = CounterUnseeded
+			return nil
+		case f.counterValue(field) < v:
+			f.counters[field] = strconv.FormatInt(v, 10)
+		case exclusive:
+			w = CounterContended
+			return nil
+		}
+		w = CounterWritten
+		if key == "" {
+			return nil
+		}
+		e, ok := f.get(now, key)
+		if !ok || e.token != token || e.pttl(now) <= 0 {
+			w = CounterNotHeld
+			return nil
+		}
+		f.store()[holdPrefix+key] = fakeEntry{token: fmt.Sprint(v, " ", token), expires: now.Add(e.pttl(now).Truncate(time.Millisecond))}
+		return nil
+	})
+	return w, err
 }
-func (f *fakeNode) NameCounters(context.Context, int64, string) (bool, error) {
-	return false, errUnsupported
+
+// MarkCounters is counter_mark.lua.
+func (f *fakeNode) MarkCounters(ctx context.Context, id string) (CounterEntry, error) {
+	if !f.fence {
+		return CounterEntry{}, errUnsupported
+	}
+	var en CounterEntry
+	err := f.do(ctx, fakeCall{op: "markcounters"}, func(now time.Time) error {
+		if f.counters["seeded"] == "1" {
+			en = CounterEntry{State: CounterSeeded}
+			return nil
+		}
+		if f.counters["pending"] == "" {
+			f.counters = map[string]string{"pending": strconv.FormatInt(f.nodeTime(now).UnixMilli(), 10), "id": id}
+		}
+		en.State = CounterPending
+		en.Value, _ = strconv.ParseInt(f.counters["pending"], 10, 64)
+		return nil
+	})
+	return en, err
+}
+
+// Counters is countersResult of the hash.
+func (f *fakeNode) Counters(ctx context.Context) (map[string]int64, error) {
+	if !f.fence {
+		return nil, errUnsupported
+	}
+	var m map[string]int64
+	err := f.do(ctx, fakeCall{op: "counters"}, func(time.Time) error {
+		if f.counters["seeded"] != "1" {
+			return nil
+		}
+		m = map[string]int64{}
+		for k := range f.counters {
+			if k != "seeded" && k != "gen" {
+				m[k] = f.counterValue(k)
+			}
+		}
+		return nil
+	})
+	return m, err
+}
+
+// SeedCounters is counter_seed.lua.
+func (f *fakeNode) SeedCounters(ctx context.Context, mark int64, gen string, fields map[string]int64) (bool, error) {
+	if !f.fence {
+		return false, errUnsupported
+	}
+	var ok bool
+	err := f.do(ctx, fakeCall{op: "seedcounters"}, func(time.Time) error {
+		if !f.pendingWith(mark) {
+			return nil
+		}
+		f.counters = map[string]string{"seeded": "1"}
+		if gen != "" {
+			f.counters["gen"] = gen
+		}
+		for k, v := range fields {
+			f.counters[k] = strconv.FormatInt(v, 10)
+		}
+		ok = true
+		return nil
+	})
+	return ok, err
+}
+
+// NameCounters is counter_name.lua.
+func (f *fakeNode) NameCounters(ctx context.Context, mark int64, gen string) (bool, error) {
+	if !f.fence {
+		return false, errUnsupported
+	}
+	var ok bool
+	err := f.do(ctx, fakeCall{op: "namecounters"}, func(time.Time) error {
+		if ok = f.pendingWith(mark); ok {
+			f.counters["gen"] = gen
+		}
+		return nil
+	})
+	return ok, err
+}
+
+// pendingWith reports whether the node is pending with mark; f.mu must
+// be held.
+func (f *fakeNode) pendingWith(mark int64) bool {
+	return f.counters["seeded"] != "1" && f.counters["pending"] == strconv.FormatInt(mark, 10)
+}
+
+// withCounters seeds the node's counters with fields, as a deployment
+// that ran a while, and returns f for chaining.
+func (f *fakeNode) withCounters(fields map[string]int64) *fakeNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fence = true
+	f.counters = map[string]string{"seeded": "1"}
+	for k, v := range fields {
+		f.counters[k] = strconv.FormatInt(v, 10)
+	}
+	return f
 }
