@@ -229,12 +229,12 @@ func TestObserverSeesEffectHoldsAsLeases(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := &recorder{}
 				ne := nodeEffect{reply: okReply, keys: tt.keys}
-				nodes := []*fakeEffectNode{
-					{fakeNode: &fakeNode{addr: "a"}, ne: ne, delay: 10 * ms},
-					{fakeNode: &fakeNode{addr: "b"}, ne: ne, delay: 10 * ms},
-					{fakeNode: &fakeNode{addr: "c"}, ne: ne, delay: 10 * ms},
+				nodes := []*fakeNode{
+					{addr: "a", effect: &ne, delay: 10 * ms},
+					{addr: "b", effect: &ne, delay: 10 * ms},
+					{addr: "c", effect: &ne, delay: 10 * ms},
 				}
-				e := New(Config{NodeTimeout: 50 * ms, MaxTTL: time.Minute, Observer: rec}, effectNodes(nodes)...)
+				e := New(Config{NodeTimeout: 50 * ms, MaxTTL: time.Minute, Observer: rec}, asNodes(nodes)...)
 				keys := []string{"k", "k2"}[:len(tt.keys)]
 				res, err := e.RunEffect(t.Context(), e.Wrap("return 1", nil), keys, []string{"own", "1000"})
 				if err != nil || !res.Granted {
