@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // cmdContext is a command's context: it ends at the command's deadline
@@ -15,7 +17,10 @@ import (
 // and allocates three times for each.
 type cmdContext struct {
 	deadline time.Time
-	vals     context.Context // what Value reads: the trace, if any; nil for none
+	// tr is the command's trace, what Value answers for it once traced
+	// (trace): held here, it costs the command no allocation of its own.
+	tr     quorum.Trace
+	traced bool
 
 	mu    sync.Mutex
 	done  chan struct{} // made by the first Done
@@ -39,11 +44,21 @@ func (c *cmdContext) cancel() { c.end(context.Canceled) }
 
 func (c *cmdContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
+// Value answers the engine's question for the command's trace, once
+// traced, and nothing else.
 func (c *cmdContext) Value(key any) any {
-	if c.vals == nil {
-		return nil
+	if c.traced && quorum.IsTraceKey(key) {
+		return &c.tr
 	}
-	return c.vals.Value(key)
+	return nil
+}
+
+// trace starts the command's trace over nodes nodes and returns it.
+// Called before the command runs, from its own goroutine.
+func (c *cmdContext) trace(nodes int) *quorum.Trace {
+	c.tr.Init(nodes)
+	c.traced = true
+	return &c.tr
 }
 
 func (c *cmdContext) Done() <-chan struct{} {

@@ -486,8 +486,7 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	if cm.class != 0 && (s.nMonitors.Load() > 0 || s.conf().SlowlogSlowerThan >= 0) {
 		// A command that may reach the nodes: what each did, for the slow
 		// log and MONITOR.
-		tr = quorum.NewTrace(s.e.Nodes())
-		cctx.vals = quorum.WithTrace(context.Background(), tr)
+		tr = cctx.trace(s.e.Nodes())
 	}
 	r.ctx = ctx
 	rep, err := cm.handler(s, r)

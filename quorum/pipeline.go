@@ -58,12 +58,16 @@ type pipeline struct {
 	noFunctions atomic.Bool
 	readers     sync.WaitGroup
 
-	mu      sync.Mutex
-	queue   []*op // waiting for the writer
+	mu    sync.Mutex
+	queue []*op // waiting for the writer
+	// nqueued is len(queue) and conn the connection operations go out
+	// on, nil until dialed: both change under mu, and are read without
+	// it by the writers gathering (gatherWrites).
+	nqueued atomic.Int32
+	conn    atomic.Pointer[nodeConn]
 	spare   []*op // the last batch's slice, for the next queue
 	writing bool  // a caller is writing; it writes what queues meanwhile
 	closed  bool
-	conn    *nodeConn          // the connection operations go out on; nil until dialed
 	conns   map[*nodeConn]bool // every connection with a reader, retired ones too
 	buf     []byte             // the writer's encoding buffer
 }
@@ -100,7 +104,15 @@ func (o *op) gaveUp(now, d time.Time, ok bool) error {
 	case ok && !now.Before(d):
 		return context.DeadlineExceeded
 	case o.fan != nil:
-		return o.fan.ctx.Context.Err() // the caller's; the fan's own deadline is d
+		// The caller's; the fan's own deadline is d. One that nothing
+		// ends before its deadline, which is d or later, is not asked
+		// (its Err reads the clock again): an op of its fan is written
+		// before d or not at all, as the fan's wait ends only when every
+		// op finished or at d.
+		if e, ok := o.fan.ctx.Context.(endsAtDeadline); ok && e.EndsAtDeadline() {
+			return nil
+		}
+		return o.fan.ctx.Context.Err()
 	}
 	return o.ctx.Err()
 }
@@ -133,6 +145,7 @@ func (p *pipeline) close() {
 	}
 	clear(p.queue)
 	p.queue = p.queue[:0]
+	p.nqueued.Store(0)
 	conns := make([]*nodeConn, 0, len(p.conns))
 	for cn := range p.conns {
 		conns = append(conns, cn)
@@ -197,6 +210,7 @@ func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
 		return nil, errClosed
 	}
 	p.queue = append(p.queue, o)
+	p.nqueued.Store(int32(len(p.queue)))
 	if p.writing {
 		p.mu.Unlock()
 	} else {
@@ -231,6 +245,7 @@ func (p *pipeline) enqueue(o *op) bool {
 		return false
 	}
 	p.queue = append(p.queue, o)
+	p.nqueued.Store(int32(len(p.queue)))
 	mine := !p.writing
 	p.writing = true
 	p.mu.Unlock()
@@ -271,16 +286,12 @@ func gatherWrites(ps ...*pipeline) {
 // connected reports whether p has a connection to write on, without a
 // dial.
 func (p *pipeline) connected() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.conn != nil && !p.stale.Load()
+	return p.conn.Load() != nil && !p.stale.Load()
 }
 
 // busy reports whether p's connection has operations in flight.
 func (p *pipeline) busy() bool {
-	p.mu.Lock()
-	cn := p.conn
-	p.mu.Unlock()
+	cn := p.conn.Load()
 	return cn != nil && cn.busy.Load() > 0
 }
 
@@ -291,6 +302,7 @@ func (p *pipeline) drain() {
 	for len(p.queue) > 0 && !p.closed {
 		batch := p.queue
 		p.queue = p.spare
+		p.nqueued.Store(0)
 		p.mu.Unlock()
 		p.write(batch)
 		clear(batch)
@@ -372,9 +384,9 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
-	cn := p.conn
+	cn := p.conn.Load()
 	if p.stale.Swap(false) && cn != nil {
-		p.conn = nil
+		p.conn.Store(nil)
 		p.mu.Unlock()
 		p.retire(cn)
 		cn = nil
@@ -395,7 +407,7 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 		c.Close()
 		return nil, errClosed
 	}
-	p.conn = cn
+	p.conn.Store(cn)
 	p.conns[cn] = true
 	p.readers.Add(1)
 	p.mu.Unlock()
@@ -431,9 +443,7 @@ func (p *pipeline) fail(cn *nodeConn, err error) {
 	cn.mu.Unlock()
 	cn.c.Close()
 	p.mu.Lock()
-	if p.conn == cn {
-		p.conn = nil
-	}
+	p.conn.CompareAndSwap(cn, nil)
 	p.mu.Unlock()
 	for _, o := range ops {
 		if err == errOverdue {
@@ -567,9 +577,7 @@ func (cn *nodeConn) overdue() bool {
 
 // queued is how many operations wait for the writer.
 func (p *pipeline) queued() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.queue)
+	return int(p.nqueued.Load())
 }
 
 // deadlineContext is a context that is never cancelled and only carries a

@@ -268,7 +268,7 @@ func TestPipelineBatchTimeoutDropsConnection(t *testing.T) {
 	waitFor(t, "the connection dropped", func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return p.conn == nil && len(p.conns) == 0
+		return p.conn.Load() == nil && len(p.conns) == 0
 	})
 	proc.Thaw()
 	if _, err := p.do(t.Context(), "set", "after", "x"); err != nil {

@@ -51,12 +51,27 @@ type traceKey struct{}
 // NewTrace returns an empty trace for an engine of nodes nodes.
 func NewTrace(nodes int) *Trace {
 	t := &Trace{}
+	t.Init(nodes)
+	return t
+}
+
+// Init readies t, a zero Trace held in a value of the caller's (the
+// proxy's command context, whose Value answers IsTraceKey with t), for
+// a command over nodes nodes: for up to five, no allocation.
+func (t *Trace) Init(nodes int) {
 	if nodes <= len(t.own) {
 		t.nodes = t.own[:nodes]
 	} else {
 		t.nodes = make([]nodeTrace, nodes)
 	}
-	return t
+}
+
+// IsTraceKey reports whether key is what the engine asks a context's
+// Value for to find the command's trace: a context that holds a trace of
+// its own (Init) answers it with the trace, as WithTrace's does.
+func IsTraceKey(key any) bool {
+	_, ok := key.(traceKey)
+	return ok
 }
 
 // WithTrace returns ctx carrying t: the engine's fan-outs under it record

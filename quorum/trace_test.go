@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -32,5 +33,38 @@ func TestTraceRecordsEveryNode(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, func() { NewTrace(5) }); a != 1 {
 		t.Errorf("NewTrace(5) allocated %v times; want 1", a)
+	}
+}
+
+// heldTrace is a context that holds its trace itself, as the proxy's
+// command context does.
+type heldTrace struct {
+	context.Context
+	tr Trace
+}
+
+func (h *heldTrace) Value(key any) any {
+	if IsTraceKey(key) {
+		return &h.tr
+	}
+	return h.Context.Value(key)
+}
+
+// A context that holds a trace of its own, answering IsTraceKey with it,
+// is found by the fan-outs as one made by WithTrace is, through a context
+// made from it too; no other key is the trace's.
+func TestTraceHeldByItsContext(t *testing.T) {
+	h := &heldTrace{Context: context.Background()}
+	h.tr.Init(3)
+	for _, ctx := range []context.Context{h, context.WithoutCancel(h)} {
+		if got := traceOf(ctx); got != &h.tr {
+			t.Fatalf("traceOf = %p; want the context's own %p", got, &h.tr)
+		}
+	}
+	if len(h.tr.nodes) != 3 {
+		t.Fatalf("Init(3): %d nodes", len(h.tr.nodes))
+	}
+	if IsTraceKey(struct{}{}) || !IsTraceKey(traceKey{}) {
+		t.Fatal("IsTraceKey takes another key for the trace's, or not the trace's")
 	}
 }
