@@ -106,6 +106,8 @@ func answerOf(v any, err error) Answer {
 	switch v := v.(type) {
 	case bool:
 		yes = v
+	case Acquired: // an acquire
+		yes = v.Granted
 	case time.Duration: // an extend: the TTL it set
 		yes = v != 0
 	case []Found: // a release

@@ -68,3 +68,31 @@ func TestTraceHeldByItsContext(t *testing.T) {
 		t.Fatal("IsTraceKey takes another key for the trace's, or not the trace's")
 	}
 }
+
+// Each lock operation's answer reads as granted or denied, an acquire's
+// (Acquired, since 1ba528d) too: the slow log and MONITOR show it.
+func TestAnswerOfEachOperation(t *testing.T) {
+	tests := []struct {
+		v    any
+		err  error
+		want Answer
+	}{
+		{Acquired{Granted: true}, nil, AnswerGranted},
+		{Acquired{Granted: true, Before: []Entry{{}}}, nil, AnswerGranted},
+		{Acquired{}, nil, AnswerDenied},
+		{true, nil, AnswerGranted},
+		{false, nil, AnswerDenied},
+		{time.Second, nil, AnswerGranted},
+		{time.Duration(0), nil, AnswerDenied},
+		{[]Found{FoundDeleted}, nil, AnswerGranted},
+		{Entry{Present: true}, nil, AnswerGranted},
+		{"PONG", nil, AnswerAnswered},
+		{nil, ErrNodeDown, AnswerDown},
+		{nil, context.DeadlineExceeded, AnswerFailed},
+	}
+	for _, tt := range tests {
+		if got := answerOf(tt.v, tt.err); got != tt.want {
+			t.Errorf("answerOf(%#v, %v) = %v; want %v", tt.v, tt.err, got, tt.want)
+		}
+	}
+}
