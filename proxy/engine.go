@@ -21,6 +21,8 @@ type Engine interface {
 	// Locks.
 	Acquire(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Lease, error)
 	Release(ctx context.Context, l quorum.Lock) (quorum.Released, error)
+	// UndoAcquire gives back a grant the client is not told of.
+	UndoAcquire(ctx context.Context, l quorum.Lock, lease quorum.Lease)
 	Extend(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Lease, error)
 	ExtendBy(ctx context.Context, l quorum.Lock, ttl, limit time.Duration) (quorum.Lease, error)
 	ExtendOrAcquire(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Lease, error)

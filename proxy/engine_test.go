@@ -31,6 +31,7 @@ func (f *fakeEngine) Delete(context.Context, []string) (int, error) { return 0, 
 func (f *fakeEngine) Acquire(context.Context, quorum.Lock, time.Duration) (quorum.Lease, error) {
 	return quorum.Lease{}, f.op()
 }
+func (f *fakeEngine) UndoAcquire(context.Context, quorum.Lock, quorum.Lease) { f.op() }
 func (f *fakeEngine) Release(context.Context, quorum.Lock) (quorum.Released, error) {
 	return quorum.Released{}, f.op()
 }

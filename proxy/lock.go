@@ -200,7 +200,7 @@ func (s *Server) acquire(r *request, l quorum.Lock, ttl time.Duration) error {
 	}
 	s.warnFailures(lease.Failures)
 	if err == nil && !lease.Valid(time.Now()) {
-		s.e.Release(context.WithoutCancel(r.ctx), l)
+		s.e.UndoAcquire(context.WithoutCancel(r.ctx), l, lease)
 		err = errLate
 	}
 	if err == nil {

@@ -42,6 +42,8 @@ func (e *retryEngine) Release(context.Context, quorum.Lock) (quorum.Released, er
 	return quorum.Released{}, nil
 }
 
+func (e *retryEngine) UndoAcquire(context.Context, quorum.Lock, quorum.Lease) { e.released.Add(1) }
+
 func (e *retryEngine) RunEffect(context.Context, *quorum.Effect, []string, []string) (quorum.EffectResult, error) {
 	if e.tries.Add(1) == 1 {
 		time.Sleep(e.firstTook)

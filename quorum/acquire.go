@@ -21,7 +21,13 @@ type Lease struct {
 	Granted int
 	// Failures are the node failures the grant survived; nil if none.
 	Failures error
+	// taken is what an acquire's nodes answered, for UndoAcquire; nil
+	// unless a node took a key again (a release undoes the others).
+	taken *taken
 }
+
+// taken is every node's answer to a granted acquire.
+type taken struct{ results []result[Acquired] }
 
 // Valid reports whether the lease is still valid at now.
 func (l Lease) Valid(now time.Time) bool { return !expired(l.Expires.Sub(now)) }
@@ -58,12 +64,43 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	e.report(OpAcquire, start, d)
 	if d.err == nil {
 		e.newTTL(ctx, l, ttl, results)
+		if tookAgain(results) {
+			d.lease.taken = &taken{results}
+		}
 		return d.lease, nil
 	}
-	// Step 5: undo, on each node as undoOf says. The caller may have
-	// given up already; the cleanup must still run. Not observed: the
-	// observer sees each node's part of the acquire itself.
-	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (int, error) {
+	// Step 5: undo. The caller may have given up already; the cleanup
+	// must still run.
+	e.undo(context.WithoutCancel(ctx), l, results)
+	return Lease{}, d.err
+}
+
+// UndoAcquire gives back a granted acquire of l, lease, that its client is
+// not told of (its validity ran out before the reply), as a failed one's
+// undo does: a key taken again is set back, not released.
+func (e *Engine) UndoAcquire(ctx context.Context, l Lock, lease Lease) {
+	if lease.taken == nil {
+		e.Release(ctx, l)
+		return
+	}
+	e.undo(ctx, l, lease.taken.results)
+}
+
+// tookAgain reports whether a node took a key again.
+func tookAgain(results []result[Acquired]) bool {
+	for _, r := range results {
+		if r.err == nil && r.v.Before != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// undo gives back what an acquire of l took, on each node as undoOf says
+// of its answer in results. Not observed: the observer sees each node's
+// part of the acquire itself.
+func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
+	fanOutWithin(ctx, e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (int, error) {
 		switch undoOf(l, results[i].v, results[i].err) {
 		case undoRelease:
 			_, err := n.Release(ctx, l)
@@ -73,7 +110,6 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 		}
 		return 0, nil
 	})
-	return Lease{}, d.err
 }
 
 // newTTL gives the keys of a granted acquire the TTL it asked for where

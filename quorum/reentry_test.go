@@ -140,6 +140,41 @@ func TestAcquireFailedShorterReentryKeepsTheEarlierTTL(t *testing.T) {
 	})
 }
 
+// A granted re-entry that its client is not told of (the proxy found its
+// validity gone at the reply) is given back as a failed one is: the
+// earlier grant set back, not released (the proxy released it before).
+// A plain grant is released.
+func TestUndoAcquireSetsBackAGrantedReentry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := []*fakeNode{
+			(&fakeNode{addr: "a"}).with("k", "app:1", 5*time.Second),
+			(&fakeNode{addr: "b"}).with("k", "app:1", 5*time.Second),
+			(&fakeNode{addr: "c"}).with("k", "app:1", 5*time.Second),
+		}
+		e := New(Config{NodeTimeout: 50 * ms}, asNodes(fs)...)
+		l := Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}
+		lease, err := e.Acquire(t.Context(), l, time.Second)
+		if err != nil {
+			t.Fatalf("Acquire = %v; want granted", err)
+		}
+		e.UndoAcquire(t.Context(), l, lease)
+		for _, f := range fs {
+			if tok, _ := f.token("k"); tok != "app:1" || f.ttl("k") != 5*time.Second {
+				t.Errorf("node %s holds k = %q with TTL %v; want the earlier grant app:1 back with 5s", f.addr, tok, f.ttl("k"))
+			}
+		}
+		plain := Lock{Keys: []string{"p"}, Token: "mine"}
+		lease, err = e.Acquire(t.Context(), plain, time.Second)
+		if err != nil {
+			t.Fatalf("plain Acquire = %v; want granted", err)
+		}
+		e.UndoAcquire(t.Context(), plain, lease)
+		if got := holders(fs, "p", "mine"); len(got) != 0 {
+			t.Errorf("plain grant left on nodes %v after UndoAcquire; want none", got)
+		}
+	})
+}
+
 // A set-back is conditional: a key that no longer holds the new token
 // (released, or taken by another since) is left as it is.
 func TestAcquireUndoSetsBackOnlyWhatStillHoldsTheToken(t *testing.T) {
