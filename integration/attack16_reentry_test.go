@@ -220,3 +220,79 @@ func TestAttack16FailedReobtainKeepsTheHoldsFencingToken(t *testing.T) {
 		t.Errorf("FENCE after the failed re-obtain = %d, %v; want the hold's %d", t2, err, t1)
 	}
 }
+
+// attack16 R1 (fixed by d598eed): A holds K for 30s on masters 0 and 2
+// (master 1 has C's leftover). A re-obtains K with a 2s TTL through P:
+// master 0 takes it again, master 1 denies, master 2 takes it again too
+// but its reply comes after P's node_timeout. No quorum: A keeps relying
+// on its first grant. The undo gives master 0 back and leaves master 2
+// alone (it did not answer), so master 2 keeps the re-entry's 2s. Once
+// those run out, C gets masters 1 and 2 while A's first grant is valid
+// for 25s more.
+func TestAttack16TimedOutReentryLeavesTheEarlierGrantShortenedOnTheSilentMaster(t *testing.T) {
+	c := startNodes(t, 3)
+	slow := fixedDelay(0)
+	pAddrs := []string{c.addrs[0], c.addrs[1], startRelay(t, c.addrs[2], relayOpts{replyDelay: slow})}
+	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), pAddrs...).Client
+	attack16Warm(t, p)
+	ctx := t.Context()
+	const key = "attack16:silent"
+	const tokA = "tokAAAAAAAAAAAAAAAAAAA"
+	const tokC = "tokCCCCCCCCCCCCCCCCCCC"
+	if err := c.direct[1].Set(ctx, key, tokC+"leftover", 30*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := attack16Obtain(ctx, p, []string{key}, tokA, 30*time.Second); err != nil {
+		t.Fatalf("A's obtain: %v", err)
+	}
+	expires := start.Add(30 * time.Second)
+	slow.Store(int64(700 * time.Millisecond)) // past node_timeout (500ms)
+	if err := attack16Obtain(ctx, p, []string{key}, tokA, 2*time.Second); err == nil {
+		t.Fatal("A's re-obtain with master 2's reply late: granted; want no quorum")
+	}
+	attack16Dump(t, c, "after A's failed re-obtain", key)
+	slow.Store(0)
+	time.Sleep(2200 * time.Millisecond)
+	attack16Dump(t, c, "2.2s later", key)
+	err := attack16Obtain(ctx, p, []string{key}, tokC, 10*time.Second)
+	if err == nil && time.Now().Before(expires) {
+		attack16Dump(t, c, "after C's obtain", key)
+		t.Errorf("C obtained %s while A's first grant is valid for %v more", key, time.Until(expires).Round(time.Millisecond))
+	}
+}
+
+// attack16 R1 (fixed by d598eed), with no other client's key anywhere,
+// only a slow network: A holds K for 30s on every master; A re-obtains K
+// with a 2s TTL through P, whose links to masters 1 and 2 answer after
+// node_timeout. Master 0 grants (given back to 30s by the undo); masters
+// 1 and 2 took K again with 2s and are left so. Once those run out C
+// gets masters 1 and 2 while A's first grant is valid for 27s more.
+func TestAttack16TimedOutReentriesLeaveTheEarlierGrantShortenedOnAQuorum(t *testing.T) {
+	c := startNodes(t, 3)
+	slow := fixedDelay(0)
+	pAddrs := []string{c.addrs[0], startRelay(t, c.addrs[1], relayOpts{replyDelay: slow}), startRelay(t, c.addrs[2], relayOpts{replyDelay: slow})}
+	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), pAddrs...).Client
+	attack16Warm(t, p)
+	q := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), c.addrs...).Client
+	attack16Warm(t, q)
+	ctx := t.Context()
+	const key = "attack16:slownet"
+	const tokA = "tokAAAAAAAAAAAAAAAAAAA"
+	start := time.Now()
+	if err := attack16Obtain(ctx, p, []string{key}, tokA, 30*time.Second); err != nil {
+		t.Fatalf("A's obtain: %v", err)
+	}
+	expires := start.Add(30 * time.Second)
+	slow.Store(int64(700 * time.Millisecond)) // past node_timeout (500ms)
+	if err := attack16Obtain(ctx, p, []string{key}, tokA, 2*time.Second); err == nil {
+		t.Fatal("A's re-obtain with two replies late: granted; want no quorum")
+	}
+	attack16Dump(t, c, "after A's failed re-obtain", key)
+	time.Sleep(2200 * time.Millisecond)
+	err := attack16Obtain(ctx, q, []string{key}, "tokCCCCCCCCCCCCCCCCCCC", 10*time.Second)
+	if err == nil && time.Now().Before(expires) {
+		attack16Dump(t, c, "after C's obtain", key)
+		t.Errorf("C obtained %s while A's first grant is valid for %v more", key, time.Until(expires).Round(time.Millisecond))
+	}
+}
