@@ -273,12 +273,14 @@ func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acqu
 }
 
 // Undo is undoScript: each key that holds the token is deleted, or, taken
-// again, set back to its earlier value and TTL (at least 1ms).
+// again, set back to its earlier value, with the later of its earlier
+// TTL's expiry (at least 1ms) and the one it has.
 func (f *fakeNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error) {
 	var done int
 	err := f.do(ctx, fakeCall{op: "undo", keys: l.Keys, token: l.Token}, func(now time.Time) error {
 		for i, k := range l.Keys {
-			if e, ok := f.get(now, k); !ok || e.token != l.Token {
+			e, ok := f.get(now, k)
+			if !ok || e.token != l.Token {
 				continue
 			}
 			done++
@@ -286,11 +288,14 @@ func (f *fakeNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error
 				delete(f.keys, k)
 				continue
 			}
-			e := fakeEntry{token: before[i].Token}
-			if ttl := before[i].TTL; ttl >= 0 {
-				e.expires = now.Add(max(ttl.Truncate(time.Millisecond), time.Millisecond))
+			back := fakeEntry{token: before[i].Token}
+			if ttl := before[i].TTL; ttl >= 0 && !e.expires.IsZero() {
+				back.expires = now.Add(max(ttl.Truncate(time.Millisecond), time.Millisecond))
+				if e.expires.After(back.expires) {
+					back.expires = e.expires
+				}
 			}
-			f.store()[k] = e
+			f.store()[k] = back
 		}
 		return nil
 	})

@@ -148,10 +148,12 @@ return 1
 // ARGV[1+n+i] its earlier value (n keys). A key that still holds the
 // token is deleted, with its fencing record (as releaseScript does), or,
 // taken again, set back: with no expiry for a TTL below 0, else with the
-// TTL it had when taken (at least 1ms). That TTL ran on since, so the key
-// is restored a little longer than it was: the safe direction, as the
-// holder's validity counts from its own acquire. It returns how many keys
-// it gave back.
+// longer of the TTL it had when taken (at least 1ms) and the one it has
+// now. That TTL ran on since, so the key is restored a little longer than
+// it was: the safe direction, as the holder's validity counts from its own
+// acquire. The TTL it has now may be another acquire's of the same token,
+// through another proxy, told to its client: never shortened (attack16
+// R2). It returns how many keys it gave back.
 var undoScript = newScript(`
 local n, done = #KEYS, 0
 for i, key in ipairs(KEYS) do
@@ -159,10 +161,13 @@ for i, key in ipairs(KEYS) do
     local pttl = ARGV[1 + i]
     if pttl == "" then
       redis.call("del", key, "` + holdPrefix + `" .. key)
-    elseif tonumber(pttl) < 0 then
-      redis.call("set", key, ARGV[1 + n + i])
     else
-      redis.call("set", key, ARGV[1 + n + i], "PX", math.max(tonumber(pttl), 1))
+      local now = redis.call("pttl", key)
+      if tonumber(pttl) < 0 or now < 0 then
+        redis.call("set", key, ARGV[1 + n + i])
+      else
+        redis.call("set", key, ARGV[1 + n + i], "PX", math.max(tonumber(pttl), now, 1))
+      end
     end
     done = done + 1
   end
