@@ -8,12 +8,10 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
-// attack16's findings against f0b2's undo (1ba528d): each fails on main.
-
-// A failed re-entry through P (master 2 does not answer P, master 1
-// holds another client's leftover) races a successful re-entry of the
-// same token through Q: Q's obtain re-enters masters 0 and 2 and tells
-// the client it holds K for 20s. P's undo then "gives back" master 0's
+// attack16 R2 (fixed by 9d1de9e): a failed re-entry through P (master 2
+// does not answer P, master 1 holds another client's leftover) races a
+// successful re-entry of the same token through Q: Q's obtain re-enters
+// masters 0 and 2 and tells the client it holds K for 20s. P's undo then "gives back" master 0's
 // earlier grant (its old PTTL, 2s) over Q's grant, whose value is the
 // same. Once that runs out, and the leftover on master 1 with it,
 // another client gets masters 0 and 1 while Q's grant is valid. One
