@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -98,17 +99,20 @@ func tookAgain(results []result[Acquired]) bool {
 
 // undo gives back what an acquire of l took, on each node as undoOf says
 // of its answer in results. Not observed: the observer sees each node's
-// part of the acquire itself.
+// part of the acquire itself. A node's answer, which the command's trace
+// keeps, is whether it gave anything back: a node that denied and was
+// left alone reads denied.
 func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
-	fanOutWithin(ctx, e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (int, error) {
+	fanOutWithin(ctx, e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (bool, error) {
 		switch undoOf(l, results[i].v, results[i].err) {
 		case undoRelease:
-			_, err := n.Release(ctx, l)
-			return 0, err
+			found, err := n.Release(ctx, l)
+			return slices.Contains(found, FoundDeleted), err
 		case undoSetBack:
-			return n.Undo(ctx, l, results[i].v.Before)
+			given, err := n.Undo(ctx, l, results[i].v.Before)
+			return given > 0, err
 		}
-		return 0, nil
+		return false, nil
 	})
 }
 
