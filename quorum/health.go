@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 )
 
@@ -176,7 +174,7 @@ const stallLimit = 3
 // is when the call was sent.
 func (e *Engine) noteResult(ctx context.Context, i int, sent time.Time, err error) {
 	h := e.health[i]
-	var re redis.Error
+	var re errorReply
 	switch {
 	case err == nil:
 		h.stalls.Store(0)
@@ -209,7 +207,7 @@ const troubleLogEvery = 10 * time.Second
 // troubleLogEvery with a count of the ones between: each such call does
 // not count towards a quorum, and nothing else says so where the metrics
 // are off.
-func (e *Engine) noteTrouble(h *health, re redis.Error) {
+func (e *Engine) noteTrouble(h *health, re errorReply) {
 	msg := re.Error()
 	code, _, _ := strings.Cut(msg, " ")
 	if slices.Contains(troubleReplies, code) { // not a reply to the call itself (WRONGTYPE, ...)

@@ -1,10 +1,6 @@
 package quorum
 
-import (
-	"context"
-
-	"github.com/redis/go-redis/v9"
-)
+import "context"
 
 // Kill is what SCRIPT KILL did on one node.
 type Kill uint8
@@ -88,38 +84,4 @@ func (e *Engine) ScriptBusy(ctx context.Context) (bool, error) {
 type killAnswer struct {
 	kill Kill
 	text string
-}
-
-// killScript sends SCRIPT KILL on a connection of its own (the pipeline's
-// may be waiting for the busy script), and FUNCTION KILL where the node
-// runs the wrapper as a function and answers that only that stops it.
-func (n *redisNode) killScript(ctx context.Context) (Kill, string, error) {
-	kill, text, err := killReply(n.c.Do(ctx, "SCRIPT", "KILL").Err())
-	if err != nil && redis.HasErrorPrefix(err, "BUSY ") {
-		return killReply(n.c.Do(ctx, "FUNCTION", "KILL").Err())
-	}
-	return kill, text, err
-}
-
-// scriptBusy pings the node on a connection of its own: a node busy in a
-// script answers BUSY.
-func (n *redisNode) scriptBusy(ctx context.Context) (bool, error) {
-	err := n.c.Ping(ctx).Err()
-	if redis.HasErrorPrefix(err, "BUSY ") {
-		return true, nil
-	}
-	return false, err
-}
-
-// killReply classifies a SCRIPT KILL or FUNCTION KILL reply.
-func killReply(err error) (Kill, string, error) {
-	switch {
-	case err == nil:
-		return KillDone, "", nil
-	case redis.HasErrorPrefix(err, "NOTBUSY"):
-		return KillNotBusy, "", nil
-	case redis.HasErrorPrefix(err, "UNKILLABLE"):
-		return KillUnkillable, err.Error(), nil
-	}
-	return KillNotBusy, "", err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -66,6 +67,26 @@ type Node interface {
 
 // errUnsupported is a node's answer to an operation it cannot run.
 var errUnsupported = fmt.Errorf("quorum: node cannot run the operation: %w", errors.ErrUnsupported)
+
+// errorReply is an error reply a node sent: the node answered. It has
+// go-redis's redis.Error method set, which the pipeline's replies
+// (internal/wire) have too, so the engine reads replies without a Redis
+// client.
+type errorReply interface {
+	error
+	RedisError()
+}
+
+// replyHasPrefix reports whether err holds an error reply that starts
+// with prefix, after the "ERR " some servers put first (as go-redis's
+// HasErrorPrefix).
+func replyHasPrefix(err error, prefix string) bool {
+	var re errorReply
+	if !errors.As(err, &re) {
+		return false
+	}
+	return strings.HasPrefix(strings.TrimPrefix(re.Error(), "ERR "), prefix)
+}
 
 // MembersKey is the hash on every node that records, for each node
 // address, the run_id that the proxies last verified there. Clients may

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Observer receives the engine's events: metrics, logs and tests plug
@@ -119,7 +117,7 @@ const (
 // "down" (the breaker is open), "timeout", "canceled" (the caller gave
 // up), "reply" (an error reply), or "connection".
 func ErrorKind(err error) string {
-	var re redis.Error
+	var re errorReply
 	var ne net.Error
 	switch {
 	case errors.Is(err, ErrNodeDown):

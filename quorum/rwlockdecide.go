@@ -4,8 +4,6 @@ import (
 	"errors"
 	"slices"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The read lock's decisions (rwlock.go), pure: no I/O, no clock.
@@ -33,8 +31,7 @@ func orWrongType[T any](err error, results []result[T], counted []bool, quorum i
 	}
 	n := 0
 	for i, r := range results {
-		var re redis.Error
-		if counted[i] && errors.As(r.err, &re) && redis.HasErrorPrefix(re, "WRONGTYPE") {
+		if counted[i] && replyHasPrefix(r.err, "WRONGTYPE") {
 			n++
 		}
 	}
