@@ -2,11 +2,19 @@ package quorum
 
 import (
 	"context"
+	_ "embed"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+//go:embed lua/read_key.lua
+var readKeySrc string
+
+var readKeyScript = newScript(readKeySrc)
 
 // KeyCount reads INFO keyspace's db0 line and leaves the membership
 // record and the counters, which have no TTL, out of the count.
@@ -46,4 +54,48 @@ func parseKeyspace(text string) KeyCount {
 		}
 	}
 	return kc
+}
+
+// ReadKey runs read_key.lua.
+func (n *redisNode) ReadKey(ctx context.Context, key string) (NodeKey, error) {
+	cmd, err := n.p.eval(ctx, readKeyScript, []string{key})
+	if err != nil {
+		return NodeKey{}, err
+	}
+	vals, err := cmd.Slice()
+	if err != nil {
+		return NodeKey{}, err
+	}
+	return nodeKeyResult(vals)
+}
+
+// nodeKeyResult decodes read_key.lua's {type, items, pttl, encoding}.
+func nodeKeyResult(vals []any) (NodeKey, error) {
+	if len(vals) != 4 {
+		return NodeKey{}, fmt.Errorf("read_key replied %d values", len(vals))
+	}
+	typ, ok1 := vals[0].(string)
+	raw, ok2 := vals[1].([]any)
+	pttl, ok3 := vals[2].(int64)
+	enc, ok4 := vals[3].(string)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return NodeKey{}, fmt.Errorf("read_key replied %T %T %T %T", vals[0], vals[1], vals[2], vals[3])
+	}
+	v := NodeKey{Type: typ, TTL: time.Duration(pttl) * time.Millisecond, Encoding: enc, Items: make([]string, len(raw))}
+	for i, it := range raw {
+		s, ok := it.(string)
+		if !ok {
+			return NodeKey{}, fmt.Errorf("read_key replied item %T", it)
+		}
+		v.Items[i] = s
+	}
+	return v, nil
+}
+
+// ScanKeys runs SCAN on the node.
+func (n *redisNode) ScanKeys(ctx context.Context, cursor uint64, match string, count int64, typ string) ([]string, uint64, error) {
+	if typ != "" {
+		return n.c.ScanType(ctx, cursor, match, count, typ).Result()
+	}
+	return n.c.Scan(ctx, cursor, match, count).Result()
 }

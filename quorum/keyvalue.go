@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,11 +9,6 @@ import (
 	"strings"
 	"time"
 )
-
-//go:embed lua/read_key.lua
-var readKeySrc string
-
-var readKeyScript = newScript(readKeySrc)
 
 // KeyValue is a key's whole value as a quorum of nodes agree on it: what an
 // operator reads of a lock with HGETALL, ZRANGE or OBJECT ENCODING.
@@ -234,40 +228,4 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
-}
-
-// ReadKey runs read_key.lua.
-func (n *redisNode) ReadKey(ctx context.Context, key string) (NodeKey, error) {
-	cmd, err := n.p.eval(ctx, readKeyScript, []string{key})
-	if err != nil {
-		return NodeKey{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return NodeKey{}, err
-	}
-	return nodeKeyResult(vals)
-}
-
-// nodeKeyResult decodes read_key.lua's {type, items, pttl, encoding}.
-func nodeKeyResult(vals []any) (NodeKey, error) {
-	if len(vals) != 4 {
-		return NodeKey{}, fmt.Errorf("read_key replied %d values", len(vals))
-	}
-	typ, ok1 := vals[0].(string)
-	raw, ok2 := vals[1].([]any)
-	pttl, ok3 := vals[2].(int64)
-	enc, ok4 := vals[3].(string)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return NodeKey{}, fmt.Errorf("read_key replied %T %T %T %T", vals[0], vals[1], vals[2], vals[3])
-	}
-	v := NodeKey{Type: typ, TTL: time.Duration(pttl) * time.Millisecond, Encoding: enc, Items: make([]string, len(raw))}
-	for i, it := range raw {
-		s, ok := it.(string)
-		if !ok {
-			return NodeKey{}, fmt.Errorf("read_key replied item %T", it)
-		}
-		v.Items[i] = s
-	}
-	return v, nil
 }

@@ -240,11 +240,3 @@ func runHash(runID string) uint8 {
 	h.Write([]byte(runID))
 	return uint8(h.Sum32() & 7)
 }
-
-// ScanKeys runs SCAN on the node.
-func (n *redisNode) ScanKeys(ctx context.Context, cursor uint64, match string, count int64, typ string) ([]string, uint64, error) {
-	if typ != "" {
-		return n.c.ScanType(ctx, cursor, match, count, typ).Result()
-	}
-	return n.c.Scan(ctx, cursor, match, count).Result()
-}
