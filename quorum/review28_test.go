@@ -82,3 +82,81 @@ func TestReview28FailedReentryKeepsTheEarlierGrant(t *testing.T) {
 		t.Errorf("C was granted K while A's earlier grant is valid for %v more (A's failed re-entry deleted it on master 0)", time.Until(lease.Expires).Round(time.Second))
 	}
 }
+
+// lostClaim is a master whose latch claims are lost on the way (a
+// claim's message dropped): the claimer gets a timeout, the master
+// nothing.
+type lostClaim struct {
+	*redisNode
+}
+
+func (lostClaim) latchClaim(context.Context, string, int64, int64, int64) (latchAnswer, error) {
+	return latchAnswer{}, errors.New("timeout (claim lost)")
+}
+
+// TestReview28LatchZeroMessageOnceAcrossANewSet: three masters, latch L
+// set to 1 (nonce N1) everywhere. Proxy A's countDown opens it; its claim
+// lands on masters 0 and 1 and is lost to master 2; A's claim holds a
+// quorum and A sends the zero message. A new trySetCount of L (Redisson
+// allows it: L is open), in flight, has landed on master 0 only: its set
+// replaces master 0's claim slot (A's vote there) with a fresh one.
+// Proxy B's countDown then reads master 0's new count and the others'
+// opened N1, reads the latch open (two zeros), and claims: master 0's new
+// slot and master 2's untaken N1 slot give B a quorum, so B sends the
+// zero message again. Master 0 voted twice, once in each slot.
+func TestReview28LatchZeroMessageOnceAcrossANewSet(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	ctx := t.Context()
+	m := LatchMessages{Publish: "publish", Channel: "review28:latch", Message: "0"}
+	sub := procs[1].admin(t).Subscribe(ctx, m.Channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs := sub.Channel()
+
+	plain := []Node{procs[0].node(t), procs[1].node(t), procs[2].node(t)}
+	cfg := Config{MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
+	b := New(cfg, plain...)
+	a := New(cfg, procs[0].node(t), procs[1].node(t), lostClaim{redisNode: procs[2].node(t)})
+	if _, err := b.Incr(ctx, "seed", 1); err != nil { // seeds the deployment
+		t.Fatal(err)
+	}
+	if ok, err := b.LatchSet(ctx, "L", 1, m); err != nil || !ok {
+		t.Fatalf("LatchSet: %v, %v; want true", ok, err)
+	}
+	got := 0
+	wait := func() {
+		for {
+			select {
+			case <-msgs:
+				got++
+			case <-time.After(300 * time.Millisecond):
+				return
+			}
+		}
+	}
+	wait() // the set's own message
+	got = 0
+	if err := a.LatchCountDown(ctx, "L", m); err != nil {
+		t.Fatalf("A's countDown: %v", err)
+	}
+	wait()
+	if got != 1 {
+		t.Fatalf("A's opening countDown sent %d zero messages; want 1", got)
+	}
+	// The new latch's set (count 5), landed on master 0 only so far.
+	if ans, err := procs[0].node(t).latchSet(ctx, "L", 5, positiveNonce()); err != nil || ans.v != 1 {
+		t.Fatalf("the new set on master 0: %+v, %v; want set", ans, err)
+	}
+	if err := b.LatchCountDown(ctx, "L", m); err != nil {
+		t.Fatalf("B's countDown: %v", err)
+	}
+	wait()
+	if got != 1 {
+		for i, p := range procs {
+			t.Logf("master %d: %v", i, p.admin(t).HGetAll(ctx, CountersKey).Val())
+		}
+		t.Errorf("%d zero messages for one opening of L; want 1 (B's claim won with master 0's second vote)", got)
+	}
+}
