@@ -16,9 +16,10 @@ import (
 // of the trySetCount that set it, "m:" the claim of its zero message and
 // "o:" its claim slot's tag; an opened latch keeps "o:" and "m:" until
 // delete (LatchCountDown says why), which leaves "o:" a tombstone (-1,
-// latch_del.lua). A node restarted empty does not
-// count until seeded again after the wait (fenceseed.go), with a
-// generation no read made before can name (latchSeedFields).
+// latch_del.lua); a vote's ballot, and a vote kept from a replaced slot,
+// add fields (latchVoteBallotPrefix) until delete. A node restarted
+// empty does not count until seeded again after the wait (fenceseed.go),
+// with a generation no read made before can name (latchSeedFields).
 
 const (
 	latchCountPrefix = "l:"
@@ -28,6 +29,14 @@ const (
 	// claim slot "m:" is: it outlives the count, and a countDown reads it
 	// first (the count's nonce while there is one).
 	latchSlotPrefix = "o:"
+	// latchVoteBallotPrefix is the ballot (latchBallot) a claim was given
+	// for in a slot of another tag; latchKeptBallotPrefix and
+	// latchKeptClaimPrefix keep a vote given in a claim slot that a later
+	// set (or reset) replaced: its ballot and the claim. A claim of that
+	// ballot is answered with it (review28 F0: else the node voted twice).
+	latchVoteBallotPrefix = "b:"
+	latchKeptBallotPrefix = "p:"
+	latchKeptClaimPrefix  = "q:"
 	// latchNobody is the claim of a node seeded after a restart that may
 	// have answered another before: it answers nobody's claim (0).
 	latchNobody = -1
@@ -53,7 +62,7 @@ const (
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum int) {
 	names := map[string]bool{}
 	for f := range fields {
-		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix} {
+		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix, latchVoteBallotPrefix, latchKeptBallotPrefix, latchKeptClaimPrefix} {
 			if name, ok := strings.CutPrefix(f, p); ok {
 				names[name] = true
 				if p != latchCountPrefix {
@@ -292,7 +301,10 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 // the node has a field of it (latch_claim.lua): else that node answers
 // every claim nobody's, and claims split over the others decide none
 // (latch20c; the tie-break needs every node's answer). A later set of
-// that tag landing there keeps the claim (latch_set.lua).
+// that tag landing there keeps the claim (latch_set.lua). A vote is kept
+// by its ballot when a later set replaces its slot, and answers claims
+// of that ballot, or of none (review28 F0: a new set landing on one node
+// after the opening gave that node a second vote, in the new slot).
 func latchBallot(reads []result[CounterEntry], quorum int) int64 {
 	by := map[int64]int{}
 	for _, r := range reads {

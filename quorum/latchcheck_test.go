@@ -84,9 +84,14 @@ import (
 // 5-node world with faults, and the one with an older latch's decrements
 // in flight, and the one with an older latch's claim in flight, make 2
 // countDowns; the deletes world and the healed ones have no restart.
-// -short and -race run seven 3-node worlds and two 5-node ones (about
-// 980,000 states); without, seven more (about 11.3 million states,
-// nineteen minutes at load 9, about 3 GB at most).
+// The newer world sends a newer trySetCount once n countDowns were
+// made (review28 F0), landing on a minority at any step: a vote given in
+// a slot it replaces is kept by its ballot (a claim's vb), and answers
+// that ballot's claims, or claims of none. The L5 world resets an
+// older latch's count holding that latch's claim, the tie-break taking
+// it as the least. -short and -race run eight 3-node worlds and two
+// 5-node ones (about 1.08 million states); without, eight more (about 11.3 million states, nineteen minutes at load 9,
+// about 3 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
@@ -119,9 +124,11 @@ const (
 	latchReclaimOpened                  // a decided countDown that read every node at 0 deletes the slots (review27)
 	latchClaimNoCreate                  // a claim in a node with no slot is nobody's (1924247's rule alone: latch20c's split)
 	latchDeleteNoTombstone              // delete() takes the slot with no trace (U1b, with slots a claim creates)
-	latchUndoBare                       // a denied set's undo takes its "m:" too (U1, with slots a claim creates)
+	latchUndoBare                       // a denied set's undo takes its "m:" too, the vote it replaced not kept (U1, with slots a claim creates)
 	latchUndoLeavesClaim                // the undo leaves "m:" "0" where the set found no slot field (L6)
 	latchClaimCountedOnly               // only a countDown that counted a node down claims (a later one cannot repair)
+	latchClaimInSlotRead                // a claim counts in the slot it read, whatever its ballot (review28 F0: a new set's slot gave a second vote)
+	latchResetKeepsClaim                // the reset keeps a claim given for another ballot (attack15 L5)
 )
 
 // Message states of one node in one countDown in flight.
@@ -137,17 +144,66 @@ const (
 	// ballot (latch_claim.lua).
 	msgAnswerNone = 200
 	msgLostNone   = 201
+	// A claim in flight to a node whose slot was replaced since its
+	// countDown read it (a later set, reset, or a newer set): only a vote
+	// of its ballot answers it (latch_claim.lua).
+	msgAnswerGone = 202
+	msgLostGone   = 203
 )
 
 // claimFlying: a claim message in flight (ans: its answer will come).
 func claimFlying(m uint8) (flying, ans bool) {
 	switch m {
-	case msgAnswer, msgAnswerNone:
+	case msgAnswer, msgAnswerNone, msgAnswerGone:
 		return true, true
-	case msgLost, msgLostNone:
+	case msgLost, msgLostNone, msgLostGone:
 		return true, false
 	}
 	return false, false
+}
+
+// slotGone: the node's claim slot was replaced; each claim in flight to
+// it read the slot before (msgAnswerGone, msgLostGone).
+func slotGone(nd *latchNode) {
+	for k, m := range nd.cmsg {
+		if flying, ans := claimFlying(m); flying {
+			nd.cmsg[k] = msgLostGone
+			if ans {
+				nd.cmsg[k] = msgAnswerGone
+			}
+		}
+	}
+}
+
+// vote: the node gives its vote, claim, for a ballot ("b:" where the
+// slot is of another tag; tagAny for none).
+func (nd *latchNode) vote(claim, ballot uint8) {
+	nd.claim, nd.vb = claim, tagNone
+	switch {
+	case ballot == tagNone:
+		nd.vb = tagAny
+	case ballot != nd.tag:
+		nd.vb = ballot
+	}
+}
+
+// keepVote: a set of tag t (or its reset) replaces the node's claim
+// slot: a vote given in it is kept by its ballot ("p:", "q:"), or, given
+// for t, is the new slot's claim (kept true).
+func keepVote(nd *latchNode, t uint8) (kept bool) {
+	if nd.tag != tagNone && nd.tag != tagDead && nd.claim > claimFree {
+		b := nd.vb
+		if b == tagNone {
+			b = nd.tag
+		}
+		if b == t {
+			kept = true
+		} else {
+			nd.ptag, nd.pclaim = b, nd.claim
+		}
+	}
+	nd.vb = tagNone
+	return kept
 }
 
 // Claims a node holds: none (it takes the first; on a node seeded after a
@@ -173,7 +229,11 @@ const (
 	tagSet
 	tagOld
 	tagDead // a delete's tombstone ("o:" -1): every claim there is nobody's
+	tagNew  // a newer set's (newer)
 	tagSeed
+	// tagAny is the ballot of a vote given for none ("0"): kept, it
+	// answers a claim of any.
+	tagAny uint8 = 255
 )
 
 type latchNode struct {
@@ -190,6 +250,10 @@ type latchNode struct {
 	older  uint8    // an older latch's decrements in flight (olderLate)
 	oclaim uint8    // an older latch's claim in flight (olderClaim): ocFlight, then its answer
 	claim  uint8    // the zero message's claim
+	vb     uint8    // the ballot its claim was given for, if not its tag ("b:")
+	ptag   uint8    // the ballot of a vote given in a slot a later set replaced ("p:")
+	pclaim uint8    // that vote ("q:")
+	nset   bool     // a newer trySetCount in flight to it (newer)
 	msg    [3]uint8 // its messages of the countDowns in flight
 	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or the answer
 }
@@ -230,6 +294,7 @@ type latchWorld struct {
 	slotless bool
 	deleted  bool  // a delete() was sent (deletes)
 	undos    uint8 // denied sets undone (undos)
+	newer    uint8 // 1: a newer set was sent (newer); 1 + the nodes it landed on
 }
 
 func (w latchWorld) clone() latchWorld {
@@ -240,7 +305,7 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3 | btob(n.lset)<<4 | btob(n.del)<<5, n.tag, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3 | btob(n.lset)<<4 | btob(n.del)<<5 | btob(n.nset)<<6, n.tag, n.vb, n.ptag, n.pclaim, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
 	}
 	slices.Sort(codes)
 	b := make([]byte, 0, 12*len(codes)+11)
@@ -250,7 +315,7 @@ func (w latchWorld) key() string {
 	for _, o := range w.ops {
 		b = append(b, o.id, btob(o.claim)|btob(o.allZero)<<1, o.ballot)
 	}
-	b = append(b, w.made, min(w.msgs, 2), w.restarts, btob(w.early), btob(w.opened), btob(w.slotless), btob(w.deleted), w.undos)
+	b = append(b, w.made, min(w.msgs, 2), w.restarts, btob(w.early), btob(w.opened), btob(w.slotless), btob(w.deleted), w.undos, w.newer)
 	return string(b)
 }
 
@@ -286,6 +351,11 @@ type latchChecker struct {
 	olderLate   bool
 	staleCounts []uint8 // the older latch's counts the set may find (1, 3)
 	oldClaims   bool    // nodes that missed the set may hold an older latch's claim
+	// staleClaims: a node with an older latch's count may hold that
+	// latch's claim too (it missed a countDown of it, not the opening);
+	// oldLeast: the tie-break takes an older latch's claim as the least
+	// (a claim is random: attack15 L5).
+	staleClaims, oldLeast bool
 	// olderClaim starts with an older latch's countDown in its claim
 	// round, its claim in flight to every node (it read that latch open
 	// and counted one down before the set): it lands after the set, or
@@ -313,6 +383,12 @@ type latchChecker struct {
 	// participant where the set missed: L6; a node holding an older
 	// latch's slot is left: its undo leaves "m:" with no tag).
 	undosFirst bool
+	// newer: once countDowns of n were made, a newer trySetCount (count
+	// 1 or 2, a tag of its own) may be sent, landing on at most N-Q nodes
+	// (each a step; latch_set.lua): where a node has no count, it replaces
+	// the claim slot, its vote kept (review28 F0). Its later countDowns
+	// are not made: it stays a minority's.
+	newer bool
 	// healed: only the countDowns before the last meet faults (their
 	// decrements; claims meet none, and no node restarts); the last is
 	// made once every earlier message landed or was never sent, and
@@ -374,6 +450,9 @@ func (c *latchChecker) starts() []latchWorld {
 		for _, v := range c.staleCounts {
 			// The reset lands at some step, or is lost (with faults).
 			opts = append(opts, latchNode{v: v, stale: true, reset: c.variant != latchNoReset, claim: claimFree, tag: tagOld})
+			if c.staleClaims {
+				opts = append(opts, latchNode{v: v, stale: true, reset: c.variant != latchNoReset, claim: claimOld, tag: tagOld})
+			}
 			if !c.noFaults && !c.restartOnly && c.variant != latchNoReset {
 				opts = append(opts, latchNode{v: v, stale: true, claim: claimFree, tag: tagOld})
 			}
@@ -539,7 +618,7 @@ func (c *latchChecker) quiet(w latchWorld) ([]int64, bool) {
 	}
 	all := make([]int64, 0, c.n)
 	for _, nd := range w.nodes {
-		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 || nd.lset || nd.del {
+		if !nd.seeded || nd.late > 0 || nd.across > 0 || nd.older > 0 || nd.reset || nd.oclaim > 0 || nd.lset || nd.del || nd.nset {
 			return nil, false
 		}
 		all = append(all, int64(nd.v))
@@ -626,7 +705,22 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 		}
 		out = append(out, latchStep{next, "delete() sent", ""})
 	}
+	if c.newer && w.newer == 0 && w.made >= c.count {
+		next := w.clone()
+		next.newer = 1
+		for i := range next.nodes {
+			next.nodes[i].nset = true
+		}
+		out = append(out, latchStep{next, "a newer trySetCount sent", ""})
+	}
 	for i, nd := range w.nodes {
+		if nd.nset {
+			for _, v := range []uint8{1, 2} {
+				next := w.clone()
+				c.landNewer(&next, i, v)
+				out = append(out, latchStep{next, fmt.Sprintf("the newer set (%d) lands on node %d", v, i), ""})
+			}
+		}
 		if nd.del {
 			next := w.clone()
 			c.landDelete(&next, i)
@@ -640,6 +734,9 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 			next.undos++
 			nn := &next.nodes[i]
 			bare := nd.bare()
+			if c.variant != latchClaimInSlotRead && c.variant != latchUndoBare {
+				keepVote(nn, tagNone) // the set keeps a vote it replaces
+			}
 			nn.tag, nn.claim, nn.marked = tagNone, claimFree, false
 			if c.variant == latchUndoBare || bare && c.variant != latchUndoLeavesClaim {
 				nn.claim = claimNone
@@ -729,7 +826,7 @@ func (c *latchChecker) landDelete(w *latchWorld, i int) {
 		return
 	}
 	if !nd.bare() {
-		nd.tag, nd.claim, nd.marked = tagDead, claimNone, false
+		nd.tag, nd.claim, nd.marked, nd.vb, nd.ptag, nd.pclaim = tagDead, claimNone, false, tagNone, tagNone, claimNone
 		if c.variant == latchDeleteNoTombstone {
 			nd.tag = tagNone
 		}
@@ -770,10 +867,20 @@ func (c *latchChecker) landReset(w *latchWorld, i int) {
 	if !nd.seeded || !nd.stale || nd.v == 0 {
 		return
 	}
-	nd.v, nd.stale, nd.tag = c.count, false, tagSet
-	if nd.claim == claimNone {
-		nd.claim = claimFree
+	switch {
+	case c.variant == latchClaimInSlotRead, c.variant == latchResetKeepsClaim:
+		if nd.claim == claimNone {
+			nd.claim = claimFree
+		}
+	case nd.tag != tagSet:
+		// A claim given for another ballot is kept as such; the slot is
+		// this latch's to take (attack15 L5).
+		if !keepVote(nd, tagSet) {
+			nd.claim = claimFree
+		}
+		slotGone(nd)
 	}
+	nd.v, nd.stale, nd.tag = c.count, false, tagSet
 	// A decrement of the older count's set misses now.
 	nd.late = 0
 	for k := range nd.msg {
@@ -799,6 +906,38 @@ func (c *latchChecker) landLateSet(w *latchWorld, i int) {
 		return
 	}
 	kept := nd.tag == tagSet && c.variant != latchClaimNoCreate
+	if !kept && c.variant != latchClaimInSlotRead {
+		// A vote kept of this set's slot is its claim again; the one
+		// given in the slot it replaces is kept.
+		restored := claimFree
+		if nd.ptag == tagSet {
+			restored, nd.ptag, nd.pclaim = nd.pclaim, tagNone, claimNone
+		}
+		if keepVote(nd, tagSet) {
+			restored = nd.claim
+		}
+		nd.v, nd.tag, nd.claim = c.count, tagSet, restored
+		for k, m := range nd.cmsg {
+			// A claim that read another slot misses; one that read none
+			// may take this one, of its ballot (latch_claim.lua).
+			switch m {
+			case msgAnswer:
+				nd.cmsg[k] = msgAnswerGone
+			case msgLost:
+				nd.cmsg[k] = msgLostGone
+			}
+		}
+		for k := range nd.msg {
+			switch nd.msg[k] {
+			case msgAnswer:
+				nd.msg[k] = msgMiss
+			case msgLost:
+				nd.msg[k] = msgNone
+			}
+		}
+		nd.late = 0
+		return
+	}
 	nd.v, nd.tag = c.count, tagSet
 	if !kept {
 		nd.claim = claimFree
@@ -820,6 +959,39 @@ func (c *latchChecker) landLateSet(w *latchWorld, i int) {
 			nd.cmsg[k] = claimNobody
 		case m == msgLost || m == msgLostNone:
 			nd.cmsg[k] = msgNone
+		}
+	}
+}
+
+// landNewer: the newer set (count v) lands on node i (latch_set.lua, its
+// own tag): where the node counts and has no count, it sets v and a slot
+// of its tag, to take; a vote given in the slot it replaces is kept
+// (with latchClaimInSlotRead: lost). A decrement or claim in flight read
+// the node before. Once it landed on N-Q nodes it lands nowhere else.
+func (c *latchChecker) landNewer(w *latchWorld, i int, v uint8) {
+	nd := &w.nodes[i]
+	nd.nset = false
+	w.newer++
+	if int(w.newer)-1 >= c.n-c.quorum {
+		for j := range w.nodes {
+			w.nodes[j].nset = false
+		}
+	}
+	if !nd.seeded || nd.v > 0 {
+		return
+	}
+	if c.variant != latchClaimInSlotRead {
+		keepVote(nd, tagNew)
+	}
+	nd.v, nd.tag, nd.claim, nd.marked, nd.stale, nd.vb = v, tagNew, claimFree, false, false, tagNone
+	slotGone(nd)
+	nd.late = 0
+	for k := range nd.msg {
+		switch nd.msg[k] {
+		case msgAnswer:
+			nd.msg[k] = msgMiss
+		case msgLost:
+			nd.msg[k] = msgNone
 		}
 	}
 }
@@ -894,6 +1066,7 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 			next := w.clone()
 			nn := &next.nodes[i]
 			nn.v, nn.seeded, nn.marked, nn.claim, nn.tag = uint8(v), true, true, claimNone, carry
+			nn.vb, nn.ptag, nn.pclaim = tagNone, tagNone, claimNone
 			if v > 0 {
 				nn.tag = tagSeed + w.restarts
 			}
@@ -1004,16 +1177,21 @@ const (
 // in a slot of this latch it names another's nonce, and is nobody's.
 func (c *latchChecker) landOlderClaim(w *latchWorld, i int) {
 	nd := &w.nodes[i]
+	if c.counted(*nd) && (nd.ptag == tagOld || nd.ptag == tagAny) && c.variant != latchClaimInSlotRead {
+		nd.oclaim = ocAnswer + nd.pclaim // a vote kept for its ballot
+		return
+	}
 	switch {
 	case c.counted(*nd) && nd.bare() && c.variant != latchClaimNoCreate:
 		// It may have read no tag there too: it creates a slot of the
 		// older latch's tag.
-		nd.tag, nd.claim = tagOld, claimOld
+		nd.tag = tagOld
+		nd.vote(claimOld, tagOld)
 	case !c.counted(*nd), nd.tag == tagNone, nd.tag == tagDead, nd.claim == claimNone && nd.marked, nd.ours() && c.variant != latchClaimUntagged:
 		nd.oclaim = ocNone // not seeded, nobody's, or this latch's slot: no answer
 		return
 	case nd.claim == claimNone || nd.claim == claimFree:
-		nd.claim = claimOld
+		nd.vote(claimOld, tagOld)
 	}
 	nd.oclaim = ocAnswer + nd.claim
 }
@@ -1048,6 +1226,7 @@ func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 	nd := &next.nodes[i]
 	_, answer := claimFlying(nd.cmsg[k])
 	none := nd.cmsg[k] == msgAnswerNone || nd.cmsg[k] == msgLostNone
+	gone := nd.cmsg[k] == msgAnswerGone || nd.cmsg[k] == msgLostGone
 	nd.cmsg[k] = msgNone
 	if !c.counted(*nd) {
 		return next
@@ -1055,17 +1234,24 @@ func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 	got, ballot := nd.claim, w.ops[k].ballot
 	create := c.variant != latchClaimNoCreate && ballot != tagNone
 	switch {
+	case nd.tag == tagDead:
+		got = claimNobody // a tombstone
+	case nd.ptag != tagNone && (nd.ptag == ballot || nd.ptag == tagAny || ballot == tagNone) && c.variant != latchClaimInSlotRead:
+		got = nd.pclaim // a vote kept for its ballot, or any (review28 F0)
+	case gone:
+		got = claimNobody // the slot it read was replaced
 	case none && create && nd.bare():
 		// It read no tag, and the node has no slot: it creates one of
 		// its ballot, with its claim.
-		nd.tag, nd.claim = ballot, claimOf(w.ops[k].id)
+		nd.tag = ballot
+		nd.vote(claimOf(w.ops[k].id), ballot)
 		got = nd.claim
 	case none && (!create || nd.tag != ballot):
 		got = claimNobody // not this ballot's slot
 	case nd.tag == tagNone, nd.tag == tagDead, nd.claim == claimNone && nd.marked:
 		got = claimNobody // no slot (latch_claim.lua), a tombstone, or nobody's
 	case nd.claim == claimNone || nd.claim == claimFree:
-		nd.claim = claimOf(w.ops[k].id)
+		nd.vote(claimOf(w.ops[k].id), ballot)
 		got = nd.claim
 	}
 	if answer {
@@ -1089,10 +1275,17 @@ func (c *latchChecker) decide(w latchWorld, k int) []latchStep {
 		var claims []uint8
 		for i := range next.nodes {
 			nd := &next.nodes[i]
-			if m := nd.cmsg[k]; m > msgLost && m != claimNobody && m != msgAnswerNone && m != msgLostNone {
+			if m := nd.cmsg[k]; m > msgLost && m < msgAnswerNone {
 				claims = append(claims, m-msgLost-1)
 			}
 			nd.cmsg[k] = msgNone
+		}
+		if c.oldLeast {
+			for j, cl := range claims {
+				if cl == claimOld {
+					claims[j] = claimFree // below every countDown's
+				}
+			}
 		}
 		publish = latchClaimWon(claims, claimOf(op.id), c.n, c.quorum)
 		if c.variant == latchClaimNoTieBreak {
@@ -1198,6 +1391,9 @@ type latchConfig struct {
 	deletes     bool    // as latchChecker's
 	undos       bool    // as latchChecker's
 	undosFirst  bool    // as latchChecker's
+	newer       bool    // as latchChecker's
+	staleClaims bool    // as latchChecker's
+	oldLeast    bool    // as latchChecker's
 	healed      bool    // as latchChecker's
 	restarts    uint8   // at most; default 1
 	noRestart   bool    // no node restarts
@@ -1210,6 +1406,7 @@ func (cfg latchConfig) run() *latchChecker {
 	c.noFaults, c.inFlight, c.olderLate = cfg.noFaults, max(cfg.inFlight, 1), cfg.olderLate
 	c.restartOnly, c.oldClaims, c.olderClaim, c.allSet = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim, cfg.allSet
 	c.lateSet, c.deletes, c.undos, c.undosFirst, c.healed = cfg.lateSet, cfg.deletes, cfg.undos, cfg.undosFirst, cfg.healed
+	c.newer, c.staleClaims, c.oldLeast = cfg.newer, cfg.staleClaims, cfg.oldLeast
 	if cfg.restarts > 0 {
 		c.maxRestarts = cfg.restarts
 	}
@@ -1258,6 +1455,8 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "3 nodes, an older latch's claim in flight, 2 countDowns at once", nodes: 3, rule: ruleClaim, noFaults: true, olderClaim: true, inFlight: 2, maxMade: 2},
 		{name: "3 nodes, a denied set undone before 3 countDowns at once (L6)", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, staleCounts: noStale},
 		{name: "3 nodes, faults, a delete of the opened latch, a denied set undone, no restart", nodes: 3, rule: ruleClaim, deletes: true, undos: true, staleCounts: noStale, noRestart: true, long: true},
+		{name: "3 nodes, an older latch's count and claim reset, 3 countDowns at once (L5)", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, staleClaims: true, oldLeast: true},
+		{name: "3 nodes, faults, a newer set landing on a minority after the opening, no restart (F0)", nodes: 3, rule: ruleClaim, newer: true, staleCounts: noStale, noRestart: true, long: true},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
 			continue // the explorer runs on one goroutine: slow under -race
@@ -1309,6 +1508,8 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "only a countDown that counted a node down claims (no repair by a later one)", nodes: 3, rule: ruleClaim, variant: latchClaimCountedOnly, healed: true, noRestart: true},
 		{name: "a denied set's undo takes its claim too, a claim creates the slot again (U1)", nodes: 3, rule: ruleClaim, variant: latchUndoBare, undos: true, staleCounts: noStale, noRestart: true, long: true},
 		{name: "a denied set's undo leaves its claim where the set found no slot (L6)", nodes: 3, rule: ruleClaim, variant: latchUndoLeavesClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, staleCounts: noStale},
+		{name: "the reset keeps an older latch's claim (L5)", nodes: 3, rule: ruleClaim, variant: latchResetKeepsClaim, noFaults: true, inFlight: 3, staleClaims: true, oldLeast: true},
+		{name: "a claim counts in the slot it read, whatever its ballot (review28 F0)", nodes: 3, rule: ruleClaim, variant: latchClaimInSlotRead, newer: true, staleCounts: noStale, noRestart: true, long: true},
 		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {

@@ -76,9 +76,9 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	decr("countDown of an open latch", 0, 0, 0)
 	decr("countDown of an open latch, a set's nonce", 7, 0, 0)
-	a, err = n.latchClaim(ctx, "x", 11, 8, 0)
+	a, err = n.latchClaim(ctx, "x", 11, 8, 7)
 	want("a claim in another set's slot", a, err, CounterSeeded, 0)
-	a, err = n.latchClaim(ctx, "x", 11, 7, 0)
+	a, err = n.latchClaim(ctx, "x", 11, 7, 7)
 	want("the first claim", a, err, CounterSeeded, 11)
 	if v, _ := field("m:x"); v != "11" {
 		t.Errorf("claim field %q; want 11", v)
@@ -107,7 +107,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	n.latchSet(ctx, "y", 3, 11)
 	n.latchDel(ctx, "y")
-	if a, err = n.latchClaim(ctx, "y", 12, 11, 0); a.v != 0 || err != nil {
+	if a, err = n.latchClaim(ctx, "y", 12, 11, 11); a.v != 0 || err != nil {
 		t.Errorf("a claim after a delete = %+v, %v; want nobody's", a, err)
 	}
 	for _, read := range []int64{0, -1} {
@@ -164,6 +164,8 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if v, _ := field("m:r"); v != "0" {
 		t.Errorf("a claim took the undone set's slot: %q (U1)", v)
 	}
+	a, err = n.latchClaim(ctx, "r", 26, 0, 5)
+	want("a claim of the replaced slot's ballot", a, err, CounterSeeded, 6)
 	// A denied set that found no field of the slot leaves none (L6):
 	// a claim that read no tag there creates it; one taken before the
 	// undo stays.
@@ -187,7 +189,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 
 	// The reset of an older latch's count, by the nonce the set found.
-	admin.HSet(ctx, CountersKey, "l:z", "5", "n:z", "3", "m:z", "4")
+	admin.HSet(ctx, CountersKey, "l:z", "5", "n:z", "3", "o:z", "3", "m:z", "4")
 	reset := func(what string, old int64, want string) {
 		t.Helper()
 		if err := n.latchReset(ctx, "z", 2, 9, old); err != nil {
@@ -202,11 +204,26 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if v, _ := field("n:z"); v != "9" {
 		t.Errorf("reset left the nonce %q; want 9", v)
 	}
-	if v, _ := field("m:z"); v != "4" {
-		t.Errorf("reset changed the claim to %q; want 4 kept", v)
+	if v, _ := field("m:z"); v != "0" {
+		t.Errorf("reset left the older slot's claim %q; want 0, this latch's to take (attack15 L5)", v)
 	}
+	if p, q := admin.HGet(ctx, CountersKey, "p:z").Val(), admin.HGet(ctx, CountersKey, "q:z").Val(); p != "3" || q != "4" {
+		t.Errorf("reset kept the older slot's vote %q of ballot %q; want 4 of 3", q, p)
+	}
+	// A claim given for this latch's ballot beside the older count stays.
+	admin.HSet(ctx, CountersKey, "l:k", "5", "n:k", "3", "o:k", "3", "m:k", "4", "b:k", "9")
+	if err := n.latchReset(ctx, "k", 2, 9, 3); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := field("m:k"); v != "4" {
+		t.Errorf("reset changed a claim given for its ballot to %q; want 4 kept", v)
+	}
+	if v, ok := field("b:k"); ok {
+		t.Errorf("reset left the claim's ballot %q; want none (the slot's tag is it)", v)
+	}
+	admin.HDel(ctx, CountersKey, "l:k", "n:k", "o:k", "m:k")
 	reset("a second reset, its nonce gone", 3, "2")
-	admin.HDel(ctx, CountersKey, "l:z", "n:z", "m:z")
+	admin.HDel(ctx, CountersKey, "l:z", "n:z", "m:z", "o:z", "p:z", "q:z")
 	reset("reset of no count", 0, "")
 
 	// A node seeded after a restart answers nobody's claim (0) for a
@@ -221,12 +238,50 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 		t.Errorf("a restarted node took a claim of a latch not set since: %q", v)
 	}
 	n.latchSet(ctx, "w", 1, 14)
-	a, err = n.latchClaim(ctx, "w", 13, 14, 0)
+	a, err = n.latchClaim(ctx, "w", 13, 14, 14)
 	want("claim on a restarted node after a set", a, err, CounterSeeded, 13)
 	if err := n.latchReset(ctx, "v", 2, 15, 5); err != nil {
 		t.Fatal(err)
 	}
-	a, err = n.latchClaim(ctx, "v", 16, 15, 0)
+	a, err = n.latchClaim(ctx, "v", 16, 15, 15)
 	want("claim on a restarted node after a reset", a, err, CounterSeeded, 16)
+
+	// review28 F0: a new set replaces an opened slot whose vote was given;
+	// a claim of the opened latch's ballot that read the new slot is
+	// answered that vote, one of the new set's ballot takes the new slot.
+	n.latchSet(ctx, "f", 1, 40)
+	n.latchDecr(ctx, "f", 40)
+	a, err = n.latchClaim(ctx, "f", 41, 40, 40)
+	want("the opening claim", a, err, CounterSeeded, 41)
+	a, err = n.latchSet(ctx, "f", 5, 42)
+	want("a new set of the opened latch", a, err, CounterSeeded, 1)
+	a, err = n.latchClaim(ctx, "f", 43, 42, 40)
+	want("a claim of the opened latch's ballot, in the new slot", a, err, CounterSeeded, 41)
+	a, err = n.latchClaim(ctx, "f", 43, 42, 0)
+	want("a claim of no ballot, in the new slot", a, err, CounterSeeded, 41)
+	a, err = n.latchClaim(ctx, "f", 43, 42, 42)
+	want("a claim of the new set's ballot", a, err, CounterSeeded, 43)
+	// A vote given in a slot of another tag is kept by its ballot: a
+	// newer set keeps it for that ballot, a late set of that ballot takes
+	// it as its slot's claim.
+	admin.HSet(ctx, CountersKey, "o:g", "50", "m:g", "0", "o:h", "60", "m:h", "0")
+	a, err = n.latchClaim(ctx, "g", 51, 50, 52)
+	want("a claim in an older latch's slot", a, err, CounterSeeded, 51)
+	n.latchSet(ctx, "g", 1, 53)
+	a, err = n.latchClaim(ctx, "g", 54, 53, 52)
+	want("a claim of that ballot after a newer set", a, err, CounterSeeded, 51)
+	// A vote given for no ballot, kept, answers a claim of any.
+	n.latchSet(ctx, "e", 1, 70)
+	n.latchDecr(ctx, "e", 70)
+	a, err = n.latchClaim(ctx, "e", 71, 70, 0)
+	want("a claim of no ballot", a, err, CounterSeeded, 71)
+	n.latchSet(ctx, "e", 1, 72)
+	a, err = n.latchClaim(ctx, "e", 73, 72, 72)
+	want("a claim of the new set's ballot beside a vote of none", a, err, CounterSeeded, 71)
+	n.latchClaim(ctx, "h", 61, 60, 62)
+	n.latchSet(ctx, "h", 1, 62)
+	if v, _ := field("m:h"); v != "61" {
+		t.Errorf("the ballot's late set left the claim %q; want 61, given for it", v)
+	}
 
 }

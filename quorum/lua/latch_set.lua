@@ -14,14 +14,32 @@ end
 -- The claim slot is this latch's ("o:" its nonce), to take ("0"): an
 -- older latch's claim is not, nor nobody's (latch_claim.lua). A slot of
 -- this set already (a claim made it, landing before this late set, or a
--- seed kept its tag) keeps its claim: that vote was given.
-if redis.call("hget", KEYS[1], "o:" .. ARGV[1]) == ARGV[3] then
+-- seed kept its tag) keeps its claim: that vote was given. A vote given
+-- in the slot it replaces is kept, by its ballot ("b:", else the slot's
+-- tag), as "p:", "q:" (review28 F0); a vote kept so of this set's
+-- ballot is its claim again.
+local o = redis.call("hget", KEYS[1], "o:" .. ARGV[1])
+if o == ARGV[3] then
   redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3])
   return {2, 1, "0"}
 end
-local bare = redis.call("hexists", KEYS[1], "o:" .. ARGV[1]) + redis.call("hexists", KEYS[1], "m:" .. ARGV[1]) == 0
-redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], "0", "o:" .. ARGV[1], ARGV[3])
-if bare then
+local c = redis.call("hget", KEYS[1], "m:" .. ARGV[1])
+local m = "0"
+if redis.call("hget", KEYS[1], "p:" .. ARGV[1]) == ARGV[3] then
+  m = redis.call("hget", KEYS[1], "q:" .. ARGV[1])
+  redis.call("hdel", KEYS[1], "p:" .. ARGV[1], "q:" .. ARGV[1])
+end
+if o and o ~= "-1" and c and c ~= "0" and c ~= "-1" then
+  local b = redis.call("hget", KEYS[1], "b:" .. ARGV[1]) or o
+  if b == ARGV[3] then
+    m = c
+  else
+    redis.call("hset", KEYS[1], "p:" .. ARGV[1], b, "q:" .. ARGV[1], c)
+  end
+end
+redis.call("hdel", KEYS[1], "b:" .. ARGV[1])
+redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], m, "o:" .. ARGV[1], ARGV[3])
+if not o and not c then
   return {2, 1, "0", 1}
 end
 return {2, 1, "0"}
