@@ -27,8 +27,25 @@ type Lease struct {
 	taken *taken
 }
 
-// taken is every node's answer to a granted acquire.
-type taken struct{ results []result[Acquired] }
+// taken is every node's answer to a granted acquire of ttl.
+type taken struct {
+	results []result[Acquired]
+	ttl     time.Duration
+}
+
+// Settles reports whether the lease waits for Engine.Settle: a node took
+// a key again and kept its longer TTL.
+func (l Lease) Settles() bool {
+	if l.taken == nil {
+		return false
+	}
+	for _, r := range l.taken.results {
+		if r.err == nil && keptLonger(r.v.Before, l.taken.ttl) {
+			return true
+		}
+	}
+	return false
+}
 
 // Valid reports whether the lease is still valid at now.
 func (l Lease) Valid(now time.Time) bool { return !expired(l.Expires.Sub(now)) }
@@ -64,9 +81,8 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	d := decide(ballots, e.quorum, start, time.Now(), e.cfg.DriftFactor)
 	e.report(OpAcquire, start, d)
 	if d.err == nil {
-		e.newTTL(ctx, l, ttl, results)
 		if tookAgain(results) {
-			d.lease.taken = &taken{results}
+			d.lease.taken = &taken{results, ttl}
 		}
 		return d.lease, nil
 	}
@@ -99,11 +115,16 @@ func tookAgain(results []result[Acquired]) bool {
 
 // undo gives back what an acquire of l took, on each node as undoOf says
 // of its answer in results. Not observed: the observer sees each node's
-// part of the acquire itself. A node's answer, which the command's trace
-// keeps, is whether it gave anything back: a node that denied and was
-// left alone reads denied.
+// part of the acquire itself. Only the nodes undoOf gives something to
+// do are called, so the command's trace keeps the others' answers (a
+// node that failed reads failed); a called node's answer is whether it
+// gave anything back.
 func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
-	fanOutWithin(ctx, e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (bool, error) {
+	ask := make([]bool, len(results))
+	for i, r := range results {
+		ask[i] = undoOf(l, r.v, r.err) != undoNothing
+	}
+	fanOutOn(ctx, e, e.cfg.NodeTimeout, false, nil, ask, func(ctx context.Context, i int, n Node) (bool, error) {
 		switch undoOf(l, results[i].v, results[i].err) {
 		case undoRelease:
 			found, err := n.Release(ctx, l)
@@ -116,11 +137,21 @@ func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
 	})
 }
 
-// newTTL gives the keys of a granted acquire the TTL it asked for where
-// a node kept a longer one on a key it took again (acquireScript), as
-// one Redis's re-entry sets it. It is one more round, only for such
-// nodes; where it fails, the key lives longer than the lease: the safe
-// direction. Not observed, as the undo is not.
+// Settle gives the keys of a granted acquire, lease, the TTL it asked for
+// where a node kept a longer one on a key it took again (acquireScript),
+// as one Redis's re-entry sets it: one more round, only to such nodes.
+// Call it only once the grant stands (its client will be told), with
+// time left for the round: a grant given back after it would need every
+// set-back to land, or the earlier grant stays cut (review29 F1). Where
+// it is not called, or fails, the key lives longer than the lease: the
+// safe direction.
+func (e *Engine) Settle(ctx context.Context, l Lock, lease Lease) {
+	if lease.taken != nil {
+		e.newTTL(ctx, l, lease.taken.ttl, lease.taken.results)
+	}
+}
+
+// newTTL is Settle's round. Not observed, as the undo is not.
 func (e *Engine) newTTL(ctx context.Context, l Lock, ttl time.Duration, results []result[Acquired]) {
 	var ask []bool
 	for i, r := range results {

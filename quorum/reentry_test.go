@@ -91,8 +91,8 @@ func TestAcquireFailedReentrySetsEarlierGrantBack(t *testing.T) {
 }
 
 // A re-entry with a TTL shorter than the key had is granted with the new
-// TTL, as one Redis's: the script keeps the longer one, and the engine
-// sets the new one once granted, on the nodes that kept a longer one.
+// TTL, as one Redis's: the script keeps the longer one, and Settle sets
+// the new one once the grant stands, on the nodes that kept a longer one.
 func TestAcquireReentryTakesTheNewTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs := []*fakeNode{
@@ -102,9 +102,17 @@ func TestAcquireReentryTakesTheNewTTL(t *testing.T) {
 		}
 		e := New(Config{NodeTimeout: 50 * ms}, asNodes(fs)...)
 		l := Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}
-		if _, err := e.Acquire(t.Context(), l, time.Second); err != nil {
+		lease, err := e.Acquire(t.Context(), l, time.Second)
+		if err != nil {
 			t.Fatalf("Acquire = %v; want granted", err)
 		}
+		if !lease.Settles() {
+			t.Fatal("the lease does not settle; want a settle for node a's 5s")
+		}
+		if tok, _ := fs[0].token("k"); tok != "app:2" || fs[0].ttl("k") != 5*time.Second {
+			t.Errorf("node a holds k = %q with TTL %v before Settle; want app:2 with its 5s kept", tok, fs[0].ttl("k"))
+		}
+		e.Settle(t.Context(), l, lease)
 		for _, f := range fs {
 			if tok, _ := f.token("k"); tok != "app:2" || f.ttl("k") != time.Second {
 				t.Errorf("node %s holds k = %q with TTL %v; want app:2 with 1s", f.addr, tok, f.ttl("k"))
