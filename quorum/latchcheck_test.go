@@ -90,8 +90,8 @@ import (
 // that ballot's claims, or claims of none. The L5 world resets an
 // older latch's count holding that latch's claim, the tie-break taking
 // it as the least. -short and -race run eight 3-node worlds and two
-// 5-node ones (about 1.08 million states); without, eight more (about 11.3 million states, nineteen minutes at load 9,
-// about 3 GB at most).
+// 5-node ones (about 1.08 million states); without, eight more (about
+// 13.1 million states, 25 minutes at load 11, about 3 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
