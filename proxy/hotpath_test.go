@@ -65,6 +65,24 @@ func TestOptionsFoldASCIIOnly(t *testing.T) {
 	}
 }
 
+// A catalogue script's call that runs by its effect (redislock's obtain
+// with a token length of 0) keeps min_ttl, as the catalogue's operation
+// does: the effect path bounds a TTL by max_ttl alone.
+func TestCatalogueCallByEffectKeepsMinTTL(t *testing.T) {
+	addr, _ := startServer(t, 3, Config{})
+	rc := dial(t, addr)
+	const obtain = "80a1b5f2cfccec3b7119ba7721d2127682b691a7" // bsm/redislock v0.9
+	for _, prefix := range []string{"0", "3"} {
+		got := rc.do(t, "EVALSHA", obtain, "1", "k", "tok", prefix, "50")
+		if want := "-ERR invalid expire time in 'evalsha' command: 50ms is under min_ttl (100ms)"; !strings.HasPrefix(got, want) {
+			t.Errorf("obtain with token length %s and 50ms = %q; want %q", prefix, got, want)
+		}
+	}
+	if got := rc.do(t, "PING"); got != "+PONG\r\n" {
+		t.Errorf("PING after them = %q", got)
+	}
+}
+
 // The checks every lock command's keys pass read the bytes in place.
 func TestKeyChecksDoNotAllocate(t *testing.T) {
 	keys := [][]byte{[]byte("lc:4-proxy5:64:1732714343000000000:12345"), []byte("another:lock:key:that:is:long:enough")}

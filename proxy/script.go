@@ -304,6 +304,9 @@ func (s *Server) run(r *request, sv served) (resp.Reply, error) {
 		return s.runEffect(r, sv.eff)
 	}
 	if !catalogueTakes(r.args, sv.sc) {
+		if err := s.underMinTTL(r.args, sv.sc); err != nil {
+			return resp.Reply{}, err
+		}
 		eff, err := s.scripts.byItsEffect(sv)
 		if err != nil {
 			return resp.Reply{}, err
@@ -341,6 +344,23 @@ func catalogueTakes(args [][]byte, sc script.Script) bool {
 		}
 	}
 	return true
+}
+
+// underMinTTL refuses a call of catalogue script sc that runs by its
+// effect with a TTL under min_ttl, as the catalogue's operation does: the
+// effect path bounds a TTL by max_ttl alone. A TTL the catalogue cannot
+// read, or of 0 or less, is the script's to answer, as on one Redis.
+func (s *Server) underMinTTL(args [][]byte, sc script.Script) error {
+	rest := args[3:]
+	nk, err := resp.Numkeys(args[2], len(rest))
+	if err != nil || sc.TTLArg == 0 || len(rest)-nk < sc.TTLArg {
+		return nil
+	}
+	ms, ok := resp.ParseInt(rest[nk+sc.TTLArg-1])
+	if !ok || ms <= 0 || ms > s.e.MinTTL().Milliseconds() { // no overflow below
+		return nil
+	}
+	return s.checkTTL(time.Duration(ms) * time.Millisecond)
 }
 
 // scriptCall is a script invocation's keys and arguments, split.
