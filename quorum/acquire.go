@@ -35,16 +35,22 @@ type taken struct {
 
 // Settles reports whether the lease waits for Engine.Settle: a node took
 // a key again and kept its longer TTL.
-func (l Lease) Settles() bool {
-	if l.taken == nil {
-		return false
-	}
-	for _, r := range l.taken.results {
-		if r.err == nil && keptLonger(r.v.Before, l.taken.ttl) {
-			return true
+func (l Lease) Settles() bool { return l.taken != nil && l.taken.settling() != nil }
+
+// settling is, per node, whether it took a key again and kept a longer
+// TTL than the acquire's; nil if none did.
+func (t *taken) settling() []bool {
+	var ask []bool
+	for i, r := range t.results {
+		if r.err != nil || !keptLonger(r.v.Before, t.ttl) {
+			continue
 		}
+		if ask == nil {
+			ask = make([]bool, len(t.results))
+		}
+		ask[i] = true
 	}
-	return false
+	return ask
 }
 
 // Valid reports whether the lease is still valid at now.
@@ -120,12 +126,14 @@ func tookAgain(results []result[Acquired]) bool {
 // node that failed reads failed); a called node's answer is whether it
 // gave anything back.
 func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
+	what := make([]undoing, len(results))
 	ask := make([]bool, len(results))
 	for i, r := range results {
-		ask[i] = undoOf(l, r.v, r.err) != undoNothing
+		what[i] = undoOf(l, r.v, r.err)
+		ask[i] = what[i] != undoNothing
 	}
 	fanOutOn(ctx, e, e.cfg.NodeTimeout, false, nil, ask, func(ctx context.Context, i int, n Node) (bool, error) {
-		switch undoOf(l, results[i].v, results[i].err) {
+		switch what[i] {
 		case undoRelease:
 			found, err := n.Release(ctx, l)
 			return slices.Contains(found, FoundDeleted), err
@@ -144,28 +152,16 @@ func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
 // time left for the round: a grant given back after it would need every
 // set-back to land, or the earlier grant stays cut (review29 F1). Where
 // it is not called, or fails, the key lives longer than the lease: the
-// safe direction.
+// safe direction. Not observed, as the undo is not.
 func (e *Engine) Settle(ctx context.Context, l Lock, lease Lease) {
-	if lease.taken != nil {
-		e.newTTL(ctx, l, lease.taken.ttl, lease.taken.results)
+	if lease.taken == nil {
+		return
 	}
-}
-
-// newTTL is Settle's round. Not observed, as the undo is not.
-func (e *Engine) newTTL(ctx context.Context, l Lock, ttl time.Duration, results []result[Acquired]) {
-	var ask []bool
-	for i, r := range results {
-		if r.err != nil || !keptLonger(r.v.Before, ttl) {
-			continue
-		}
-		if ask == nil {
-			ask = make([]bool, len(results))
-		}
-		ask[i] = true
-	}
+	ask := lease.taken.settling()
 	if ask == nil {
 		return
 	}
+	ttl := lease.taken.ttl
 	fanOutOn(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, ask, func(ctx context.Context, _ int, n Node) (time.Duration, error) {
 		return n.Extend(ctx, l, ttl, ExtendSet, 0)
 	})

@@ -114,7 +114,7 @@ func (n *redisNode) dropConnection() { n.p.stale.Store(true) }
 // where that is longer (or none), and then returns, per key, 0 for a key
 // taken free or {value, pttl} of the key taken again, so that a failed
 // acquire can set that earlier grant back (undo), and a granted one give
-// it the new TTL (Engine.Acquire). A master whose answer is lost is not
+// it the new TTL (Engine.Settle). A master whose answer is lost is not
 // undone: the TTL kept there is what keeps the earlier grant whole.
 var acquireScript = newScript(`
 local n, px = tonumber(ARGV[3]), tonumber(ARGV[2])

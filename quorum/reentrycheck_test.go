@@ -31,7 +31,7 @@ import (
 //     and its reply is lost, or the request never reaches it. A quorum
 //     of answered grants is told it holds the key, unless its validity
 //     ran out (a choice too), and a master that kept a longer TTL is
-//     sent the new one (Engine.newTTL); otherwise undoOf decides, per
+//     sent the new one (Engine.Settle); otherwise undoOf decides, per
 //     master, the undo to send (nothing, a release, or Node.Undo with
 //     the answer);
 //   - one of those messages landing on its master, or lost;
@@ -63,7 +63,7 @@ var reNames = [...]string{"-", "A1", "A2", "C1", "C2", "C3"}
 type reKey struct{ val, left uint8 }
 
 // reUndo is one undo message on its way to a master, or a granted
-// acquire's new TTL (Engine.newTTL).
+// acquire's new TTL (Engine.Settle).
 type reUndo struct {
 	kind    undoing
 	before  reKey // for undoSetBack: what the acquire took again (val reNone: taken free)
