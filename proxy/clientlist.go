@@ -55,7 +55,7 @@ func (l *listing) typeLocked() string {
 // CLIENT LIST and CLIENT KILL: replica, slave and master name types no
 // proxy client has.
 func clientType(name []byte) (string, error) {
-	switch t := asciiLower(name); t {
+	switch t := ascii.Lower(name); t {
 	case "normal", "pubsub", "master":
 		return t, nil
 	case "replica", "slave":
@@ -99,7 +99,7 @@ func (s *Server) clientList(r *request) (resp.Reply, error) {
 	typ := ""
 	opt := ""
 	if len(r.args) > 2 {
-		opt = asciiLower(r.args[2])
+		opt = ascii.Lower(r.args[2])
 	}
 	switch {
 	case len(r.args) == 2:
@@ -160,7 +160,7 @@ func (s *Server) clientKill(r *request) (resp.Reply, error) {
 		}
 		for i := 2; i < len(r.args); i += 2 {
 			v := string(r.args[i+1])
-			switch asciiLower(r.args[i]) {
+			switch ascii.Lower(r.args[i]) {
 			case "id":
 				n, ok := resp.ParseInt(r.args[i+1])
 				if !ok || n <= 0 {

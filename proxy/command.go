@@ -43,7 +43,7 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 	if len(r.args) == 1 {
 		return commandInfos(sortedCommands()), nil
 	}
-	switch asciiLower(r.args[1]) {
+	switch ascii.Lower(r.args[1]) {
 	case "count":
 		return resp.Int(int64(len(commands))), nil
 	case "list":
@@ -61,7 +61,7 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 		}
 		return commandDocs(names), nil
 	case "getkeys":
-		cm, ok := commands[asciiLower(r.args[2])]
+		cm, ok := commands[ascii.Lower(r.args[2])]
 		switch {
 		case !ok:
 			return resp.Reply{}, errGetkeysCommand
@@ -93,7 +93,7 @@ func sortedCommands() []string {
 func lowerArgs(args [][]byte) []string {
 	names := make([]string, len(args))
 	for i, a := range args {
-		names[i] = asciiLower(a)
+		names[i] = ascii.Lower(a)
 	}
 	return names
 }
@@ -105,7 +105,7 @@ func commandList(args [][]byte) (resp.Reply, error) {
 	case len(args) == 0:
 	case len(args) == 3 && ascii.EqualFold(args[0], "filterby"):
 		arg := string(args[2])
-		switch asciiLower(args[1]) {
+		switch ascii.Lower(args[1]) {
 		case "pattern":
 			keep = func(name string) bool { return acl.Match(ascii.Lower(arg), []byte(name)) }
 		case "aclcat":

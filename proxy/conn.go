@@ -4,6 +4,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -115,7 +117,7 @@ func (s *Server) hello(r *request) (resp.Reply, error) {
 		proto = resp.Proto(v)
 	}
 	for i := 2; i < len(r.args); i++ {
-		switch opt := asciiLower(r.args[i]); {
+		switch opt := ascii.Lower(r.args[i]); {
 		case opt == "auth" && i+2 < len(r.args):
 			if _, err := s.authenticate(r, string(r.args[i+1]), r.args[i+2]); err != nil {
 				return resp.Reply{}, err
@@ -165,7 +167,7 @@ func (s *Server) selectDB(r *request) (resp.Reply, error) {
 //
 // serveRESP has checked the subcommand and its argument count.
 func (s *Server) clientCmd(r *request) (resp.Reply, error) {
-	switch sub := asciiLower(r.args[1]); sub {
+	switch sub := ascii.Lower(r.args[1]); sub {
 	case "setname":
 		if !resp.ValidClientName(r.args[2]) {
 			return resp.Reply{}, errBadClientName
@@ -179,7 +181,7 @@ func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 		return resp.Bulk(r.c.name), nil
 	case "setinfo":
 		// Redis 7.2's rules.
-		attr := asciiLower(r.args[2])
+		attr := ascii.Lower(r.args[2])
 		if attr != "lib-name" && attr != "lib-ver" {
 			return resp.Reply{}, withArgs(errClientOption, r.args[2])
 		}
@@ -201,7 +203,7 @@ func (s *Server) clientCmd(r *request) (resp.Reply, error) {
 	case "no-evict", "no-touch":
 		// The proxy evicts no client and keeps no LRU: both are accepted
 		// and change nothing.
-		switch asciiLower(r.args[2]) {
+		switch ascii.Lower(r.args[2]) {
 		case "on", "off":
 			return resp.OK(), nil
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/script"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -311,7 +313,7 @@ func (s *Server) replyForError(cmd string, err error) resp.Reply {
 // unknownCommand is Redis's reply to a command it does not know, with the
 // first arguments quoted as Redis quotes them.
 func unknownCommand(args [][]byte) resp.Reply {
-	low := asciiLower(args[0])
+	low := ascii.Lower(args[0])
 	if why, ok := unsupported[low]; ok {
 		msg := fmt.Sprintf("ERR '%s' is not supported: redlock-proxy serves lock commands only", low)
 		if why != "" {

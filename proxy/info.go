@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/internal/buildinfo"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
@@ -73,7 +75,7 @@ func (in *infoRun) keyView(s *Server) (quorum.KeyView, error) {
 func (s *Server) info(r *request) (resp.Reply, error) {
 	want := map[string]bool{}
 	for _, a := range r.args[1:] {
-		want[asciiLower(a)] = true
+		want[ascii.Lower(a)] = true
 	}
 	all := want["all"] || want["everything"]
 	def := len(r.args) == 1 || want["default"]

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -41,14 +43,14 @@ func (s *Server) configValues() [][2]string {
 
 // CONFIG GET parameter [parameter ...] | RESETSTAT | SET | REWRITE
 func (s *Server) configCmd(r *request) (resp.Reply, error) {
-	switch asciiLower(r.args[1]) {
+	switch ascii.Lower(r.args[1]) {
 	case "get":
 		var kv []resp.Reply
 		for _, p := range s.configValues() {
 			for _, pat := range r.args[2:] {
 				// Parameter names match without regard to case, as in
 				// Redis, and a name without a glob is echoed as given.
-				if acl.Match(asciiLower(pat), []byte(p[0])) {
+				if acl.Match(ascii.Lower(pat), []byte(p[0])) {
 					name := p[0]
 					if !strings.ContainsAny(string(pat), "*?[") {
 						name = string(pat)
@@ -78,7 +80,7 @@ func (s *Server) configCmd(r *request) (resp.Reply, error) {
 // that has not turned it on: no events. Per-command latency is tracked,
 // as Redis 7.0 does by default (latency-tracking yes).
 func (s *Server) latencyCmd(r *request) (resp.Reply, error) {
-	switch asciiLower(r.args[1]) {
+	switch ascii.Lower(r.args[1]) {
 	case "latest", "history":
 		return resp.Array(), nil
 	case "reset":

@@ -3,6 +3,8 @@ package proxy
 import (
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -156,7 +158,7 @@ func (s *Server) exec(r *request) (resp.Reply, error) {
 		return resp.Reply{}, errTxShape
 	}
 	cmd := tx.queued[0]
-	name := asciiLower(cmd[0])
+	name := ascii.Lower(cmd[0])
 	var ttl time.Duration
 	switch {
 	case name == "del" && len(cmd) == 2:

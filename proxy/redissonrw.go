@@ -67,7 +67,7 @@ func (s *Server) runReadLock(r *request, op rwScript) (resp.Reply, error) {
 // that of EVAL's body.
 func scriptSHA(r *request) string {
 	if strings.HasPrefix(r.name, "evalsha") {
-		return asciiLower(r.args[1])
+		return ascii.Lower(r.args[1])
 	}
 	return script.SHA1Hex(r.args[1])
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -37,7 +39,7 @@ func (s *Server) scan(r *request) (resp.Reply, error) {
 			return resp.Reply{}, resp.ErrSyntax
 		}
 		arg := r.args[i+1]
-		switch asciiLower(r.args[i]) {
+		switch ascii.Lower(r.args[i]) {
 		case "match":
 			match = string(arg)
 		case "count":
@@ -50,7 +52,7 @@ func (s *Server) scan(r *request) (resp.Reply, error) {
 			}
 			count = min(n, 1000) // each key found costs a quorum read
 		case "type":
-			typ = asciiLower(arg)
+			typ = ascii.Lower(arg)
 		default:
 			return resp.Reply{}, resp.ErrSyntax
 		}
@@ -130,7 +132,7 @@ func (s *Server) hget(r *request) (resp.Reply, error) {
 func (s *Server) zrange(r *request) (resp.Reply, error) {
 	withScores := false
 	for _, a := range r.args[4:] {
-		switch asciiLower(a) {
+		switch ascii.Lower(a) {
 		case "withscores":
 			withScores = true
 		case "byscore", "bylex", "rev", "limit":
@@ -179,7 +181,7 @@ func zrangeReply(v quorum.KeyValue, start, stop int64, withScores bool, proto re
 //
 // The encoding every node that agrees on the key's value reports.
 func (s *Server) object(r *request) (resp.Reply, error) {
-	switch asciiLower(r.args[1]) {
+	switch ascii.Lower(r.args[1]) {
 	case "encoding":
 	case "help":
 		return resp.Array(resp.Status("OBJECT ENCODING <key>: the encoding of a key a quorum holds.")), nil

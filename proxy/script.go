@@ -212,7 +212,7 @@ func (s *Server) evalsha(r *request) (resp.Reply, error) {
 // SCRIPT LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]
 func (s *Server) script(r *request) (resp.Reply, error) {
 	// serveRESP has checked the subcommand and its argument count.
-	switch sub := asciiLower(r.args[1]); sub {
+	switch sub := ascii.Lower(r.args[1]); sub {
 	case "load":
 		_, sha, err := s.scripts.learn(r.ctx, r.args[2])
 		if err != nil {
@@ -267,7 +267,7 @@ func (s *Server) scriptKill(r *request) (resp.Reply, error) {
 // client's EVAL (the wrapper, which may run as a function). So FUNCTION
 // KILL answers as one Redis busy in an EVAL, and stops nothing.
 func (s *Server) function(r *request) (resp.Reply, error) {
-	switch sub := asciiLower(r.args[1]); sub {
+	switch sub := ascii.Lower(r.args[1]); sub {
 	case "kill":
 		busy, err := s.e.ScriptBusy(r.ctx)
 		switch {

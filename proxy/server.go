@@ -521,30 +521,22 @@ func (s *Server) serveRESP(conn redcon.Conn, cmd redcon.Command) {
 	}
 }
 
-// commandName is b in lower case, A-Z only (asciiLower). A name the proxy's tables know comes
-// from them, without allocating a string for each command.
+// commandName is b in lower case, A-Z only (ascii.Lower): Redis compares
+// command names so (strcasecmp), so a name with a letter that lowers to
+// ASCII only by Unicode's rules ("\u212Aeys", a Kelvin sign) is no
+// command's. A name the proxy's tables know comes from them, without
+// allocating a string for each command.
 func commandName(b []byte) string {
 	var buf [16]byte
 	if len(b) > len(buf) {
-		return asciiLower(b)
+		return ascii.Lower(b)
 	}
-	low := appendASCIILower(buf[:0], b)
+	low := ascii.AppendLower(buf[:0], b)
 	if name, ok := commandNames()[string(low)]; ok {
 		return name
 	}
 	return string(low)
 }
-
-// asciiLower is b with A-Z lowered and every other byte as it is: Redis
-// compares command names so (strcasecmp), so a name with a letter that
-// lowers to ASCII only by Unicode's rules ("\u212Aeys", a Kelvin sign) is
-// no command's.
-func asciiLower(b []byte) string {
-	return string(appendASCIILower(make([]byte, 0, len(b)), b))
-}
-
-// appendASCIILower appends b to dst with A-Z lowered.
-func appendASCIILower(dst, b []byte) []byte { return ascii.AppendLower(dst, b) }
 
 // commandNames maps each name of commands and queuedOnly to itself; built
 // on first use, once every init has filled commands.
@@ -585,7 +577,7 @@ func (s *Server) admit(c *client, name string, args [][]byte) error {
 	case wrongArity(cm.arity, len(args)):
 		return withArgs(errArity, name)
 	case cm.subs != nil && len(args) > 1:
-		sub := asciiLower(args[1])
+		sub := ascii.Lower(args[1])
 		if a, known := cm.subs[sub]; !known {
 			return withArgs(errUnknownSubcommand, cString(args[1], 128), strings.ToUpper(name))
 		} else if wrongArity(a, len(args)) {

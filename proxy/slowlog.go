@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
@@ -87,7 +89,7 @@ func slowArgs(args []string) []string {
 // "nodeN=addr,usec=…,calls=…,answer=granted|denied|answered|failed|down".
 func (s *Server) slowlogCmd(r *request) (resp.Reply, error) {
 	l := &s.slow
-	switch asciiLower(r.args[1]) {
+	switch ascii.Lower(r.args[1]) {
 	case "len":
 		return resp.Int(int64(s.slowLen())), nil
 	case "reset":

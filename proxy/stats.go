@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
+
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
@@ -82,7 +84,7 @@ func statName(name string, args [][]byte) string {
 	if !ok || cm.subs == nil || len(args) < 2 {
 		return name
 	}
-	sub := asciiLower(args[1])
+	sub := ascii.Lower(args[1])
 	if _, ok := cm.subs[sub]; !ok {
 		return name
 	}
