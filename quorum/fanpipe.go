@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,10 +66,14 @@ func (c pipeCall[T]) run(ctx context.Context, p *pipeline) (T, error) {
 type fan struct {
 	left  atomic.Int32
 	ready chan struct{} // gets one value once left reaches 0
-	timed bool          // the reader notes when its ops' replies came (op.at)
-	ctx   fanCtx
-	timer *time.Timer // ends the wait at ctx's deadline; stopped between uses
-	ops   []op
+	// lacking gets each op answered NOSCRIPT, not finished, whose node the
+	// waiter sends the script's body; scripted says the call has one.
+	lacking  chan *op
+	scripted bool
+	timed    bool // the reader notes when its ops' replies came (op.at)
+	ctx      fanCtx
+	timer    *time.Timer // ends the wait at ctx's deadline; stopped between uses
+	ops      []op
 }
 
 // fanCtx is the context a fan's ops carry: the caller's, with the
@@ -95,23 +100,42 @@ func (c *fanCtx) Err() error {
 
 var fans sync.Pool
 
-// finished counts o, one of f's ops, as finished.
+// finished counts o, one of f's ops, as finished, unless it asks for
+// its script's body: then the waiter gets it on lacking, at most once.
 func (f *fan) finished(o *op) {
+	if f.scripted && !o.resent && isNoScript(o.val) {
+		o.resent = true
+		f.lacking <- o // room for every op: the reader never waits
+		return
+	}
 	o.fin.Store(true)
 	if f.left.Add(-1) == 0 {
 		f.ready <- struct{}{}
 	}
 }
 
+// isNoScript reports whether v, a reply, is NOSCRIPT: the node lacks
+// the script (a restart, SCRIPT FLUSH).
+func isNoScript(v any) bool {
+	e, ok := v.(wire.Error)
+	return ok && strings.HasPrefix(string(e), "NOSCRIPT")
+}
+
 // launch starts cmd on the pipelines of the nodes in idx, under ctx, and
 // returns once each is written or queued behind a write under way.
 func (f *fan) launch(ctx context.Context, pipes []*pipeline, idx []int, cmd []byte) {
 	f.left.Store(int32(len(idx)))
+	f.start(ctx, pipes, idx, cmd, false)
+}
+
+// start is launch without counting the ops: resent marks them as the
+// script's body, sent in place of an op that got NOSCRIPT.
+func (f *fan) start(ctx context.Context, pipes []*pipeline, idx []int, cmd []byte, resent bool) {
 	var mine [8]*pipeline
 	own := mine[:0] // the pipelines this caller writes
 	for _, i := range idx {
 		o := &f.ops[i]
-		*o = op{ctx: ctx, cmd: cmd, fan: f}
+		*o = op{ctx: ctx, cmd: cmd, fan: f, resent: resent}
 		if pipes[i].enqueue(o) {
 			own = append(own, pipes[i])
 		}
@@ -129,8 +153,10 @@ func (f *fan) launch(ctx context.Context, pipes []*pipeline, idx []int, cmd []by
 }
 
 // wait waits until every op launched has finished, or f.ctx's deadline
-// passes or its caller gives up; it reports whether all finished.
-func (f *fan) wait() bool {
+// passes or its caller gives up; it reports whether all finished. An op
+// answered NOSCRIPT meanwhile gets body() on its node at once, within
+// the same deadline: a silent node never holds the others' back.
+func (f *fan) wait(pipes []*pipeline, body func() []byte) bool {
 	d := time.Until(f.ctx.deadline)
 	if f.timer == nil {
 		f.timer = time.NewTimer(d)
@@ -141,14 +167,30 @@ func (f *fan) wait() bool {
 	if e, ok := f.ctx.Context.(endsAtDeadline); !ok || !e.EndsAtDeadline() {
 		gaveUp = f.ctx.Done()
 	}
-	select {
-	case <-f.ready:
-		f.timer.Stop()
-		return true
-	case <-gaveUp:
-	case <-f.timer.C:
+	for {
+		select {
+		case <-f.ready:
+			f.timer.Stop()
+			return true
+		case o := <-f.lacking:
+			i := f.index(o)
+			f.start(&f.ctx, pipes, []int{i}, body(), true)
+			continue
+		case <-gaveUp:
+		case <-f.timer.C:
+		}
+		return false
 	}
-	return false
+}
+
+// index is o's node: its place in f.ops.
+func (f *fan) index(o *op) int {
+	for i := range f.ops {
+		if &f.ops[i] == o {
+			return i
+		}
+	}
+	panic("quorum: an op of no fan")
 }
 
 // endsAtDeadline is a context that nothing ends before its deadline
@@ -186,8 +228,9 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, c pipeCall[T], ask []bo
 	start := time.Now()
 	f, _ := fans.Get().(*fan)
 	if f == nil || len(f.ops) != len(e.nodes) {
-		f = &fan{ready: make(chan struct{}, 1), ops: make([]op, len(e.nodes))}
+		f = &fan{ready: make(chan struct{}, 1), lacking: make(chan *op, len(e.nodes)), ops: make([]op, len(e.nodes))}
 	}
+	f.scripted = c.s != nil
 	f.timed = obs != nil || tr != nil
 	// One deadline for every node, as fanOut's.
 	f.ctx = fanCtx{Context: ctx, deadline: start.Add(e.cfg.NodeTimeout)}
@@ -216,23 +259,15 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, c pipeCall[T], ask []bo
 	replies = replies[:len(e.nodes)]
 	all := true
 	if len(idx) > 0 {
+		var body []byte // built once, for the first node that lacks it
 		f.launch(nctx, pipes, idx, c.cmd)
-		all = f.wait()
-		collect(f, idx, all, nctx, replies)
-		// A node that lost the script (a restart, SCRIPT FLUSH) gets its
-		// body, within the same deadline.
-		var againIdx [8]int
-		again := againIdx[:0]
-		for _, i := range idx {
-			if c.noScript(replies[i].err) && nctx.Err() == nil {
-				again = append(again, i)
+		all = f.wait(pipes, func() []byte {
+			if body == nil {
+				body = c.body()
 			}
-		}
-		if all && len(again) > 0 {
-			f.launch(nctx, pipes, again, c.body())
-			all = f.wait()
-			collect(f, again, all, nctx, replies)
-		}
+			return body
+		})
+		collect(f, idx, all, nctx, replies)
 	}
 	for _, i := range idx {
 		n := e.nodes[i]

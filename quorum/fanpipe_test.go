@@ -59,6 +59,52 @@ func TestPipedFanOutResendsScriptsNodesLack(t *testing.T) {
 	}
 }
 
+// A node that lost the scripts gets the body as soon as its NOSCRIPT
+// comes, not once every node answered: with another node silent (frozen,
+// not marked down) the call still has a quorum. Before, the body went
+// out only after the wait for every node, which the silent one ended at
+// the deadline: every script operation failed until the breaker marked
+// it down.
+func TestPipedFanOutResendsScriptsWithANodeSilent(t *testing.T) {
+	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
+	nodes := make([]Node, len(procs))
+	for i, p := range procs {
+		nodes[i] = p.node(t)
+	}
+	e := New(Config{NodeTimeout: 500 * time.Millisecond}, nodes...)
+	ctx := t.Context()
+	l := Lock{Keys: []string{"a", "b"}, Token: "mine"} // two keys: a script
+	if _, err := e.Acquire(ctx, Lock{Keys: []string{"warm"}, Token: "t"}, time.Minute); err != nil {
+		t.Fatalf("Acquire: %v", err) // every node connected
+	}
+	procs[1].Freeze(t)
+	flush := func() {
+		for _, i := range []int{0, 2} {
+			if err := procs[i].admin(t).ScriptFlush(ctx).Err(); err != nil {
+				t.Fatalf("SCRIPT FLUSH: %v", err)
+			}
+		}
+	}
+	flush()
+	if lease, err := e.Acquire(ctx, l, 10*time.Second); err != nil || lease.Granted != 2 {
+		t.Fatalf("Acquire after SCRIPT FLUSH on the 2 nodes that answer = %+v, %v; want 2 granted", lease, err)
+	}
+	flush()
+	if lease, err := e.Extend(ctx, l, 20*time.Second); err != nil || lease.Granted != 2 {
+		t.Errorf("Extend after SCRIPT FLUSH on the 2 nodes that answer = %+v, %v; want 2 granted", lease, err)
+	}
+	flush()
+	if rel, err := e.Release(ctx, l); err != nil || rel != (Released{Keys: 2}) {
+		t.Errorf("Release after SCRIPT FLUSH on the 2 nodes that answer = %+v, %v; want {Keys:2}", rel, err)
+	}
+	procs[1].Thaw()
+	for _, i := range []int{0, 2} {
+		if n, err := procs[i].admin(t).Exists(ctx, "a", "b").Result(); err != nil || n != 0 {
+			t.Errorf("node %d: EXISTS a b = %d, %v after the release; want 0", i, n, err)
+		}
+	}
+}
+
 // The pipelined fan-out waits no longer than the caller: a caller's
 // deadline before NodeTimeout ends it, and so does a cancel.
 func TestPipedFanOutEndsWithTheCaller(t *testing.T) {

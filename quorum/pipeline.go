@@ -85,6 +85,9 @@ type op struct {
 	fan   *fan
 	at    time.Time   // when it finished, if its fan is timed
 	fin   atomic.Bool // set once val and err are, for a fan that stopped waiting
+	// resent: the op is a script's body sent after NOSCRIPT, or got that
+	// reply and waits for its fan to send it (fanpipe.go)
+	resent bool
 }
 
 // finish hands o its reply; whoever calls it touches o no more.
