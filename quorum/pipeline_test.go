@@ -205,6 +205,9 @@ func TestPipelineManyBatchesInFlight(t *testing.T) {
 		})
 		waitInFlight(t, p, i+1) // written before the one before it has a reply
 	}
+	// An operation is in flight just before its write: wait for the last
+	// one's (fewer writes than operations never come, and fail here).
+	waitFor(t, fmt.Sprint(ops, " writes"), func() bool { return writes.Load()-start >= ops })
 	if got := writes.Load() - start; got != ops {
 		t.Errorf("%d operations sent one after another on a frozen node took %d writes; want %d", ops, got, ops)
 	}
