@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 
@@ -78,7 +77,7 @@ func (s *Server) commandCmd(r *request) (resp.Reply, error) {
 		}
 		return resp.Array(items...), nil
 	}
-	return resp.Reply{}, withArgs(errCommandSubcommand, strings.ToUpper(string(r.args[1])))
+	return resp.Reply{}, withArgs(errCommandSubcommand, ascii.Upper(r.args[1]))
 }
 
 func sortedCommands() []string {

@@ -71,7 +71,7 @@ func (s *Server) configCmd(r *request) (resp.Reply, error) {
 		return resp.Array(resp.Status("CONFIG GET <pattern>: the read-only settings tools ask for."),
 			resp.Status("CONFIG RESETSTAT: reset INFO's statistics (admin).")), nil
 	}
-	return resp.Reply{}, withArgs(errConfigSubcommand, strings.ToUpper(string(r.args[1])))
+	return resp.Reply{}, withArgs(errConfigSubcommand, ascii.Upper(r.args[1]))
 }
 
 // LATENCY LATEST | HISTORY event | RESET | HISTOGRAM [command ...] | DOCTOR | GRAPH event

@@ -1,9 +1,8 @@
 package proxy
 
 import (
-	"strings"
-
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
+	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
@@ -31,17 +30,17 @@ func redactArgs(name string, args [][]byte) []string {
 		// "auth".
 		for i := 2; i < len(out); i++ {
 			switch {
-			case strings.EqualFold(out[i], "auth"):
+			case ascii.EqualFold(out[i], "auth"):
 				hide(i+1, i+3)
 				i += 2
-			case strings.EqualFold(out[i], "setname"):
+			case ascii.EqualFold(out[i], "setname"):
 				i++
 			}
 		}
 	case "config":
 		// CONFIG SET name value ...: any value may be a password
 		// (requirepass, masterauth); the proxy sets none of them.
-		if len(out) > 1 && strings.EqualFold(out[1], "set") {
+		if len(out) > 1 && ascii.EqualFold(out[1], "set") {
 			for i := 3; i < len(out); i += 2 {
 				hide(i, i+1)
 			}
@@ -51,7 +50,7 @@ func redactArgs(name string, args [][]byte) []string {
 		// the value a condition compares.
 		hide(2, 3)
 		for i := 3; i < len(out); i++ {
-			switch strings.ToUpper(out[i]) {
+			switch ascii.Upper(out[i]) {
 			case "IFEQ", "IFNE", "IFDEQ", "IFDNE":
 				hide(i+1, i+2)
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 
@@ -186,7 +185,7 @@ func (s *Server) object(r *request) (resp.Reply, error) {
 	case "help":
 		return resp.Array(resp.Status("OBJECT ENCODING <key>: the encoding of a key a quorum holds.")), nil
 	default:
-		return resp.Reply{}, withArgs(errObjectSubcommand, strings.ToUpper(string(r.args[1])))
+		return resp.Reply{}, withArgs(errObjectSubcommand, ascii.Upper(r.args[1]))
 	}
 	return s.readWhole(r, r.args[2], resp.Null(), "", func(v quorum.KeyValue) (resp.Reply, error) {
 		if v.Encoding == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -280,7 +279,7 @@ func (s *Server) function(r *request) (resp.Reply, error) {
 	case "help":
 		return resp.Array(resp.Status("FUNCTION KILL: as one Redis running no function (clients run none through redlock-proxy).")), nil
 	}
-	return resp.Reply{}, withArgs(errFunctionSubcommand, strings.ToUpper(string(r.args[1])))
+	return resp.Reply{}, withArgs(errFunctionSubcommand, ascii.Upper(r.args[1]))
 }
 
 // run serves a script: a catalogue operation, or by its effect. The

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -579,7 +578,7 @@ func (s *Server) admit(c *client, name string, args [][]byte) error {
 	case cm.subs != nil && len(args) > 1:
 		sub := ascii.Lower(args[1])
 		if a, known := cm.subs[sub]; !known {
-			return withArgs(errUnknownSubcommand, cString(args[1], 128), strings.ToUpper(name))
+			return withArgs(errUnknownSubcommand, cString(args[1], 128), ascii.Upper(name))
 		} else if wrongArity(a, len(args)) {
 			return withArgs(errArity, name+"|"+sub)
 		}
