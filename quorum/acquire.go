@@ -75,7 +75,7 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	// Step 1: the start time, before the first send.
 	start := time.Now()
 	// Steps 2-3: try every node at once, each under its own deadline.
-	results := fanOutCall(ctx, e, pipeAcquire(l, ttl), func(ctx context.Context, _ int, n Node) (Acquired, error) {
+	results := fanOutCall(ctx, e, func(b Batch) Call[Acquired] { return b.AcquireCall(l, ttl) }, func(ctx context.Context, _ int, n Node) (Acquired, error) {
 		return n.Acquire(ctx, l, ttl)
 	})
 	// Step 4: granted by a quorum, with validity left. A grant from a

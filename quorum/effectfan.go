@@ -30,7 +30,7 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		return results
 	}
 	call.fcall = fcallCommand(eff.w, call.keys, call.args)
-	raw := fanOutCall(ctx, e, pipeCall[any]{cmd: call.fcall, result: fcallAnswer}, notPiped)
+	raw := fanOutCall(ctx, e, func(Batch) Call[any] { return plainCall(call.fcall, fcallAnswer) }, notPiped)
 	results := sc.results[:len(raw)]
 	var again []bool
 	for i, r := range raw {

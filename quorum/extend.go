@@ -32,7 +32,7 @@ func (e *Engine) ExtendOrAcquire(ctx context.Context, l Lock, ttl time.Duration)
 
 func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (Lease, error) {
 	start := time.Now()
-	results := fanOutCall(ctx, e, pipeExtend(l, ttl, mode, limit), func(ctx context.Context, _ int, n Node) (time.Duration, error) {
+	results := fanOutCall(ctx, e, func(b Batch) Call[time.Duration] { return b.ExtendCall(l, ttl, mode, limit) }, func(ctx context.Context, _ int, n Node) (time.Duration, error) {
 		return n.Extend(ctx, l, ttl, mode, limit)
 	})
 	// A node grants with the TTL it set (in ExtendAdd mode, its own), 0

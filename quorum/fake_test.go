@@ -643,6 +643,9 @@ func checkFailures(t *testing.T, call string, err error, want []error) {
 // dropConnection: the fake keeps no connection.
 func (f *fakeNode) dropConnection() {}
 
+// Batch is nil: a fake has no batch path, its methods run.
+func (f *fakeNode) Batch() Batch { return nil }
+
 // The operations below the lock's are errUnsupported on the fake unless
 // a field gives it their state: then the call goes through do, as the
 // lock's do (delay, silence, failure and loss apply alike).

@@ -12,53 +12,35 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
-// pipeOf is the pipeline of a go-redis node, nil for any other Node
-// (a test's fake, or a wrapper of a node, whose methods must run). On
-// pipelines a fan-out starts the lock operations on every node from the
-// caller's goroutine and waits once, with no goroutine per node and one
-// wake-up per fan-out.
-func pipeOf(n Node) *pipeline {
-	if rn, ok := n.(*redisNode); ok {
-		return rn.p
-	}
-	return nil
-}
-
-// pipeCall is one lock operation as a pipeline runs it: its command, the
-// script whose body to send instead where the node lacks it (cmd is then
-// an EVALSHA of it), and how the reply becomes the node's answer. The
-// same call goes to every node, encoded once.
-type pipeCall[T any] struct {
-	cmd []byte
-	// s, keys and args make the EVAL form for a node that answered
-	// NOSCRIPT; s is nil if cmd runs no script.
-	s      *script
-	keys   []string
-	args   []any
-	result func(v any, err error) (T, error)
+// plainCall is the command cmd, not a script, its reply turned into the
+// answer by result.
+func plainCall[T any](cmd []byte, result func(any, error) (T, error)) Call[T] {
+	return Call[T]{Command: Command{Cmd: cmd}, Result: result}
 }
 
 // scriptCall is the EVALSHA of s with keys and args, its reply turned
-// into the answer by result.
-func scriptCall[T any](s *script, keys []string, args []any, result func(any, error) (T, error)) pipeCall[T] {
-	return pipeCall[T]{cmd: appendScript(nil, "evalsha", s.sha, keys, args), s: s, keys: keys, args: args, result: result}
+// into the answer by result. The same call goes to every node, encoded
+// once.
+func scriptCall[T any](s *script, keys []string, args []any, result func(any, error) (T, error)) Call[T] {
+	cmd := appendScript(nil, "evalsha", s.sha, keys, args)
+	return Call[T]{Command: Command{Cmd: cmd, Src: s.src, Keys: keys, Args: args}, Result: result}
 }
 
-// body is c's EVAL form.
-func (c pipeCall[T]) body() []byte { return appendScript(nil, "eval", c.s.src, c.keys, c.args) }
+// body is c's EVAL form, for a node that answered NOSCRIPT.
+func body(c *Command) []byte { return appendScript(nil, "eval", c.Src, c.Keys, c.Args) }
 
 // noScript reports whether err, the reply to c, asks for its body.
-func (c pipeCall[T]) noScript(err error) bool {
-	return c.s != nil && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+func noScript(c *Command, err error) bool {
+	return c.Src != "" && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
-// run sends c on p alone and waits for its answer.
-func (c pipeCall[T]) run(ctx context.Context, p *pipeline) (T, error) {
-	v, err := p.reply(ctx, c.cmd)
-	if c.noScript(err) && ctx.Err() == nil {
-		v, err = p.reply(ctx, c.body())
+// runCall sends c on p alone and waits for its answer.
+func runCall[T any](ctx context.Context, p *pipeline, c Call[T]) (T, error) {
+	v, err := p.reply(ctx, c.Command.Cmd)
+	if noScript(&c.Command, err) && ctx.Err() == nil {
+		v, err = p.reply(ctx, body(&c.Command))
 	}
-	return c.result(v, err)
+	return c.Result(v, err)
 }
 
 // fan is the operations one fan-out has in flight, one per node, and
@@ -201,116 +183,61 @@ type endsAtDeadline interface {
 	EndsAtDeadline() bool
 }
 
-// fanOutCall is fanOut of c: on nodes that have a pipeline, c starts on
-// every node at once from the caller's goroutine, which waits once for
-// all; each is the same operation for other nodes (fakes), and runs as
-// fanOut runs it. Each node gets the same deadline, breaker, observer
-// and trace as under fanOut.
-func fanOutCall[T any](ctx context.Context, e *Engine, c pipeCall[T], each func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
-	return fanOutCallOn(ctx, e, c, nil, each)
+// The go-redis node's batch path (Batch) is its pipeline.
+
+func (n *redisNode) Batch() Batch { return n }
+func (n *redisNode) Node() Node   { return n }
+
+func (n *redisNode) AcquireCall(l Lock, ttl time.Duration) Call[Acquired] { return pipeAcquire(l, ttl) }
+func (n *redisNode) ReleaseCall(l Lock) Call[[]Found]                     { return pipeRelease(l) }
+func (n *redisNode) ExtendCall(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) Call[time.Duration] {
+	return pipeExtend(l, ttl, mode, limit)
+}
+func (n *redisNode) FenceRoundCall(key, token, field string) Call[CounterEntry] {
+	return pipeFenceRound(key, token, field)
 }
 
-// fanOutCallOn is fanOutCall on the nodes i where ask[i] (every node if
-// ask is nil); the others' results are errNotAsked, noted nowhere.
-func fanOutCallOn[T any](ctx context.Context, e *Engine, c pipeCall[T], ask []bool, each func(ctx context.Context, i int, n Node) (T, error)) []result[T] {
+// Fan starts c on the pipelines of the nodes in idx from the caller's
+// goroutine and waits once, with one wake-up for the fan-out. A node
+// that answers NOSCRIPT gets the script's body as soon as its reply
+// comes, within the same deadline (fan.wait).
+func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []Batch, idx []int, c Command, timed bool, replies []Reply) bool {
 	var mine [8]*pipeline
 	pipes := mine[:0]
-	for _, n := range e.nodes {
-		p := pipeOf(n)
-		if p == nil {
-			return fanOutOn(ctx, e, e.cfg.NodeTimeout, e.monitored.Load(), e.cfg.Observer, ask, each)
-		}
-		pipes = append(pipes, p)
+	for _, b := range batches {
+		pipes = append(pipes, b.(*redisNode).p)
 	}
-	monitored, obs := e.monitored.Load(), e.cfg.Observer
-	results := make([]result[T], len(e.nodes))
-	tr := traceOf(ctx) // nil unless the proxy traces this command
-	start := time.Now()
 	f, _ := fans.Get().(*fan)
-	if f == nil || len(f.ops) != len(e.nodes) {
-		f = &fan{ready: make(chan struct{}, 1), lacking: make(chan *op, len(e.nodes)), ops: make([]op, len(e.nodes))}
+	if f == nil || len(f.ops) != len(pipes) {
+		f = &fan{ready: make(chan struct{}, 1), lacking: make(chan *op, len(pipes)), ops: make([]op, len(pipes))}
 	}
-	f.scripted = c.s != nil
-	f.timed = obs != nil || tr != nil
-	// One deadline for every node, as fanOut's.
-	f.ctx = fanCtx{Context: ctx, deadline: start.Add(e.cfg.NodeTimeout)}
-	if d, ok := ctx.Deadline(); ok && d.Before(f.ctx.deadline) {
-		f.ctx.deadline = d
-	}
+	f.scripted = c.Src != ""
+	f.timed = timed
+	f.ctx = fanCtx{Context: ctx, deadline: deadline}
 	nctx := &f.ctx
-	var idxs [8]int
-	idx := idxs[:0] // the nodes called
-	for i, n := range e.nodes {
-		if ask != nil && !ask[i] {
-			results[i] = result[T]{err: errNotAsked}
-			continue
+	var b []byte // built once, for the first node that lacks it
+	f.launch(nctx, pipes, idx, c.Cmd)
+	all := f.wait(pipes, func() []byte {
+		if b == nil {
+			b = body(&c)
 		}
-		if monitored && e.health[i].down.Load() {
-			results[i] = result[T]{err: skipDown(i, n, obs, tr)}
-			continue
-		}
-		idx = append(idx, i)
-	}
-	var replyArr [8]reply
-	replies := replyArr[:0]
-	if len(e.nodes) > len(replyArr) {
-		replies = make([]reply, len(e.nodes))
-	}
-	replies = replies[:len(e.nodes)]
-	all := true
-	if len(idx) > 0 {
-		var body []byte // built once, for the first node that lacks it
-		f.launch(nctx, pipes, idx, c.cmd)
-		all = f.wait(pipes, func() []byte {
-			if body == nil {
-				body = c.body()
-			}
-			return body
-		})
-		collect(f, idx, all, nctx, replies)
-	}
-	for _, i := range idx {
-		n := e.nodes[i]
-		v, err := c.result(replies[i].v, replies[i].err)
-		if obs != nil || tr != nil {
-			took := time.Since(start) // an op not finished
-			if o := &f.ops[i]; (all || o.fin.Load()) && !o.at.IsZero() {
-				took = o.at.Sub(start)
-			}
-			if obs != nil {
-				obs.NodeDone(i, n.Addr(), took, err)
-			}
-			if tr != nil {
-				tr.note(i, took, v, err)
-			}
-		}
-		if monitored {
-			e.noteResult(ctx, i, start, err)
-		}
-		if err != nil {
-			err = &NodeError{Node: i, Addr: n.Addr(), Err: err}
-		}
-		results[i] = result[T]{v: v, err: err}
-	}
+		return b
+	})
+	collect(f, idx, all, nctx, replies)
 	if all {
 		// Every op finished and its fan was told: nothing touches f now.
 		clear(f.ops)
 		f.ctx = fanCtx{}
 		fans.Put(f)
 	}
-	return results
-}
-
-// reply is one node's reply as pipeline.reply returns it.
-type reply struct {
-	v   any
-	err error
+	return all
 }
 
 // collect reads the replies of f's ops for the nodes in idx into out, as
-// pipeline.reply returns them; an op not finished (all false: the wait
-// ended at ctx's end) gets ctx's error.
-func collect(f *fan, idx []int, all bool, ctx context.Context, out []reply) {
+// pipeline.reply returns them, with the time each came if f is timed; an
+// op not finished (all false: the wait ended at ctx's end) gets ctx's
+// error.
+func collect(f *fan, idx []int, all bool, ctx context.Context, out []Reply) {
 	for _, i := range idx {
 		o := &f.ops[i]
 		if !all && !o.fin.Load() {
@@ -320,18 +247,21 @@ func collect(f *fan, idx []int, all bool, ctx context.Context, out []reply) {
 				// op is never a reply (a nil one would read as granted).
 				err = context.DeadlineExceeded
 			}
-			out[i] = reply{err: err}
+			out[i] = Reply{Err: err}
 			continue
 		}
-		out[i] = reply{v: o.val, err: o.err}
+		out[i] = Reply{V: o.val, Err: o.err}
+		if f.timed {
+			out[i].At = o.at
+		}
 		if o.err != nil {
 			continue
 		}
 		switch e := o.val.(type) {
 		case nil:
-			out[i].err = redis.Nil
+			out[i].Err = redis.Nil
 		case wire.Error:
-			out[i] = reply{err: e}
+			out[i].V, out[i].Err = nil, e
 		}
 	}
 }

@@ -17,7 +17,7 @@ func TestPipedFanOutResendsScriptsNodesLack(t *testing.T) {
 	nodes := make([]Node, len(procs))
 	for i, p := range procs {
 		nodes[i] = p.node(t)
-		if pipeOf(nodes[i]) == nil {
+		if b := nodes[i].Batch(); b == nil || b.Node() != nodes[i] {
 			t.Fatalf("node %d is not piped: the test would not reach the pipelined fan-out", i)
 		}
 	}

@@ -246,7 +246,7 @@ type Fencing struct {
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
 	start := time.Now()
-	call := pipeFenceRound(key, token, fenceField)
+	call := func(b Batch) Call[CounterEntry] { return b.FenceRoundCall(key, token, fenceField) }
 	each := func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
 		return n.FenceRound(ctx, key, token, fenceField)
 	}

@@ -62,13 +62,13 @@ func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (
 }
 
 func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
-	return pipeFenceRound(key, token, field).run(ctx, n.p)
+	return runCall(ctx, n.p, pipeFenceRound(key, token, field))
 }
 
 // pipeFenceRound is FenceRound as the pipeline runs it (fanpipe.go): one
 // encoding for every node, and no goroutine per node. The script names
 // the hash and the record itself, and FENCE's field unless told another.
-func pipeFenceRound(key, token, field string) pipeCall[CounterEntry] {
+func pipeFenceRound(key, token, field string) Call[CounterEntry] {
 	args := []any{token}
 	if field != fenceField {
 		args = append(args, field)
@@ -147,11 +147,11 @@ func counterEntryResult(vals []any, want int) (CounterEntry, error) {
 }
 
 func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
-	return pipeWriteCounter(key, token, field, v, exclusive).run(ctx, n.p)
+	return runCall(ctx, n.p, pipeWriteCounter(key, token, field, v, exclusive))
 }
 
 // pipeWriteCounter is WriteCounter as the pipeline runs it (fanpipe.go).
-func pipeWriteCounter(key, token, field string, v int64, exclusive bool) pipeCall[CounterWrite] {
+func pipeWriteCounter(key, token, field string, v int64, exclusive bool) Call[CounterWrite] {
 	ex := "0"
 	if exclusive {
 		ex = "1"

@@ -48,6 +48,8 @@ type Node interface {
 	SetMembers(ctx context.Context, fields map[string]string) error
 	// Close closes the node's connections.
 	Close() error
+	// Batch is the node's batch path (batch.go), nil if it has none.
+	Batch() Batch
 
 	// The operations of the other command families, each group in the
 	// file of its family. A node that cannot run one (a test's fake)

@@ -325,7 +325,7 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	}
 	// The lock operations' path, without go-redis's commands.
 	call := scriptCall(s, nil, []any{"called"}, func(v any, err error) (any, error) { return v, err })
-	if v, err := call.run(t.Context(), p); err != nil || v != "called" {
+	if v, err := runCall(t.Context(), p, call); err != nil || v != "called" {
 		t.Errorf("script by call on an idle node = %v, %v; want called", v, err)
 	}
 	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {

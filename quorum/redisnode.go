@@ -251,11 +251,11 @@ return {{t}, redis.call("pttl", KEYS[1])}
 var modeArg = map[ExtendMode]string{ExtendSet: "set", ExtendAdd: "add", ExtendOrAcquire: "acquire"}
 
 func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
-	return pipeAcquire(l, ttl).run(ctx, n.p)
+	return runCall(ctx, n.p, pipeAcquire(l, ttl))
 }
 
 // pipeAcquire is Acquire as the pipeline runs it.
-func pipeAcquire(l Lock, ttl time.Duration) pipeCall[Acquired] {
+func pipeAcquire(l Lock, ttl time.Duration) Call[Acquired] {
 	px := ttl.Milliseconds()
 	// PrefixLen re-enters only when above zero; a negative one would turn
 	// on Lua's negative string indexes.
@@ -264,7 +264,7 @@ func pipeAcquire(l Lock, ttl time.Duration) pipeCall[Acquired] {
 		// PX always goes out, so Redis refuses a TTL under 1ms as the
 		// script does: SetArgs drops a TTL <= 0 and would set a key that
 		// never expires.
-		return pipeCall[Acquired]{cmd: appendSetNX(l.Keys[0], l.Token, px), result: setNXAnswer}
+		return plainCall(appendSetNX(l.Keys[0], l.Token, px), setNXAnswer)
 	}
 	if len(l.Keys) == 1 {
 		return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, acquireOneAnswer) // no closure to allocate
@@ -336,12 +336,12 @@ func acquireAnswer(v any, err error, keys int) (Acquired, error) {
 // the script's body.
 func (n *redisNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error) {
 	c := pipeUndo(l, before)
-	c.cmd, c.s = c.body(), nil
-	return c.run(ctx, n.p)
+	c.Command = Command{Cmd: body(&c.Command)}
+	return runCall(ctx, n.p, c)
 }
 
 // pipeUndo is Undo as the pipeline runs it.
-func pipeUndo(l Lock, before []Entry) pipeCall[int] {
+func pipeUndo(l Lock, before []Entry) Call[int] {
 	args := make([]any, 1+2*len(l.Keys))
 	args[0] = l.Token
 	for i := range l.Keys {
@@ -406,12 +406,12 @@ func setNXResult(err error) (bool, error) {
 // leave the take there.
 func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 	c := pipeRelease(l)
-	c.cmd, c.s = c.body(), nil
-	return c.run(ctx, n.p)
+	c.Command = Command{Cmd: body(&c.Command)}
+	return runCall(ctx, n.p, c)
 }
 
 // pipeRelease is Release as the pipeline runs it.
-func pipeRelease(l Lock) pipeCall[[]Found] {
+func pipeRelease(l Lock) Call[[]Found] {
 	keys := len(l.Keys)
 	if keys == 1 {
 		return scriptCall(releaseScript, l.Keys, []any{l.Token}, releaseOneAnswer) // no closure to allocate
@@ -469,11 +469,11 @@ func foundResult(items []any, keys int) ([]Found, error) {
 }
 
 func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
-	return pipeExtend(l, ttl, mode, limit).run(ctx, n.p)
+	return runCall(ctx, n.p, pipeExtend(l, ttl, mode, limit))
 }
 
 // pipeExtend is Extend as the pipeline runs it.
-func pipeExtend(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) pipeCall[time.Duration] {
+func pipeExtend(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) Call[time.Duration] {
 	return scriptCall(extendScript, l.Keys, []any{l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds()}, extendAnswer)
 }
 

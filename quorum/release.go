@@ -30,7 +30,7 @@ func (e *Engine) Release(ctx context.Context, l Lock) (rel Released, err error) 
 			e.observe(OpRelease, start, res)
 		}()
 	}
-	results := fanOutCall(ctx, e, pipeRelease(l), func(ctx context.Context, _ int, n Node) ([]Found, error) {
+	results := fanOutCall(ctx, e, func(b Batch) Call[[]Found] { return b.ReleaseCall(l) }, func(ctx context.Context, _ int, n Node) ([]Found, error) {
 		return n.Release(ctx, l)
 	})
 	fails := failures(results)
