@@ -3,7 +3,6 @@ package quorum
 import (
 	"context"
 	"errors"
-	"strings"
 )
 
 // FlushEffects removes from every node what serving scripts by their
@@ -29,43 +28,4 @@ func (e *Engine) FlushEffects(ctx context.Context) (int, error) {
 		}
 	}
 	return flushed, failures(results)
-}
-
-func (n *redisNode) flushEffects(ctx context.Context) error {
-	if !n.p.noFunctions.Load() {
-		cmd, err := n.p.do(ctx, "function", "list", "libraryname", "rlp_*")
-		if err != nil && !refusesFunctions(err) {
-			return err
-		}
-		libs, _ := cmd.Slice()
-		for _, l := range libs {
-			name := libraryName(l)
-			if !strings.HasPrefix(name, "rlp_") {
-				continue
-			}
-			if _, err := n.p.do(ctx, "function", "delete", name); err != nil && !isReplyError(err, "ERR Library not found") {
-				return err
-			}
-		}
-	}
-	_, err := n.p.do(ctx, "script", "flush")
-	return err
-}
-
-// libraryName reads library_name from one entry of FUNCTION LIST (a
-// flat array of names and values in RESP2, a map in RESP3).
-func libraryName(v any) string {
-	switch l := v.(type) {
-	case []any:
-		for i := 0; i+1 < len(l); i += 2 {
-			if l[i] == "library_name" {
-				s, _ := l[i+1].(string)
-				return s
-			}
-		}
-	case map[any]any:
-		s, _ := l["library_name"].(string)
-		return s
-	}
-	return ""
 }

@@ -280,3 +280,44 @@ func withChunk(args []any, s *script) []any {
 	out = append(out, args[:len(args)-1]...)
 	return append(out, s.chunk, s.loadArg)
 }
+
+// flushEffects drops the wrapper's libraries (rlp_*) and the script
+// cache (Engine.FlushEffects).
+func (n *redisNode) flushEffects(ctx context.Context) error {
+	if !n.p.noFunctions.Load() {
+		cmd, err := n.p.do(ctx, "function", "list", "libraryname", "rlp_*")
+		if err != nil && !refusesFunctions(err) {
+			return err
+		}
+		libs, _ := cmd.Slice()
+		for _, l := range libs {
+			name := libraryName(l)
+			if !strings.HasPrefix(name, "rlp_") {
+				continue
+			}
+			if _, err := n.p.do(ctx, "function", "delete", name); err != nil && !isReplyError(err, "ERR Library not found") {
+				return err
+			}
+		}
+	}
+	_, err := n.p.do(ctx, "script", "flush")
+	return err
+}
+
+// libraryName reads library_name from one entry of FUNCTION LIST (a
+// flat array of names and values in RESP2, a map in RESP3).
+func libraryName(v any) string {
+	switch l := v.(type) {
+	case []any:
+		for i := 0; i+1 < len(l); i += 2 {
+			if l[i] == "library_name" {
+				s, _ := l[i+1].(string)
+				return s
+			}
+		}
+	case map[any]any:
+		s, _ := l["library_name"].(string)
+		return s
+	}
+	return ""
+}
