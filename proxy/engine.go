@@ -23,9 +23,6 @@ type Engine interface {
 	Release(ctx context.Context, l quorum.Lock) (quorum.Released, error)
 	// UndoAcquire gives back a grant the client is not told of.
 	UndoAcquire(ctx context.Context, l quorum.Lock, lease quorum.Lease)
-	// Settle gives a granted re-entry the TTL asked for where a node kept
-	// a longer one (lease.Settles), once its client is to be told.
-	Settle(ctx context.Context, l quorum.Lock, lease quorum.Lease)
 	Extend(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Lease, error)
 	ExtendBy(ctx context.Context, l quorum.Lock, ttl, limit time.Duration) (quorum.Lease, error)
 	ExtendOrAcquire(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Lease, error)

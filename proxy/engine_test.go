@@ -32,7 +32,6 @@ func (f *fakeEngine) Acquire(context.Context, quorum.Lock, time.Duration) (quoru
 	return quorum.Lease{}, f.op()
 }
 func (f *fakeEngine) UndoAcquire(context.Context, quorum.Lock, quorum.Lease) { f.op() }
-func (f *fakeEngine) Settle(context.Context, quorum.Lock, quorum.Lease)      {}
 func (f *fakeEngine) Release(context.Context, quorum.Lock) (quorum.Released, error) {
 	return quorum.Released{}, f.op()
 }

@@ -199,14 +199,6 @@ func (s *Server) acquire(r *request, l quorum.Lock, ttl time.Duration) error {
 		lease = lease.From(first)
 	}
 	s.warnFailures(lease.Failures)
-	if err == nil && lease.Settles() && lease.Valid(time.Now().Add(2*s.e.NodeTimeout())) {
-		// A re-entry that kept a longer TTL gets the one asked for only
-		// now that the grant stands, with time left for the round (it
-		// ends by the node timeout): given back after it, a set-back
-		// lost would leave the earlier grant cut (review29 F1). Without
-		// the time, the key keeps the longer TTL: the safe direction.
-		s.e.Settle(context.WithoutCancel(r.ctx), l, lease)
-	}
 	if err == nil && !lease.Valid(time.Now()) {
 		s.e.UndoAcquire(context.WithoutCancel(r.ctx), l, lease)
 		err = errLate

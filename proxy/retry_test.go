@@ -43,7 +43,6 @@ func (e *retryEngine) Release(context.Context, quorum.Lock) (quorum.Released, er
 }
 
 func (e *retryEngine) UndoAcquire(context.Context, quorum.Lock, quorum.Lease) { e.released.Add(1) }
-func (e *retryEngine) Settle(context.Context, quorum.Lock, quorum.Lease)      {}
 
 func (e *retryEngine) RunEffect(context.Context, *quorum.Effect, []string, []string) (quorum.EffectResult, error) {
 	if e.tries.Add(1) == 1 {

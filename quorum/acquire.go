@@ -27,30 +27,9 @@ type Lease struct {
 	taken *taken
 }
 
-// taken is every node's answer to a granted acquire of ttl.
+// taken is every node's answer to a granted acquire.
 type taken struct {
 	results []result[Acquired]
-	ttl     time.Duration
-}
-
-// Settles reports whether the lease waits for Engine.Settle: a node took
-// a key again and kept its longer TTL.
-func (l Lease) Settles() bool { return l.taken != nil && l.taken.settling() != nil }
-
-// settling is, per node, whether it took a key again and kept a longer
-// TTL than the acquire's; nil if none did.
-func (t *taken) settling() []bool {
-	var ask []bool
-	for i, r := range t.results {
-		if r.err != nil || !keptLonger(r.v.Before, t.ttl) {
-			continue
-		}
-		if ask == nil {
-			ask = make([]bool, len(t.results))
-		}
-		ask[i] = true
-	}
-	return ask
 }
 
 // Valid reports whether the lease is still valid at now.
@@ -70,7 +49,10 @@ func (l Lease) From(t time.Time) Lease {
 // Acquire tries once to set every key of l to its token with the given
 // TTL on every node (Redlock steps 1-5). On failure the error matches
 // ErrDenied or ErrUnavailable, and the keys have been released again
-// wherever they hold the token.
+// wherever they hold the token. A key taken again (l.PrefixLen) keeps
+// its TTL where that is longer, granted or not: the lease counts from
+// ttl alone. No later round shortens it, since one could land after a
+// later acquire of the same token and cut that grant (attack16 R2b).
 func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease, error) {
 	// Step 1: the start time, before the first send.
 	start := time.Now()
@@ -88,7 +70,7 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	e.report(OpAcquire, start, d)
 	if d.err == nil {
 		if tookAgain(results) {
-			d.lease.taken = &taken{results, ttl}
+			d.lease.taken = &taken{results}
 		}
 		return d.lease, nil
 	}
@@ -143,39 +125,6 @@ func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
 		}
 		return false, nil
 	})
-}
-
-// Settle gives the keys of a granted acquire, lease, the TTL it asked for
-// where a node kept a longer one on a key it took again (acquireScript),
-// as one Redis's re-entry sets it: one more round, only to such nodes.
-// Call it only once the grant stands (its client will be told), with
-// time left for the round: a grant given back after it would need every
-// set-back to land, or the earlier grant stays cut (review29 F1). Where
-// it is not called, or fails, the key lives longer than the lease: the
-// safe direction. Not observed, as the undo is not.
-func (e *Engine) Settle(ctx context.Context, l Lock, lease Lease) {
-	if lease.taken == nil {
-		return
-	}
-	ask := lease.taken.settling()
-	if ask == nil {
-		return
-	}
-	ttl := lease.taken.ttl
-	fanOutOn(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, ask, func(ctx context.Context, _ int, n Node) (time.Duration, error) {
-		return n.Extend(ctx, l, ttl, ExtendSet, 0)
-	})
-}
-
-// keptLonger reports whether an acquire with ttl took a key again that
-// had a longer TTL, or none, which the acquire kept.
-func keptLonger(before []Entry, ttl time.Duration) bool {
-	for _, b := range before {
-		if b.Present && (b.TTL < 0 || b.TTL > ttl.Truncate(time.Millisecond)) {
-			return true
-		}
-	}
-	return false
 }
 
 // undoing is what a failed acquire's undo does on one node.

@@ -113,9 +113,9 @@ func (n *redisNode) dropConnection() { n.p.stale.Store(true) }
 // as existing: the acquire takes it again (a re-entry), keeping its TTL
 // where that is longer (or none), and then returns, per key, 0 for a key
 // taken free or {value, pttl} of the key taken again, so that a failed
-// acquire can set that earlier grant back (undo), and a granted one give
-// it the new TTL (Engine.Settle). A master whose answer is lost is not
-// undone: the TTL kept there is what keeps the earlier grant whole.
+// acquire can set that earlier grant back (undo). A master whose answer
+// is lost is not undone: the TTL kept there is what keeps the earlier
+// grant whole. A granted re-entry keeps the longer TTL too (Acquire).
 var acquireScript = newScript(`
 local n, px = tonumber(ARGV[3]), tonumber(ARGV[2])
 local before, again = {}, false

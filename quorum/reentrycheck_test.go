@@ -21,8 +21,11 @@ import (
 // from its acquire; a granted re-entry's lease replaces the earlier one.
 // A master takes A's key again keeping the longer TTL (acquireScript),
 // and a set-back keeps the longer of the earlier TTL and the key's
-// (undoScript). A second proxy for A, its messages landing in any order
-// with the first's, is a world of its own (a known defect).
+// (undoScript). A granted re-entry keeps the longer TTL too: nothing is
+// sent to shorten it. A second proxy for A, its messages landing in any
+// order with the first's, is a world of its own (a known defect), and so
+// is one where A's acquires are answered by every master and undone at
+// once (no undo of A's on its way), which two proxies pass.
 //
 // Steps, in any order:
 //   - an acquire by A or C, when its earlier acquire's messages are done
@@ -30,10 +33,8 @@ import (
 //     connection): on each master the script runs and answers, or runs
 //     and its reply is lost, or the request never reaches it. A quorum
 //     of answered grants is told it holds the key, unless its validity
-//     ran out (a choice too), and a master that kept a longer TTL is
-//     sent the new one (Engine.Settle); otherwise undoOf decides, per
-//     master, the undo to send (nothing, a release, or Node.Undo with
-//     the answer);
+//     ran out (a choice too); otherwise undoOf decides, per master, the
+//     undo to send (nothing, a release, or Node.Undo with the answer);
 //   - one of those messages landing on its master, or lost;
 //   - a tick: every TTL and every told validity goes down by one.
 //
@@ -43,7 +44,10 @@ import (
 // without its care for a master that failed (released although it may
 // have taken the token's earlier grant again), and a re-entry that sets
 // its shorter TTL on the key it takes again (newTTL: the earlier grant
-// shortened where the set-back is lost or late).
+// shortened where the set-back is lost or late), and a granted re-entry
+// that sends the masters that kept a longer TTL the one asked, in a
+// round of its own (settle: Engine.Settle before attack16 R2b; it lands
+// after the same token's later, longer re-entry through another proxy).
 
 const reMasters = 3
 
@@ -62,8 +66,8 @@ var reNames = [...]string{"-", "A1", "A2", "C1", "C2", "C3"}
 // reKey is the key on one master: its value and the ticks it has left.
 type reKey struct{ val, left uint8 }
 
-// reUndo is one undo message on its way to a master, or a granted
-// acquire's new TTL (Engine.Settle).
+// reUndo is one undo message on its way to a master, or (world settle)
+// a granted acquire's new TTL.
 type reUndo struct {
 	kind    undoing
 	before  reKey // for undoSetBack: what the acquire took again (val reNone: taken free)
@@ -95,6 +99,14 @@ type reWorld struct {
 	// script sets the new TTL on a key taken again (no longer one kept),
 	// and a grant sends nothing more.
 	newTTL bool
+	// settle is the design before attack16 R2b's fix: a granted re-entry
+	// sends each master that kept a longer TTL the one asked, in one
+	// more round (extendScript, "set" mode).
+	settle bool
+	// answered makes every master answer each of A's acquires at once:
+	// one granted by a quorum is told in time, a failed one's undo lands
+	// at once (one on its way is twoProxies' known defect).
+	answered bool
 	// plainRepeats lets C send again the token it sent last (a holder
 	// repeating its SET NX).
 	plainRepeats bool
@@ -201,10 +213,16 @@ func (m reMove) describe(s reState) string {
 	switch m.kind {
 	case reTick:
 		return "tick"
+	}
+	what := "undo"
+	if s.undo[m.c][m.i].shorten {
+		what = "new TTL"
+	}
+	switch m.kind {
 	case reUndoLost:
-		return fmt.Sprintf("%s's undo to %d lost", c, m.i)
+		return fmt.Sprintf("%s's %s to %d lost", c, what, m.i)
 	case reUndoLands:
-		return fmt.Sprintf("%s's undo lands on %d", c, m.i)
+		return fmt.Sprintf("%s's %s lands on %d", c, what, m.i)
 	}
 	desc := make([]string, reMasters)
 	code := int(m.outcomes)
@@ -356,6 +374,9 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reSte
 	var out []reStep
 	l := reLock(c, tok)
 	for o := range 27 { // each master's outcome, in base 3
+		if w.answered && c != 1 && o != 0 {
+			break // 0: every master reAnswered
+		}
 		n := s
 		var answers [reMasters]Acquired
 		var errs [reMasters]error
@@ -392,7 +413,7 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reSte
 			won := n
 			won.valid[c%2] = ttl - 1 // the new lease replaces the earlier one, as on one Redis
 			for i := range reMasters {
-				if !w.newTTL && errs[i] == nil && keptLonger(answers[i].Before, time.Duration(ttl)*time.Millisecond) {
+				if w.settle && errs[i] == nil && answers[i].Before != nil && s.keys[i].left > ttl {
 					won.undo[c][i] = reUndo{shorten: true, ttl: ttl}
 					won.token[c] = tok
 				}
@@ -400,12 +421,21 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reSte
 			m.won = true
 			out = append(out, reStep{won, m})
 			m.won = false
+			if w.answered && c != 1 {
+				continue
+			}
 			// or, too slow, its validity ran out: failed below
 		}
 		for i := range reMasters {
 			u := reUndo{kind: rule(l, answers[i], errs[i])}
 			if u.kind == undoSetBack {
 				u.before = s.keys[i]
+			}
+			if w.answered && c != 1 {
+				if u.kind != undoNothing {
+					n.keys[i] = n.keys[i].undone(u, tok) // lands at once
+				}
+				continue
 			}
 			n.undo[c][i] = u
 		}
@@ -452,11 +482,11 @@ func reUndoReleasesFailed(l Lock, a Acquired, err error) undoing {
 // TestReentryNeverTwoHolders: with undoOf, no reachable state tells A and
 // C that each holds the key.
 func TestReentryNeverTwoHolders(t *testing.T) {
-	for _, w := range []reWorld{{ttl: 2}, {ttl: 2, short: 1}, {ttl: 3, short: 1}} {
-		if w.ttl == 3 && (testing.Short() || modelUnderRace) {
+	for _, w := range []reWorld{{ttl: 2}, {ttl: 2, short: 1}, {ttl: 3, short: 1}, {ttl: 3, short: 1, twoProxies: true, answered: true}} {
+		if w.ttl == 3 && !w.twoProxies && (testing.Short() || modelUnderRace) {
 			continue // millions of states: seconds, ten times that under -race
 		}
-		t.Run(fmt.Sprintf("TTL %d, short %d", w.ttl, w.short), func(t *testing.T) {
+		t.Run(fmt.Sprintf("TTL %d, short %d, two proxies %v", w.ttl, w.short, w.twoProxies), func(t *testing.T) {
 			states, violation := reCheck(undoOf, w)
 			if violation != "" {
 				t.Fatalf("after %d states: %s", states, violation)
@@ -504,6 +534,7 @@ func TestReentryCheckerCatchesBrokenUndos(t *testing.T) {
 		{"the undo before review28 F0b: release where granted or failed", reUndoBeforeF0b, reWorld{ttl: 2}},
 		{"a failed master released although the lock re-enters", reUndoReleasesFailed, reWorld{ttl: 2}},
 		{"a re-entry sets its shorter TTL where its reply is lost", undoOf, reWorld{ttl: 3, short: 1, newTTL: true}},
+		{"a granted re-entry's round to its shorter TTL lands after the same token's later grant (attack16 R2b)", undoOf, reWorld{ttl: 3, short: 1, twoProxies: true, answered: true, settle: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			states, violation := reCheck(tt.rule, tt.world)

@@ -49,6 +49,7 @@ func TestReview29FailedAcquireTraceKeepsEachNodesAnswer(t *testing.T) {
 // no longer valid), so the proxy calls UndoAcquire; b and c are cut off
 // then. a is set back to 30s; b and c keep 1s. Once that 1s ran out, C
 // (b and c healed) is granted k while A's first lease runs ~29s more.
+// Since attack16 R2b's fix no round sets the 1s: every master keeps 30s.
 func TestReview29LateReentryUndoLostLeavesEarlierGrantCut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs := []*fakeNode{{addr: "a"}, {addr: "b"}, {addr: "c"}}
@@ -85,10 +86,11 @@ func TestReview29LateReentryUndoLostLeavesEarlierGrantCut(t *testing.T) {
 	})
 }
 
-// F1 on real servers: the re-entry's newTTL is a real PEXPIRE, and the
+// F1 on real servers: the re-entry's newTTL was a real PEXPIRE, and the
 // late path's set-back is lost on masters 1 and 2 (downNode's Undo: the
-// connection refused). Masters 1 and 2 keep A's re-entry with 1s; C is
-// granted K on them while A's first 30s grant runs.
+// connection refused). Masters 1 and 2 kept A's re-entry with 1s; C was
+// granted K on them while A's first 30s grant ran. Since attack16 R2b's
+// fix no round sets the 1s.
 func TestReview29LateReentryUndoLostOnRedis(t *testing.T) {
 	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 	ctx := t.Context()
