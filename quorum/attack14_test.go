@@ -24,9 +24,9 @@ func TestAttack14ScriptErrorReplyTextIsTheClients(t *testing.T) {
 				t.Fatalf("one Redis: %q = %v; want an error", body, one)
 			}
 			want := err.Error()
-			ne, err := n.runEffect(t.Context(), e.Wrap(body, nil), newEffectCall([]string{"k"}, []string{"v"}, 1), nil)
-			if err != nil || ne.reply.Kind != ValueError || ne.reply.Str != want {
-				t.Errorf("wrapped %q = %+v, %v; want the error %q (one Redis's)", body, ne.reply, err, want)
+			ne, err := n.RunEffect(t.Context(), e.Wrap(body, nil), newEffectCall([]string{"k"}, []string{"v"}, 1), nil)
+			if err != nil || ne.Reply.Kind != ValueError || ne.Reply.Str != want {
+				t.Errorf("wrapped %q = %+v, %v; want the error %q (one Redis's)", body, ne.Reply, err, want)
 			}
 			if !strings.Contains(want, "user_script:") {
 				t.Fatalf("one Redis's text %q lost the client's words", want)

@@ -22,7 +22,7 @@ func TestAttack8UnchangedHoldShorterByDriftNotCounted(t *testing.T) {
 	elapsed := 5 * time.Millisecond
 	short := s - 300*time.Millisecond // well past the run's time
 	d := decideEffect(effectVotes{
-		results:     []result[nodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), left(short)), vote(intReply(1), left(short)), failedVote(down), failedVote(down)},
+		results:     []result[NodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), left(short)), vote(intReply(1), left(short)), failedVote(down), failedVote(down)},
 		nkeys:       1,
 		counted:     []bool{true, true, true, true, true},
 		quorum:      3,

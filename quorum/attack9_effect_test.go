@@ -26,7 +26,7 @@ func TestAttack9UnchangedHoldShorterByASlowRunNotCounted(t *testing.T) {
 	elapsed := 400 * time.Millisecond // the slow master's timeout
 	short := s - 350*time.Millisecond
 	d := decideEffect(effectVotes{
-		results:     []result[nodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), left(short)), vote(intReply(1), left(short)), failedVote(slow), failedVote(down)},
+		results:     []result[NodeEffect]{vote(intReply(1), extended(s)), vote(intReply(1), left(short)), vote(intReply(1), left(short)), failedVote(slow), failedVote(down)},
 		nkeys:       1,
 		counted:     []bool{true, true, true, true, true},
 		quorum:      3,

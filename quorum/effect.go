@@ -76,7 +76,7 @@ type EffectResult struct {
 	// keys are the call's distinct keys, and landed, per node, what the
 	// run may have taken new there: what UndoEffect gives back.
 	keys   []string
-	landed [][]keyUndo
+	landed [][]KeyUndo
 }
 
 // ErrRefused means a node refused a wrapped script: it did something a
@@ -102,7 +102,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	start := time.Now()
 	sc := newEffectScratch(len(e.nodes), len(keys))
 	defer sc.free()
-	call := effectCall{keys: keys, args: args, out: sc.out}
+	call := EffectCall{Keys: keys, Args: args, Out: sc.out}
 	results := e.runEffectOnNodes(ctx, start, eff, call, sc)
 	uniq := uniqueKeys(keys)
 	counted := sc.counted
@@ -136,7 +136,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	if d.err != nil {
 		return EffectResult{Op: d.op, Retry: d.retry}, d.err
 	}
-	return EffectResult{Op: d.op, Granted: d.granted, Reply: results[d.reply].v.reply, Lease: g.lease, Took: d.took,
+	return EffectResult{Op: d.op, Granted: d.granted, Reply: results[d.reply].v.Reply, Lease: g.lease, Took: d.took,
 		NewLock: d.newLock, keys: uniq, landed: d.landed}, nil
 }
 
@@ -154,13 +154,13 @@ func (e *Engine) UndoEffect(ctx context.Context, res EffectResult) {
 // undoKeys gives back on each node i the keys undo[i] names, each by a
 // compare-and-delete of its own holders and of the markers the run added
 // beside them: nothing else of the node.
-func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]keyUndo) {
-	if !slices.ContainsFunc(undo, func(u []keyUndo) bool { return len(u) > 0 }) {
+func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]KeyUndo) {
+	if !slices.ContainsFunc(undo, func(u []KeyUndo) bool { return len(u) > 0 }) {
 		return
 	}
 	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (struct{}, error) {
 		for _, u := range undo[i] {
-			if err := n.undoEffect(ctx, keys[u.key], u); err != nil {
+			if err := n.UndoEffect(ctx, keys[u.Key], u); err != nil {
 				return struct{}{}, err
 			}
 		}
@@ -197,7 +197,7 @@ func uniqueKeys(keys []string) []string {
 // reused: it is most of what a run would allocate and the GC scan.
 type effectScratch struct {
 	out     []KeyEffect
-	results []result[nodeEffect]
+	results []result[NodeEffect]
 	counted []bool
 	room    []keyOutcome // the decision's (effectVotes.room)
 }
@@ -217,7 +217,7 @@ func newEffectScratch(nodes, keys int) *effectScratch {
 		sc.out = make([]KeyEffect, nodes*keys)
 	}
 	if cap(sc.results) < nodes {
-		sc.results, sc.counted = make([]result[nodeEffect], nodes), make([]bool, nodes)
+		sc.results, sc.counted = make([]result[NodeEffect], nodes), make([]bool, nodes)
 	}
 	if cap(sc.room) < (nodes+1)*keys {
 		sc.room = make([]keyOutcome, (nodes+1)*keys)

@@ -47,11 +47,11 @@ func BenchmarkEffectWrapper(b *testing.B) {
 	}
 	variants := []variant{
 		{"library", "fcall", func(key string) error {
-			_, err := lib.runEffect(ctx, eff, newEffectCall([]string{key}, []string{"tok", "10500"}, 1), nil)
+			_, err := lib.RunEffect(ctx, eff, newEffectCall([]string{key}, []string{"tok", "10500"}, 1), nil)
 			return err
 		}},
 		{"script", "evalsha", func(key string) error {
-			_, err := scr.runEffect(ctx, eff, newEffectCall([]string{key}, []string{"tok", "10500"}, 1), nil)
+			_, err := scr.RunEffect(ctx, eff, newEffectCall([]string{key}, []string{"tok", "10500"}, 1), nil)
 			return err
 		}},
 		{"bare", "fcall", func(key string) error {

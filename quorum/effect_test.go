@@ -190,26 +190,26 @@ if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl
 			if keys == nil {
 				keys = []string{"k"}
 			}
-			ne, err := n.runEffect(t.Context(), eff, newEffectCall(keys, tt.args, 1), nil)
+			ne, err := n.RunEffect(t.Context(), eff, newEffectCall(keys, tt.args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
 			if tt.refused != "" {
-				if !strings.Contains(ne.refused, tt.refused) {
-					t.Fatalf("refused = %q; want it to say %q", ne.refused, tt.refused)
+				if !strings.Contains(ne.Refused, tt.refused) {
+					t.Fatalf("refused = %q; want it to say %q", ne.Refused, tt.refused)
 				}
 			} else {
-				if ne.refused != "" {
-					t.Fatalf("refused: %s", ne.refused)
+				if ne.Refused != "" {
+					t.Fatalf("refused: %s", ne.Refused)
 				}
-				if tt.reply.Kind == ValueError && tt.reply.Str == "" && ne.reply.Kind == ValueError {
-					ne.reply.Str = ""
+				if tt.reply.Kind == ValueError && tt.reply.Str == "" && ne.Reply.Kind == ValueError {
+					ne.Reply.Str = ""
 				}
-				if !ne.reply.equal(tt.reply) {
-					t.Errorf("reply = %+v; want %+v", ne.reply, tt.reply)
+				if !ne.Reply.equal(tt.reply) {
+					t.Errorf("reply = %+v; want %+v", ne.Reply, tt.reply)
 				}
-				if op, _ := classifyEffect(ne.keys, 0.01); op != tt.op {
-					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.keys)
+				if op, _ := classifyEffect(ne.Keys, 0.01); op != tt.op {
+					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.Keys)
 				}
 			}
 			if tt.wantHash != nil {
@@ -252,32 +252,32 @@ func TestUndoEffectRemovesOnlyOwnHolders(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(key string)
-		u     keyUndo
+		u     KeyUndo
 		want  string // what the key holds after, as dump prints it
 	}{
 		{"a string holding the token", func(k string) { admin.Set(ctx, k, "tok", time.Minute) },
-			keyUndo{tokens: []string{"tok"}}, "none"},
+			KeyUndo{Tokens: []string{"tok"}}, "none"},
 		{"a string holding another's", func(k string) { admin.Set(ctx, k, "other", time.Minute) },
-			keyUndo{tokens: []string{"tok"}}, "other"},
+			KeyUndo{Tokens: []string{"tok"}}, "other"},
 		{"a hash field", func(k string) { admin.HSet(ctx, k, "tok", 1, "other", 1) },
-			keyUndo{tokens: []string{"tok"}}, "other=1"},
+			KeyUndo{Tokens: []string{"tok"}}, "other=1"},
 		{"a hash marker the run added", func(k string) { admin.HSet(ctx, k, "tok", 1, "mode", "write") },
-			keyUndo{tokens: []string{"tok"}, markers: []Marker{{Entry: "mode", Value: "write"}}}, "none"},
+			KeyUndo{Tokens: []string{"tok"}, Markers: []Marker{{Entry: "mode", Value: "write"}}}, "none"},
 		{"the last member", func(k string) { admin.ZAdd(ctx, k, redisZ(1, "tok")) },
-			keyUndo{tokens: []string{"tok"}}, "none"},
+			KeyUndo{Tokens: []string{"tok"}}, "none"},
 		{"Symfony's save: the token and __write__", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "tok"), redisZ(5, "__write__")) },
-			keyUndo{tokens: []string{"tok"}, markers: write}, "none"},
+			KeyUndo{Tokens: []string{"tok"}, Markers: write}, "none"},
 		{"__write__ since given another value", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "tok"), redisZ(6, "__write__")) },
-			keyUndo{tokens: []string{"tok"}, markers: write}, "__write__=6"},
+			KeyUndo{Tokens: []string{"tok"}, Markers: write}, "__write__=6"},
 		{"__write__ without the token: another client's", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "other"), redisZ(5, "__write__")) },
-			keyUndo{tokens: []string{"tok"}, markers: write}, "__write__=5,other=5"},
+			KeyUndo{Tokens: []string{"tok"}, Markers: write}, "__write__=5,other=5"},
 		{"a marker the run did not add", func(k string) { admin.ZAdd(ctx, k, redisZ(5, "tok"), redisZ(5, "__write__")) },
-			keyUndo{tokens: []string{"tok"}}, "__write__=5"},
+			KeyUndo{Tokens: []string{"tok"}}, "__write__=5"},
 	}
 	for i, tt := range tests {
 		key := fmt.Sprintf("k%d", i)
 		tt.setup(key)
-		if err := n.undoEffect(ctx, key, tt.u); err != nil {
+		if err := n.UndoEffect(ctx, key, tt.u); err != nil {
 			t.Fatalf("%s: undoEffect: %v", tt.name, err)
 		}
 		if got := dumpKey(t, admin, key); got != tt.want {
@@ -484,31 +484,31 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 			if strings.Contains(tt.body, "1e15") {
 				runKeys = []string{"1e+15"}
 			}
-			ne, err := n.runEffect(ctx, eff, newEffectCall(runKeys, tt.args, 1), nil)
+			ne, err := n.RunEffect(ctx, eff, newEffectCall(runKeys, tt.args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
 			if tt.refused != "" {
-				if !strings.Contains(ne.refused, tt.refused) {
-					t.Errorf("refused = %q; want it to say %q", ne.refused, tt.refused)
+				if !strings.Contains(ne.Refused, tt.refused) {
+					t.Errorf("refused = %q; want it to say %q", ne.Refused, tt.refused)
 				}
-			} else if ne.refused != "" {
-				t.Errorf("refused: %s", ne.refused)
+			} else if ne.Refused != "" {
+				t.Errorf("refused: %s", ne.Refused)
 			} else {
-				op, hold := classifyEffect(ne.keys, 0.01)
+				op, hold := classifyEffect(ne.Keys, 0.01)
 				if op != tt.op {
-					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.keys)
+					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.Keys)
 				}
 				if op == EffectHold && (hold > tt.hold1 || hold < tt.hold1-time.Second) {
 					t.Errorf("hold = %v; want %v", hold, tt.hold1)
 				}
-				if got := ne.keys[0].BeforeOwn; !slices.Equal(got, tt.before) {
+				if got := ne.Keys[0].BeforeOwn; !slices.Equal(got, tt.before) {
 					t.Errorf("own holders before = %q; want %q", got, tt.before)
 				}
 				// A key left held by one of the caller's tokens reports
 				// that token as its own holder after.
-				if w, ok := tt.want["k"]; ok && w.v != "other" && !slices.Equal(ne.keys[0].AfterOwn, []string{w.v}) {
-					t.Errorf("own holders after = %q; want %q", ne.keys[0].AfterOwn, w.v)
+				if w, ok := tt.want["k"]; ok && w.v != "other" && !slices.Equal(ne.Keys[0].AfterOwn, []string{w.v}) {
+					t.Errorf("own holders after = %q; want %q", ne.Keys[0].AfterOwn, w.v)
 				}
 			}
 			if tt.hash {
@@ -524,8 +524,8 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 				if h := admin.HGetAll(ctx, "k2").Val(); len(h) != 1 || h["tok"] != "1" {
 					t.Errorf("after: HGETALL k2 = %v; want the caller's field", h)
 				}
-				if op, _ := classifyEffect(ne.keys, 0.01); op != EffectHold || len(ne.keys) != 2 || !slices.Equal(ne.keys[1].AfterOwn, []string{"tok"}) {
-					t.Errorf("keys = %+v; want k2 held by tok too", ne.keys)
+				if op, _ := classifyEffect(ne.Keys, 0.01); op != EffectHold || len(ne.Keys) != 2 || !slices.Equal(ne.Keys[1].AfterOwn, []string{"tok"}) {
+					t.Errorf("keys = %+v; want k2 held by tok too", ne.Keys)
 				}
 			}
 			for _, k := range append([]string{"1000000000000000"}, keys...) {
@@ -590,10 +590,10 @@ func TestDecodeShort(t *testing.T) {
 		// one key: the two-key row goes past it) beside a neighbour's.
 		call := newEffectCall([]string{"k"}, nil, 3)
 		neighbour := KeyEffect{Hold: 7}
-		call.out[2] = neighbour
-		for _, out := range [][]KeyEffect{nil, call.outFor(1)} {
+		call.Out[2] = neighbour
+		for _, out := range [][]KeyEffect{nil, call.OutFor(1)} {
 			ne, err := decodeEffect(tt.in, o, out)
-			if call.out[2].Hold != neighbour.Hold {
+			if call.Out[2].Hold != neighbour.Hold {
 				t.Fatalf("decodeEffect(%q) wrote over the next node's room", tt.in)
 			}
 			if tt.bad {
@@ -602,11 +602,11 @@ func TestDecodeShort(t *testing.T) {
 				}
 				continue
 			}
-			if err != nil || !ne.reply.equal(tt.reply) || len(ne.keys) != len(tt.keys) || ne.luaError != tt.luaError {
+			if err != nil || !ne.Reply.equal(tt.reply) || len(ne.Keys) != len(tt.keys) || ne.LuaError != tt.luaError {
 				t.Errorf("decodeEffect(%q) = %+v, %v; want %+v, %+v", tt.in, ne, err, tt.reply, tt.keys)
 				continue
 			}
-			for i, k := range ne.keys {
+			for i, k := range ne.Keys {
 				w := tt.keys[i]
 				if k.Changed != w.Changed || k.Hold != w.Hold || !slices.Equal(k.BeforeOwn, w.BeforeOwn) || !slices.Equal(k.AfterOwn, w.AfterOwn) {
 					t.Errorf("decodeEffect(%q) key %d = %+v; want %+v", tt.in, i, k, w)
@@ -659,10 +659,10 @@ func TestUniqueKeys(t *testing.T) {
 // the write lands, and the caller sees its deadline pass.
 type lostReplyNode struct{ *redisNode }
 
-func (n lostReplyNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
-	n.redisNode.runEffect(context.WithoutCancel(ctx), eff, c, out)
+func (n lostReplyNode) RunEffect(ctx context.Context, eff *Effect, c EffectCall, out []KeyEffect) (NodeEffect, error) {
+	n.redisNode.RunEffect(context.WithoutCancel(ctx), eff, c, out)
 	<-ctx.Done()
-	return nodeEffect{}, ctx.Err()
+	return NodeEffect{}, ctx.Err()
 }
 
 // A take served by effect that is undone (here: as the proxy undoes a
@@ -727,8 +727,8 @@ func TestNodeWithoutFunctionsIsNotAsked(t *testing.T) {
 	n := NewRedisNode(p.Addr, NodeOptions{NoFunctions: true}).(*redisNode)
 	t.Cleanup(func() { n.Close() })
 	e := New(Config{MaxTTL: time.Minute}, n)
-	ne, err := n.runEffect(t.Context(), e.Wrap(goZeroLock, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
-	if err != nil || ne.reply.Str != "OK" {
+	ne, err := n.RunEffect(t.Context(), e.Wrap(goZeroLock, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+	if err != nil || ne.Reply.Str != "OK" {
 		t.Fatalf("runEffect = %+v, %v; want OK", ne, err)
 	}
 	stats := admin.Info(t.Context(), "commandstats").Val()
@@ -741,8 +741,8 @@ func TestNodeWithoutFunctionsIsNotAsked(t *testing.T) {
 // node whose connection is gone.
 type failedEffectNode struct{ *redisNode }
 
-func (n failedEffectNode) runEffect(context.Context, *Effect, effectCall, []KeyEffect) (nodeEffect, error) {
-	return nodeEffect{}, errors.New("connection reset by peer")
+func (n failedEffectNode) RunEffect(context.Context, *Effect, EffectCall, []KeyEffect) (NodeEffect, error) {
+	return NodeEffect{}, errors.New("connection reset by peer")
 }
 
 // A hold that fails its quorum is undone only where it took a key new:
@@ -857,8 +857,8 @@ func TestEffectBodyOfTwoHundredLocals(t *testing.T) {
 		if err := admin.Eval(t.Context(), b.String(), []string{"one"}, "tok", "5000").Err(); err != nil {
 			t.Fatalf("one Redis: %v", err)
 		}
-		ne, err := n.runEffect(t.Context(), e.Wrap(b.String(), nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
-		if err != nil || ne.refused != "" || ne.reply.Kind != ValueStatus || ne.reply.Str != "OK" {
+		ne, err := n.RunEffect(t.Context(), e.Wrap(b.String(), nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
+		if err != nil || ne.Refused != "" || ne.Reply.Kind != ValueStatus || ne.Reply.Str != "OK" {
 			t.Errorf("wrapped = %+v, %v; want OK", ne, err)
 		}
 	})
@@ -882,9 +882,9 @@ func testEffectErrorsNameTheClientsLines(t *testing.T, form wrapperForm) {
 		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 			t.Fatalf("one Redis: %q = %v, %v; want an error starting %q", tt.body, one, err, tt.want)
 		}
-		ne, err := n.runEffect(t.Context(), e.Wrap(tt.body, nil), newEffectCall([]string{"k"}, []string{"v"}, 1), nil)
-		if err != nil || ne.reply.Kind != ValueError || ne.reply.Str != tt.want {
-			t.Errorf("wrapped %q = %+v, %v; want the error %q", tt.body, ne.reply, err, tt.want)
+		ne, err := n.RunEffect(t.Context(), e.Wrap(tt.body, nil), newEffectCall([]string{"k"}, []string{"v"}, 1), nil)
+		if err != nil || ne.Reply.Kind != ValueError || ne.Reply.Str != tt.want {
+			t.Errorf("wrapped %q = %+v, %v; want the error %q", tt.body, ne.Reply, err, tt.want)
 		}
 	}
 }
@@ -898,8 +898,8 @@ func TestEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T) {
 
 func testEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T, form wrapperForm) {
 	admin, n, e := formEngine(t, form)
-	run := func(body string, args ...string) (nodeEffect, error) {
-		return n.runEffect(t.Context(), e.Wrap(body, nil), newEffectCall([]string{"k"}, args, 1), nil)
+	run := func(body string, args ...string) (NodeEffect, error) {
+		return n.RunEffect(t.Context(), e.Wrap(body, nil), newEffectCall([]string{"k"}, args, 1), nil)
 	}
 	// The extend's library is loaded before memory runs out (FCALL is
 	// refused), the release's is not (FUNCTION LOAD is refused).
@@ -914,19 +914,19 @@ func testEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T, form wrapperForm) {
 	t.Cleanup(func() { admin.ConfigSet(context.Background(), "maxmemory", "0") })
 
 	ne, err := run(extend, "tok", "30000")
-	if err != nil || ne.reply.Kind != ValueInt || ne.reply.Int != 1 {
-		t.Errorf("extend over maxmemory = %+v, %v; want 1, as one Redis", ne.reply, err)
+	if err != nil || ne.Reply.Kind != ValueInt || ne.Reply.Int != 1 {
+		t.Errorf("extend over maxmemory = %+v, %v; want 1, as one Redis", ne.Reply, err)
 	}
 	ne, err = run(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`, "tok")
-	if err != nil || ne.reply.Kind != ValueInt || ne.reply.Int != 1 {
-		t.Errorf("release over maxmemory = %+v, %v; want 1, as one Redis", ne.reply, err)
+	if err != nil || ne.Reply.Kind != ValueInt || ne.Reply.Int != 1 {
+		t.Errorf("release over maxmemory = %+v, %v; want 1, as one Redis", ne.Reply, err)
 	}
 	if v, _ := keyState(t, admin, "k"); v != "" {
 		t.Errorf("after the release: k = %q; want it gone", v)
 	}
 	// A take is refused by Redis's own OOM error, from inside the script.
 	ne, err = run(`return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, "tok", "5000")
-	if err != nil || ne.reply.Kind != ValueError || !strings.HasPrefix(ne.reply.Str, "OOM ") {
-		t.Errorf("take over maxmemory = %+v, %v; want the OOM error reply", ne.reply, err)
+	if err != nil || ne.Reply.Kind != ValueError || !strings.HasPrefix(ne.Reply.Str, "OOM ") {
+		t.Errorf("take over maxmemory = %+v, %v; want the OOM error reply", ne.Reply, err)
 	}
 }

@@ -343,7 +343,7 @@ func (c *checker) attempt(w []mNode, sc mScript, tok string, elapsed time.Durati
 	c.stats.runs++
 	n, q := len(w), len(w)/2+1
 	after := make([]mNode, n)
-	results := make([]result[nodeEffect], n)
+	results := make([]result[NodeEffect], n)
 	counted := make([]bool, n)
 	refusedAny := false
 	ran := make([]bool, n) // the script changed the node (not refused)
@@ -359,7 +359,7 @@ func (c *checker) attempt(w []mNode, sc mScript, tok string, elapsed time.Durati
 		if refused {
 			after[i].s = nd.s.clone()
 			refusedAny = true
-			results[i] = result[nodeEffect]{v: nodeEffect{refused: "it removes or overwrites another token's hold"}}
+			results[i] = result[NodeEffect]{v: NodeEffect{Refused: "it removes or overwrites another token's hold"}}
 			continue
 		}
 		after[i].s, ran[i] = r.s, true
@@ -387,26 +387,26 @@ func (c *checker) attempt(w []mNode, sc mScript, tok string, elapsed time.Durati
 	}
 	for i, us := range d.undo {
 		for _, u := range us {
-			k := after[i].s[u.key]
+			k := after[i].s[u.Key]
 			for _, e := range k {
-				if !slices.Contains(u.tokens, e.tok) {
+				if !slices.Contains(u.Tokens, e.tok) {
 					continue
 				}
 				switch {
 				case w[i].a == nodeUp || w[i].a == nodeQuarantined:
-					if w[i].s[u.key].find(e.tok) >= 0 {
-						c.fail("%s: the undo removes %s's hold of key %d on node %d, which the run did not take", where(), e.tok, u.key, i)
+					if w[i].s[u.Key].find(e.tok) >= 0 {
+						c.fail("%s: the undo removes %s's hold of key %d on node %d, which the run did not take", where(), e.tok, u.Key, i)
 						return nil, effectDecision{}, nil
 					}
 				case e.tok != tok:
-					c.fail("%s: the undo removes another token (%s) of key %d on failed node %d", where(), e.tok, u.key, i)
+					c.fail("%s: the undo removes another token (%s) of key %d on failed node %d", where(), e.tok, u.Key, i)
 					return nil, effectDecision{}, nil
-				case slices.Contains(beforeQ[u.key], tok):
-					c.fail("%s: the undo removes the caller's hold of key %d on failed node %d, held on a quorum before", where(), u.key, i)
+				case slices.Contains(beforeQ[u.Key], tok):
+					c.fail("%s: the undo removes the caller's hold of key %d on failed node %d, held on a quorum before", where(), u.Key, i)
 					return nil, effectDecision{}, nil
 				}
 			}
-			after[i].s[u.key] = mUndo(k, u.tokens)
+			after[i].s[u.Key] = mUndo(k, u.Tokens)
 		}
 	}
 
@@ -443,8 +443,8 @@ func (c *checker) attempt(w []mNode, sc mScript, tok string, elapsed time.Durati
 			c.fail("%s: a node refused but the run is answered", where())
 			return nil, effectDecision{}, nil
 		}
-		if !c.oneRedis(w, sc, tok, d, results[d.reply].v.reply) {
-			c.fail("%s: answered %v with keys %v: no single Redis in a state the nodes show answers so", where(), results[d.reply].v.reply, d.keys)
+		if !c.oneRedis(w, sc, tok, d, results[d.reply].v.Reply) {
+			c.fail("%s: answered %v with keys %v: no single Redis in a state the nodes show answers so", where(), results[d.reply].v.Reply, d.keys)
 			return nil, effectDecision{}, nil
 		}
 		if d.granted {
@@ -647,7 +647,7 @@ func TestEffectCheckerCatchesBrokenDecisions(t *testing.T) {
 func decideFirstReply(v effectVotes) effectDecision {
 	d := decideEffect(v)
 	if d.err == nil {
-		d.reply = slices.IndexFunc(v.results, func(r result[nodeEffect]) bool { return r.err == nil && r.v.refused == "" })
+		d.reply = slices.IndexFunc(v.results, func(r result[NodeEffect]) bool { return r.err == nil && r.v.Refused == "" })
 	}
 	return d
 }
@@ -687,11 +687,11 @@ func decideReleaseNoValidity(v effectVotes) effectDecision {
 func decideNoShared(v effectVotes) effectDecision {
 	rs := slices.Clone(v.results)
 	for i := range rs {
-		keys := slices.Clone(rs[i].v.keys)
+		keys := slices.Clone(rs[i].v.Keys)
 		for j := range keys {
 			keys[j].Others = 0
 		}
-		rs[i].v.keys = keys
+		rs[i].v.Keys = keys
 	}
 	v.results = rs
 	return decideEffect(v)
@@ -703,16 +703,16 @@ func decideNoShared(v effectVotes) effectDecision {
 // reply, and every new take undone on a denial.
 func decidePerNode(v effectVotes) effectDecision {
 	n := len(v.results)
-	d := effectDecision{reply: -1, keys: make([]keyOutcome, v.nkeys), landed: make([][]keyUndo, n), undo: make([][]keyUndo, n)}
+	d := effectDecision{reply: -1, keys: make([]keyOutcome, v.nkeys), landed: make([][]KeyUndo, n), undo: make([][]KeyUndo, n)}
 	ops := make([]EffectOp, n)
 	holds := make([]time.Duration, n)
 	anyHold, anyRelease := false, false
 	for i, r := range v.results {
-		if r.err == nil && r.v.refused != "" {
-			d.err = &RefusedError{Reason: r.v.refused}
+		if r.err == nil && r.v.Refused != "" {
+			d.err = &RefusedError{Reason: r.v.Refused}
 		}
-		if r.err == nil && r.v.refused == "" {
-			ops[i], holds[i] = classifyEffect(r.v.keys, v.driftFactor)
+		if r.err == nil && r.v.Refused == "" {
+			ops[i], holds[i] = classifyEffect(r.v.Keys, v.driftFactor)
 			anyHold = anyHold || ops[i] == EffectHold
 			anyRelease = anyRelease || ops[i] == EffectRelease
 		}
@@ -772,7 +772,7 @@ func decidePerNode(v effectVotes) effectDecision {
 func perNodeOutcomes(v effectVotes) [][]keyOutcome {
 	outs := make([][]keyOutcome, len(v.results))
 	for i, r := range v.results {
-		if r.err != nil || r.v.refused != "" {
+		if r.err != nil || r.v.Refused != "" {
 			continue
 		}
 		outs[i] = make([]keyOutcome, v.nkeys)

@@ -42,7 +42,7 @@ func nodeKeyOutcome(k KeyEffect, driftFactor float64) (o keyOutcome, isNew bool)
 // effectVotes is everything decideEffect reads: every node's answer to one
 // run of a wrapped script, and how to count them.
 type effectVotes struct {
-	results []result[nodeEffect]
+	results []result[NodeEffect]
 	nkeys   int    // distinct keys of the call; results[i].v.keys[j] is key j
 	counted []bool // counted[i]: node i's answer counts (not quarantined)
 	quorum  int
@@ -55,13 +55,13 @@ type effectVotes struct {
 	room []keyOutcome
 }
 
-// keyUndo is one key to give back on one node: each of tokens that holds
+// KeyUndo is one key to give back on one node: each of tokens that holds
 // it there is removed (compare-and-delete), then, if one did, each of
 // markers that still has the value the run gave it.
-type keyUndo struct {
-	key     int // among the call's distinct keys
-	tokens  []string
-	markers []Marker
+type KeyUndo struct {
+	Key     int // among the call's distinct keys
+	Tokens  []string
+	Markers []Marker
 }
 
 // effectDecision is how one run is answered, and what is undone.
@@ -85,7 +85,7 @@ type effectDecision struct {
 	// landed[i] is what the run may have taken new on node i: undone now
 	// where undo[i] says so, and all of it if the proxy gives a granted
 	// hold back later (UndoEffect).
-	landed, undo [][]keyUndo
+	landed, undo [][]KeyUndo
 	// retry: the run failed undecided, split, and once undone it leaves
 	// nothing that another try would change again (mayRetry).
 	retry bool
@@ -115,7 +115,7 @@ func decideEffect(v effectVotes) effectDecision {
 	}
 	flat = flat[:(n+1)*v.nkeys]
 	clear(flat)
-	lists := make([][]keyUndo, 2*n)
+	lists := make([][]KeyUndo, 2*n)
 	d := effectDecision{reply: -1, keys: flat[n*v.nkeys:], landed: lists[:n:n], undo: lists[n:]}
 	var outsBuf [8][]keyOutcome
 	outs := outsBuf[:0]
@@ -123,7 +123,7 @@ func decideEffect(v effectVotes) effectDecision {
 		outs = make([][]keyOutcome, 0, n)
 	}
 	outs = outs[:n]
-	landed := make([]keyUndo, 0, n*v.nkeys)
+	landed := make([]KeyUndo, 0, n*v.nkeys)
 	for i := range n {
 		d.landed[i] = landed[i*v.nkeys : i*v.nkeys : (i+1)*v.nkeys]
 	}
@@ -132,9 +132,9 @@ func decideEffect(v effectVotes) effectDecision {
 	for i, r := range v.results {
 		switch {
 		case r.err != nil:
-		case r.v.refused != "":
+		case r.v.Refused != "":
 			if refused == "" {
-				refused = r.v.refused
+				refused = r.v.Refused
 			}
 		default:
 			outs[i] = flat[i*v.nkeys : (i+1)*v.nkeys : (i+1)*v.nkeys]
@@ -228,7 +228,7 @@ func decideEffect(v effectVotes) effectDecision {
 		}
 		agree := 0
 		for k := range n {
-			if ok[k] && v.results[i].v.reply.agrees(v.results[k].v.reply, slack) {
+			if ok[k] && v.results[i].v.Reply.agrees(v.results[k].v.Reply, slack) {
 				agree++
 			}
 		}
@@ -265,7 +265,7 @@ func decideEffect(v effectVotes) effectDecision {
 	}
 	for i, l := range d.landed {
 		for _, u := range l {
-			if d.keys[u.key] != keyHeld {
+			if d.keys[u.Key] != keyHeld {
 				d.undo[i] = append(d.undo[i], u)
 			}
 		}
@@ -288,11 +288,11 @@ func (d *effectDecision) mayRetry(v effectVotes, o Outcome) bool {
 		return false
 	}
 	undone := func(i, j int) bool {
-		return slices.ContainsFunc(d.undo[i], func(u keyUndo) bool { return u.key == j })
+		return slices.ContainsFunc(d.undo[i], func(u KeyUndo) bool { return u.Key == j })
 	}
 	changed := make([]bool, v.nkeys)
 	for i, r := range v.results {
-		if r.err != nil || r.v.refused != "" {
+		if r.err != nil || r.v.Refused != "" {
 			continue
 		}
 		for j := range v.nkeys {
@@ -326,9 +326,9 @@ func unsent(err error) bool {
 
 // keyOf is node effect ne's report on key j (none when the node reported
 // fewer keys).
-func keyOf(ne nodeEffect, j int) KeyEffect {
-	if j < len(ne.keys) {
-		return ne.keys[j]
+func keyOf(ne NodeEffect, j int) KeyEffect {
+	if j < len(ne.Keys) {
+		return ne.Keys[j]
 	}
 	return KeyEffect{}
 }
@@ -373,7 +373,7 @@ func (v effectVotes) tally(outs [][]keyOutcome, j int, buf []time.Duration) (t k
 		case r.err != nil:
 			t.failed++
 			continue
-		case r.v.refused != "":
+		case r.v.Refused != "":
 			continue
 		case !v.counted[i]:
 			t.quarantined++
@@ -434,7 +434,7 @@ func (v effectVotes) unchangedHolds(outs [][]keyOutcome, j int, t keyTally, hold
 	}
 	least := shortest - 2*time.Millisecond
 	for i, r := range v.results {
-		if r.err != nil || r.v.refused != "" || !v.counted[i] || outs[i] == nil || !only(i, keyKept) {
+		if r.err != nil || r.v.Refused != "" || !v.counted[i] || outs[i] == nil || !only(i, keyKept) {
 			continue
 		}
 		k := keyOf(r.v, j)
@@ -476,7 +476,7 @@ func (v effectVotes) tookNew(outs [][]keyOutcome, j int) bool {
 // the run was never called.
 func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 	n := len(v.results)
-	failed := slices.ContainsFunc(v.results, func(r result[nodeEffect]) bool { return r.err != nil })
+	failed := slices.ContainsFunc(v.results, func(r result[NodeEffect]) bool { return r.err != nil })
 	for j := range v.nkeys {
 		var tokens []string
 		takenNew := 0
@@ -488,7 +488,7 @@ func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 			if len(k.BeforeOwn) > 0 {
 				continue
 			}
-			d.landed[i] = append(d.landed[i], keyUndo{key: j, tokens: k.AfterOwn, markers: k.Markers})
+			d.landed[i] = append(d.landed[i], KeyUndo{Key: j, Tokens: k.AfterOwn, Markers: k.Markers})
 			if v.counted[i] {
 				takenNew++
 			}
@@ -503,7 +503,7 @@ func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 		}
 		for i, r := range v.results {
 			if r.err != nil && !errors.Is(r.err, ErrNodeDown) {
-				d.landed[i] = append(d.landed[i], keyUndo{key: j, tokens: tokens})
+				d.landed[i] = append(d.landed[i], KeyUndo{Key: j, Tokens: tokens})
 			}
 		}
 	}
@@ -512,7 +512,7 @@ func (d *effectDecision) landedKeys(v effectVotes, outs [][]keyOutcome) {
 func (v effectVotes) answered() int {
 	a := 0
 	for i, r := range v.results {
-		if r.err == nil && r.v.refused == "" && v.counted[i] {
+		if r.err == nil && r.v.Refused == "" && v.counted[i] {
 			a++
 		}
 	}

@@ -22,11 +22,11 @@ func classifyEffect(keys []KeyEffect, driftFactor float64) (op EffectOp, hold ti
 
 // vote is one node's answer for decideEffect's tests: a failure, a
 // refusal, or a reply and its key effects.
-func vote(reply Value, keys ...KeyEffect) result[nodeEffect] {
-	return result[nodeEffect]{v: nodeEffect{reply: reply, keys: keys}}
+func vote(reply Value, keys ...KeyEffect) result[NodeEffect] {
+	return result[NodeEffect]{v: NodeEffect{Reply: reply, Keys: keys}}
 }
 
-func failedVote(err error) result[nodeEffect] { return result[nodeEffect]{err: err} }
+func failedVote(err error) result[NodeEffect] { return result[NodeEffect]{err: err} }
 
 // took, extended, released and read are one key's report: own is the
 // caller's token.

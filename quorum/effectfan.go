@@ -15,7 +15,7 @@ import (
 // it as runEffect does, loading what it lacks without waiting for the
 // others (a node frozen before its first call costs only itself), and
 // a body's very first call waits firstLoadTimeout for them.
-func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call effectCall, sc *effectScratch) []result[nodeEffect] {
+func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call EffectCall, sc *effectScratch) []result[NodeEffect] {
 	if !e.fcallsEverywhere(eff) {
 		timeout := e.cfg.NodeTimeout
 		if eff.ready.Load() == 0 {
@@ -29,14 +29,14 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		}
 		return results
 	}
-	call.fcall = fcallCommand(eff.w, call.keys, call.args)
-	raw := fanOutCall(ctx, e, func(Batch) Call[any] { return plainCall(call.fcall, fcallAnswer) }, notPiped)
+	call.FCall = fcallCommand(eff.w, call.Keys, call.Args)
+	raw := fanOutCall(ctx, e, func(Batch) Call[any] { return plainCall(call.FCall, fcallAnswer) }, notPiped)
 	results := sc.results[:len(raw)]
 	var again []bool
 	for i, r := range raw {
 		switch v := r.v.(type) {
-		case nodeEffect: // run by each
-			results[i] = result[nodeEffect]{v: v, err: r.err}
+		case NodeEffect: // run by each
+			results[i] = result[NodeEffect]{v: v, err: r.err}
 			continue
 		case needsLibraryMark:
 			eff.ready.And(^(uint64(1) << i))
@@ -48,23 +48,23 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		}
 		if r.err != nil {
 			if msg, ok := compileError(r.err); ok {
-				results[i] = result[nodeEffect]{v: nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff.head)}}
+				results[i] = result[NodeEffect]{v: NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff.head)}}
 				continue
 			}
-			results[i] = result[nodeEffect]{err: r.err} // a *NodeError already
+			results[i] = result[NodeEffect]{err: r.err} // a *NodeError already
 			continue
 		}
-		ne, err := effectOf(r.v, nil, 0, call, call.outFor(i))
+		ne, err := effectOf(r.v, nil, 0, call, call.OutFor(i))
 		if err != nil {
 			err = &NodeError{Node: i, Addr: e.nodes[i].Addr(), Err: err}
 		}
-		results[i] = result[nodeEffect]{v: ne, err: err}
+		results[i] = result[NodeEffect]{v: ne, err: err}
 	}
 	if again != nil {
 		left := e.cfg.NodeTimeout - time.Since(start)
-		retried := fanOutWithin(ctx, e, max(left, time.Nanosecond), false, nil, func(ctx context.Context, i int, n Node) (nodeEffect, error) {
+		retried := fanOutWithin(ctx, e, max(left, time.Nanosecond), false, nil, func(ctx context.Context, i int, n Node) (NodeEffect, error) {
 			if !again[i] {
-				return nodeEffect{}, nil
+				return NodeEffect{}, nil
 			}
 			return eachEffect(eff, call)(ctx, i, n)
 		})
@@ -89,9 +89,9 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 const firstLoadTimeout = 500 * time.Millisecond
 
 // eachEffect runs the call of eff on one node as runEffect does.
-func eachEffect(eff *Effect, call effectCall) func(ctx context.Context, i int, n Node) (nodeEffect, error) {
-	return func(ctx context.Context, i int, n Node) (nodeEffect, error) {
-		return n.runEffect(ctx, eff, call, call.outFor(i))
+func eachEffect(eff *Effect, call EffectCall) func(ctx context.Context, i int, n Node) (NodeEffect, error) {
+	return func(ctx context.Context, i int, n Node) (NodeEffect, error) {
+		return n.RunEffect(ctx, eff, call, call.OutFor(i))
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // flushed, and the nodes' errors.
 func (e *Engine) FlushEffects(ctx context.Context) (int, error) {
 	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (bool, error) {
-		err := n.flushEffects(ctx)
+		err := n.FlushEffects(ctx)
 		if errors.Is(err, errUnsupported) {
 			return false, nil // nothing to flush
 		}

@@ -39,8 +39,8 @@ func TestEffectLibraryStaysBounded(t *testing.T) {
 	run := func(i int, key string) {
 		t.Helper()
 		body := fmt.Sprintf(`local v = %d return redis.call("set", KEYS[1], ARGV[1], "NX", "PX", 5000)`, i)
-		ne, err := n.runEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
-		if err != nil || ne.refused != "" || ne.reply.Kind != ValueStatus || ne.reply.Str != "OK" {
+		ne, err := n.RunEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
+		if err != nil || ne.Refused != "" || ne.Reply.Kind != ValueStatus || ne.Reply.Str != "OK" {
 			t.Fatalf("script %d = %+v, %v; want OK", i, ne, err)
 		}
 	}
@@ -90,11 +90,11 @@ return r`, nil)
 		{take, []string{"tok", "10500"}, []string{"tok"}, 10500 * time.Millisecond},
 	} {
 		key := "k" + strconv.Itoa(i)
-		ne, err := n.runEffect(ctx, c.eff, newEffectCall([]string{key}, c.args, 1), nil)
-		if err != nil || ne.refused != "" || ne.reply.Kind != ValueStatus || ne.reply.Str != "OK" || len(ne.keys) != 1 {
+		ne, err := n.RunEffect(ctx, c.eff, newEffectCall([]string{key}, c.args, 1), nil)
+		if err != nil || ne.Refused != "" || ne.Reply.Kind != ValueStatus || ne.Reply.Str != "OK" || len(ne.Keys) != 1 {
 			t.Fatalf("take %d = %+v, %v; want OK and one key", i, ne, err)
 		}
-		k := ne.keys[0]
+		k := ne.Keys[0]
 		if !k.Changed || !slices.Equal(k.AfterOwn, c.after) || len(k.BeforeOwn) != 0 || k.Hold != c.hold {
 			t.Errorf("take %d of %s with %q: %+v; want changed, after %q, hold %v", i, key, c.args, k, c.after, c.hold)
 		}
@@ -137,11 +137,11 @@ return 1`, nil)
 		{hash, []string{"h1"}, nil}, // the slow path
 		{take, []string{"d1"}, nil},
 	} {
-		ne, err := n.runEffect(ctx, c.eff, newEffectCall(c.keys, []string{"tok", "10000"}, 1), nil)
-		if err != nil || ne.refused != "" || len(ne.keys) != len(c.keys) {
+		ne, err := n.RunEffect(ctx, c.eff, newEffectCall(c.keys, []string{"tok", "10000"}, 1), nil)
+		if err != nil || ne.Refused != "" || len(ne.Keys) != len(c.keys) {
 			t.Fatalf("run %d = %+v, %v; want one effect per key", i, ne, err)
 		}
-		for j, k := range ne.keys {
+		for j, k := range ne.Keys {
 			want := c.before
 			if j > 0 && i == 2 {
 				want = nil // c2 was free
@@ -161,18 +161,18 @@ func TestEffectCommandInAnyCase(t *testing.T) {
 		ctx := t.Context()
 		take := e.Wrap(`if redis.call("gEt", KEYS[1]) == ARGV[1] then return 2 end
 return redis.call("Set", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])`, nil)
-		ne, err := n.runEffect(ctx, take, newEffectCall([]string{"k"}, []string{"tok", "10000"}, 1), nil)
-		if err != nil || ne.refused != "" || ne.reply.Str != "OK" || len(ne.keys) != 1 ||
-			!ne.keys[0].Changed || !slices.Equal(ne.keys[0].AfterOwn, []string{"tok"}) {
+		ne, err := n.RunEffect(ctx, take, newEffectCall([]string{"k"}, []string{"tok", "10000"}, 1), nil)
+		if err != nil || ne.Refused != "" || ne.Reply.Str != "OK" || len(ne.Keys) != 1 ||
+			!ne.Keys[0].Changed || !slices.Equal(ne.Keys[0].AfterOwn, []string{"tok"}) {
 			t.Fatalf("take in mixed case = %+v, %v; want OK, k taken", ne, err)
 		}
-		ne, err = n.runEffect(ctx, take, newEffectCall([]string{"k"}, []string{"tok", "10000"}, 1), nil)
-		if err != nil || ne.refused != "" || ne.reply.Kind != ValueInt || ne.reply.Int != 2 {
+		ne, err = n.RunEffect(ctx, take, newEffectCall([]string{"k"}, []string{"tok", "10000"}, 1), nil)
+		if err != nil || ne.Refused != "" || ne.Reply.Kind != ValueInt || ne.Reply.Int != 2 {
 			t.Fatalf("take again = %+v, %v; want 2 (its GET found its token)", ne, err)
 		}
 		flush := e.Wrap(`return redis.call("FlushAll")`, nil)
-		ne, err = n.runEffect(ctx, flush, newEffectCall([]string{"k"}, []string{"tok"}, 1), nil)
-		if err != nil || !strings.Contains(ne.refused, "FLUSHALL is not a lock command") {
+		ne, err = n.RunEffect(ctx, flush, newEffectCall([]string{"k"}, []string{"tok"}, 1), nil)
+		if err != nil || !strings.Contains(ne.Refused, "FLUSHALL is not a lock command") {
 			t.Fatalf("FlushAll = %+v, %v; want refused as not a lock command", ne, err)
 		}
 	})

@@ -13,135 +13,6 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
-// Value is a script's reply as a node gave it, with its RESP type kept:
-// status and bulk strings stay apart, as do nil and an empty array.
-type Value struct {
-	Kind  ValueKind
-	Str   string // status, bulk or error text
-	Int   int64
-	Items []Value // array items
-}
-
-// ValueKind is a Value's RESP type.
-type ValueKind uint8
-
-const (
-	ValueNil ValueKind = iota
-	ValueStatus
-	ValueBulk
-	ValueInt
-	ValueError
-	ValueArray
-	// RESP3's types a script's table gives (Redis 7): the double's text,
-	// the big number's digits, the verbatim string as "fmt:text" (fmt
-	// three bytes, as Redis writes it); a map's items are its keys and
-	// values in turn, a set's its members.
-	ValueDouble
-	ValueBigNumber
-	ValueVerbatim
-	ValueMap
-	ValueSet
-)
-
-// equal reports whether two replies are the same.
-func (v Value) equal(w Value) bool {
-	if v.Kind != w.Kind || v.Str != w.Str || v.Int != w.Int || len(v.Items) != len(w.Items) {
-		return false
-	}
-	for i := range v.Items {
-		if !v.Items[i].equal(w.Items[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// KeyEffect is what one run of a wrapped script did to one key on one
-// node: proved by the wrapper's fast path, or judged from the snapshots
-// taken before and after it.
-type KeyEffect struct {
-	// BeforeOwn and AfterOwn are the holders (string value, hash field,
-	// sorted-set member still valid: the wrapper's hold table) that are
-	// one of the call's ARGV or KEYS. A constant of the script is never
-	// own. A key the run neither wrote nor read has none reported.
-	BeforeOwn, AfterOwn []string
-	Changed             bool
-	// Hold is how long the own holders have left after the run: the key's
-	// PTTL, or for a sorted set the earliest own member's expiry.
-	Hold time.Duration
-	// Others counts the holders of other tokens, still valid, that the
-	// key had both before and after the run (other hash fields, other
-	// sorted-set members): a key several tokens hold is decided by every
-	// node (decideEffect). Zero where the wrapper does not report it.
-	Others int
-	// Markers are the markers (an entry that is a constant of the script,
-	// no one's hold, such as Symfony's "__write__" member) that the run
-	// added to a key no own holder held before: what an undo of the take
-	// removes beside AfterOwn. None for a string key.
-	Markers []Marker
-}
-
-// Marker is a hash field or sorted-set member a run wrote as a marker,
-// with the value it gave it (a field's value, a member's score as Redis
-// prints it).
-type Marker struct{ Entry, Value string }
-
-// nodeEffect is one node's answer to a wrapped script.
-type nodeEffect struct {
-	refused string // the node rolled the run back, for this reason
-	reply   Value
-	// luaError is true when reply is a Lua error the body raised as text:
-	// it starts with the line of the wrapped form that ran (bodyLines).
-	luaError bool
-	keys     []KeyEffect
-}
-
-// effectNode is the part of Node that runs wrapped scripts.
-type effectNode interface {
-	runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error)
-	undoEffect(ctx context.Context, key string, u keyUndo) error
-	// flushEffects drops the wrapper's libraries and scripts; a node
-	// with none answers errUnsupported.
-	flushEffects(ctx context.Context) error
-}
-
-// effectCall is one run's keys and arguments, made once for every node:
-// fcall is the call of the wrapper's function, encoded (fcallCommand),
-// and out has room for each node's key effects (node i's from
-// i*len(keys)).
-type effectCall struct {
-	keys, args []string
-	fcall      []byte
-	out        []KeyEffect
-}
-
-func newEffectCall(keys, args []string, nodes int) effectCall {
-	return effectCall{keys: keys, args: args, out: make([]KeyEffect, nodes*len(keys))}
-}
-
-// outFor is node i's room for its key effects: empty, and capped so that
-// appending past it never reaches another node's.
-func (c effectCall) outFor(i int) []KeyEffect {
-	n := len(c.keys)
-	if i < 0 || (i+1)*n > len(c.out) {
-		return nil
-	}
-	return c.out[i*n : i*n : (i+1)*n]
-}
-
-// keysArgs are the call's keys, then its args, as go-redis command
-// arguments: for the script form and the retries (pipescript.go).
-func (c effectCall) keysArgs() []any {
-	out := make([]any, 0, len(c.keys)+len(c.args))
-	for _, k := range c.keys {
-		out = append(out, k)
-	}
-	for _, a := range c.args {
-		out = append(out, a)
-	}
-	return out
-}
-
 // fcallCommand encodes the call of s's function with keys and args, and
 // the SHA-1 of the body's chunk, as evalKeyed sends it: one buffer that
 // every node's pipeline writes as it is, with no command object.
@@ -174,7 +45,7 @@ func fcallCommand(s *script, keys, args []string) []byte {
 	return b
 }
 
-func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, out []KeyEffect) (nodeEffect, error) {
+func (n *redisNode) RunEffect(ctx context.Context, eff *Effect, c EffectCall, out []KeyEffect) (NodeEffect, error) {
 	v, asScript, err := n.runWrapped(ctx, eff.w, c)
 	head := 0
 	if asScript {
@@ -185,19 +56,19 @@ func (n *redisNode) runEffect(ctx context.Context, eff *Effect, c effectCall, ou
 
 // effectOf is a node's answer to a wrapped script from its reply; head
 // is the lines of the form that ran before the body's first (bodyLines).
-func effectOf(v any, err error, head int, c effectCall, out []KeyEffect) (nodeEffect, error) {
-	keys, args := c.keys, c.args
+func effectOf(v any, err error, head int, c EffectCall, out []KeyEffect) (NodeEffect, error) {
+	keys, args := c.Keys, c.Args
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.
-		return nodeEffect{refused: "it does not compile as Redis's Lua: " + bodyLines(msg, head)}, nil
+		return NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, head)}, nil
 	}
 	if err != nil {
-		return nodeEffect{}, err
+		return NodeEffect{}, err
 	}
 	ne, err := decodeEffect(v, owns{args, keys}, out)
-	if ne.luaError {
-		ne.reply.Str = errorLine(ne.reply.Str, head)
+	if ne.LuaError {
+		ne.Reply.Str = errorLine(ne.Reply.Str, head)
 	}
 	return ne, err
 }
@@ -207,21 +78,21 @@ func effectOf(v any, err error, head int, c effectCall, out []KeyEffect) (nodeEf
 // node lacks the library or the body's chunk or runs no functions, as
 // evalKeyed runs it (pipescript.go: loading, retrying, the script form).
 // asScript is true when the script form answered.
-func (n *redisNode) runWrapped(ctx context.Context, s *script, c effectCall) (v any, asScript bool, err error) {
+func (n *redisNode) runWrapped(ctx context.Context, s *script, c EffectCall) (v any, asScript bool, err error) {
 	p := n.p
 	if s.fn == "" || s.noLib.Load() || p.noFunctions.Load() {
-		cmd, err := p.evalKeyed(ctx, s, len(c.keys), c.keysArgs())
+		cmd, err := p.evalKeyed(ctx, s, len(c.Keys), c.KeysArgs())
 		return cmd.Val(), cmd.Args()[0] != fcallArg, err
 	}
-	b := c.fcall
+	b := c.FCall
 	if b == nil {
-		b = fcallCommand(s, c.keys, c.args)
+		b = fcallCommand(s, c.Keys, c.Args)
 	}
 	v, err = p.reply(ctx, b)
 	if err == nil || ctx.Err() != nil {
 		return v, false, err
 	}
-	args := append([]any{fcallArg, s.fnArg, len(c.keys)}, c.keysArgs()...)
+	args := append([]any{fcallArg, s.fnArg, len(c.Keys)}, c.KeysArgs()...)
 	if s.chunk != "" {
 		args = append(args, s.chunkArg)
 	}
@@ -309,13 +180,13 @@ func compileLines(msg string, head int) string {
 	return msg[:j] + strconv.Itoa(n-head) + msg[k:]
 }
 
-func (n *redisNode) undoEffect(ctx context.Context, key string, u keyUndo) error {
-	args := make([]any, 0, 1+len(u.tokens)+2*len(u.markers))
-	args = append(args, len(u.tokens))
-	for _, t := range u.tokens {
+func (n *redisNode) UndoEffect(ctx context.Context, key string, u KeyUndo) error {
+	args := make([]any, 0, 1+len(u.Tokens)+2*len(u.Markers))
+	args = append(args, len(u.Tokens))
+	for _, t := range u.Tokens {
 		args = append(args, t)
 	}
-	for _, m := range u.markers {
+	for _, m := range u.Markers {
 		args = append(args, m.Entry, m.Value)
 	}
 	_, err := n.p.evalBody(ctx, undoEffectScript, []string{key}, args...)
@@ -345,17 +216,17 @@ func (o owns) at(i int64) ([]string, bool) {
 
 // decodeEffect reads the wrapper's reply (effectlua.go); own holders are
 // places among o. The key effects are appended to out (nil: a new slice).
-func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
+func decodeEffect(v any, o owns, out []KeyEffect) (NodeEffect, error) {
 	if s, ok := v.(string); ok {
 		return decodeShort(s, o, out)
 	}
 	top, ok := v.([]any)
 	if !ok || len(top) < 2 {
-		return nodeEffect{}, fmt.Errorf("%w: %T", errEffectReply, v)
+		return NodeEffect{}, fmt.Errorf("%w: %T", errEffectReply, v)
 	}
 	if top[0] == "refused" {
 		why, _ := top[1].(string)
-		return nodeEffect{refused: why}, nil
+		return NodeEffect{Refused: why}, nil
 	}
 	tag, luaError := top[0], top[0] == "E"
 	if luaError {
@@ -363,9 +234,9 @@ func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
 	}
 	reply, err := decodeValue(tag, top[1], 0)
 	if err != nil {
-		return nodeEffect{}, err
+		return NodeEffect{}, err
 	}
-	ne := nodeEffect{reply: reply, luaError: luaError}
+	ne := NodeEffect{Reply: reply, LuaError: luaError}
 	// holders reads n, then n places, from the front of f.
 	holders := func(f []any) ([]string, []any, bool) {
 		if len(f) < 1 {
@@ -390,21 +261,21 @@ func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
 		return out, f[1+n:], true
 	}
 	f := top[2:]
-	ne.keys = out
+	ne.Keys = out
 	for len(f) > 0 {
 		var k KeyEffect
 		code, isInt := f[0].(int64)
 		var ok bool
 		switch {
 		case !isInt:
-			return nodeEffect{}, errEffectReply
+			return NodeEffect{}, errEffectReply
 		case code >= 0:
 			if k, ok = keyCode(code, o); !ok {
-				return nodeEffect{}, errEffectReply
+				return NodeEffect{}, errEffectReply
 			}
 			f = f[1:]
 		case len(f) < 3:
-			return nodeEffect{}, errEffectReply
+			return NodeEffect{}, errEffectReply
 		default:
 			// Field by field: -1 - changed, hold, others, then the holders.
 			k.Changed = code != -1
@@ -412,16 +283,16 @@ func decodeEffect(v any, o owns, out []KeyEffect) (nodeEffect, error) {
 			others, _ := f[2].(int64)
 			k.Others = int(others)
 			if k.BeforeOwn, f, ok = holders(f[3:]); !ok {
-				return nodeEffect{}, errEffectReply
+				return NodeEffect{}, errEffectReply
 			}
 			if k.AfterOwn, f, ok = holders(f); !ok {
-				return nodeEffect{}, errEffectReply
+				return NodeEffect{}, errEffectReply
 			}
 			if k.Markers, f, ok = markers(f); !ok {
-				return nodeEffect{}, errEffectReply
+				return NodeEffect{}, errEffectReply
 			}
 		}
-		ne.keys = append(ne.keys, k)
+		ne.Keys = append(ne.Keys, k)
 	}
 	return ne, nil
 }
@@ -450,10 +321,10 @@ func markers(f []any) ([]Marker, []any, bool) {
 
 // decodeShort reads the wrapper's reply in its one-string form: a tag,
 // the keys' numbers joined by ",", ":" and the value.
-func decodeShort(s string, o owns, out []KeyEffect) (nodeEffect, error) {
+func decodeShort(s string, o owns, out []KeyEffect) (NodeEffect, error) {
 	codes, val, ok := strings.Cut(s, ":")
 	if !ok || codes == "" {
-		return nodeEffect{}, errEffectReply
+		return NodeEffect{}, errEffectReply
 	}
 	tag := codes[:1]
 	var reply Value
@@ -469,13 +340,13 @@ func decodeShort(s string, o owns, out []KeyEffect) (nodeEffect, error) {
 	case "i":
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
-			return nodeEffect{}, errEffectReply
+			return NodeEffect{}, errEffectReply
 		}
 		reply = Value{Kind: ValueInt, Int: n}
 	default:
-		return nodeEffect{}, errEffectReply
+		return NodeEffect{}, errEffectReply
 	}
-	ne := nodeEffect{reply: reply, luaError: tag == "E"}
+	ne := NodeEffect{Reply: reply, LuaError: tag == "E"}
 	codes = codes[1:]
 	if codes == "" {
 		return ne, nil
@@ -483,20 +354,20 @@ func decodeShort(s string, o owns, out []KeyEffect) (nodeEffect, error) {
 	// The numbers by hand: strconv and strings.SplitSeq cost the node's
 	// goroutine a stack growth on every reply. Each key is four numbers,
 	// changed.before.after.hold.
-	ne.keys = out
+	ne.Keys = out
 	var f [4]int64
 	field, digits := 0, 0
 	for i := 0; i <= len(codes); i++ {
 		if i < len(codes) && codes[i] >= '0' && codes[i] <= '9' {
 			if digits >= 18 {
-				return nodeEffect{}, errEffectReply
+				return NodeEffect{}, errEffectReply
 			}
 			f[field] = f[field]*10 + int64(codes[i]-'0')
 			digits++
 			continue
 		}
 		if digits == 0 {
-			return nodeEffect{}, errEffectReply
+			return NodeEffect{}, errEffectReply
 		}
 		digits = 0
 		if i < len(codes) && codes[i] == '.' && field < 3 {
@@ -504,16 +375,16 @@ func decodeShort(s string, o owns, out []KeyEffect) (nodeEffect, error) {
 			continue
 		}
 		if field != 3 || i < len(codes) && codes[i] != ',' || f[0] > 1 {
-			return nodeEffect{}, errEffectReply
+			return NodeEffect{}, errEffectReply
 		}
 		k := KeyEffect{Changed: f[0] == 1, Hold: time.Duration(f[3]) * time.Millisecond}
 		var okB, okA bool
 		k.BeforeOwn, okB = o.at(f[1])
 		k.AfterOwn, okA = o.at(f[2])
 		if !okB || !okA {
-			return nodeEffect{}, errEffectReply
+			return NodeEffect{}, errEffectReply
 		}
-		ne.keys = append(ne.keys, k)
+		ne.Keys = append(ne.Keys, k)
 		f, field = [4]int64{}, 0
 	}
 	return ne, nil

@@ -15,13 +15,13 @@ import (
 // call waits firstLoadTimeout (500ms) for the silent node: 488ms.
 func TestRunEffectChargesTheSilentNodeToValidity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		took := nodeEffect{reply: okReply, keys: []KeyEffect{took(time.Second)}}
+		took := NodeEffect{Reply: okReply, Keys: []KeyEffect{took(time.Second)}}
 		nodes := []*fakeNode{
 			{addr: "a", effect: &took, delay: 10 * time.Millisecond},
 			{addr: "b", effect: &took, delay: 20 * time.Millisecond},
 			{addr: "c", effect: &took, delay: 30 * time.Millisecond},
-			{addr: "d", effect: &nodeEffect{keys: []KeyEffect{{}}}, delay: 5 * time.Millisecond},
-			{addr: "e", effect: &nodeEffect{}, silent: true},
+			{addr: "d", effect: &NodeEffect{Keys: []KeyEffect{{}}}, delay: 5 * time.Millisecond},
+			{addr: "e", effect: &NodeEffect{}, silent: true},
 		}
 		e := New(Config{NodeTimeout: 50 * time.Millisecond, MaxTTL: time.Minute}, asNodes(nodes)...)
 		eff := e.Wrap("return 1", nil)
@@ -45,14 +45,14 @@ func TestRunEffectChargesTheSilentNodeToValidity(t *testing.T) {
 // no quorum, and the two takes are given back, on those two nodes only.
 func TestRunEffectUndoesASplitTakeWhereItLanded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		took := nodeEffect{reply: okReply, keys: []KeyEffect{took(time.Second)}}
-		no := nodeEffect{keys: []KeyEffect{{}}}
+		took := NodeEffect{Reply: okReply, Keys: []KeyEffect{took(time.Second)}}
+		no := NodeEffect{Keys: []KeyEffect{{}}}
 		nodes := []*fakeNode{
 			{addr: "a", effect: &took},
 			{addr: "b", effect: &no},
 			{addr: "c", effect: &took},
 			{addr: "d", effect: &no},
-			{addr: "e", effect: &nodeEffect{}, silent: true},
+			{addr: "e", effect: &NodeEffect{}, silent: true},
 		}
 		e := New(Config{NodeTimeout: 50 * time.Millisecond, MaxTTL: time.Minute}, asNodes(nodes)...)
 		res, err := e.RunEffect(t.Context(), e.Wrap("return 1", nil), []string{"k"}, []string{"tok", "1000"})

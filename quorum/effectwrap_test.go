@@ -61,18 +61,18 @@ func runWrapRows(t *testing.T, form wrapperForm, rows []wrapRow) {
 				keys = []string{"k"}
 			}
 			eff := e.Wrap(tt.body, tt.lits)
-			ne, err := n.runEffect(ctx, eff, newEffectCall(keys, tt.args, 1), nil)
+			ne, err := n.RunEffect(ctx, eff, newEffectCall(keys, tt.args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
 			switch {
-			case tt.refused != "" && !strings.Contains(ne.refused, tt.refused):
-				t.Errorf("refused = %q; want it to say %q", ne.refused, tt.refused)
-			case tt.refused == "" && ne.refused != "":
-				t.Errorf("refused: %s", ne.refused)
+			case tt.refused != "" && !strings.Contains(ne.Refused, tt.refused):
+				t.Errorf("refused = %q; want it to say %q", ne.Refused, tt.refused)
+			case tt.refused == "" && ne.Refused != "":
+				t.Errorf("refused: %s", ne.Refused)
 			case tt.refused == "":
-				if op, _ := classifyEffect(ne.keys, 0.01); op != tt.op {
-					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.keys)
+				if op, _ := classifyEffect(ne.Keys, 0.01); op != tt.op {
+					t.Errorf("classified as %v; want %v (keys %+v)", op, tt.op, ne.Keys)
 				}
 			}
 			if tt.check != nil {
@@ -343,9 +343,9 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 		if _, err := sub.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
-		run := func(body string, args ...string) nodeEffect {
+		run := func(body string, args ...string) NodeEffect {
 			t.Helper()
-			ne, err := n.runEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{"k", "ch"}, args, 1), nil)
+			ne, err := n.RunEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{"k", "ch"}, args, 1), nil)
 			if err != nil {
 				t.Fatalf("runEffect: %v", err)
 			}
@@ -353,11 +353,11 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 		}
 		admin.Set(ctx, "k", "other", 10*time.Second)
 		ne := run(`redis.call("publish", KEYS[2], ARGV[1]) return redis.call("del", KEYS[1])`, "refused-msg")
-		if !strings.Contains(ne.refused, "another token's hold") {
-			t.Fatalf("refused = %q; want another token's hold", ne.refused)
+		if !strings.Contains(ne.Refused, "another token's hold") {
+			t.Fatalf("refused = %q; want another token's hold", ne.Refused)
 		}
 		ne = run(`local n = redis.call(ARGV[2], KEYS[2], ARGV[1]) return n`, "served-msg", "PUBLISH")
-		if ne.refused != "" || ne.reply.Kind != ValueInt || ne.reply.Int != 0 {
+		if ne.Refused != "" || ne.Reply.Kind != ValueInt || ne.Reply.Int != 0 {
 			t.Fatalf("served run = %+v; want the integer 0", ne)
 		}
 		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -380,11 +380,11 @@ func TestEffectReportsOtherHolders(t *testing.T) {
 		admin.PExpire(ctx, "k", 10*time.Second)
 		body := `local t = redis.call("TIME") local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call("zadd", KEYS[1], now + 5000, ARGV[1]) return 1`
-		ne, err := n.runEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{"k"}, []string{"reader-a"}, 1), nil)
-		if err != nil || ne.refused != "" || len(ne.keys) != 1 {
+		ne, err := n.RunEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{"k"}, []string{"reader-a"}, 1), nil)
+		if err != nil || ne.Refused != "" || len(ne.Keys) != 1 {
 			t.Fatalf("runEffect = %+v, %v", ne, err)
 		}
-		if k := ne.keys[0]; k.Others != 1 || !k.Changed || len(k.AfterOwn) != 1 || k.AfterOwn[0] != "reader-a" {
+		if k := ne.Keys[0]; k.Others != 1 || !k.Changed || len(k.AfterOwn) != 1 || k.AfterOwn[0] != "reader-a" {
 			t.Errorf("key effect = %+v; want reader-a taken beside 1 other holder", k)
 		}
 	})
@@ -448,11 +448,11 @@ return redis.call("pexpire", KEYS[1], 5000)`
 		ctx := t.Context()
 		run := func(body, key string, lits []string) KeyEffect {
 			t.Helper()
-			ne, err := n.runEffect(ctx, e.Wrap(body, lits), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
-			if err != nil || ne.refused != "" || len(ne.keys) != 1 {
+			ne, err := n.RunEffect(ctx, e.Wrap(body, lits), newEffectCall([]string{key}, []string{"tok"}, 1), nil)
+			if err != nil || ne.Refused != "" || len(ne.Keys) != 1 {
 				t.Fatalf("runEffect = %+v, %v", ne, err)
 			}
-			return ne.keys[0]
+			return ne.Keys[0]
 		}
 		k := run(save, "z", []string{"__write__"})
 		score := admin.ZScore(ctx, "z", "tok").Val()

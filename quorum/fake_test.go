@@ -37,7 +37,7 @@ type fakeNode struct {
 	// closeErr is what Close returns.
 	closeErr error
 	// effect, when set, is the node's answer to every wrapped script.
-	effect *nodeEffect
+	effect *NodeEffect
 	// fence: the node keeps counters (counters, below).
 	fence bool
 
@@ -535,7 +535,7 @@ func (f *fakeNode) drift(rate float64) {
 	f.rate, f.rateAt = rate, time.Now()
 }
 
-func (f *fakeNode) watchConnects(w func(runID string)) {
+func (f *fakeNode) WatchConnects(w func(runID string)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.watch = w
@@ -640,8 +640,8 @@ func checkFailures(t *testing.T, call string, err error, want []error) {
 	}
 }
 
-// dropConnection: the fake keeps no connection.
-func (f *fakeNode) dropConnection() {}
+// DropConnection: the fake keeps no connection.
+func (f *fakeNode) DropConnection() {}
 
 // Batch is nil: a fake has no batch path, its methods run.
 func (f *fakeNode) Batch() Batch { return nil }
@@ -650,28 +650,28 @@ func (f *fakeNode) Batch() Batch { return nil }
 // a field gives it their state: then the call goes through do, as the
 // lock's do (delay, silence, failure and loss apply alike).
 
-// runEffect answers the canned effect, when set.
-func (f *fakeNode) runEffect(ctx context.Context, _ *Effect, c effectCall, _ []KeyEffect) (nodeEffect, error) {
+// RunEffect answers the canned effect, when set.
+func (f *fakeNode) RunEffect(ctx context.Context, _ *Effect, c EffectCall, _ []KeyEffect) (NodeEffect, error) {
 	if f.effect == nil {
-		return nodeEffect{}, errUnsupported
+		return NodeEffect{}, errUnsupported
 	}
-	var ne nodeEffect
-	err := f.do(ctx, fakeCall{op: "effect", keys: c.keys}, func(time.Time) error {
+	var ne NodeEffect
+	err := f.do(ctx, fakeCall{op: "effect", keys: c.Keys}, func(time.Time) error {
 		ne = *f.effect
 		return nil
 	})
 	return ne, err
 }
 
-// undoEffect records the key given back, when an effect is set.
-func (f *fakeNode) undoEffect(ctx context.Context, key string, _ keyUndo) error {
+// UndoEffect records the key given back, when an effect is set.
+func (f *fakeNode) UndoEffect(ctx context.Context, key string, _ KeyUndo) error {
 	if f.effect == nil {
 		return errUnsupported
 	}
 	return f.do(ctx, fakeCall{op: "undoeffect", keys: []string{key}}, func(time.Time) error { return nil })
 }
 
-func (f *fakeNode) flushEffects(context.Context) error { return errUnsupported }
+func (f *fakeNode) FlushEffects(context.Context) error { return errUnsupported }
 
 func (f *fakeNode) KeyCount(context.Context) (KeyCount, error) { return KeyCount{}, errUnsupported }
 func (f *fakeNode) ReadKey(context.Context, string) (NodeKey, error) {
@@ -681,8 +681,8 @@ func (f *fakeNode) ScanKeys(context.Context, uint64, string, int64, string) ([]s
 	return nil, 0, errUnsupported
 }
 
-func (f *fakeNode) killScript(context.Context) (Kill, string, error) { return 0, "", errUnsupported }
-func (f *fakeNode) scriptBusy(context.Context) (bool, error)         { return false, errUnsupported }
+func (f *fakeNode) KillScript(context.Context) (Kill, string, error) { return 0, "", errUnsupported }
+func (f *fakeNode) ScriptBusy(context.Context) (bool, error)         { return false, errUnsupported }
 
 func (f *fakeNode) publish(context.Context, string, string, string, int64) error {
 	return errUnsupported
@@ -709,23 +709,23 @@ func (f *fakeNode) latchDel(context.Context, string) (latchAnswer, error) {
 	return latchAnswer{}, errUnsupported
 }
 
-func (f *fakeNode) takeRead(context.Context, ReadLock, time.Duration, string) (readTake, error) {
-	return readTake{}, errUnsupported
+func (f *fakeNode) TakeRead(context.Context, ReadLock, time.Duration, string) (ReadTake, error) {
+	return ReadTake{}, errUnsupported
 }
-func (f *fakeNode) undoRead(context.Context, ReadLock, string) error { return errUnsupported }
-func (f *fakeNode) unlockRead(context.Context, ReadUnlock) (readRelease, error) {
-	return readRelease{}, errUnsupported
+func (f *fakeNode) UndoRead(context.Context, ReadLock, string) error { return errUnsupported }
+func (f *fakeNode) UnlockRead(context.Context, ReadUnlock) (ReadRelease, error) {
+	return ReadRelease{}, errUnsupported
 }
-func (f *fakeNode) unlockWrite(context.Context, WriteUnlock) (writeRelease, error) {
-	return writeRelease{}, errUnsupported
+func (f *fakeNode) UnlockWrite(context.Context, WriteUnlock) (WriteRelease, error) {
+	return WriteRelease{}, errUnsupported
 }
-func (f *fakeNode) forceUnlock(context.Context, string, string) (int64, error) {
+func (f *fakeNode) ForceUnlock(context.Context, string, string) (int64, error) {
 	return 0, errUnsupported
 }
-func (f *fakeNode) renewRead(context.Context, []string, []string) ([]int64, error) {
+func (f *fakeNode) RenewRead(context.Context, []string, []string) ([]int64, error) {
 	return nil, errUnsupported
 }
-func (f *fakeNode) renewLocks(context.Context, []string, []string) ([]int64, error) {
+func (f *fakeNode) RenewLocks(context.Context, []string, []string) ([]int64, error) {
 	return nil, errUnsupported
 }
 

@@ -264,7 +264,7 @@ func (e *Engine) markDown(i int, err error) {
 		return
 	}
 	h.setLocked(StateDown, time.Time{}, downReason(err))
-	e.nodes[i].dropConnection()
+	e.nodes[i].DropConnection()
 	h.downs.Add(1)
 	h.stalls.Store(0)
 	h.poke()

@@ -20,9 +20,9 @@ type KillResult struct {
 
 // scriptKiller is the part of Node that stops the script it runs.
 type scriptKiller interface {
-	killScript(ctx context.Context) (Kill, string, error)
-	// scriptBusy reports whether the node runs a script, stopping none.
-	scriptBusy(ctx context.Context) (bool, error)
+	KillScript(ctx context.Context) (Kill, string, error)
+	// ScriptBusy reports whether the node runs a script, stopping none.
+	ScriptBusy(ctx context.Context) (bool, error)
 }
 
 // KillScript stops the script each node runs, as SCRIPT KILL would on
@@ -31,7 +31,7 @@ type scriptKiller interface {
 // it). It fails only when no node answered.
 func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
 	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, _ int, n Node) (killAnswer, error) {
-		kill, text, err := n.killScript(ctx)
+		kill, text, err := n.KillScript(ctx)
 		return killAnswer{kill, text}, err
 	})
 	var r KillResult
@@ -64,7 +64,7 @@ func (e *Engine) KillScript(ctx context.Context) (KillResult, error) {
 // node is asked, as by KillScript; it fails only when no node answered.
 func (e *Engine) ScriptBusy(ctx context.Context) (bool, error) {
 	results := each(ctx, e, e.cfg.NodeTimeout, func(ctx context.Context, _ int, n Node) (bool, error) {
-		return n.scriptBusy(ctx)
+		return n.ScriptBusy(ctx)
 	})
 	answered := 0
 	for _, res := range results {

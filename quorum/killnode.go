@@ -6,10 +6,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// killScript sends SCRIPT KILL on a connection of its own (the pipeline's
+// KillScript sends SCRIPT KILL on a connection of its own (the pipeline's
 // may be waiting for the busy script), and FUNCTION KILL where the node
 // runs the wrapper as a function and answers that only that stops it.
-func (n *redisNode) killScript(ctx context.Context) (Kill, string, error) {
+func (n *redisNode) KillScript(ctx context.Context) (Kill, string, error) {
 	kill, text, err := killReply(n.c.Do(ctx, "SCRIPT", "KILL").Err())
 	if err != nil && redis.HasErrorPrefix(err, "BUSY ") {
 		return killReply(n.c.Do(ctx, "FUNCTION", "KILL").Err())
@@ -17,9 +17,9 @@ func (n *redisNode) killScript(ctx context.Context) (Kill, string, error) {
 	return kill, text, err
 }
 
-// scriptBusy pings the node on a connection of its own: a node busy in a
+// ScriptBusy pings the node on a connection of its own: a node busy in a
 // script answers BUSY.
-func (n *redisNode) scriptBusy(ctx context.Context) (bool, error) {
+func (n *redisNode) ScriptBusy(ctx context.Context) (bool, error) {
 	err := n.c.Ping(ctx).Err()
 	if redis.HasErrorPrefix(err, "BUSY ") {
 		return true, nil

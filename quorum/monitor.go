@@ -27,7 +27,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.monitored.Store(true)
 	for i, n := range e.nodes {
-		n.watchConnects(func(runID string) { e.connected(i, runID) })
+		n.WatchConnects(func(runID string) { e.connected(i, runID) })
 	}
 	probes := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (Probe, error) {
 		return n.Probe(ctx)

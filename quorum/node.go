@@ -120,7 +120,7 @@ type Probe struct {
 // before the connection is used, so that a node restarted between two
 // probes cannot have a grant counted before the engine knows.
 type connWatcher interface {
-	watchConnects(func(runID string))
+	WatchConnects(func(runID string))
 }
 
 // connDropper drops the connection a node keeps across operations. After
@@ -128,7 +128,7 @@ type connWatcher interface {
 // process behind it may have died, and its first use would fail. A node
 // that keeps none does nothing.
 type connDropper interface {
-	dropConnection()
+	DropConnection()
 }
 
 // Acquired is a node's answer to an acquire.

@@ -228,7 +228,7 @@ func TestObserverSeesEffectHoldsAsLeases(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := &recorder{}
-				ne := nodeEffect{reply: okReply, keys: tt.keys}
+				ne := NodeEffect{Reply: okReply, Keys: tt.keys}
 				nodes := []*fakeNode{
 					{addr: "a", effect: &ne, delay: 10 * ms},
 					{addr: "b", effect: &ne, delay: 10 * ms},

@@ -281,9 +281,9 @@ func withChunk(args []any, s *script) []any {
 	return append(out, s.chunk, s.loadArg)
 }
 
-// flushEffects drops the wrapper's libraries (rlp_*) and the script
+// FlushEffects drops the wrapper's libraries (rlp_*) and the script
 // cache (Engine.FlushEffects).
-func (n *redisNode) flushEffects(ctx context.Context) error {
+func (n *redisNode) FlushEffects(ctx context.Context) error {
 	if !n.p.noFunctions.Load() {
 		cmd, err := n.p.do(ctx, "function", "list", "libraryname", "rlp_*")
 		if err != nil && !refusesFunctions(err) {

@@ -75,9 +75,9 @@ func (n *redisNode) SetMembers(ctx context.Context, fields map[string]string) er
 	return n.c.HSet(ctx, MembersKey, fields).Err()
 }
 
-// watchConnects makes every new connection read the node's run_id and
+// WatchConnects makes every new connection read the node's run_id and
 // pass it to f before the connection carries a command.
-func (n *redisNode) watchConnects(f func(runID string)) { n.onRunID.Store(&f) }
+func (n *redisNode) WatchConnects(f func(runID string)) { n.onRunID.Store(&f) }
 
 // connected is go-redis's OnConnect hook. Until the engine watches, it
 // costs nothing.

@@ -59,7 +59,7 @@ func TestRedisNodeReportsRunIDOnConnect(t *testing.T) {
 	n := p.node(t)
 	var mu sync.Mutex
 	var seen []string
-	n.watchConnects(func(runID string) {
+	n.WatchConnects(func(runID string) {
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, runID)

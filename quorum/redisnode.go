@@ -102,7 +102,7 @@ func (n *redisNode) Close() error {
 	return n.c.Close()
 }
 
-func (n *redisNode) dropConnection() { n.p.stale.Store(true) }
+func (n *redisNode) DropConnection() { n.p.stale.Store(true) }
 
 // The node-side scripts. Each runs atomically on one node; KEYS are the
 // lock's keys and ARGV[1] its token.

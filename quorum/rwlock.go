@@ -59,13 +59,13 @@ type ReadUnlock struct {
 
 // rwNode is the part of Node that runs the read lock's scripts.
 type rwNode interface {
-	takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error)
-	undoRead(ctx context.Context, l ReadLock, nonce string) error
-	unlockRead(ctx context.Context, u ReadUnlock) (readRelease, error)
-	unlockWrite(ctx context.Context, u WriteUnlock) (writeRelease, error)
-	forceUnlock(ctx context.Context, key, mode string) (int64, error)
-	renewRead(ctx context.Context, keys, args []string) ([]int64, error)
-	renewLocks(ctx context.Context, keys, args []string) ([]int64, error)
+	TakeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (ReadTake, error)
+	UndoRead(ctx context.Context, l ReadLock, nonce string) error
+	UnlockRead(ctx context.Context, u ReadUnlock) (ReadRelease, error)
+	UnlockWrite(ctx context.Context, u WriteUnlock) (WriteRelease, error)
+	ForceUnlock(ctx context.Context, key, mode string) (int64, error)
+	RenewRead(ctx context.Context, keys, args []string) ([]int64, error)
+	RenewLocks(ctx context.Context, keys, args []string) ([]int64, error)
 	publisher
 }
 
@@ -91,8 +91,8 @@ func (e *Engine) countedNodes() []bool {
 func (e *Engine) TakeRead(ctx context.Context, l ReadLock, ttl time.Duration) (ReadTaken, error) {
 	start := time.Now()
 	nonce := newNonce()
-	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (readTake, error) {
-		return n.takeRead(ctx, l, ttl, nonce)
+	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (ReadTake, error) {
+		return n.TakeRead(ctx, l, ttl, nonce)
 	})
 	d := decideReadTake(readTakeVotes{results: results, counted: e.countedNodes(), quorum: e.quorum,
 		ttl: ttl, start: start, now: time.Now(), driftFactor: e.cfg.DriftFactor})
@@ -118,7 +118,7 @@ func (e *Engine) undoRead(ctx context.Context, l ReadLock, nonce string, undo []
 		if !undo[i] {
 			return struct{}{}, nil
 		}
-		return struct{}{}, n.undoRead(ctx, l, nonce)
+		return struct{}{}, n.UndoRead(ctx, l, nonce)
 	})
 }
 
@@ -128,8 +128,8 @@ func (e *Engine) undoRead(ctx context.Context, l ReadLock, nonce string, undo []
 // once the quorum has decided, on every node (the proxies' subscribers
 // get it once), when one Redis would publish it.
 func (e *Engine) UnlockRead(ctx context.Context, u ReadUnlock) (Value, error) {
-	return unlockRW(ctx, e, func(ctx context.Context, n rwNode) (readRelease, error) {
-		return n.unlockRead(ctx, u)
+	return unlockRW(ctx, e, func(ctx context.Context, n rwNode) (ReadRelease, error) {
+		return n.UnlockRead(ctx, u)
 	}, decideReadRelease, u.Publish, u.Channel, u.Message)
 }
 
@@ -165,8 +165,8 @@ type WriteUnlock struct {
 // token holds (that reader). The message is published once the quorum
 // has decided, when one Redis would publish it.
 func (e *Engine) UnlockWrite(ctx context.Context, u WriteUnlock) (Value, error) {
-	return unlockRW(ctx, e, func(ctx context.Context, n rwNode) (writeRelease, error) {
-		return n.unlockWrite(ctx, u)
+	return unlockRW(ctx, e, func(ctx context.Context, n rwNode) (WriteRelease, error) {
+		return n.UnlockWrite(ctx, u)
 	}, decideWriteRelease, u.Publish, u.Channel, u.Message)
 }
 
@@ -187,7 +187,7 @@ type ForceUnlock struct {
 func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error) {
 	start := time.Now()
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) (int64, error) {
-		return n.forceUnlock(ctx, f.Key, f.Mode)
+		return n.ForceUnlock(ctx, f.Key, f.Mode)
 	})
 	v, err := decideReadForce(results, e.countedNodes(), e.quorum, failures(results))
 	e.observe(OpRelease, start, err)
@@ -204,7 +204,7 @@ func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error
 func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
 	start := time.Now()
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
-		return n.renewRead(ctx, keys, args)
+		return n.RenewRead(ctx, keys, args)
 	})
 	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys)/2, ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)
@@ -224,7 +224,7 @@ func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Du
 func (e *Engine) RenewLocks(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
 	start := time.Now()
 	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
-		return n.renewLocks(ctx, keys, args)
+		return n.RenewLocks(ctx, keys, args)
 	})
 	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys), ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)

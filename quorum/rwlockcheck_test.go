@@ -304,7 +304,7 @@ func undoTakeRead(s *rwNodeState, i int) {
 
 func (c *rwChecker) takeRead(w rwWorld, i int, fates []nodeFate, outOfValidity bool) (next rwWorld, bad string, ok bool) {
 	next = w.clone()
-	results := make([]result[readTake], c.n)
+	results := make([]result[ReadTake], c.n)
 	counted := make([]bool, c.n)
 	landed := make([]bool, c.n)
 	for j, f := range fates {
@@ -317,15 +317,15 @@ func (c *rwChecker) takeRead(w rwWorld, i int, fates []nodeFate, outOfValidity b
 			}
 			prior := int(s.r[i])
 			landed[j] = c.runTakeRead(s, i)
-			results[j] = result[readTake]{v: readTake{granted: landed[j], prior: prior, pttl: time.Second}}
+			results[j] = result[ReadTake]{v: ReadTake{Granted: landed[j], Prior: prior, PTTL: time.Second}}
 		case fateLost:
 			if s.r[i] >= c.nodeHolds {
 				return w, "", false
 			}
 			landed[j] = c.runTakeRead(s, i)
-			results[j] = result[readTake]{err: errModelFailed}
+			results[j] = result[ReadTake]{err: errModelFailed}
 		default:
-			results[j] = result[readTake]{err: errModelFailed}
+			results[j] = result[ReadTake]{err: errModelFailed}
 		}
 	}
 	elapsed := time.Duration(0)
@@ -363,20 +363,20 @@ func (c *rwChecker) takeRead(w rwWorld, i int, fates []nodeFate, outOfValidity b
 
 func (c *rwChecker) unlockRead(w rwWorld, i int, fates []nodeFate) rwWorld {
 	next := w.clone()
-	results := make([]result[readRelease], c.n)
+	results := make([]result[ReadRelease], c.n)
 	counted := make([]bool, c.n)
 	for j, f := range fates {
 		s := &next.nodes[j]
 		counted[j] = !s.quarantined
 		if f == fateCut {
-			results[j] = result[readRelease]{err: errModelFailed}
+			results[j] = result[ReadRelease]{err: errModelFailed}
 			continue
 		}
 		held := s.r[i] > 0
 		undoTakeRead(s, i) // an unlock drops one hold, as an undo does
-		results[j] = result[readRelease]{v: readRelease{held: held, free: s.mode == 0}}
+		results[j] = result[ReadRelease]{v: ReadRelease{Held: held, Free: s.mode == 0}}
 		if f == fateLost {
-			results[j] = result[readRelease]{err: errModelFailed}
+			results[j] = result[ReadRelease]{err: errModelFailed}
 		}
 	}
 	decideReadRelease(results, counted, c.quorum, nil)
@@ -497,7 +497,7 @@ func TestReadLockCheckerCatchesBrokenDecisions(t *testing.T) {
 		}, false},
 		{"a re-entry's grant counted on a node below its depth", func(v readTakeVotes) readTakeDecision {
 			for i := range v.results {
-				v.results[i].v.prior = 1 << 20
+				v.results[i].v.Prior = 1 << 20
 			}
 			return decideReadTake(v)
 		}, false},

@@ -8,13 +8,13 @@ import (
 
 // The read lock's decisions (rwlock.go), pure: no I/O, no clock.
 
-// readTake is one node's answer to a read lock's take: granted, with
+// ReadTake is one node's answer to a read lock's take: granted, with
 // the holds the reader had there before (a re-entry's), or denied with
 // the key's PTTL there (negative: no expiry).
-type readTake struct {
-	granted bool
-	prior   int
-	pttl    time.Duration
+type ReadTake struct {
+	Granted bool
+	Prior   int
+	PTTL    time.Duration
 }
 
 // ErrWrongType means a quorum of the nodes answered a read lock script
@@ -43,7 +43,7 @@ func orWrongType[T any](err error, results []result[T], counted []bool, quorum i
 
 // readTakeVotes is everything decideReadTake reads.
 type readTakeVotes struct {
-	results     []result[readTake]
+	results     []result[ReadTake]
 	counted     []bool // counted[i]: node i's grant counts (not quarantined)
 	quorum      int
 	ttl         time.Duration
@@ -88,11 +88,11 @@ func decideReadTake(v readTakeVotes) readTakeDecision {
 	ballots := make([]ballot, n)
 	var pttls []time.Duration
 	for i, r := range v.results {
-		granted := r.err == nil && r.v.granted
-		ballots[i] = ballot{err: r.err, granted: granted, ttl: v.ttl, counts: v.counted[i] && r.v.prior >= depth}
+		granted := r.err == nil && r.v.Granted
+		ballots[i] = ballot{err: r.err, granted: granted, ttl: v.ttl, counts: v.counted[i] && r.v.Prior >= depth}
 		d.landed[i] = granted || r.err != nil && !errors.Is(r.err, ErrNodeDown)
 		if r.err == nil && !granted {
-			pttls = append(pttls, r.v.pttl)
+			pttls = append(pttls, r.v.PTTL)
 		}
 	}
 	d.decision = decide(ballots, v.quorum, v.start, v.now, v.driftFactor)
@@ -119,8 +119,8 @@ func reentryDepth(v readTakeVotes) int {
 		switch {
 		case !v.counted[i], r.err != nil:
 			failed++
-		case r.v.granted:
-			counts = append(counts, r.v.prior)
+		case r.v.Granted:
+			counts = append(counts, r.v.Prior)
 		default:
 			counts = append(counts, 0)
 		}
@@ -154,16 +154,16 @@ func freeAfter(pttls []time.Duration, need int) time.Duration {
 	return s[need-1]
 }
 
-// readRelease is one node's answer to a read lock's unlock.
-type readRelease struct {
-	// latched: an earlier run of the same request answered latch here
+// ReadRelease is one node's answer to a read lock's unlock.
+type ReadRelease struct {
+	// Latched: an earlier run of the same request answered latch here
 	// (Redisson's unlock latch), and this run did nothing.
-	latched bool
-	latch   Value
-	// held: the reader held the lock here, and one hold is released.
-	held bool
-	// free: no read or write lock is left here.
-	free bool
+	Latched bool
+	Latch   Value
+	// Held: the reader held the lock here, and one hold is released.
+	Held bool
+	// Free: no read or write lock is left here.
+	Free bool
 }
 
 // readReleaseDecision is an unlock's reply, and whether to publish.
@@ -182,7 +182,7 @@ type readReleaseDecision struct {
 // too. A latched answer is the earlier run's, when a quorum latched
 // alike. Fewer answers, or no quorum for either, is unavailable.
 // Releasing never makes a holder, so nothing is undone.
-func decideReadRelease(results []result[readRelease], counted []bool, quorum int, failures error) readReleaseDecision {
+func decideReadRelease(results []result[ReadRelease], counted []bool, quorum int, failures error) readReleaseDecision {
 	o := Outcome{Total: len(results)}
 	held, notHeld, free, fresh := 0, 0, 0, 0
 	var latched []Value
@@ -194,20 +194,20 @@ func decideReadRelease(results []result[readRelease], counted []bool, quorum int
 		case !counted[i]:
 			o.Quarantined++
 			continue
-		case r.v.latched:
-			latched = append(latched, r.v.latch)
+		case r.v.Latched:
+			latched = append(latched, r.v.Latch)
 			held++
-			if r.v.latch.Kind == ValueInt && r.v.latch.Int == 1 {
+			if r.v.Latch.Kind == ValueInt && r.v.Latch.Int == 1 {
 				free++
 			}
 			continue
-		case r.v.held:
+		case r.v.Held:
 			held++
 		default:
 			notHeld++
 		}
 		fresh++
-		if r.v.free {
+		if r.v.Free {
 			free++
 		}
 	}
@@ -310,15 +310,15 @@ func decideReadForce(results []result[int64], counted []bool, quorum int, failur
 	return deleted, nil
 }
 
-// writeRelease is one node's answer to a write lock's unlock.
-type writeRelease struct {
-	// latched: an earlier run of the same request answered latch here.
-	latched bool
-	latch   Value
-	// outcome is relNotHeld, relCounted or relReleased (flag: the
+// WriteRelease is one node's answer to a write lock's unlock.
+type WriteRelease struct {
+	// Latched: an earlier run of the same request answered latch here.
+	Latched bool
+	Latch   Value
+	// Outcome is relNotHeld, relCounted or relReleased (Flag: the
 	// lock was gone, or the hash is gone now).
-	outcome uint8
-	flag    bool
+	Outcome uint8
+	Flag    bool
 }
 
 // A write unlock's outcomes on a node (rwlock_wunlock.lua).
@@ -337,7 +337,7 @@ const (
 // earlier run's latched answer counts as the outcome it latched (0 a
 // count-down, 1 a release); any other split, or fewer answers, is
 // unavailable: a 0 may be answered only where a quorum still holds.
-func decideWriteRelease(results []result[writeRelease], counted []bool, quorum int, failures error) readReleaseDecision {
+func decideWriteRelease(results []result[WriteRelease], counted []bool, quorum int, failures error) readReleaseDecision {
 	o := Outcome{Total: len(results)}
 	var by [4]int // per outcome
 	free, gone := 0, 0
@@ -350,18 +350,18 @@ func decideWriteRelease(results []result[writeRelease], counted []bool, quorum i
 		case !counted[i]:
 			o.Quarantined++
 			continue
-		case r.v.latched:
-			latched = append(latched, r.v.latch)
-			if r.v.latch.Kind == ValueInt && (r.v.latch.Int == 0 || r.v.latch.Int == 1) {
-				by[relCounted+int(r.v.latch.Int)]++
+		case r.v.Latched:
+			latched = append(latched, r.v.Latch)
+			if r.v.Latch.Kind == ValueInt && (r.v.Latch.Int == 0 || r.v.Latch.Int == 1) {
+				by[relCounted+int(r.v.Latch.Int)]++
 			}
 			continue
 		}
-		by[r.v.outcome]++
+		by[r.v.Outcome]++
 		switch {
-		case r.v.outcome == relReleased && r.v.flag:
+		case r.v.Outcome == relReleased && r.v.Flag:
 			free++
-		case r.v.outcome == relNotHeld && r.v.flag:
+		case r.v.Outcome == relNotHeld && r.v.Flag:
 			gone++
 		}
 	}

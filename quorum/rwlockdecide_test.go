@@ -17,12 +17,12 @@ func rwTakeVotes(s string, ttl, elapsed time.Duration) readTakeVotes {
 	start := time.Unix(0, 0)
 	v := readTakeVotes{quorum: Quorum(len(s)), ttl: ttl, start: start, now: start.Add(elapsed), driftFactor: 0.01}
 	for i, c := range s {
-		r := result[readTake]{}
+		r := result[ReadTake]{}
 		switch c {
 		case 'g', 'q':
-			r.v.granted = true
+			r.v.Granted = true
 		case 'd':
-			r.v.pttl = time.Duration(i+1) * 100 * time.Millisecond
+			r.v.PTTL = time.Duration(i+1) * 100 * time.Millisecond
 		case 'f':
 			r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
 		case 'x':
@@ -96,21 +96,21 @@ func TestDecideReadTakeLease(t *testing.T) {
 }
 
 func TestDecideReadRelease(t *testing.T) {
-	rel := func(s string) ([]result[readRelease], []bool) {
-		var rs []result[readRelease]
+	rel := func(s string) ([]result[ReadRelease], []bool) {
+		var rs []result[ReadRelease]
 		var counted []bool
 		for i, c := range s {
-			r := result[readRelease]{}
+			r := result[ReadRelease]{}
 			switch c {
 			case 'H': // held, free after
-				r.v = readRelease{held: true, free: true}
+				r.v = ReadRelease{Held: true, Free: true}
 			case 'h': // held, others still there
-				r.v = readRelease{held: true}
+				r.v = ReadRelease{Held: true}
 			case 'N': // nothing here at all
-				r.v = readRelease{free: true}
+				r.v = ReadRelease{Free: true}
 			case 'n': // others' lock, not the reader's
 			case 'L':
-				r.v = readRelease{latched: true, latch: Value{Kind: ValueInt, Int: 1}}
+				r.v = ReadRelease{Latched: true, Latch: Value{Kind: ValueInt, Int: 1}}
 			case 'f':
 				r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
 			case 'w':
@@ -164,24 +164,24 @@ func TestDecideReadRelease(t *testing.T) {
 // hold of it, 1 where a quorum released its last, nil where a quorum
 // held nothing; any other split is unavailable.
 func TestDecideWriteRelease(t *testing.T) {
-	rel := func(s string) ([]result[writeRelease], []bool) {
-		var rs []result[writeRelease]
+	rel := func(s string) ([]result[WriteRelease], []bool) {
+		var rs []result[WriteRelease]
 		var counted []bool
 		for i, c := range s {
-			r := result[writeRelease]{}
+			r := result[WriteRelease]{}
 			switch c {
 			case 'R': // released, the hash gone
-				r.v = writeRelease{outcome: relReleased, flag: true}
+				r.v = WriteRelease{Outcome: relReleased, Flag: true}
 			case 'r': // released, its reader left (mode read)
-				r.v = writeRelease{outcome: relReleased}
+				r.v = WriteRelease{Outcome: relReleased}
 			case 'c': // counted down
-				r.v = writeRelease{outcome: relCounted}
+				r.v = WriteRelease{Outcome: relCounted}
 			case 'N': // no lock at all
-				r.v = writeRelease{outcome: relNotHeld, flag: true}
+				r.v = WriteRelease{Outcome: relNotHeld, Flag: true}
 			case 'n': // another's lock
-				r.v = writeRelease{outcome: relNotHeld}
+				r.v = WriteRelease{Outcome: relNotHeld}
 			case '0', '1':
-				r.v = writeRelease{latched: true, latch: Value{Kind: ValueInt, Int: int64(c - '0')}}
+				r.v = WriteRelease{Latched: true, Latch: Value{Kind: ValueInt, Int: int64(c - '0')}}
 			case 'f':
 				r.err = &NodeError{Node: i, Err: errors.New("i/o timeout")}
 			case 'w':

@@ -41,43 +41,43 @@ var (
 	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
 )
 
-func (n *redisNode) takeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (readTake, error) {
+func (n *redisNode) TakeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (ReadTake, error) {
 	cmd, err := n.p.eval(ctx, rwTakeScript, []string{l.Key, l.TimeoutPrefix}, ttl.Milliseconds(), l.Name, l.WriteName, nonce)
 	if err != nil {
-		return readTake{}, err
+		return ReadTake{}, err
 	}
 	vals, err := cmd.Int64Slice()
 	if err != nil || len(vals) != 2 {
-		return readTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
+		return ReadTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
 	}
 	if vals[0] == 1 {
-		return readTake{granted: true, prior: int(vals[1]) - 1}, nil
+		return ReadTake{Granted: true, Prior: int(vals[1]) - 1}, nil
 	}
-	return readTake{pttl: time.Duration(vals[1]) * time.Millisecond}, nil
+	return ReadTake{PTTL: time.Duration(vals[1]) * time.Millisecond}, nil
 }
 
-func (n *redisNode) undoRead(ctx context.Context, l ReadLock, nonce string) error {
+func (n *redisNode) UndoRead(ctx context.Context, l ReadLock, nonce string) error {
 	_, err := n.p.evalBody(ctx, rwUndoScript, []string{l.Key, l.TimeoutPrefix}, l.Name, nonce)
 	return err
 }
 
-func (n *redisNode) unlockRead(ctx context.Context, u ReadUnlock) (readRelease, error) {
+func (n *redisNode) UnlockRead(ctx context.Context, u ReadUnlock) (ReadRelease, error) {
 	cmd, err := n.p.eval(ctx, rwUnlockScript, []string{u.Key, u.Channel, u.TimeoutPrefix, u.KeyPrefix, u.Latch},
 		u.Message, u.Name, u.Publish, u.LatchPX)
 	if err != nil {
-		return readRelease{}, err
+		return ReadRelease{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return readRelease{}, err
+		return ReadRelease{}, err
 	}
 	return readReleaseResult(vals)
 }
 
 // readReleaseResult decodes rwlock_unlock.lua's reply.
-func readReleaseResult(vals []any) (readRelease, error) {
+func readReleaseResult(vals []any) (ReadRelease, error) {
 	if len(vals) != 2 {
-		return readRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
+		return ReadRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
 	}
 	kind, ok := vals[0].(int64)
 	switch {
@@ -86,30 +86,30 @@ func readReleaseResult(vals []any) (readRelease, error) {
 		// Redisson answers tonumber(latch): nil when it is not a number.
 		s, _ := vals[1].(string)
 		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return readRelease{latched: true, latch: Value{Kind: ValueInt, Int: v}}, nil
+			return ReadRelease{Latched: true, Latch: Value{Kind: ValueInt, Int: v}}, nil
 		}
-		return readRelease{latched: true}, nil
+		return ReadRelease{Latched: true}, nil
 	case kind == 1 || kind == 2:
 		free, _ := vals[1].(int64)
-		return readRelease{held: kind == 2, free: free == 1}, nil
+		return ReadRelease{Held: kind == 2, Free: free == 1}, nil
 	}
-	return readRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
+	return ReadRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
 }
 
-func (n *redisNode) unlockWrite(ctx context.Context, u WriteUnlock) (writeRelease, error) {
+func (n *redisNode) UnlockWrite(ctx context.Context, u WriteUnlock) (WriteRelease, error) {
 	cmd, err := n.p.eval(ctx, rwWriteUnlockScript, []string{u.Key, u.Channel, u.Latch}, u.Message, u.Lease, u.Name, u.Publish, u.LatchPX)
 	if err != nil {
-		return writeRelease{}, err
+		return WriteRelease{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return writeRelease{}, err
+		return WriteRelease{}, err
 	}
 	return writeReleaseResult(vals)
 }
 
 // writeReleaseResult decodes rwlock_wunlock.lua's reply.
-func writeReleaseResult(vals []any) (writeRelease, error) {
+func writeReleaseResult(vals []any) (WriteRelease, error) {
 	if len(vals) == 2 {
 		kind, _ := vals[0].(int64)
 		flag, _ := vals[1].(int64)
@@ -118,17 +118,17 @@ func writeReleaseResult(vals []any) (writeRelease, error) {
 			// Redisson answers tonumber(latch): nil when it is not a number.
 			s, _ := vals[1].(string)
 			if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return writeRelease{latched: true, latch: Value{Kind: ValueInt, Int: v}}, nil
+				return WriteRelease{Latched: true, Latch: Value{Kind: ValueInt, Int: v}}, nil
 			}
-			return writeRelease{latched: true}, nil
+			return WriteRelease{Latched: true}, nil
 		case kind >= 1 && kind <= 3:
-			return writeRelease{outcome: uint8(kind), flag: flag == 1}, nil
+			return WriteRelease{Outcome: uint8(kind), Flag: flag == 1}, nil
 		}
 	}
-	return writeRelease{}, fmt.Errorf("write lock unlock replied %v", vals)
+	return WriteRelease{}, fmt.Errorf("write lock unlock replied %v", vals)
 }
 
-func (n *redisNode) forceUnlock(ctx context.Context, key, mode string) (int64, error) {
+func (n *redisNode) ForceUnlock(ctx context.Context, key, mode string) (int64, error) {
 	cmd, err := n.p.eval(ctx, rwForceScript, []string{key}, mode)
 	if err != nil {
 		return 0, err
@@ -136,11 +136,11 @@ func (n *redisNode) forceUnlock(ctx context.Context, key, mode string) (int64, e
 	return cmd.Int64()
 }
 
-func (n *redisNode) renewRead(ctx context.Context, keys, args []string) ([]int64, error) {
+func (n *redisNode) RenewRead(ctx context.Context, keys, args []string) ([]int64, error) {
 	return n.renew(ctx, rwRenewScript, keys, args)
 }
 
-func (n *redisNode) renewLocks(ctx context.Context, keys, args []string) ([]int64, error) {
+func (n *redisNode) RenewLocks(ctx context.Context, keys, args []string) ([]int64, error) {
 	return n.renew(ctx, rwRenewLockScript, keys, args)
 }
 
