@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +66,7 @@ func attack17Shapes() []attack17Shape {
 		return redsync.New(goredis.NewPool(cl)).NewMutex(key, redsync.WithExpiry(30*time.Second), redsync.WithTries(1),
 			redsync.WithGenValueFunc(func() (string, error) { return tok, nil }))
 	}
+	big := strings.Repeat("b", 300<<10) // a 300 KiB token: the body's EVAL carries it again
 	none := func(context.Context, *testing.T, *redis.Client) {}
 	var held *redsync.Mutex // the redsync mutex the setup locked
 	return []attack17Shape{
@@ -87,6 +89,25 @@ func attack17Shapes() []attack17Shape {
 			if err == nil && n != 1 {
 				err = errors.New("release of a held key: 0")
 			}
+			return err
+		}},
+		{"release of a 300 KiB token", func(ctx context.Context, t *testing.T, cl *redis.Client) {
+			if ok, err := cl.SetNX(ctx, "a17:bigrelease", big, 30*time.Second).Result(); !ok || err != nil {
+				t.Fatalf("setup SET NX of a 300 KiB token = %v, %v", ok, err)
+			}
+		}, func(ctx context.Context, t *testing.T, cl *redis.Client) error {
+			n, err := cl.Eval(ctx, distlockRelease, []string{"a17:bigrelease"}, big).Int64()
+			if err == nil && n != 1 {
+				err = errors.New("release of a held key: 0")
+			}
+			return err
+		}},
+		{"redislock re-entry with a 300 KiB token", func(ctx context.Context, t *testing.T, cl *redis.Client) {
+			if _, err := redislock.New(cl).Obtain(ctx, "a17:bigobtain", 30*time.Second, &redislock.Options{Token: big}); err != nil {
+				t.Fatalf("setup redislock Obtain with a 300 KiB token: %v", err)
+			}
+		}, func(ctx context.Context, t *testing.T, cl *redis.Client) error {
+			_, err := redislock.New(cl).Obtain(ctx, "a17:bigobtain", 30*time.Second, &redislock.Options{Token: big})
 			return err
 		}},
 		{"FENCE", setNX("a17:fence"), func(ctx context.Context, t *testing.T, cl *redis.Client) error {
