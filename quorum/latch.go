@@ -112,7 +112,7 @@ type LatchMessages struct {
 // latchAnswer is one node's answer: its counters' state, the value the
 // script gives (set, claim, had), and for a set that found a count, that
 // count's nonce; bare: a set that set the count found no field of the
-// claim slot (its undo takes the slot's "m:" too).
+// claim slot, or a free one (its undo takes the slot's "m:" too).
 type latchAnswer struct {
 	state CounterState
 	v     int64

@@ -46,8 +46,9 @@ import (
 // evidence). The deletes world sends a delete() once n countDowns were
 // made, landing on each node at any step; the undos worlds land a denied
 // trySetCount and its undo on up to N-Q nodes with no count (one, with
-// no fault, before the countDowns on a node with no slot: its undo takes
-// "m:" too, L6).
+// no fault, before the countDowns on a node with no slot, or with an
+// older latch's: where the set found no field of the slot, or a free
+// one, its undo takes "m:" too, L6 and L6').
 //
 // Properties, checked after every step:
 //   - never early: no read of a quorum or more of counted nodes reads the
@@ -125,7 +126,7 @@ const (
 	latchClaimNoCreate                  // a claim in a node with no slot is nobody's (1924247's rule alone: latch20c's split)
 	latchDeleteNoTombstone              // delete() takes the slot with no trace (U1b, with slots a claim creates)
 	latchUndoBare                       // a denied set's undo takes its "m:" too, the vote it replaced not kept (U1, with slots a claim creates)
-	latchUndoLeavesClaim                // the undo leaves "m:" "0" where the set found no slot field (L6)
+	latchUndoLeavesClaim                // the undo leaves "m:" "0" where the set found no slot field, or a free one (L6, L6')
 	latchClaimCountedOnly               // only a countDown that counted a node down claims (a later one cannot repair)
 	latchClaimInSlotRead                // a claim counts in the slot it read, whatever its ballot (review28 F0: a new set's slot gave a second vote)
 	latchResetKeepsClaim                // the reset keeps a claim given for another ballot (attack15 L5)
@@ -380,9 +381,12 @@ type latchChecker struct {
 	undos bool
 	// undosFirst: with undos, they land before the first countDown, on
 	// a node with no field of the slot (a denied set of another
-	// participant where the set missed: L6; a node holding an older
-	// latch's slot is left: its undo leaves "m:" with no tag).
+	// participant where the set missed: L6).
 	undosFirst bool
+	// undosOld: with undosFirst, a node holding an older latch's slot
+	// gets the denied set too (attack15 L6'): the set keeps its vote by
+	// its ballot, the undo leaves "m:" "0" with no tag.
+	undosOld bool
 	// newer: once countDowns of n were made, a newer trySetCount (count
 	// 1 or 2, a tag of its own) may be sent, landing on at most N-Q nodes
 	// (each a step; latch_set.lua): where a node has no count, it replaces
@@ -726,14 +730,17 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 			c.landDelete(&next, i)
 			out = append(out, latchStep{next, fmt.Sprintf("the delete lands on node %d", i), ""})
 		}
-		if c.undos && int(w.undos) < c.n-c.quorum && nd.seeded && nd.v == 0 && !nd.lset && (!c.undosFirst || w.made == 0 && nd.bare()) {
+		if c.undos && int(w.undos) < c.n-c.quorum && nd.seeded && nd.v == 0 && !nd.lset && (!c.undosFirst || w.made == 0 && (nd.bare() || c.undosOld && nd.tag == tagOld)) {
 			// A denied set lands and is undone: its "m:" "0" stays, with
 			// no tag (claims there are nobody's, as in between), but
-			// where the set found no field of the slot (attack15 L6).
+			// where the set found no field of the slot or a free one.
 			next := w.clone()
 			next.undos++
 			nn := &next.nodes[i]
-			bare := nd.bare()
+			// The set found no field of the slot, or a free one (a tag
+			// and "m:" "0"; latch_set.lua's "bare"): its undo takes "m:"
+			// too (attack15 L6, L6').
+			bare := nd.bare() || nd.claim == claimFree && nd.tag != tagNone && nd.tag != tagDead
 			if c.variant != latchClaimInSlotRead && c.variant != latchUndoBare {
 				keepVote(nn, tagNone) // the set keeps a vote it replaces
 			}
@@ -1391,6 +1398,7 @@ type latchConfig struct {
 	deletes     bool    // as latchChecker's
 	undos       bool    // as latchChecker's
 	undosFirst  bool    // as latchChecker's
+	undosOld    bool    // as latchChecker's
 	newer       bool    // as latchChecker's
 	staleClaims bool    // as latchChecker's
 	oldLeast    bool    // as latchChecker's
@@ -1407,6 +1415,7 @@ func (cfg latchConfig) run() *latchChecker {
 	c.restartOnly, c.oldClaims, c.olderClaim, c.allSet = cfg.restartOnly, cfg.oldClaims, cfg.olderClaim, cfg.allSet
 	c.lateSet, c.deletes, c.undos, c.undosFirst, c.healed = cfg.lateSet, cfg.deletes, cfg.undos, cfg.undosFirst, cfg.healed
 	c.newer, c.staleClaims, c.oldLeast = cfg.newer, cfg.staleClaims, cfg.oldLeast
+	c.undosOld = cfg.undosOld
 	if cfg.restarts > 0 {
 		c.maxRestarts = cfg.restarts
 	}
@@ -1456,6 +1465,7 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "3 nodes, a denied set undone before 3 countDowns at once (L6)", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, staleCounts: noStale},
 		{name: "3 nodes, faults, a delete of the opened latch, a denied set undone, no restart", nodes: 3, rule: ruleClaim, deletes: true, undos: true, staleCounts: noStale, noRestart: true, long: true},
 		{name: "3 nodes, an older latch's count and claim reset, 3 countDowns at once (L5)", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, staleClaims: true, oldLeast: true},
+		{name: "3 nodes, a denied set undone on a master holding an older latch's slot, 3 countDowns at once (L6')", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, undosOld: true, staleCounts: noStale},
 		{name: "3 nodes, faults, a newer set landing on a minority after the opening, no restart (F0)", nodes: 3, rule: ruleClaim, newer: true, staleCounts: noStale, noRestart: true, long: true},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
@@ -1510,6 +1520,7 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "a denied set's undo leaves its claim where the set found no slot (L6)", nodes: 3, rule: ruleClaim, variant: latchUndoLeavesClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, staleCounts: noStale},
 		{name: "the reset keeps an older latch's claim (L5)", nodes: 3, rule: ruleClaim, variant: latchResetKeepsClaim, noFaults: true, inFlight: 3, staleClaims: true, oldLeast: true},
 		{name: "a claim counts in the slot it read, whatever its ballot (review28 F0)", nodes: 3, rule: ruleClaim, variant: latchClaimInSlotRead, newer: true, staleCounts: noStale, noRestart: true, long: true},
+		{name: "a denied set's undo leaves its claim where the set found an older latch's free slot (L6')", nodes: 3, rule: ruleClaim, variant: latchUndoLeavesClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, undosOld: true, staleCounts: noStale},
 		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {

@@ -3,7 +3,8 @@
 -- the set's nonce. Returns {state, set, nonce}: state as
 -- counter_read.lua (only a seeded node sets), set 1 when it set the
 -- count, 0 when one was there (nonce: that count's); a set that found no
--- field of the claim slot adds 1 (its undo takes "m:" too).
+-- field of the claim slot, or a free one (a tag and "m:" "0": attack15
+-- L6'), adds 1 (its undo takes "m:" too).
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return {redis.call("hexists", KEYS[1], "pending"), 0, "0"}
 end
@@ -39,7 +40,7 @@ if o and o ~= "-1" and c and c ~= "0" and c ~= "-1" then
 end
 redis.call("hdel", KEYS[1], "b:" .. ARGV[1])
 redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "m:" .. ARGV[1], m, "o:" .. ARGV[1], ARGV[3])
-if not o and not c then
+if not o and not c or o and o ~= "-1" and c == "0" then
   return {2, 1, "0", 1}
 end
 return {2, 1, "0"}
