@@ -110,6 +110,14 @@ type reWorld struct {
 	// plainRepeats lets C send again the token it sent last (a holder
 	// repeating its SET NX).
 	plainRepeats bool
+	// reveal is a design for plainRepeats, not the engine's (see
+	// TestReentryPlainRepeatRevealDesign): a master that denies a plain
+	// acquire answers whether the key holds its token (SET NX GET), and
+	// a failed one leaves its silent masters to their TTL when one did,
+	// or when fewer than a quorum answered: a valid earlier grant of the
+	// token is on a quorum, which meets any quorum of answering masters.
+	// revealUnsure (a control) drops the second condition.
+	reveal, revealUnsure bool
 	// twoProxies lets A acquire through a second proxy too, while its
 	// messages through the first are still on their way (and the other
 	// way round): they land on the masters in any order.
@@ -426,8 +434,19 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reSte
 			}
 			// or, too slow, its validity ran out: failed below
 		}
+		heldOwn, answered := false, 0
+		for i := range reMasters {
+			if errs[i] == nil {
+				answered++
+				heldOwn = heldOwn || !answers[i].Granted && s.keys[i].val == tok
+			}
+		}
+		unsure := answered < Quorum(reMasters) && !w.revealUnsure
 		for i := range reMasters {
 			u := reUndo{kind: rule(l, answers[i], errs[i])}
+			if w.reveal && c == 1 && errs[i] != nil && (heldOwn || unsure) {
+				u.kind = undoNothing
+			}
 			if u.kind == undoSetBack {
 				u.before = s.keys[i]
 			}
@@ -543,5 +562,23 @@ func TestReentryCheckerCatchesBrokenUndos(t *testing.T) {
 			}
 			t.Logf("caught after %d states: %s", states, violation)
 		})
+	}
+}
+
+// TestReentryPlainRepeatRevealDesign checks a design for the plain-repeat
+// defect that the engine does not have: the plainRepeats world passes
+// with it, and fails without its care for an acquire that fewer than a
+// quorum of masters answered.
+func TestReentryPlainRepeatRevealDesign(t *testing.T) {
+	for _, w := range []reWorld{{ttl: 2, plainRepeats: true, reveal: true}, {ttl: 2, short: 1, plainRepeats: true, reveal: true}} {
+		if states, violation := reCheck(undoOf, w); violation != "" {
+			t.Errorf("%+v: after %d states: %s", w, states, violation)
+		}
+	}
+	w := reWorld{ttl: 2, plainRepeats: true, reveal: true, revealUnsure: true}
+	if states, violation := reCheck(undoOf, w); violation == "" {
+		t.Errorf("%+v: %d states, no violation; want the silent masters' release caught", w, states)
+	} else {
+		t.Logf("control caught: %s", violation)
 	}
 }
