@@ -50,7 +50,11 @@ const (
 // decrement after, misses there (it may have counted the others down
 // already, and the highest count after). Seeded with none, the node keeps
 // a claim slot tag counted down to 0 (one whose leftover was dropped, if
-// any): the evidence latchSeedCount reads, for a later seed. A slot holds
+// any): the evidence latchSeedCount reads, for a later seed, carried
+// negated (latchCarried: a claim there is nobody's, and it is in no
+// countDown's ballot, which is a set's tag: else a countDown of the latch
+// could read a ballot of an older one, and a master that voted for the
+// older one vote for it again: L3). A slot holds
 // one tag, so of several the highest stays; a later seed misses the
 // leftover of a tag dropped here unless another source still holds it.
 // No claim is copied: the node may have answered another before its
@@ -76,7 +80,7 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum i
 		count, claim, slot := latchCountPrefix+name, latchClaimPrefix+name, latchSlotPrefix+name
 		counts, nonces, slots := make([]int64, len(dumps)), make([]int64, len(dumps)), make([]int64, len(dumps))
 		for i, d := range dumps {
-			counts[i], nonces[i], slots[i] = d[count], d[latchNoncePrefix+name], d[slot]
+			counts[i], nonces[i], slots[i] = d[count], d[latchNoncePrefix+name], latchTag(d[slot])
 		}
 		v, zeros, dropped := latchSeedCount(counts, nonces, slots, quorum)
 		switch {
@@ -85,10 +89,10 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum i
 			fields[latchNoncePrefix+name], fields[slot] = nonce, nonce
 		case len(dropped) > 0:
 			delete(fields, count)
-			fields[slot] = slices.Max(dropped)
+			fields[slot] = latchCarried(slices.Max(dropped))
 		case len(zeros) > 0:
 			delete(fields, count)
-			fields[slot] = slices.Max(zeros)
+			fields[slot] = latchCarried(slices.Max(zeros))
 		default:
 			delete(fields, count)
 		}
@@ -100,6 +104,24 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum i
 			fields[claim] = 0
 		}
 	}
+}
+
+// latchCarried is a tag a seed carries as evidence, as stored in "o:":
+// negated, a tombstone (-1) as it is; latchTag reads either back.
+func latchCarried(tag int64) int64 {
+	if tag > 0 {
+		return -tag
+	}
+	return tag
+}
+
+// latchTag is the tag of a claim slot's "o:" (a seed's carried one is
+// stored negated: latchCarried).
+func latchTag(slot int64) int64 {
+	if slot < -1 {
+		return -slot
+	}
+	return slot
 }
 
 // LatchMessages are what a latch's operations publish, as Redisson's
@@ -296,7 +318,8 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 }
 
 // latchBallot is the claim slot tag a countDown read on a quorum or more
-// of the seeded nodes (0: none). Its claim to a node it read with no tag
+// of the seeded nodes (0: none): a set's or reset's tag, never a seed's
+// carried one (negated, latchCarried), so a ballot names one latch. Its claim to a node it read with no tag
 // (one that missed the set) creates the slot there, of that tag, unless
 // the node has a field of it (latch_claim.lua): else that node answers
 // every claim nobody's, and claims split over the others decide none

@@ -40,9 +40,12 @@ import (
 // none); a claim that read no tag on a node with no field of the slot
 // creates it, of its ballot (the tag its countDown read on a quorum),
 // and one that read no tag takes a slot of its ballot; any other claim
-// in a slot not of the tag it read is nobody's (latch_claim.lua). A seed
-// drops a count whose tag another source counted down to 0
-// (latchSeedCount). An opened latch keeps its slots (their tags are that
+// in a slot not of the tag it read is nobody's (latch_claim.lua). A
+// node holding a vote of another ballot keeps it by that ballot (where it
+// keeps none yet) and votes for the claim's (L3); a vote answered to a
+// claim of none answers any from then on. A seed drops a count whose tag
+// another source counted down to 0 (latchSeedCount), and carries that
+// tag as evidence, in no ballot (latchCarried). An opened latch keeps its slots (their tags are that
 // evidence). The deletes world sends a delete() once n countDowns were
 // made, landing on each node at any step; the undos worlds land a denied
 // trySetCount and its undo on up to N-Q nodes with no count (one, with
@@ -90,9 +93,12 @@ import (
 // a slot it replaces is kept by its ballot (a claim's vb), and answers
 // that ballot's claims, or claims of none. The L5 world resets an
 // older latch's count holding that latch's claim, the tie-break taking
-// it as the least. -short and -race run eight 3-node worlds and two
-// 5-node ones (about 1.08 million states); without, eight more (about
-// 13.1 million states, 25 minutes at load 11, about 3 GB at most).
+// it as the least; the L6' world undoes a denied set on a node holding
+// an older latch's free slot; the L3 worlds start nodes that missed the
+// set holding an older opening's vote, taken as the least. -short and
+// -race run eleven 3-node worlds and two 5-node ones (about 1.36 million
+// states); without, eight more (about 13.8 million states, 18 minutes at
+// load 5 to 8, about 3 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
@@ -130,6 +136,8 @@ const (
 	latchClaimCountedOnly               // only a countDown that counted a node down claims (a later one cannot repair)
 	latchClaimInSlotRead                // a claim counts in the slot it read, whatever its ballot (review28 F0: a new set's slot gave a second vote)
 	latchResetKeepsClaim                // the reset keeps a claim given for another ballot (attack15 L5)
+	latchClaimOneBallot                 // a node holding a vote of another ballot answers it to every claim (L3, before latch20h)
+	latchBallotCarried                  // a seed's carried tag counts in a ballot (then one latch has two ballots, and a node votes twice for it)
 )
 
 // Message states of one node in one countDown in flight.
@@ -240,23 +248,26 @@ const (
 type latchNode struct {
 	v      uint8 // the count; 0: none
 	seeded bool
-	marked bool     // seeded after a restart: claimNone is nobody's (latchNobody)
-	tag    uint8    // the nonce of its claim slot ("o:"): tagNone, tagSet, tagOld, tagSeed
-	stale  bool     // the count is an older latch's, the set's reset not landed
-	lset   bool     // the set's message in flight to it (lateSet): it lands late
-	del    bool     // a delete() of the opened latch in flight to it (deletes)
-	reset  bool     // the set's reset of the older count in flight
-	late   uint8    // decrements in flight whose countDown decided already
-	across uint8    // decrements read before the node's restart, in flight
-	older  uint8    // an older latch's decrements in flight (olderLate)
-	oclaim uint8    // an older latch's claim in flight (olderClaim): ocFlight, then its answer
-	claim  uint8    // the zero message's claim
-	vb     uint8    // the ballot its claim was given for, if not its tag ("b:")
-	ptag   uint8    // the ballot of a vote given in a slot a later set replaced ("p:")
-	pclaim uint8    // that vote ("q:")
-	nset   bool     // a newer trySetCount in flight to it (newer)
-	msg    [3]uint8 // its messages of the countDowns in flight
-	cmsg   [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or the answer
+	marked bool  // seeded after a restart: claimNone is nobody's (latchNobody)
+	tag    uint8 // the nonce of its claim slot ("o:"): tagNone, tagSet, tagOld, tagSeed
+	stale  bool  // the count is an older latch's, the set's reset not landed
+	lset   bool  // the set's message in flight to it (lateSet): it lands late
+	del    bool  // a delete() of the opened latch in flight to it (deletes)
+	reset  bool  // the set's reset of the older count in flight
+	late   uint8 // decrements in flight whose countDown decided already
+	across uint8 // decrements read before the node's restart, in flight
+	older  uint8 // an older latch's decrements in flight (olderLate)
+	oclaim uint8 // an older latch's claim in flight (olderClaim): ocFlight, then its answer
+	claim  uint8 // the zero message's claim
+	vb     uint8 // the ballot its claim was given for, if not its tag ("b:")
+	ptag   uint8 // the ballot of a vote given in a slot a later set replaced ("p:")
+	pclaim uint8 // that vote ("q:")
+	nset   bool  // a newer trySetCount in flight to it (newer)
+	// carried: its tag is a seed's carried evidence (a tag counted down
+	// to 0 elsewhere, stored negated: latchSeedFields), in no ballot.
+	carried bool
+	msg     [3]uint8 // its messages of the countDowns in flight
+	cmsg    [3]uint8 // claim messages in flight (ruleClaim): msgAnswer/msgLost, or the answer
 }
 
 // ours: the node's claim slot is this latch's (its set's, its reset's,
@@ -306,7 +317,7 @@ func (w latchWorld) clone() latchWorld {
 func (w latchWorld) key() string {
 	codes := make([]string, len(w.nodes))
 	for i, n := range w.nodes {
-		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3 | btob(n.lset)<<4 | btob(n.del)<<5 | btob(n.nset)<<6, n.tag, n.vb, n.ptag, n.pclaim, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
+		codes[i] = string([]byte{n.v, btob(n.seeded) | btob(n.marked)<<1 | btob(n.stale)<<2 | btob(n.reset)<<3 | btob(n.lset)<<4 | btob(n.del)<<5 | btob(n.nset)<<6 | btob(n.carried)<<7, n.tag, n.vb, n.ptag, n.pclaim, n.late, n.across, n.older, n.claim, n.msg[0], n.msg[1], n.msg[2], n.cmsg[0], n.cmsg[1], n.cmsg[2], n.oclaim})
 	}
 	slices.Sort(codes)
 	b := make([]byte, 0, 12*len(codes)+11)
@@ -744,7 +755,7 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 			if c.variant != latchClaimInSlotRead && c.variant != latchUndoBare {
 				keepVote(nn, tagNone) // the set keeps a vote it replaces
 			}
-			nn.tag, nn.claim, nn.marked = tagNone, claimFree, false
+			nn.tag, nn.claim, nn.marked, nn.carried = tagNone, claimFree, false, false
 			if c.variant == latchUndoBare || bare && c.variant != latchUndoLeavesClaim {
 				nn.claim = claimNone
 			}
@@ -811,7 +822,7 @@ func (c *latchChecker) successors(w latchWorld) []latchStep {
 func (c *latchChecker) ballot(w latchWorld) uint8 {
 	by := map[uint8]int{}
 	for _, nd := range w.nodes {
-		if c.counted(nd) && nd.tag != tagNone && nd.tag != tagDead {
+		if c.counted(nd) && nd.tag != tagNone && nd.tag != tagDead && (!nd.carried || c.variant == latchBallotCarried) {
 			by[nd.tag]++
 		}
 	}
@@ -834,6 +845,7 @@ func (c *latchChecker) landDelete(w *latchWorld, i int) {
 	}
 	if !nd.bare() {
 		nd.tag, nd.claim, nd.marked, nd.vb, nd.ptag, nd.pclaim = tagDead, claimNone, false, tagNone, tagNone, claimNone
+		nd.carried = false
 		if c.variant == latchDeleteNoTombstone {
 			nd.tag = tagNone
 		}
@@ -887,7 +899,7 @@ func (c *latchChecker) landReset(w *latchWorld, i int) {
 		}
 		slotGone(nd)
 	}
-	nd.v, nd.stale, nd.tag = c.count, false, tagSet
+	nd.v, nd.stale, nd.tag, nd.carried = c.count, false, tagSet, false
 	// A decrement of the older count's set misses now.
 	nd.late = 0
 	for k := range nd.msg {
@@ -923,7 +935,7 @@ func (c *latchChecker) landLateSet(w *latchWorld, i int) {
 		if keepVote(nd, tagSet) {
 			restored = nd.claim
 		}
-		nd.v, nd.tag, nd.claim = c.count, tagSet, restored
+		nd.v, nd.tag, nd.claim, nd.carried = c.count, tagSet, restored, false
 		for k, m := range nd.cmsg {
 			// A claim that read another slot misses; one that read none
 			// may take this one, of its ballot (latch_claim.lua).
@@ -945,7 +957,7 @@ func (c *latchChecker) landLateSet(w *latchWorld, i int) {
 		nd.late = 0
 		return
 	}
-	nd.v, nd.tag = c.count, tagSet
+	nd.v, nd.tag, nd.carried = c.count, tagSet, false
 	if !kept {
 		nd.claim = claimFree
 	}
@@ -990,7 +1002,7 @@ func (c *latchChecker) landNewer(w *latchWorld, i int, v uint8) {
 	if c.variant != latchClaimInSlotRead {
 		keepVote(nd, tagNew)
 	}
-	nd.v, nd.tag, nd.claim, nd.marked, nd.stale, nd.vb = v, tagNew, claimFree, false, false, tagNone
+	nd.v, nd.tag, nd.claim, nd.marked, nd.stale, nd.vb, nd.carried = v, tagNew, claimFree, false, false, tagNone, false
 	slotGone(nd)
 	nd.late = 0
 	for k := range nd.msg {
@@ -1074,8 +1086,9 @@ func (c *latchChecker) seeds(w latchWorld, i int) []latchStep {
 			nn := &next.nodes[i]
 			nn.v, nn.seeded, nn.marked, nn.claim, nn.tag = uint8(v), true, true, claimNone, carry
 			nn.vb, nn.ptag, nn.pclaim = tagNone, tagNone, claimNone
+			nn.carried = carry != tagNone
 			if v > 0 {
-				nn.tag = tagSeed + w.restarts
+				nn.tag, nn.carried = tagSeed+w.restarts, false
 			}
 			switch {
 			case c.variant == latchSeedCopyClaim:
@@ -1245,6 +1258,16 @@ func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 		got = claimNobody // a tombstone
 	case nd.ptag != tagNone && (nd.ptag == ballot || nd.ptag == tagAny || ballot == tagNone) && c.variant != latchClaimInSlotRead:
 		got = nd.pclaim // a vote kept for its ballot, or any (review28 F0)
+		if ballot == tagNone && nd.ptag != tagAny && c.variant != latchClaimOneBallot {
+			// A claim of none may be of either ballot: beside a vote in
+			// the slot it is nobody's; else the kept vote answers any
+			// from now on (L3).
+			if nd.claim > claimFree {
+				got = claimNobody
+			} else {
+				nd.ptag = tagAny
+			}
+		}
 	case gone:
 		got = claimNobody // the slot it read was replaced
 	case none && create && nd.bare():
@@ -1260,6 +1283,25 @@ func (c *latchChecker) landClaim(w latchWorld, k, i int) latchWorld {
 	case nd.claim == claimNone || nd.claim == claimFree:
 		nd.vote(claimOf(w.ops[k].id), ballot)
 		got = nd.claim
+	case c.variant != latchClaimOneBallot:
+		// A vote. One given for another ballot (an older latch's: a
+		// ballot is a set's tag, never a seed's carried one) is kept by
+		// its ballot where no vote is kept yet, and the node votes for
+		// this one, its slot's tag left (L3: the older vote split the
+		// claims, and the tie-break took it). One shown to a claim of
+		// none answers any from now on.
+		b := nd.vb
+		if b == tagNone {
+			b = nd.tag
+		}
+		switch {
+		case ballot != tagNone && b != tagAny && b != ballot && nd.ptag == tagNone:
+			nd.ptag, nd.pclaim = b, nd.claim
+			nd.vote(claimOf(w.ops[k].id), ballot)
+			got = nd.claim
+		case ballot == tagNone && b != tagAny:
+			nd.vb = tagAny
+		}
 	}
 	if answer {
 		nd.cmsg[k] = msgLost + 1 + got
@@ -1466,6 +1508,8 @@ func TestLatchNeverOpensEarly(t *testing.T) {
 		{name: "3 nodes, faults, a delete of the opened latch, a denied set undone, no restart", nodes: 3, rule: ruleClaim, deletes: true, undos: true, staleCounts: noStale, noRestart: true, long: true},
 		{name: "3 nodes, an older latch's count and claim reset, 3 countDowns at once (L5)", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, staleClaims: true, oldLeast: true},
 		{name: "3 nodes, a denied set undone on a master holding an older latch's slot, 3 countDowns at once (L6')", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, undosOld: true, staleCounts: noStale},
+		{name: "3 nodes, a master that missed the set holding an older opening's claim, 3 countDowns at once (L3)", nodes: 3, rule: ruleClaim, noFaults: true, inFlight: 3, oldClaims: true, oldLeast: true, staleCounts: noStale},
+		{name: "3 nodes, faults, 2 countDowns, masters that missed the set holding an older opening's claim (L3)", nodes: 3, rule: ruleClaim, oldClaims: true, oldLeast: true, staleCounts: noStale, maxMade: 2},
 		{name: "3 nodes, faults, a newer set landing on a minority after the opening, no restart (F0)", nodes: 3, rule: ruleClaim, newer: true, staleCounts: noStale, noRestart: true, long: true},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {
@@ -1521,6 +1565,8 @@ func TestLatchCheckerCatchesBrokenVariants(t *testing.T) {
 		{name: "the reset keeps an older latch's claim (L5)", nodes: 3, rule: ruleClaim, variant: latchResetKeepsClaim, noFaults: true, inFlight: 3, staleClaims: true, oldLeast: true},
 		{name: "a claim counts in the slot it read, whatever its ballot (review28 F0)", nodes: 3, rule: ruleClaim, variant: latchClaimInSlotRead, newer: true, staleCounts: noStale, noRestart: true, long: true},
 		{name: "a denied set's undo leaves its claim where the set found an older latch's free slot (L6')", nodes: 3, rule: ruleClaim, variant: latchUndoLeavesClaim, noFaults: true, inFlight: 3, undos: true, undosFirst: true, undosOld: true, staleCounts: noStale},
+		{name: "a seed's carried tag counts in a ballot (one latch with two ballots: a second vote)", nodes: 3, rule: ruleClaim, variant: latchBallotCarried, restartOnly: true, inFlight: 2, staleCounts: stale13, oldClaims: true},
+		{name: "a vote of another ballot answers every claim (L3)", nodes: 3, rule: ruleClaim, variant: latchClaimOneBallot, noFaults: true, inFlight: 3, oldClaims: true, oldLeast: true, staleCounts: noStale},
 		{name: "the seed copies a leftover of a set counted to 0 (S1), 5 nodes", nodes: 5, rule: ruleClaim, variant: latchSeedNoDrop, allSet: true, staleCounts: noStale, maxMade: 2},
 	} {
 		if (testing.Short() || modelUnderRace) && cfg.long {

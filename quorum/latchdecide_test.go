@@ -151,11 +151,17 @@ func TestLatchSeedFields(t *testing.T) {
 	}
 	// attack12 S1: fewer than a quorum have none, but one counted the
 	// set down to 0: the other's count is a leftover; the seed keeps the
-	// set's tag as the evidence for a later seed.
+	// set's tag as the evidence for a later seed, negated (in no ballot).
 	s1 := map[string]int64{"l:s": 1, "n:s": 5, "m:s": 9, "o:s": 5}
 	latchSeedFields(s1, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": 9, "o:s": 5}}, 2)
-	if _, ok := s1["l:s"]; ok || s1["o:s"] != 5 || s1["m:s"] != -1 || len(s1) != 2 {
-		t.Errorf("seeded %v beside a set counted to 0; want o:s = 5 and m:s = -1 alone", s1)
+	if _, ok := s1["l:s"]; ok || s1["o:s"] != -5 || s1["m:s"] != -1 || len(s1) != 2 {
+		t.Errorf("seeded %v beside a set counted to 0; want o:s = -5 and m:s = -1 alone", s1)
+	}
+	// A carried tag is evidence still, for the next seed.
+	s2 := map[string]int64{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}
+	latchSeedFields(s2, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": -1, "o:s": -5}}, 2)
+	if _, ok := s2["l:s"]; ok || s2["o:s"] != -5 || s2["m:s"] != -1 || len(s2) != 2 {
+		t.Errorf("seeded %v beside a carried tag of the set; want o:s = -5 and m:s = -1 alone", s2)
 	}
 	// A delete's tombstone (o: -1) stays one: no claim creates the slot.
 	dead := map[string]int64{"o:t": 0}

@@ -73,7 +73,7 @@ func TestLatchOpenedStaysOpenAfterLateSetAndRestart(t *testing.T) {
 	if c, ok := seeded[latchCountPrefix+"L"]; ok {
 		t.Errorf("master 0 seeded with count %s; want none (a leftover)", c)
 	}
-	if tag := procs[1].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); seeded[latchSlotPrefix+"L"] != tag {
-		t.Errorf("master 0 seeded with claim slot tag %q; want master 1's %q (the evidence, for a later seed)", seeded[latchSlotPrefix+"L"], tag)
+	if tag := procs[1].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); seeded[latchSlotPrefix+"L"] != "-"+tag {
+		t.Errorf("master 0 seeded with claim slot tag %q; want master 1's %q, negated (the evidence, for a later seed, in no ballot)", seeded[latchSlotPrefix+"L"], tag)
 	}
 }

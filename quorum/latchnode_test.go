@@ -99,8 +99,8 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	want("delete", a, err, CounterSeeded, 1)
 	a, err = n.latchDel(ctx, "y")
 	want("delete of none", a, err, CounterSeeded, 0)
-	if l := admin.HLen(ctx, CountersKey).Val(); l != 4 {
-		t.Errorf("counters have %d fields; want 4 (seeded, x's claim and its slot, y's tombstone): %v", l, admin.HGetAll(ctx, CountersKey).Val())
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 5 {
+		t.Errorf("counters have %d fields; want 5 (seeded, x's claim, its slot and its ballot, 0 since a claim of none was answered it, y's tombstone): %v", l, admin.HGetAll(ctx, CountersKey).Val())
 	}
 	if v, _ := field("o:y"); v != "-1" {
 		t.Errorf("delete left the slot tag %q; want the tombstone -1", v)
@@ -132,8 +132,8 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	want("a claim that read a tag, on a node with no slot", a, err, CounterSeeded, 0)
 	a, err = n.latchClaim(ctx, "s", 20, 0, 0)
 	want("a claim with no ballot, on a node with no slot", a, err, CounterSeeded, 0)
-	if l := admin.HLen(ctx, CountersKey).Val(); l != 4 {
-		t.Errorf("claims that create nothing left %d fields; want 4", l)
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 5 {
+		t.Errorf("claims that create nothing left %d fields; want 5", l)
 	}
 	a, err = n.latchClaim(ctx, "s", 20, 0, 21)
 	want("a claim that creates the slot", a, err, CounterSeeded, 20)
@@ -257,10 +257,33 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	want("a new set of the opened latch", a, err, CounterSeeded, 1)
 	a, err = n.latchClaim(ctx, "f", 43, 42, 40)
 	want("a claim of the opened latch's ballot, in the new slot", a, err, CounterSeeded, 41)
-	a, err = n.latchClaim(ctx, "f", 43, 42, 0)
-	want("a claim of no ballot, in the new slot", a, err, CounterSeeded, 41)
 	a, err = n.latchClaim(ctx, "f", 43, 42, 42)
 	want("a claim of the new set's ballot", a, err, CounterSeeded, 43)
+	a, err = n.latchClaim(ctx, "f", 44, 42, 0)
+	want("a claim of no ballot beside two votes", a, err, CounterSeeded, 0)
+	// L3: a vote of an older ballot, in its own slot, is kept by it; the
+	// node votes for the new ballot, the slot's tag left. A claim of none
+	// answered a vote makes it answer any.
+	n.latchSet(ctx, "k", 1, 80)
+	n.latchDecr(ctx, "k", 80)
+	a, err = n.latchClaim(ctx, "k", 81, 80, 80)
+	want("the older opening's claim", a, err, CounterSeeded, 81)
+	a, err = n.latchClaim(ctx, "k", 82, 80, 83)
+	want("a claim of a new set's ballot in the older slot", a, err, CounterSeeded, 82)
+	a, err = n.latchClaim(ctx, "k", 84, 80, 80)
+	want("a claim of the older ballot after", a, err, CounterSeeded, 81)
+	a, err = n.latchClaim(ctx, "k", 85, 80, 83)
+	want("a second claim of the new ballot", a, err, CounterSeeded, 82)
+	if v, _ := field("o:k"); v != "80" {
+		t.Errorf("the new ballot's vote left the slot tag %q; want the older 80 (the evidence)", v)
+	}
+	n.latchSet(ctx, "j", 1, 90)
+	n.latchDecr(ctx, "j", 90)
+	n.latchClaim(ctx, "j", 91, 90, 90)
+	a, err = n.latchClaim(ctx, "j", 92, 90, 0)
+	want("a claim of no ballot", a, err, CounterSeeded, 91)
+	a, err = n.latchClaim(ctx, "j", 93, 90, 94)
+	want("a claim of another ballot after one of none", a, err, CounterSeeded, 91)
 	// A vote given in a slot of another tag is kept by its ballot: a
 	// newer set keeps it for that ballot, a late set of that ballot takes
 	// it as its slot's claim.

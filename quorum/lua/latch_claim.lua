@@ -17,7 +17,14 @@
 -- were all nobody's, so claims split over the others decided none); a
 -- claim that read no tag there later takes the slot of its ballot. A
 -- vote given in a slot of another tag, or for none, records its ballot
--- ("b:").
+-- ("b:"). A ballot is a set's tag (a seed's carried tag is negated:
+-- latch.go latchCarried), so a vote of another ballot is another
+-- latch's: the node keeps it by its ballot, where it keeps none yet, and
+-- votes for this one, its slot's tag left as the evidence (attack15 L3:
+-- an older opening's vote, on a node the set missed, split two last
+-- countDowns' claims, and as the least the tie-break sent nothing). A
+-- claim of none may be of either latch: a vote it is answered with
+-- answers any from now on, and beside a second one it is nobody's.
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return {redis.call("hexists", KEYS[1], "pending"), 0}
 end
@@ -26,8 +33,15 @@ local f = "m:" .. ARGV[1]
 if o == "-1" then
   return {2, 0}
 end
+local c = redis.call("hget", KEYS[1], f)
 local p = redis.call("hget", KEYS[1], "p:" .. ARGV[1])
 if p and (p == ARGV[4] or p == "0" or ARGV[4] == "0") then
+  if ARGV[4] == "0" and p ~= "0" then
+    if c and c ~= "0" and c ~= "-1" then
+      return {2, 0}
+    end
+    redis.call("hset", KEYS[1], "p:" .. ARGV[1], "0")
+  end
   return {2, redis.call("hget", KEYS[1], "q:" .. ARGV[1])}
 end
 if o ~= ARGV[3] then
@@ -35,7 +49,7 @@ if o ~= ARGV[3] then
     return {2, 0}
   end
   if not o then
-    if redis.call("hexists", KEYS[1], f) == 1 then
+    if c then
       return {2, 0}
     end
     redis.call("hset", KEYS[1], "o:" .. ARGV[1], ARGV[4], f, ARGV[2])
@@ -45,11 +59,18 @@ if o ~= ARGV[3] then
     return {2, 0}
   end
 end
-local c = redis.call("hget", KEYS[1], f)
 if c == "-1" then
   return {2, 0}
 end
 if c and c ~= "0" then
+  local b = redis.call("hget", KEYS[1], "b:" .. ARGV[1]) or o
+  if ARGV[4] ~= "0" and b ~= "0" and b ~= ARGV[4] and not p then
+    redis.call("hset", KEYS[1], "p:" .. ARGV[1], b, "q:" .. ARGV[1], c, f, ARGV[2], "b:" .. ARGV[1], ARGV[4])
+    return {2, ARGV[2]}
+  end
+  if ARGV[4] == "0" and b ~= "0" then
+    redis.call("hset", KEYS[1], "b:" .. ARGV[1], "0")
+  end
   return {2, c}
 end
 redis.call("hset", KEYS[1], f, ARGV[2])

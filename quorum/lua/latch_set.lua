@@ -15,13 +15,13 @@ end
 -- The claim slot is this latch's ("o:" its nonce), to take ("0"): an
 -- older latch's claim is not, nor nobody's (latch_claim.lua). A slot of
 -- this set already (a claim made it, landing before this late set, or a
--- seed kept its tag) keeps its claim: that vote was given. A vote given
+-- seed kept its tag, negated) keeps its claim: that vote was given. A vote given
 -- in the slot it replaces is kept, by its ballot ("b:", else the slot's
 -- tag), as "p:", "q:" (review28 F0); a vote kept so of this set's
 -- ballot is its claim again.
 local o = redis.call("hget", KEYS[1], "o:" .. ARGV[1])
-if o == ARGV[3] then
-  redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3])
+if o == ARGV[3] or o == "-" .. ARGV[3] then
+  redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "o:" .. ARGV[1], ARGV[3])
   return {2, 1, "0"}
 end
 local c = redis.call("hget", KEYS[1], "m:" .. ARGV[1])
