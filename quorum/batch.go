@@ -23,6 +23,19 @@ type Batch interface {
 	ReleaseCall(l Lock) Call[[]Found]
 	ExtendCall(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) Call[time.Duration]
 	FenceRoundCall(key, token, field string) Call[CounterEntry]
+	// Wrap is the nodes' wrapped form of a client's script body
+	// (Engine.Wrap), which the Effect keeps for them. It is pure: any
+	// node's batch makes it for all.
+	Wrap(body string, literals []string, maxTTL time.Duration) any
+	// Functions reports whether the node runs functions (FCALL).
+	Functions() bool
+	// FCall is a run of the wrapped script w by its function, as a batch
+	// runs it (its Result answers NeedsLibrary where a node lacks the
+	// library or the body's chunk); false if w has no library form.
+	FCall(w any, call EffectCall) (Call[any], bool)
+	// EffectOf is a node's answer to FCall's command, read as RunEffect
+	// reads its own; out has room for its key effects.
+	EffectOf(w any, v any, err error, call EffectCall, out []KeyEffect) (NodeEffect, error)
 	// Fan sends c to each node i in idx (batches[i] is node i's batch),
 	// ctx's with deadline, and waits until all answered, deadline passed
 	// or ctx's caller gave up. It sets replies[i] for each i in idx and

@@ -13,17 +13,20 @@ import (
 // effect on the keys observed and checked (effectlua.go). Build it once
 // per script with Wrap; it is safe for concurrent use.
 type Effect struct {
-	w        *script
+	// w is the nodes' wrapped form of the body (Batch.Wrap); nil when no
+	// node has a batch path (a test's fakes, which run effects of their
+	// own).
+	w        any
 	literals []string
-	// The wrapper's lines before the body's first in the script form (the
-	// library's chunk starts on the body's first line).
-	head int
 	// ready has bit i set once node i answered this body's FCALL (it has
 	// the library and the body's chunk): the call goes out on the
 	// pipelined fan-out only when every node called is ready
 	// (runEffectOnNodes).
 	ready atomic.Uint64
 }
+
+// Wrapped is the nodes' wrapped form of the body, as Batch.Wrap made it.
+func (ef *Effect) Wrapped() any { return ef.w }
 
 // Wrap wraps a client's script body; the wrapper lets it call what the
 // allow-list (internal/lua) allows. literals are the body's constants
@@ -33,8 +36,16 @@ type Effect struct {
 // read by it as admission read it; other text could break out of the
 // wrapper or reach its locals.
 func (e *Engine) Wrap(body string, literals []string) *Effect {
-	w := wrapBody(body, literals, e.cfg.MaxTTL)
-	return &Effect{w: newScript(w.eval).withLibrary(w.fn, w.lib), literals: literals, head: w.evalHead}
+	eff := &Effect{literals: literals}
+	for _, n := range e.nodes {
+		// Wrapping is pure: any node's batch does it for all, a wrapper
+		// of a node's too.
+		if b := n.Batch(); b != nil {
+			eff.w = b.Wrap(body, literals, e.cfg.MaxTTL)
+			break
+		}
+	}
+	return eff
 }
 
 // EffectOp is what a wrapped script did, as the quorum decided it.

@@ -16,7 +16,14 @@ import (
 // others (a node frozen before its first call costs only itself), and
 // a body's very first call waits firstLoadTimeout for them.
 func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call EffectCall, sc *effectScratch) []result[NodeEffect] {
-	if !e.fcallsEverywhere(eff) {
+	var mine [8]Batch
+	batches := e.batches(mine[:0])
+	var c Call[any]
+	ok := false
+	if batches != nil && e.fcallsEverywhere(eff, batches) {
+		c, ok = batches[0].FCall(eff.w, call)
+	}
+	if !ok {
 		timeout := e.cfg.NodeTimeout
 		if eff.ready.Load() == 0 {
 			timeout = max(timeout, firstLoadTimeout)
@@ -29,8 +36,8 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		}
 		return results
 	}
-	call.FCall = fcallCommand(eff.w, call.Keys, call.Args)
-	raw := fanOutCall(ctx, e, func(Batch) Call[any] { return plainCall(call.FCall, fcallAnswer) }, notPiped)
+	call.FCall = c.Command.Cmd
+	raw := fanOutCall(ctx, e, func(Batch) Call[any] { return c }, notPiped)
 	results := sc.results[:len(raw)]
 	var again []bool
 	for i, r := range raw {
@@ -38,7 +45,7 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		case NodeEffect: // run by each
 			results[i] = result[NodeEffect]{v: v, err: r.err}
 			continue
-		case needsLibraryMark:
+		case NeedsLibrary:
 			eff.ready.And(^(uint64(1) << i))
 			if again == nil {
 				again = make([]bool, len(raw))
@@ -46,19 +53,11 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 			again[i] = true
 			continue
 		}
-		if r.err != nil {
-			if msg, ok := compileError(r.err); ok {
-				results[i] = result[NodeEffect]{v: NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, eff.head)}}
-				continue
-			}
-			results[i] = result[NodeEffect]{err: r.err} // a *NodeError already
-			continue
-		}
-		ne, err := effectOf(r.v, nil, 0, call, call.OutFor(i))
-		if err != nil {
+		ne, err := batches[0].EffectOf(eff.w, r.v, r.err, call, call.OutFor(i))
+		if err != nil && r.err == nil {
 			err = &NodeError{Node: i, Addr: e.nodes[i].Addr(), Err: err}
 		}
-		results[i] = result[NodeEffect]{v: ne, err: err}
+		results[i] = result[NodeEffect]{v: ne, err: err} // r.err a *NodeError already
 	}
 	if again != nil {
 		left := e.cfg.NodeTimeout - time.Since(start)
@@ -95,36 +94,24 @@ func eachEffect(eff *Effect, call EffectCall) func(ctx context.Context, i int, n
 	}
 }
 
-// notPiped is fanOutCall's way for a node without a pipeline: none, where
-// fcallsEverywhere holds (each node is a redisNode).
+// notPiped is fanOutCall's way for a node without a batch path: none,
+// where runEffectOnNodes calls it (each node has one).
 func notPiped(context.Context, int, Node) (any, error) { return nil, errUnsupported }
 
-// needsLibraryMark is a node's answer to the piped FCALL when the node
-// lacks the library or the body's chunk (fcallNeedsLibrary): it is run
-// again there by runEffect, which loads them.
-type needsLibraryMark struct{}
+// NeedsLibrary is a node's answer to a batch's FCALL (Batch.FCall) when
+// the node lacks the library or the body's chunk: no failure of the node,
+// it runs the call again by RunEffect, which loads them.
+type NeedsLibrary struct{}
 
-// fcallAnswer is a piped FCALL's reply as runEffectOnNodes reads it: an
-// error that asks for the library is no failure of the node.
-func fcallAnswer(v any, err error) (any, error) {
-	if fcallNeedsLibrary(err) {
-		return needsLibraryMark{}, nil
-	}
-	return v, err
-}
-
-// fcallsEverywhere reports whether every node that is called is a
-// pipelined Redis node that runs eff's library form and has answered its
-// FCALL before.
-func (e *Engine) fcallsEverywhere(eff *Effect) bool {
-	s := eff.w
-	if s.fn == "" || s.noLib.Load() || len(e.nodes) > 64 {
+// fcallsEverywhere reports whether every node that is called runs
+// functions and has answered eff's FCALL before.
+func (e *Engine) fcallsEverywhere(eff *Effect, batches []Batch) bool {
+	if len(e.nodes) > 64 {
 		return false
 	}
 	ready, monitored := eff.ready.Load(), e.monitored.Load()
-	for i, n := range e.nodes {
-		rn, ok := n.(*redisNode)
-		if !ok || rn.p.noFunctions.Load() {
+	for i, b := range batches {
+		if !b.Functions() {
 			return false
 		}
 		if ready&(1<<i) == 0 && !(monitored && e.health[i].down.Load()) {

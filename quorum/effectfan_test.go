@@ -55,7 +55,7 @@ func TestEffectNodeThatLostTheLibraryCounts(t *testing.T) {
 			t.Fatalf("take %d = %+v, %v; want granted", i, res, err)
 		}
 	}
-	if !e.fcallsEverywhere(eff) {
+	if !e.fcallsEverywhere(eff, e.batches(nil)) {
 		t.Fatalf("after a call answered by every node, the FCALL is not pipelined")
 	}
 	for _, p := range procs[:2] {

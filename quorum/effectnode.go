@@ -46,12 +46,55 @@ func fcallCommand(s *script, keys, args []string) []byte {
 }
 
 func (n *redisNode) RunEffect(ctx context.Context, eff *Effect, c EffectCall, out []KeyEffect) (NodeEffect, error) {
-	v, asScript, err := n.runWrapped(ctx, eff.w, c)
+	w := eff.Wrapped().(*wrappedBody)
+	v, asScript, err := n.runWrapped(ctx, w.s, c)
 	head := 0
 	if asScript {
-		head = eff.head
+		head = w.head
 	}
 	return effectOf(v, err, head, c, out)
+}
+
+// wrappedBody is an Effect's wrapped form (Wrap): the wrapper's script,
+// and its lines before the body's first in the script form (the
+// library's chunk starts on the body's first line).
+type wrappedBody struct {
+	s    *script
+	head int
+}
+
+func (n *redisNode) Wrap(body string, literals []string, maxTTL time.Duration) any {
+	w := wrapBody(body, literals, maxTTL)
+	return &wrappedBody{s: newScript(w.eval).withLibrary(w.fn, w.lib), head: w.evalHead}
+}
+
+func (n *redisNode) Functions() bool { return !n.p.noFunctions.Load() }
+
+func (n *redisNode) FCall(w any, call EffectCall) (Call[any], bool) {
+	s := w.(*wrappedBody).s
+	if s.fn == "" || s.noLib.Load() {
+		return Call[any]{}, false
+	}
+	return plainCall(fcallCommand(s, call.Keys, call.Args), fcallAnswer), true
+}
+
+// fcallAnswer is a batch's FCALL reply as runEffectOnNodes reads it: an
+// error that asks for the library is no failure of the node.
+func fcallAnswer(v any, err error) (any, error) {
+	if fcallNeedsLibrary(err) {
+		return NeedsLibrary{}, nil
+	}
+	return v, err
+}
+
+func (n *redisNode) EffectOf(w any, v any, err error, call EffectCall, out []KeyEffect) (NodeEffect, error) {
+	if err != nil {
+		if msg, ok := compileError(err); ok {
+			return NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, w.(*wrappedBody).head)}, nil
+		}
+		return NodeEffect{}, err
+	}
+	return effectOf(v, nil, 0, call, out)
 }
 
 // effectOf is a node's answer to a wrapped script from its reply; head

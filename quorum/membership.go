@@ -197,7 +197,9 @@ func (e *Engine) recordsRead(h *health, i int, p Probe, known string, recs []res
 		// too long, and that process may have granted until it ended).
 		until = h.start.Add(e.quarantine())
 		if known != "" && known != p.RunID {
-			until = later(until, now.Add(e.quarantine()))
+			if t := now.Add(e.quarantine()); t.After(until) {
+				until = t
+			}
 		}
 	default:
 		// No restart is known: the data went while the process ran, or
