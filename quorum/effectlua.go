@@ -140,7 +140,7 @@ func newWrapperData(maxTTL time.Duration) wrapperData {
 		MaxBytes: maxSnapshotBytes, MaxEntries: maxSnapshotEntries,
 		MaxBodies: maxLibraryBodies, MaxBodyBytes: maxLibraryBodyBytes,
 		MaxDepth:  maxReplyDepth,
-		KindChain: kinds.String(), HoldPrefix: lua.Quote(holdPrefix),
+		KindChain: kinds.String(), HoldPrefix: lua.Quote(HoldPrefix),
 	}
 }
 

@@ -321,7 +321,7 @@ func (f *fakeNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 				found[i] = FoundMissing
 			case e.token == l.Token:
 				delete(f.keys, k)
-				delete(f.keys, holdPrefix+k) // the hold's fencing record ends with it
+				delete(f.keys, HoldPrefix+k) // the hold's fencing record ends with it
 				found[i] = FoundDeleted
 			default:
 				found[i] = FoundOther
@@ -368,11 +368,11 @@ func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode E
 			default:
 				f.keys[k] = fakeEntry{token: e.token, expires: now.Add(t)}
 			}
-			if r, held := f.get(now, holdPrefix+k); ok && held {
+			if r, held := f.get(now, HoldPrefix+k); ok && held {
 				// A fenced hold's record lives as long as the hold.
-				f.keys[holdPrefix+k] = fakeEntry{token: r.token, expires: now.Add(t)}
+				f.keys[HoldPrefix+k] = fakeEntry{token: r.token, expires: now.Add(t)}
 				if t <= 0 {
-					delete(f.keys, holdPrefix+k)
+					delete(f.keys, HoldPrefix+k)
 				}
 			}
 			if least == 0 || t < least {
@@ -412,7 +412,7 @@ func (f *fakeNode) Delete(ctx context.Context, keys []string) (int, error) {
 				delete(f.keys, k)
 				n++
 			}
-			delete(f.keys, holdPrefix+k)
+			delete(f.keys, HoldPrefix+k)
 		}
 		return nil
 	})
@@ -730,7 +730,7 @@ func (f *fakeNode) RenewLocks(context.Context, []string, []string) ([]int64, err
 }
 
 // The counters: the fake keeps CountersKey's fields in counters, as the
-// hash would (counter_*.lua), and a hold record as a key (holdPrefix +
+// hash would (counter_*.lua), and a hold record as a key (HoldPrefix +
 // key, "T token"), once fence is set; else they are errUnsupported.
 
 // FenceRound is counter_fence.lua on a string key.
@@ -754,7 +754,7 @@ func (f *fakeNode) FenceRound(ctx context.Context, key, token, field string) (Co
 		}
 		t := f.counterValue(field) + 1
 		f.counters[field] = strconv.FormatInt(t, 10)
-		f.store()[holdPrefix+key] = fakeEntry{token: fmt.Sprint(t, " ", token), expires: now.Add(en.TTL)}
+		f.store()[HoldPrefix+key] = fakeEntry{token: fmt.Sprint(t, " ", token), expires: now.Add(en.TTL)}
 		en = CounterEntry{State: CounterSeeded, Value: t, Held: true, TTL: en.TTL, Answer: t}
 		return nil
 	})
@@ -790,11 +790,11 @@ func (f *fakeNode) readCounter(now time.Time, key, token, field string) CounterE
 	}
 	if e, ok := f.get(now, key); ok && e.token == token {
 		en.Held, en.TTL = true, e.pttl(now).Truncate(time.Millisecond)
-		if rec, ok := f.get(now, holdPrefix+key); ok {
+		if rec, ok := f.get(now, HoldPrefix+key); ok {
 			if t, tok, _ := strings.Cut(rec.token, " "); tok == token {
 				en.Hold, _ = strconv.ParseInt(t, 10, 64)
 				if en.TTL > 0 {
-					f.keys[holdPrefix+key] = fakeEntry{token: rec.token, expires: now.Add(en.TTL)}
+					f.keys[HoldPrefix+key] = fakeEntry{token: rec.token, expires: now.Add(en.TTL)}
 				}
 			}
 		}
@@ -834,7 +834,7 @@ func (f *fakeNode) WriteCounter(ctx context.Context, key, token, field string, v
 			w = CounterNotHeld
 			return nil
 		}
-		f.store()[holdPrefix+key] = fakeEntry{token: fmt.Sprint(v, " ", token), expires: now.Add(e.pttl(now).Truncate(time.Millisecond))}
+		f.store()[HoldPrefix+key] = fakeEntry{token: fmt.Sprint(v, " ", token), expires: now.Add(e.pttl(now).Truncate(time.Millisecond))}
 		return nil
 	})
 	return w, err

@@ -12,7 +12,7 @@ package quorum
 // restarted empty; bounded clock drift). It keeps no state of its own:
 //
 //   - Every node keeps one hash, CountersKey, with one counter per name:
-//     FENCE uses one counter for every key (fenceField), so its cost on a
+//     FENCE uses one counter for every key (FenceField), so its cost on a
 //     node is O(1); each name a client INCRs through fence_keys is a
 //     counter of its own (counterPrefix + name), kept for good, as on one
 //     Redis. The hash also says whether the node's counters can be
@@ -20,7 +20,7 @@ package quorum
 //     field exists only in a seeded hash (seeding writes the hash anew,
 //     writes check "seeded" first, a node that lost its data lost both),
 //     so FENCE's script takes finding it as the node being seeded.
-//   - A FENCE also writes a hold record, holdPrefix + key = "T token",
+//   - A FENCE also writes a hold record, HoldPrefix + key = "T token",
 //     with the lock key's remaining TTL, so that it expires with the
 //     hold on that node. A repeated FENCE of the same hold returns the
 //     recorded T, when a quorum of counted nodes holding the key have
@@ -140,10 +140,10 @@ import (
 const (
 	// CountersKey is the hash on every node that holds the counters.
 	CountersKey = "redlock-proxy:fence"
-	// holdPrefix + a lock key is that key's hold record on a node.
-	holdPrefix = CountersKey + ":"
-	// fenceField is the counter every FENCE uses.
-	fenceField = "c"
+	// HoldPrefix + a lock key is that key's hold record on a node.
+	HoldPrefix = CountersKey + ":"
+	// FenceField is the counter every FENCE uses.
+	FenceField = "c"
 	// counterPrefix + a name is a client's counter (fence_keys).
 	counterPrefix = "k:"
 )
@@ -246,9 +246,9 @@ type Fencing struct {
 // few nodes answered.
 func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) {
 	start := time.Now()
-	call := func(b Batch) Call[CounterEntry] { return b.FenceRoundCall(key, token, fenceField) }
+	call := func(b Batch) Call[CounterEntry] { return b.FenceRoundCall(key, token, FenceField) }
 	each := func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
-		return n.FenceRound(ctx, key, token, fenceField)
+		return n.FenceRound(ctx, key, token, FenceField)
 	}
 	var abuf [8]bool
 	ask := e.fenceAsk(abuf[:0])
@@ -281,7 +281,7 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 		// this hold ran at once), or too few are seeded: this round is
 		// the read of the two rounds, and a write-back follows.
 		if tended {
-			reads = e.readCounters(ctx, key, token, fenceField)
+			reads = e.readCounters(ctx, key, token, FenceField)
 			if o, f, err = e.fenceHold(reads, start); err != nil {
 				return Fencing{}, err
 			}
@@ -290,7 +290,7 @@ func (e *Engine) Fence(ctx context.Context, key, token string) (Fencing, error) 
 		if t, ok = nextToken(vals, holds, 1, e.quorum); !ok {
 			return Fencing{}, counterUnavailable(reads, len(vals))
 		}
-		if err := e.writeBack(ctx, key, token, fenceField, t, false); err != nil {
+		if err := e.writeBack(ctx, key, token, FenceField, t, false); err != nil {
 			return Fencing{}, err
 		}
 	}

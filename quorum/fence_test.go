@@ -138,7 +138,7 @@ func TestTookResult(t *testing.T) {
 
 func TestReserved(t *testing.T) {
 	for key, want := range map[string]bool{
-		MembersKey: true, CountersKey: true, holdPrefix + "lock": true,
+		MembersKey: true, CountersKey: true, HoldPrefix + "lock": true,
 		"lock": false, "redlock-proxy:other": false,
 	} {
 		if got := Reserved(key); got != want {
@@ -174,7 +174,7 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 		t.Errorf("SeedCounters with another mark = %v, %v; want false", ok, err)
 	}
 	big := int64(math.MaxInt64 - 3) // past Lua's 2^53: kept exact
-	if ok, err := n.SeedCounters(ctx, m.Value, "m1 m9", map[string]int64{"k:x": big, fenceField: 4}); !ok || err != nil {
+	if ok, err := n.SeedCounters(ctx, m.Value, "m1 m9", map[string]int64{"k:x": big, FenceField: 4}); !ok || err != nil {
 		t.Fatalf("SeedCounters = %v, %v; want true", ok, err)
 	}
 	if en, err := n.ReadCounter(ctx, "", "", "k:x"); err != nil || en.State != CounterSeeded || en.Value != big || en.Virgin || en.Gen != "m1 m9" || en.ID != "" {
@@ -189,34 +189,34 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big+1, true); w != CounterWritten {
 		t.Errorf("exclusive WriteCounter above = %v; want written", w)
 	}
-	if c, err := n.Counters(ctx); err != nil || c["k:x"] != big+1 || c[fenceField] != 4 || len(c) != 2 {
+	if c, err := n.Counters(ctx); err != nil || c["k:x"] != big+1 || c[FenceField] != 4 || len(c) != 2 {
 		t.Errorf("Counters = %v, %v; want k:x %d, c 4 (the gen is no counter)", c, err, big+1)
 	}
 
 	// The hold record: written only where the key holds the token, read
 	// back for that token only, and gone with the key.
 	setKey(t, admin, "lock", "tok", 300*time.Millisecond)
-	if w, _ := n.WriteCounter(ctx, "lock", "other", fenceField, 5, false); w != CounterNotHeld {
+	if w, _ := n.WriteCounter(ctx, "lock", "other", FenceField, 5, false); w != CounterNotHeld {
 		t.Fatalf("WriteCounter for another token = %v; want not held (the counter raised, no record)", w)
 	}
-	if en, _ := n.ReadCounter(ctx, "lock", "tok", fenceField); !en.Held || en.Hold != 0 || en.Value != 5 {
+	if en, _ := n.ReadCounter(ctx, "lock", "tok", FenceField); !en.Held || en.Hold != 0 || en.Value != 5 {
 		t.Errorf("ReadCounter = %+v; want held, no record, counter 5", en)
 	}
-	n.WriteCounter(ctx, "lock", "tok", fenceField, 6, false)
-	en, _ = n.ReadCounter(ctx, "lock", "tok", fenceField)
+	n.WriteCounter(ctx, "lock", "tok", FenceField, 6, false)
+	en, _ = n.ReadCounter(ctx, "lock", "tok", FenceField)
 	if !en.Held || en.Hold != 6 || en.TTL <= 0 || en.TTL > 300*time.Millisecond {
 		t.Errorf("ReadCounter after the write = %+v; want held with record 6", en)
 	}
-	if en, _ := n.ReadCounter(ctx, "lock", "other", fenceField); en.Held || en.Hold != 0 {
+	if en, _ := n.ReadCounter(ctx, "lock", "other", FenceField); en.Held || en.Hold != 0 {
 		t.Errorf("ReadCounter for another token = %+v; want not held, no record", en)
 	}
-	if ttl := admin.PTTL(ctx, holdPrefix+"lock").Val(); ttl <= 0 || ttl > 300*time.Millisecond {
+	if ttl := admin.PTTL(ctx, HoldPrefix+"lock").Val(); ttl <= 0 || ttl > 300*time.Millisecond {
 		t.Errorf("the record's PTTL = %v; want the lock's", ttl)
 	}
 	// A Redisson-style hash lock is held by a field.
 	admin.HSet(ctx, "hlock", "tok", 1)
 	admin.PExpire(ctx, "hlock", time.Second)
-	if en, err := n.ReadCounter(ctx, "hlock", "tok", fenceField); err != nil || !en.Held {
+	if en, err := n.ReadCounter(ctx, "hlock", "tok", FenceField); err != nil || !en.Held {
 		t.Errorf("ReadCounter of a hash lock = %+v, %v; want held", en, err)
 	}
 }
@@ -411,14 +411,14 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	n, admin := p.node(t), p.admin(t)
 	ctx := t.Context()
 	setKey(t, admin, "lock", "tok", time.Second)
-	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterMissing || en.Answer != 0 || !en.Held {
+	if en, err := n.FenceRound(ctx, "lock", "tok", FenceField); err != nil || en.State != CounterMissing || en.Answer != 0 || !en.Held {
 		t.Fatalf("FenceRound on a node without counters = %+v, %v; want missing, held, no answer", en, err)
 	}
 	if k := admin.Exists(ctx, CountersKey).Val(); k != 0 {
 		t.Errorf("the counters' hash after a FenceRound on a node without one exists (%d); want none", k)
 	}
 	m, _ := n.MarkCounters(ctx, "m1")
-	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterPending || en.Answer != 0 || en.ID != "m1" {
+	if en, err := n.FenceRound(ctx, "lock", "tok", FenceField); err != nil || en.State != CounterPending || en.Answer != 0 || en.ID != "m1" {
 		t.Fatalf("FenceRound on a pending node = %+v, %v; want pending with id m1, no answer", en, err)
 	}
 	if h := admin.HGetAll(ctx, CountersKey).Val(); len(h) != 2 || h["pending"] == "" || h["id"] != "m1" {
@@ -430,7 +430,7 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	if ok, err := n.NameCounters(ctx, m.Value, "m1 m2"); !ok || err != nil {
 		t.Errorf("NameCounters = %v, %v; want true", ok, err)
 	}
-	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.State != CounterPending || en.ID != "m1" || en.Gen != "m1 m2" {
+	if en, err := n.FenceRound(ctx, "lock", "tok", FenceField); err != nil || en.State != CounterPending || en.ID != "m1" || en.Gen != "m1 m2" {
 		t.Errorf("FenceRound on a named pending node = %+v, %v; want pending with id m1, gen %q", en, err, "m1 m2")
 	}
 	if ok, err := n.SeedCounters(ctx, m.Value, "m1 m2", nil); !ok || err != nil {
@@ -439,39 +439,39 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	if ok, err := n.NameCounters(ctx, m.Value, "m1 m2"); ok || err != nil {
 		t.Errorf("NameCounters of a seeded node = %v, %v; want false", ok, err)
 	}
-	if en, err := n.FenceRound(ctx, "other", "tok", fenceField); err != nil || en.State != CounterSeeded || !en.Virgin || en.Gen != "m1 m2" {
+	if en, err := n.FenceRound(ctx, "other", "tok", FenceField); err != nil || en.State != CounterSeeded || !en.Virgin || en.Gen != "m1 m2" {
 		t.Errorf("FenceRound of a key not held on a new deployment's node = %+v, %v; want seeded, virgin, gen %q", en, err, "m1 m2")
 	}
-	if en, err := n.FenceRound(ctx, "lock", "tok", fenceField); err != nil || en.Answer != 1 || en.Hold != 0 {
+	if en, err := n.FenceRound(ctx, "lock", "tok", FenceField); err != nil || en.Answer != 1 || en.Hold != 0 {
 		t.Errorf("FenceRound on a node seeded at zero = %+v, %v; want answer 1 taken", en, err)
 	}
-	admin.Del(ctx, CountersKey, holdPrefix+"lock")
+	admin.Del(ctx, CountersKey, HoldPrefix+"lock")
 	m, _ = n.MarkCounters(ctx, "m3")
-	if ok, err := n.SeedCounters(ctx, m.Value, "", map[string]int64{fenceField: 4}); !ok || err != nil {
+	if ok, err := n.SeedCounters(ctx, m.Value, "", map[string]int64{FenceField: 4}); !ok || err != nil {
 		t.Fatalf("SeedCounters = %v, %v", ok, err)
 	}
-	if en, err := n.FenceRound(ctx, "lock", "other", fenceField); err != nil || en.Held || en.Answer != 0 || en.Value != 4 {
+	if en, err := n.FenceRound(ctx, "lock", "other", FenceField); err != nil || en.Held || en.Answer != 0 || en.Value != 4 {
 		t.Errorf("FenceRound for another token = %+v, %v; want not held, no answer, counter 4", en, err)
 	}
-	en, err := n.FenceRound(ctx, "lock", "tok", fenceField)
+	en, err := n.FenceRound(ctx, "lock", "tok", FenceField)
 	if err != nil || !en.Held || en.Answer != 5 || en.Hold != 0 || en.Value != 5 || en.Virgin {
 		t.Errorf("FenceRound = %+v, %v; want answer 5 taken (counter 5, no record before)", en, err)
 	}
-	if rec := admin.Get(ctx, holdPrefix+"lock").Val(); rec != "5 tok" {
+	if rec := admin.Get(ctx, HoldPrefix+"lock").Val(); rec != "5 tok" {
 		t.Errorf("the hold record = %q; want %q", rec, "5 tok")
 	}
-	en, err = n.FenceRound(ctx, "lock", "tok", fenceField)
+	en, err = n.FenceRound(ctx, "lock", "tok", FenceField)
 	if err != nil || en.Answer != 5 || en.Hold != 5 || en.Value != 5 {
 		t.Errorf("FenceRound again = %+v, %v; want the record's 5, the counter left at 5", en, err)
 	}
-	if ttl := admin.PTTL(ctx, holdPrefix+"lock").Val(); ttl <= 0 || ttl > time.Second {
+	if ttl := admin.PTTL(ctx, HoldPrefix+"lock").Val(); ttl <= 0 || ttl > time.Second {
 		t.Errorf("the record's PTTL = %v; want the lock's", ttl)
 	}
 	// Past Lua's 2^53 the answer is still exact.
 	big := int64(math.MaxInt64 - 3)
-	admin.HSet(ctx, CountersKey, fenceField, big)
+	admin.HSet(ctx, CountersKey, FenceField, big)
 	setKey(t, admin, "lock2", "tok", time.Second)
-	if en, err := n.FenceRound(ctx, "lock2", "tok", fenceField); err != nil || en.Answer != big+1 || en.Value != big+1 {
+	if en, err := n.FenceRound(ctx, "lock2", "tok", FenceField); err != nil || en.Answer != big+1 || en.Value != big+1 {
 		t.Errorf("FenceRound past 2^53 = %+v, %v; want answer %d", en, err, big+1)
 	}
 }
@@ -617,7 +617,7 @@ func fenceAsksAQuorumFirst(t *testing.T, size int) {
 	for k := range size {
 		// Every node's counter raised: the next round's answers move the
 		// window.
-		if err := e.writeCounter(ctx, "", "", fenceField, int64(k+1)*fenceRotate*4, false); err != nil {
+		if err := e.writeCounter(ctx, "", "", FenceField, int64(k+1)*fenceRotate*4, false); err != nil {
 			t.Fatalf("raising the counters: %v", err)
 		}
 		if w, _ := hold(fmt.Sprint("w", k)); w != 0 && w != int64(size) {

@@ -32,8 +32,8 @@ var (
 	counterReadScript  = newScript(counterHoldsSrc + counterReadSrc)
 	counterFenceScript = newScript(counterHoldsSrc + strings.NewReplacer(
 		"__RLP_COUNTERS", lua.Quote(CountersKey),
-		"__RLP_HOLDPREFIX", lua.Quote(holdPrefix),
-		"__RLP_FENCEFIELD", lua.Quote(fenceField)).Replace(counterFenceSrc))
+		"__RLP_HOLDPREFIX", lua.Quote(HoldPrefix),
+		"__RLP_FENCEFIELD", lua.Quote(FenceField)).Replace(counterFenceSrc))
 	counterWriteScript = newScript(counterHoldsSrc + counterWriteSrc)
 	counterMarkScript  = newScript(counterMarkSrc)
 	counterSeedScript  = newScript(counterSeedSrc)
@@ -46,7 +46,7 @@ func counterKeys(key string) []string {
 	if key == "" {
 		return []string{CountersKey}
 	}
-	return []string{CountersKey, key, holdPrefix + key}
+	return []string{CountersKey, key, HoldPrefix + key}
 }
 
 func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (CounterEntry, error) {
@@ -70,7 +70,7 @@ func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (C
 // the hash and the record itself, and FENCE's field unless told another.
 func pipeFenceRound(key, token, field string) Call[CounterEntry] {
 	args := []any{token}
-	if field != fenceField {
+	if field != FenceField {
 		args = append(args, field)
 	}
 	return scriptCall(counterFenceScript, []string{key}, args, func(v any, err error) (CounterEntry, error) {

@@ -49,11 +49,11 @@ func (e *Engine) tendCounters(ctx context.Context) {
 	// never takes a node out (a node that keeps no counters, or a slow
 	// one, failed it every round: CI's TestClockJump).
 	reads := each(ctx, e, e.probeTimeout(), func(ctx context.Context, _ int, n Node) (CounterEntry, error) {
-		return n.ReadCounter(ctx, "", "", fenceField)
+		return n.ReadCounter(ctx, "", "", FenceField)
 	})
 	if slices.ContainsFunc(reads, func(r result[CounterEntry]) bool { return r.err == nil && r.v.State != CounterMissing }) {
 		// What it saw also tells FENCE which nodes to ask first.
-		e.noteCounters(e.tendAndReread(ctx, reads, "", "", fenceField))
+		e.noteCounters(e.tendAndReread(ctx, reads, "", "", FenceField))
 	}
 }
 

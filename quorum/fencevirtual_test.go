@@ -17,7 +17,7 @@ func TestFenceValidityIsExactOnTheFake(t *testing.T) {
 		fs := []*fakeNode{{addr: "a"}, {addr: "b"}, {addr: "c"}}
 		for _, f := range fs {
 			f.delay = 20 * time.Millisecond
-			f.withCounters(map[string]int64{fenceField: 7}).with("k", "tok", 1020*time.Millisecond)
+			f.withCounters(map[string]int64{FenceField: 7}).with("k", "tok", 1020*time.Millisecond)
 		}
 		e := New(Config{NodeTimeout: 50 * time.Millisecond, MaxTTL: time.Minute}, asNodes(fs)...)
 		start := time.Now()

@@ -160,7 +160,7 @@ for i, key in ipairs(KEYS) do
   if redis.call("get", key) == ARGV[1] then
     local pttl = ARGV[1 + i]
     if pttl == "" then
-      redis.call("del", key, "` + holdPrefix + `" .. key)
+      redis.call("del", key, "` + HoldPrefix + `" .. key)
     else
       local now = redis.call("pttl", key)
       if tonumber(pttl) < 0 or now < 0 then
@@ -184,7 +184,7 @@ for i, key in ipairs(KEYS) do
   if v == ARGV[1] then
     -- The hold's fencing record (fence.go) ends with it: a later hold
     -- with the same token is another hold.
-    redis.call("del", key, "` + holdPrefix + `" .. key)
+    redis.call("del", key, "` + HoldPrefix + `" .. key)
     found[i] = 1
   elseif v == false then
     found[i] = -1
@@ -228,7 +228,7 @@ for _, key in ipairs(KEYS) do
   else
     redis.call("pexpire", key, ttl)
     -- A fenced hold's record (fence.go) lives as long as the hold.
-    redis.call("pexpire", "` + holdPrefix + `" .. key, ttl)
+    redis.call("pexpire", "` + HoldPrefix + `" .. key, ttl)
   end
   if least == 0 or ttl < least then
     least = ttl
@@ -531,7 +531,7 @@ var deleteScript = newScript(`
 local n = 0
 for _, key in ipairs(KEYS) do
   n = n + redis.call("del", key)
-  redis.call("del", "` + holdPrefix + `" .. key)
+  redis.call("del", "` + HoldPrefix + `" .. key)
 end
 return n
 `)

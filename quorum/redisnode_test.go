@@ -638,7 +638,7 @@ func countersStep(fields map[string]int64) conformStep {
 }
 
 func fenceStep(key, token string) conformStep {
-	return func(t *testing.T, n Node) answer { return norm(n.FenceRound(t.Context(), key, token, fenceField)) }
+	return func(t *testing.T, n Node) answer { return norm(n.FenceRound(t.Context(), key, token, FenceField)) }
 }
 
 func readCounterStep(key, token, field string) conformStep {
@@ -756,27 +756,27 @@ func TestFakeNodeMatchesRedisNode(t *testing.T) {
 			releaseStep(mine("k")),
 		}},
 		{"counters and FENCE rounds", []conformStep{
-			readCounterStep("", "", fenceField),
+			readCounterStep("", "", FenceField),
 			markStep("id1"),
-			readCounterStep("", "", fenceField),
-			writeCounterStep("", "", fenceField, 3, false),
-			countersStep(map[string]int64{fenceField: 7}),
+			readCounterStep("", "", FenceField),
+			writeCounterStep("", "", FenceField, 3, false),
+			countersStep(map[string]int64{FenceField: 7}),
 			markStep("id2"),
 			seedStep("k", "mine", time.Second),
 			fenceStep("k", "mine"),
 			fenceStep("k", "mine"),
 			fenceStep("k", "other"),
-			readCounterStep("k", "mine", fenceField),
-			writeCounterStep("k", "mine", fenceField, 5, true),
-			writeCounterStep("k", "mine", fenceField, 9, false),
+			readCounterStep("k", "mine", FenceField),
+			writeCounterStep("k", "mine", FenceField, 5, true),
+			writeCounterStep("k", "mine", FenceField, 9, false),
 			fenceStep("k", "mine"),
 			extendStep(mine("k"), 2*time.Second, ExtendSet),
-			readCounterStep("k", "mine", fenceField),
-			writeCounterStep("k", "other", fenceField, 10, false),
+			readCounterStep("k", "mine", FenceField),
+			writeCounterStep("k", "other", FenceField, 10, false),
 			writeCounterStep("", "", counterPrefix+"x", 3, true),
 			countersReadStep(),
 			releaseStep(mine("k")),
-			readCounterStep("k", "mine", fenceField),
+			readCounterStep("k", "mine", FenceField),
 			seedStep("k", "mine", time.Second),
 			fenceStep("k", "mine"),
 			seedStep("n", "mine", -1),

@@ -33,12 +33,12 @@ var (
 	rwTakeScript    = newScript(rwTakeSrc)
 	rwUndoScript    = newScript(rwUndoSrc)
 	rwUnlockScript  = newScript(rwUnlockSrc)
-	rwForceScript   = newScript(strings.ReplaceAll(rwForceSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
+	rwForceScript   = newScript(strings.ReplaceAll(rwForceSrc, "__RLP_HOLDPREFIX", lua.Quote(HoldPrefix)))
 	rwRenewScript   = newScript(rwRenewSrc)
 	rwPublishScript = newScript(rwPublishSrc)
 	// The hold record's prefix is the engine's own (fence.go).
-	rwRenewLockScript   = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
-	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(holdPrefix)))
+	rwRenewLockScript   = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(HoldPrefix)))
+	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(HoldPrefix)))
 )
 
 func (n *redisNode) TakeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (ReadTake, error) {
