@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"strings"
+
 	"github.com/redlock-proxy/redlock-proxy/internal/acl"
 	"github.com/redlock-proxy/redlock-proxy/internal/ascii"
 	"github.com/redlock-proxy/redlock-proxy/resp"
@@ -11,7 +13,10 @@ const redacted = "(redacted)"
 
 // redactArgs returns a command's arguments as MONITOR and the slow log
 // show them: tokens and passwords replaced by "(redacted)". A token
-// releases a lock, so it is a credential like a password.
+// releases a lock, so it is a credential like a password. An option that
+// hides what follows it is matched by Unicode folding, wider than Redis's
+// (ASCII): a refused spelling such as "ſet" still hides its value. One
+// that keeps what follows (SETNAME) is matched as Redis matches it.
 func redactArgs(name string, args [][]byte) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
@@ -30,7 +35,7 @@ func redactArgs(name string, args [][]byte) []string {
 		// "auth".
 		for i := 2; i < len(out); i++ {
 			switch {
-			case ascii.EqualFold(out[i], "auth"):
+			case strings.EqualFold(out[i], "auth"):
 				hide(i+1, i+3)
 				i += 2
 			case ascii.EqualFold(out[i], "setname"):
@@ -40,7 +45,7 @@ func redactArgs(name string, args [][]byte) []string {
 	case "config":
 		// CONFIG SET name value ...: any value may be a password
 		// (requirepass, masterauth); the proxy sets none of them.
-		if len(out) > 1 && ascii.EqualFold(out[1], "set") {
+		if len(out) > 1 && strings.EqualFold(out[1], "set") {
 			for i := 3; i < len(out); i += 2 {
 				hide(i, i+1)
 			}
@@ -50,7 +55,7 @@ func redactArgs(name string, args [][]byte) []string {
 		// the value a condition compares.
 		hide(2, 3)
 		for i := 3; i < len(out); i++ {
-			switch ascii.Upper(out[i]) {
+			switch strings.ToUpper(out[i]) {
 			case "IFEQ", "IFNE", "IFDEQ", "IFDNE":
 				hide(i+1, i+2)
 			}

@@ -21,6 +21,11 @@ func TestRedactArgs(t *testing.T) {
 		{"get k", "get k"},
 		{"exists a b", "exists a b"},
 		{"echo hi", "echo hi"},
+		// Spellings Redis refuses still hide what may be a secret
+		// (review30 N3); SETNAME keeps its name only as Redis spells it.
+		{"config ſet requirepass pw", "config ſet requirepass (redacted)"},
+		{"set k tok ıFEQ old", "set k (redacted) ıFEQ (redacted)"},
+		{"hello 3 ſETNAME auth user pw", "hello 3 ſETNAME auth (redacted) (redacted)"},
 	}
 	for _, tt := range tests {
 		f := strings.Fields(tt.in)
