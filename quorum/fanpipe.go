@@ -97,10 +97,11 @@ func (f *fan) finished(o *op) {
 }
 
 // isNoScript reports whether v, a reply, is NOSCRIPT: the node lacks
-// the script (a restart, SCRIPT FLUSH).
+// the script (a restart, SCRIPT FLUSH). As noScript reads an
+// error, it takes KVRocks' "ERR NOSCRIPT" too.
 func isNoScript(v any) bool {
 	e, ok := v.(wire.Error)
-	return ok && strings.HasPrefix(string(e), "NOSCRIPT")
+	return ok && strings.HasPrefix(strings.TrimPrefix(string(e), "ERR "), "NOSCRIPT")
 }
 
 // launch starts cmd on the pipelines of the nodes in idx, under ctx, and
