@@ -145,7 +145,7 @@ func TestAttack9LatchDoesNotOpenEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
 		procs[i].Thaw()
 	}
 	// The old countDown's decrement to C lands now, with what it read of C.
-	if d, err := c.latchDecr(ctx, "s", old); err != nil || d.new != d.old {
+	if d, err := c.LatchDecrement(ctx, "s", old); err != nil || d.New != d.Old {
 		t.Fatalf("the old countDown's late decrement on C = %+v, %v; want no change", d, err)
 	}
 	mustLatch(t, "the new latch's first countDown", e.LatchCountDown(ctx, "s", testLatchMessages))

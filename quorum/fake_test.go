@@ -684,7 +684,7 @@ func (f *fakeNode) ScanKeys(context.Context, uint64, string, int64, string) ([]s
 func (f *fakeNode) KillScript(context.Context) (Kill, string, error) { return 0, "", errUnsupported }
 func (f *fakeNode) ScriptBusy(context.Context) (bool, error)         { return false, errUnsupported }
 
-func (f *fakeNode) publish(context.Context, string, string, string, int64) error {
+func (f *fakeNode) Publish(context.Context, string, string, string, int64) error {
 	return errUnsupported
 }
 
@@ -692,21 +692,21 @@ func (f *fakeNode) publish(context.Context, string, string, string, int64) error
 // models (latchcheck_test.go, rwlockcheck_test.go) and on Redis; the fake
 // runs none.
 
-func (f *fakeNode) latchSet(context.Context, string, int64, int64) (latchAnswer, error) {
-	return latchAnswer{}, errUnsupported
+func (f *fakeNode) LatchSet(context.Context, string, int64, int64) (LatchAnswer, error) {
+	return LatchAnswer{}, errUnsupported
 }
-func (f *fakeNode) latchUndo(context.Context, string, int64, bool) error { return errUnsupported }
-func (f *fakeNode) latchReset(context.Context, string, int64, int64, int64) error {
+func (f *fakeNode) LatchUndo(context.Context, string, int64, bool) error { return errUnsupported }
+func (f *fakeNode) LatchReset(context.Context, string, int64, int64, int64) error {
 	return errUnsupported
 }
-func (f *fakeNode) latchDecr(context.Context, string, int64) (latchDecrement, error) {
-	return latchDecrement{}, errUnsupported
+func (f *fakeNode) LatchDecrement(context.Context, string, int64) (LatchDecremented, error) {
+	return LatchDecremented{}, errUnsupported
 }
-func (f *fakeNode) latchClaim(context.Context, string, int64, int64, int64) (latchAnswer, error) {
-	return latchAnswer{}, errUnsupported
+func (f *fakeNode) LatchClaim(context.Context, string, int64, int64, int64) (LatchAnswer, error) {
+	return LatchAnswer{}, errUnsupported
 }
-func (f *fakeNode) latchDel(context.Context, string) (latchAnswer, error) {
-	return latchAnswer{}, errUnsupported
+func (f *fakeNode) LatchDelete(context.Context, string) (LatchAnswer, error) {
+	return LatchAnswer{}, errUnsupported
 }
 
 func (f *fakeNode) TakeRead(context.Context, ReadLock, time.Duration, string) (ReadTake, error) {

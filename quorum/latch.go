@@ -131,26 +131,26 @@ type LatchMessages struct {
 	Publish, Channel, Message string
 }
 
-// latchAnswer is one node's answer: its counters' state, the value the
+// LatchAnswer is one node's answer: its counters' state, the value the
 // script gives (set, claim, had), and for a set that found a count, that
 // count's nonce; bare: a set that set the count found no field of the
 // claim slot, or a free one (its undo takes the slot's "m:" too).
-type latchAnswer struct {
-	state CounterState
-	v     int64
-	nonce int64
-	bare  bool
+type LatchAnswer struct {
+	State CounterState
+	Value int64
+	Nonce int64
+	Bare  bool
 }
 
 // latcher is the part of Node that runs the latch's scripts
 // (latchnode.go).
 type latcher interface {
-	latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error)
-	latchUndo(ctx context.Context, name string, nonce int64, bare bool) error
-	latchReset(ctx context.Context, name string, count, nonce, old int64) error
-	latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error)
-	latchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (latchAnswer, error)
-	latchDel(ctx context.Context, name string) (latchAnswer, error)
+	LatchSet(ctx context.Context, name string, count, nonce int64) (LatchAnswer, error)
+	LatchUndo(ctx context.Context, name string, nonce int64, bare bool) error
+	LatchReset(ctx context.Context, name string, count, nonce, old int64) error
+	LatchDecrement(ctx context.Context, name string, nonce int64) (LatchDecremented, error)
+	LatchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (LatchAnswer, error)
+	LatchDelete(ctx context.Context, name string) (LatchAnswer, error)
 	publisher
 }
 
@@ -161,12 +161,12 @@ func latchOp[T any](ctx context.Context, e *Engine, op func(context.Context, lat
 
 // seededAnswers are the values of the nodes that answered seeded, and
 // whether some node answered that it is not.
-func seededAnswers(res []result[latchAnswer]) (vals []int64, unseeded bool) {
+func seededAnswers(res []result[LatchAnswer]) (vals []int64, unseeded bool) {
 	for _, r := range res {
 		switch {
 		case r.err != nil:
-		case r.v.state == CounterSeeded:
-			vals = append(vals, r.v.v)
+		case r.v.State == CounterSeeded:
+			vals = append(vals, r.v.Value)
 		default:
 			unseeded = true
 		}
@@ -176,13 +176,13 @@ func seededAnswers(res []result[latchAnswer]) (vals []int64, unseeded bool) {
 
 // latchUnavailable is the error of a latch operation that too few seeded
 // nodes answered, or whose answers did not decide.
-func latchUnavailable(res []result[latchAnswer], granted int) error {
+func latchUnavailable(res []result[LatchAnswer], granted int) error {
 	o := Outcome{Total: len(res), Granted: granted}
 	for _, r := range res {
 		switch {
 		case r.err != nil:
 			o.Failed++
-		case r.v.state != CounterSeeded:
+		case r.v.State != CounterSeeded:
 			o.Unseeded++ // its counters are lost or being seeded
 		}
 	}
@@ -201,9 +201,9 @@ func (e *Engine) tendLatch(ctx context.Context, name string) {
 // it may have landed (by its nonce) and err matches ErrUnavailable.
 func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m LatchMessages) (bool, error) {
 	nonce := positiveNonce()
-	set := func() []result[latchAnswer] {
-		return latchOp(ctx, e, func(ctx context.Context, n latcher) (latchAnswer, error) {
-			return n.latchSet(ctx, name, count, nonce)
+	set := func() []result[LatchAnswer] {
+		return latchOp(ctx, e, func(ctx context.Context, n latcher) (LatchAnswer, error) {
+			return n.LatchSet(ctx, name, count, nonce)
 		})
 	}
 	res := set()
@@ -223,7 +223,7 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 		return true, nil
 	}
 	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
-		return struct{}{}, n.latchUndo(ctx, name, nonce, res[i].err == nil && res[i].v.bare)
+		return struct{}{}, n.LatchUndo(ctx, name, nonce, res[i].err == nil && res[i].v.Bare)
 	})
 	if len(vals)-granted >= e.quorum {
 		return false, nil
@@ -237,21 +237,21 @@ func (e *Engine) LatchSet(ctx context.Context, name string, count int64, m Latch
 // there, they would keep the new latch from reading open, or seed a
 // restarted node above it. A count still of the nonce the set found is
 // set to the new count, the highest it can be.
-func (e *Engine) resetLatch(ctx context.Context, name string, count, nonce int64, res []result[latchAnswer]) {
-	if !slices.ContainsFunc(res, func(r result[latchAnswer]) bool { return latchFound(r) }) {
+func (e *Engine) resetLatch(ctx context.Context, name string, count, nonce int64, res []result[LatchAnswer]) {
+	if !slices.ContainsFunc(res, func(r result[LatchAnswer]) bool { return latchFound(r) }) {
 		return
 	}
 	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
 		if !latchFound(res[i]) {
 			return struct{}{}, nil
 		}
-		return struct{}{}, n.latchReset(ctx, name, count, nonce, res[i].v.nonce)
+		return struct{}{}, n.LatchReset(ctx, name, count, nonce, res[i].v.Nonce)
 	})
 }
 
 // latchFound: the set found a count on the node.
-func latchFound(r result[latchAnswer]) bool {
-	return r.err == nil && r.v.state == CounterSeeded && r.v.v == 0
+func latchFound(r result[LatchAnswer]) bool {
+	return r.err == nil && r.v.State == CounterSeeded && r.v.Value == 0
 }
 
 // LatchCountDown is countDown, in rounds: each node's nonce of the set
@@ -279,17 +279,17 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		}
 		return n, nil
 	}
-	res := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (latchDecrement, error) {
+	res := fanOut(ctx, e, func(ctx context.Context, i int, n Node) (LatchDecremented, error) {
 		ln, err := read(i, n)
 		if err != nil {
-			return latchDecrement{}, err
+			return LatchDecremented{}, err
 		}
-		return ln.latchDecr(ctx, name, reads[i].v.Value)
+		return ln.LatchDecrement(ctx, name, reads[i].v.Value)
 	})
 	var before, after []int64
 	for _, r := range res {
-		if r.err == nil && r.v.state == CounterSeeded {
-			before, after = append(before, r.v.old), append(after, r.v.new)
+		if r.err == nil && r.v.State == CounterSeeded {
+			before, after = append(before, r.v.Old), append(after, r.v.New)
 		}
 	}
 	if len(before) < e.quorum {
@@ -301,12 +301,12 @@ func (e *Engine) LatchCountDown(ctx context.Context, name string, m LatchMessage
 		return nil
 	}
 	claim, ballot := positiveNonce(), latchBallot(reads, e.quorum)
-	answers, _ := seededAnswers(fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (latchAnswer, error) {
+	answers, _ := seededAnswers(fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (LatchAnswer, error) {
 		ln, err := read(i, n)
 		if err != nil {
-			return latchAnswer{}, err
+			return LatchAnswer{}, err
 		}
-		return ln.latchClaim(ctx, name, claim, reads[i].v.Value, ballot)
+		return ln.LatchClaim(ctx, name, claim, reads[i].v.Value, ballot)
 	}))
 	// Nobody's claim (0: another latch's slot, or a node seeded after a
 	// restart) is no answer.
@@ -345,18 +345,18 @@ func latchBallot(reads []result[CounterEntry], quorum int) int64 {
 // no decrement.
 var errLatchNotRead = errors.New("the latch's count was not read")
 
-// latchDecrement is one node's answer to a countDown's decrement.
-type latchDecrement struct {
-	state    CounterState
-	old, new int64
+// LatchDecremented is one node's answer to a countDown's decrement.
+type LatchDecremented struct {
+	State    CounterState
+	Old, New int64
 }
 
 // LatchDelete is delete: true when a quorum of seeded nodes deleted a
 // count, false when a quorum had none; the message is published when it
 // deleted one (as Redisson's script does).
 func (e *Engine) LatchDelete(ctx context.Context, name string, m LatchMessages) (bool, error) {
-	res := latchOp(ctx, e, func(ctx context.Context, n latcher) (latchAnswer, error) {
-		return n.latchDel(ctx, name)
+	res := latchOp(ctx, e, func(ctx context.Context, n latcher) (LatchAnswer, error) {
+		return n.LatchDelete(ctx, name)
 	})
 	vals, _ := seededAnswers(res)
 	had := sum(vals)

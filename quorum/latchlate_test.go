@@ -14,9 +14,9 @@ type heldSet struct {
 	held *[3]any
 }
 
-func (h heldSet) latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error) {
+func (h heldSet) LatchSet(ctx context.Context, name string, count, nonce int64) (LatchAnswer, error) {
 	*h.held = [3]any{name, count, nonce}
-	return latchAnswer{}, errors.New("timeout (held back)")
+	return LatchAnswer{}, errors.New("timeout (held back)")
 }
 
 // TestLatchOpenedStaysOpenAfterLateSetAndRestart (review27 finding 1):
@@ -52,7 +52,7 @@ func TestLatchOpenedStaysOpenAfterLateSetAndRestart(t *testing.T) {
 			t.Errorf("master %d has no claim slot tag after the opening countDown; want the set's (the seed's evidence)", i)
 		}
 	}
-	if _, err := late.latchSet(ctx, held[0].(string), held[1].(int64), held[2].(int64)); err != nil {
+	if _, err := late.LatchSet(ctx, held[0].(string), held[1].(int64), held[2].(int64)); err != nil {
 		t.Fatal(err)
 	}
 	if v, err := e.LatchCount(ctx, "L"); err != nil || v != 0 {

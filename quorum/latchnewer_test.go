@@ -67,7 +67,7 @@ func TestLatchZeroMessageOnceAcrossANewSetWithNoBallot(t *testing.T) {
 	if got != 1 {
 		t.Fatalf("A's opening countDown sent %d zero messages; want 1", got)
 	}
-	if ans, err := procs[0].node(t).latchSet(ctx, "L", 1, positiveNonce()); err != nil || ans.v != 1 {
+	if ans, err := procs[0].node(t).LatchSet(ctx, "L", 1, positiveNonce()); err != nil || ans.Value != 1 {
 		t.Fatalf("the new set on master 0: %+v, %v; want set", ans, err)
 	}
 	if err := b.LatchCountDown(ctx, "L", m); err != nil {

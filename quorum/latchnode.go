@@ -30,42 +30,42 @@ var (
 	latchResetScript = newScript(latchResetSrc)
 )
 
-func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (latchAnswer, error) {
+func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (LatchAnswer, error) {
 	cmd, err := n.p.eval(ctx, s, []string{CountersKey}, args...)
 	if err != nil {
-		return latchAnswer{}, err
+		return LatchAnswer{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil || len(vals) < 2 || len(vals) > 4 {
-		return latchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
+		return LatchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
 	}
 	state, ok := vals[0].(int64)
 	if !ok {
-		return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
+		return LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 	}
-	a := latchAnswer{state: CounterState(state)}
+	a := LatchAnswer{State: CounterState(state)}
 	var bare int64
-	for i, p := range []*int64{&a.v, &a.nonce, &bare}[:len(vals)-1] {
+	for i, p := range []*int64{&a.Value, &a.Nonce, &bare}[:len(vals)-1] {
 		switch x := vals[i+1].(type) {
 		case int64:
 			*p = x
 		case string:
 			if *p, err = strconv.ParseInt(x, 10, 64); err != nil {
-				return latchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
+				return LatchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
 			}
 		default:
-			return latchAnswer{}, fmt.Errorf("latch script replied %v", vals)
+			return LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 		}
 	}
-	a.bare = bare == 1
+	a.Bare = bare == 1
 	return a, nil
 }
 
-func (n *redisNode) latchSet(ctx context.Context, name string, count, nonce int64) (latchAnswer, error) {
+func (n *redisNode) LatchSet(ctx context.Context, name string, count, nonce int64) (LatchAnswer, error) {
 	return n.latchRun(ctx, latchSetScript, name, count, nonce)
 }
 
-func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64, bare bool) error {
+func (n *redisNode) LatchUndo(ctx context.Context, name string, nonce int64, bare bool) error {
 	found := "0"
 	if bare {
 		found = "1"
@@ -74,27 +74,27 @@ func (n *redisNode) latchUndo(ctx context.Context, name string, nonce int64, bar
 	return err
 }
 
-func (n *redisNode) latchReset(ctx context.Context, name string, count, nonce, old int64) error {
+func (n *redisNode) LatchReset(ctx context.Context, name string, count, nonce, old int64) error {
 	_, err := n.p.evalBody(ctx, latchResetScript, []string{CountersKey}, name, count, nonce, old)
 	return err
 }
 
-func (n *redisNode) latchDecr(ctx context.Context, name string, nonce int64) (latchDecrement, error) {
+func (n *redisNode) LatchDecrement(ctx context.Context, name string, nonce int64) (LatchDecremented, error) {
 	cmd, err := n.p.eval(ctx, latchDecrScript, []string{CountersKey}, name, nonce)
 	if err != nil {
-		return latchDecrement{}, err
+		return LatchDecremented{}, err
 	}
 	vals, err := cmd.Int64Slice()
 	if err != nil || len(vals) != 3 {
-		return latchDecrement{}, fmt.Errorf("latch countDown replied %v, %v", vals, err)
+		return LatchDecremented{}, fmt.Errorf("latch countDown replied %v, %v", vals, err)
 	}
-	return latchDecrement{state: CounterState(vals[0]), old: vals[1], new: vals[2]}, nil
+	return LatchDecremented{State: CounterState(vals[0]), Old: vals[1], New: vals[2]}, nil
 }
 
-func (n *redisNode) latchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (latchAnswer, error) {
+func (n *redisNode) LatchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (LatchAnswer, error) {
 	return n.latchRun(ctx, latchClaimScript, name, claim, nonce, ballot)
 }
 
-func (n *redisNode) latchDel(ctx context.Context, name string) (latchAnswer, error) {
+func (n *redisNode) LatchDelete(ctx context.Context, name string) (LatchAnswer, error) {
 	return n.latchRun(ctx, latchDelScript, name)
 }

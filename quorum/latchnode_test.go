@@ -13,9 +13,9 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	p := startRedis(t)
 	n, admin := p.node(t), p.admin(t)
 	ctx := t.Context()
-	want := func(what string, got latchAnswer, err error, state CounterState, v int64) {
+	want := func(what string, got LatchAnswer, err error, state CounterState, v int64) {
 		t.Helper()
-		if err != nil || got.state != state || got.v != v {
+		if err != nil || got.State != state || got.Value != v {
 			t.Errorf("%s = %+v, %v; want state %d, %d", what, got, err, state, v)
 		}
 	}
@@ -24,14 +24,14 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 		return v, err == nil
 	}
 
-	a, err := n.latchSet(ctx, "x", 2, 7)
+	a, err := n.LatchSet(ctx, "x", 2, 7)
 	want("set, counters missing", a, err, CounterMissing, 0)
-	d, err := n.latchDecr(ctx, "x", 0)
-	if err != nil || d != (latchDecrement{}) {
+	d, err := n.LatchDecrement(ctx, "x", 0)
+	if err != nil || d != (LatchDecremented{}) {
 		t.Errorf("countDown, counters missing = %+v, %v; want nothing", d, err)
 	}
 	admin.HSet(ctx, CountersKey, "pending", "1")
-	a, err = n.latchClaim(ctx, "x", 5, 0, 0)
+	a, err = n.LatchClaim(ctx, "x", 5, 0, 0)
 	want("claim, counters pending", a, err, CounterPending, 0)
 	if l := admin.HLen(ctx, CountersKey).Val(); l != 1 {
 		t.Fatalf("a node not seeded has %d fields; want its mark only", l)
@@ -39,17 +39,17 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 
 	admin.Del(ctx, CountersKey)
 	admin.HSet(ctx, CountersKey, "seeded", "1", "m:x", "3") // an older latch's claim
-	a, err = n.latchSet(ctx, "x", 2, 7)
+	a, err = n.LatchSet(ctx, "x", 2, 7)
 	want("set", a, err, CounterSeeded, 1)
 	if v, _ := field("m:x"); v != "0" {
 		t.Errorf("the set left the claim %q; want 0 (none, this latch's to take)", v)
 	}
-	a, err = n.latchSet(ctx, "x", 5, 8)
+	a, err = n.LatchSet(ctx, "x", 5, 8)
 	want("set over a count", a, err, CounterSeeded, 0)
-	if a.nonce != 7 {
-		t.Errorf("set over a count answered its nonce %d; want 7", a.nonce)
+	if a.Nonce != 7 {
+		t.Errorf("set over a count answered its nonce %d; want 7", a.Nonce)
 	}
-	if err := n.latchUndo(ctx, "x", 8, false); err != nil {
+	if err := n.LatchUndo(ctx, "x", 8, false); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := field("l:x"); v != "2" {
@@ -57,8 +57,8 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	decr := func(what string, nonce, old, new int64) {
 		t.Helper()
-		d, err := n.latchDecr(ctx, "x", nonce)
-		if err != nil || d != (latchDecrement{CounterSeeded, old, new}) {
+		d, err := n.LatchDecrement(ctx, "x", nonce)
+		if err != nil || d != (LatchDecremented{CounterSeeded, old, new}) {
 			t.Errorf("%s = %+v, %v; want %d -> %d", what, d, err, old, new)
 		}
 	}
@@ -76,28 +76,28 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	decr("countDown of an open latch", 0, 0, 0)
 	decr("countDown of an open latch, a set's nonce", 7, 0, 0)
-	a, err = n.latchClaim(ctx, "x", 11, 8, 7)
+	a, err = n.LatchClaim(ctx, "x", 11, 8, 7)
 	want("a claim in another set's slot", a, err, CounterSeeded, 0)
-	a, err = n.latchClaim(ctx, "x", 11, 7, 7)
+	a, err = n.LatchClaim(ctx, "x", 11, 7, 7)
 	want("the first claim", a, err, CounterSeeded, 11)
 	if v, _ := field("m:x"); v != "11" {
 		t.Errorf("claim field %q; want 11", v)
 	}
-	a, err = n.latchClaim(ctx, "x", 12, 7, 0)
+	a, err = n.LatchClaim(ctx, "x", 12, 7, 0)
 	want("a second claim", a, err, CounterSeeded, 11)
 
-	a, err = n.latchSet(ctx, "y", 3, 9)
+	a, err = n.LatchSet(ctx, "y", 3, 9)
 	want("set y", a, err, CounterSeeded, 1)
-	if err := n.latchUndo(ctx, "y", 9, true); err != nil {
+	if err := n.LatchUndo(ctx, "y", 9, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := field("l:y"); ok {
 		t.Error("the undo left its own set's count")
 	}
-	n.latchSet(ctx, "y", 3, 10)
-	a, err = n.latchDel(ctx, "y")
+	n.LatchSet(ctx, "y", 3, 10)
+	a, err = n.LatchDelete(ctx, "y")
 	want("delete", a, err, CounterSeeded, 1)
-	a, err = n.latchDel(ctx, "y")
+	a, err = n.LatchDelete(ctx, "y")
 	want("delete of none", a, err, CounterSeeded, 0)
 	if l := admin.HLen(ctx, CountersKey).Val(); l != 5 {
 		t.Errorf("counters have %d fields; want 5 (seeded, x's claim, its slot and its ballot, 0 since a claim of none was answered it, y's tombstone): %v", l, admin.HGetAll(ctx, CountersKey).Val())
@@ -105,20 +105,20 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if v, _ := field("o:y"); v != "-1" {
 		t.Errorf("delete left the slot tag %q; want the tombstone -1", v)
 	}
-	n.latchSet(ctx, "y", 3, 11)
-	n.latchDel(ctx, "y")
-	if a, err = n.latchClaim(ctx, "y", 12, 11, 11); a.v != 0 || err != nil {
+	n.LatchSet(ctx, "y", 3, 11)
+	n.LatchDelete(ctx, "y")
+	if a, err = n.LatchClaim(ctx, "y", 12, 11, 11); a.Value != 0 || err != nil {
 		t.Errorf("a claim after a delete = %+v, %v; want nobody's", a, err)
 	}
 	for _, read := range []int64{0, -1} {
-		if a, err = n.latchClaim(ctx, "y", 12, read, 11); a.v != 0 || err != nil {
+		if a, err = n.LatchClaim(ctx, "y", 12, read, 11); a.Value != 0 || err != nil {
 			t.Errorf("a claim of ballot 11 that read %d, after a delete = %+v, %v; want nobody's (U1b)", read, a, err)
 		}
 	}
 	if _, ok := field("m:y"); ok {
 		t.Error("a claim after a delete took the tombstone's slot")
 	}
-	a, err = n.latchDel(ctx, "u")
+	a, err = n.LatchDelete(ctx, "u")
 	want("delete of a latch never set", a, err, CounterSeeded, 0)
 	if _, ok := field("o:u"); ok {
 		t.Error("a delete of a latch never set left a tombstone")
@@ -128,25 +128,25 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// the ballot from a claim that read no tag there; a claim of another
 	// ballot, or one that read a tag, is nobody's; a late set of the
 	// ballot keeps the claim.
-	a, err = n.latchClaim(ctx, "s", 20, 21, 21)
+	a, err = n.LatchClaim(ctx, "s", 20, 21, 21)
 	want("a claim that read a tag, on a node with no slot", a, err, CounterSeeded, 0)
-	a, err = n.latchClaim(ctx, "s", 20, 0, 0)
+	a, err = n.LatchClaim(ctx, "s", 20, 0, 0)
 	want("a claim with no ballot, on a node with no slot", a, err, CounterSeeded, 0)
 	if l := admin.HLen(ctx, CountersKey).Val(); l != 5 {
 		t.Errorf("claims that create nothing left %d fields; want 5", l)
 	}
-	a, err = n.latchClaim(ctx, "s", 20, 0, 21)
+	a, err = n.LatchClaim(ctx, "s", 20, 0, 21)
 	want("a claim that creates the slot", a, err, CounterSeeded, 20)
 	if v, _ := field("o:s"); v != "21" {
 		t.Errorf("the created slot's tag %q; want the ballot 21", v)
 	}
-	a, err = n.latchClaim(ctx, "s", 22, 0, 21)
+	a, err = n.LatchClaim(ctx, "s", 22, 0, 21)
 	want("a second claim of the ballot that read no tag", a, err, CounterSeeded, 20)
-	a, err = n.latchClaim(ctx, "s", 22, 21, 21)
+	a, err = n.LatchClaim(ctx, "s", 22, 21, 21)
 	want("a second claim that read the created tag", a, err, CounterSeeded, 20)
-	a, err = n.latchClaim(ctx, "s", 23, 0, 24)
+	a, err = n.LatchClaim(ctx, "s", 23, 0, 24)
 	want("a claim of another ballot", a, err, CounterSeeded, 0)
-	a, err = n.latchSet(ctx, "s", 2, 21)
+	a, err = n.LatchSet(ctx, "s", 2, 21)
 	want("the ballot's set landing late", a, err, CounterSeeded, 1)
 	if v, _ := field("m:s"); v != "20" {
 		t.Errorf("the late set left the claim %q; want 20 kept", v)
@@ -155,35 +155,35 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 		t.Errorf("the late set left the count %q; want 2", v)
 	}
 	admin.HSet(ctx, CountersKey, "o:r", "5", "m:r", "6") // an older latch's slot, its claim given
-	if a, _ = n.latchSet(ctx, "r", 2, 25); a.bare {
+	if a, _ = n.LatchSet(ctx, "r", 2, 25); a.Bare {
 		t.Error("a set over a slot answered that it found none")
 	}
-	n.latchUndo(ctx, "r", 25, false)
-	a, err = n.latchClaim(ctx, "r", 26, 0, 27)
+	n.LatchUndo(ctx, "r", 25, false)
+	a, err = n.LatchClaim(ctx, "r", 26, 0, 27)
 	want("a claim where a denied set was undone", a, err, CounterSeeded, 0)
 	if v, _ := field("m:r"); v != "0" {
 		t.Errorf("a claim took the undone set's slot: %q (U1)", v)
 	}
-	a, err = n.latchClaim(ctx, "r", 26, 0, 5)
+	a, err = n.LatchClaim(ctx, "r", 26, 0, 5)
 	want("a claim of the replaced slot's ballot", a, err, CounterSeeded, 6)
 	// A denied set that found no field of the slot leaves none (L6):
 	// a claim that read no tag there creates it; one taken before the
 	// undo stays.
-	if a, _ = n.latchSet(ctx, "q", 1, 30); !a.bare {
+	if a, _ = n.LatchSet(ctx, "q", 1, 30); !a.Bare {
 		t.Error("a set where the node had no slot answered that it had one")
 	}
-	n.latchUndo(ctx, "q", 30, true)
+	n.LatchUndo(ctx, "q", 30, true)
 	for _, f := range []string{"l:q", "n:q", "m:q", "o:q"} {
 		if v, ok := field(f); ok {
 			t.Errorf("the undo of a set that found no slot left %s %q", f, v)
 		}
 	}
-	a, err = n.latchClaim(ctx, "q", 31, 0, 32)
+	a, err = n.LatchClaim(ctx, "q", 31, 0, 32)
 	want("a claim where a set that found no slot was undone", a, err, CounterSeeded, 31)
-	n.latchSet(ctx, "p", 1, 33)
-	a, err = n.latchClaim(ctx, "p", 34, 33, 33)
+	n.LatchSet(ctx, "p", 1, 33)
+	a, err = n.LatchClaim(ctx, "p", 34, 33, 33)
 	want("a claim in a denied set's slot, before its undo", a, err, CounterSeeded, 34)
-	n.latchUndo(ctx, "p", 33, true)
+	n.LatchUndo(ctx, "p", 33, true)
 	if v, _ := field("m:p"); v != "34" {
 		t.Errorf("the undo took a claim given before it: %q (U1)", v)
 	}
@@ -192,7 +192,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	admin.HSet(ctx, CountersKey, "l:z", "5", "n:z", "3", "o:z", "3", "m:z", "4")
 	reset := func(what string, old int64, want string) {
 		t.Helper()
-		if err := n.latchReset(ctx, "z", 2, 9, old); err != nil {
+		if err := n.LatchReset(ctx, "z", 2, 9, old); err != nil {
 			t.Fatal(err)
 		}
 		if v, _ := field("l:z"); v != want {
@@ -212,7 +212,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	// A claim given for this latch's ballot beside the older count stays.
 	admin.HSet(ctx, CountersKey, "l:k", "5", "n:k", "3", "o:k", "3", "m:k", "4", "b:k", "9")
-	if err := n.latchReset(ctx, "k", 2, 9, 3); err != nil {
+	if err := n.LatchReset(ctx, "k", 2, 9, 3); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := field("m:k"); v != "4" {
@@ -230,79 +230,79 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// latch not set there since, and takes claims again once one is, or
 	// once a set's reset lands.
 	admin.HSet(ctx, CountersKey, "m:w", "-1", "l:v", "4", "n:v", "5", "m:v", "-1")
-	a, err = n.latchClaim(ctx, "w", 13, 0, 0)
+	a, err = n.LatchClaim(ctx, "w", 13, 0, 0)
 	want("claim on a restarted node", a, err, CounterSeeded, 0)
-	a, err = n.latchClaim(ctx, "w", 13, 0, 14)
+	a, err = n.LatchClaim(ctx, "w", 13, 0, 14)
 	want("claim of a ballot on a restarted node", a, err, CounterSeeded, 0)
 	if v, _ := field("m:w"); v != "-1" {
 		t.Errorf("a restarted node took a claim of a latch not set since: %q", v)
 	}
-	n.latchSet(ctx, "w", 1, 14)
-	a, err = n.latchClaim(ctx, "w", 13, 14, 14)
+	n.LatchSet(ctx, "w", 1, 14)
+	a, err = n.LatchClaim(ctx, "w", 13, 14, 14)
 	want("claim on a restarted node after a set", a, err, CounterSeeded, 13)
-	if err := n.latchReset(ctx, "v", 2, 15, 5); err != nil {
+	if err := n.LatchReset(ctx, "v", 2, 15, 5); err != nil {
 		t.Fatal(err)
 	}
-	a, err = n.latchClaim(ctx, "v", 16, 15, 15)
+	a, err = n.LatchClaim(ctx, "v", 16, 15, 15)
 	want("claim on a restarted node after a reset", a, err, CounterSeeded, 16)
 
 	// review28 F0: a new set replaces an opened slot whose vote was given;
 	// a claim of the opened latch's ballot that read the new slot is
 	// answered that vote, one of the new set's ballot takes the new slot.
-	n.latchSet(ctx, "f", 1, 40)
-	n.latchDecr(ctx, "f", 40)
-	a, err = n.latchClaim(ctx, "f", 41, 40, 40)
+	n.LatchSet(ctx, "f", 1, 40)
+	n.LatchDecrement(ctx, "f", 40)
+	a, err = n.LatchClaim(ctx, "f", 41, 40, 40)
 	want("the opening claim", a, err, CounterSeeded, 41)
-	a, err = n.latchSet(ctx, "f", 5, 42)
+	a, err = n.LatchSet(ctx, "f", 5, 42)
 	want("a new set of the opened latch", a, err, CounterSeeded, 1)
-	a, err = n.latchClaim(ctx, "f", 43, 42, 40)
+	a, err = n.LatchClaim(ctx, "f", 43, 42, 40)
 	want("a claim of the opened latch's ballot, in the new slot", a, err, CounterSeeded, 41)
-	a, err = n.latchClaim(ctx, "f", 43, 42, 42)
+	a, err = n.LatchClaim(ctx, "f", 43, 42, 42)
 	want("a claim of the new set's ballot", a, err, CounterSeeded, 43)
-	a, err = n.latchClaim(ctx, "f", 44, 42, 0)
+	a, err = n.LatchClaim(ctx, "f", 44, 42, 0)
 	want("a claim of no ballot beside two votes", a, err, CounterSeeded, 0)
 	// L3: a vote of an older ballot, in its own slot, is kept by it; the
 	// node votes for the new ballot, the slot's tag left. A claim of none
 	// answered a vote makes it answer any.
-	n.latchSet(ctx, "k", 1, 80)
-	n.latchDecr(ctx, "k", 80)
-	a, err = n.latchClaim(ctx, "k", 81, 80, 80)
+	n.LatchSet(ctx, "k", 1, 80)
+	n.LatchDecrement(ctx, "k", 80)
+	a, err = n.LatchClaim(ctx, "k", 81, 80, 80)
 	want("the older opening's claim", a, err, CounterSeeded, 81)
-	a, err = n.latchClaim(ctx, "k", 82, 80, 83)
+	a, err = n.LatchClaim(ctx, "k", 82, 80, 83)
 	want("a claim of a new set's ballot in the older slot", a, err, CounterSeeded, 82)
-	a, err = n.latchClaim(ctx, "k", 84, 80, 80)
+	a, err = n.LatchClaim(ctx, "k", 84, 80, 80)
 	want("a claim of the older ballot after", a, err, CounterSeeded, 81)
-	a, err = n.latchClaim(ctx, "k", 85, 80, 83)
+	a, err = n.LatchClaim(ctx, "k", 85, 80, 83)
 	want("a second claim of the new ballot", a, err, CounterSeeded, 82)
 	if v, _ := field("o:k"); v != "80" {
 		t.Errorf("the new ballot's vote left the slot tag %q; want the older 80 (the evidence)", v)
 	}
-	n.latchSet(ctx, "j", 1, 90)
-	n.latchDecr(ctx, "j", 90)
-	n.latchClaim(ctx, "j", 91, 90, 90)
-	a, err = n.latchClaim(ctx, "j", 92, 90, 0)
+	n.LatchSet(ctx, "j", 1, 90)
+	n.LatchDecrement(ctx, "j", 90)
+	n.LatchClaim(ctx, "j", 91, 90, 90)
+	a, err = n.LatchClaim(ctx, "j", 92, 90, 0)
 	want("a claim of no ballot", a, err, CounterSeeded, 91)
-	a, err = n.latchClaim(ctx, "j", 93, 90, 94)
+	a, err = n.LatchClaim(ctx, "j", 93, 90, 94)
 	want("a claim of another ballot after one of none", a, err, CounterSeeded, 91)
 	// A vote given in a slot of another tag is kept by its ballot: a
 	// newer set keeps it for that ballot, a late set of that ballot takes
 	// it as its slot's claim.
 	admin.HSet(ctx, CountersKey, "o:g", "50", "m:g", "0", "o:h", "60", "m:h", "0")
-	a, err = n.latchClaim(ctx, "g", 51, 50, 52)
+	a, err = n.LatchClaim(ctx, "g", 51, 50, 52)
 	want("a claim in an older latch's slot", a, err, CounterSeeded, 51)
-	n.latchSet(ctx, "g", 1, 53)
-	a, err = n.latchClaim(ctx, "g", 54, 53, 52)
+	n.LatchSet(ctx, "g", 1, 53)
+	a, err = n.LatchClaim(ctx, "g", 54, 53, 52)
 	want("a claim of that ballot after a newer set", a, err, CounterSeeded, 51)
 	// A vote given for no ballot, kept, answers a claim of any.
-	n.latchSet(ctx, "e", 1, 70)
-	n.latchDecr(ctx, "e", 70)
-	a, err = n.latchClaim(ctx, "e", 71, 70, 0)
+	n.LatchSet(ctx, "e", 1, 70)
+	n.LatchDecrement(ctx, "e", 70)
+	a, err = n.LatchClaim(ctx, "e", 71, 70, 0)
 	want("a claim of no ballot", a, err, CounterSeeded, 71)
-	n.latchSet(ctx, "e", 1, 72)
-	a, err = n.latchClaim(ctx, "e", 73, 72, 72)
+	n.LatchSet(ctx, "e", 1, 72)
+	a, err = n.LatchClaim(ctx, "e", 73, 72, 72)
 	want("a claim of the new set's ballot beside a vote of none", a, err, CounterSeeded, 71)
-	n.latchClaim(ctx, "h", 61, 60, 62)
-	n.latchSet(ctx, "h", 1, 62)
+	n.LatchClaim(ctx, "h", 61, 60, 62)
+	n.LatchSet(ctx, "h", 1, 62)
 	if v, _ := field("m:h"); v != "61" {
 		t.Errorf("the ballot's late set left the claim %q; want 61, given for it", v)
 	}

@@ -14,9 +14,9 @@ type firstClaim struct {
 	before func()
 }
 
-func (f firstClaim) latchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (latchAnswer, error) {
+func (f firstClaim) LatchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (LatchAnswer, error) {
 	f.before()
-	return f.redisNode.latchClaim(ctx, name, claim, nonce, ballot)
+	return f.redisNode.LatchClaim(ctx, name, claim, nonce, ballot)
 }
 
 // olderSlotStage is three masters where latch L was set and opened once
@@ -89,19 +89,19 @@ func (s *olderSlotStage) splitLastCountDowns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("master 1's slot tag %q: %v", tag, err)
 	}
-	if d, err := s.procs[1].node(t).latchDecr(ctx, "L", set); err != nil || d.new != 0 {
+	if d, err := s.procs[1].node(t).LatchDecrement(ctx, "L", set); err != nil || d.New != 0 {
 		t.Fatalf("Y's decrement on master 1: %+v, %v", d, err)
 	}
 	y := positiveNonce()
 	var yClaims []int64
 	claimY := func(i int) {
 		read, _ := strconv.ParseInt(s.procs[i].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
-		a, err := s.procs[i].node(t).latchClaim(ctx, "L", y, read, set)
+		a, err := s.procs[i].node(t).LatchClaim(ctx, "L", y, read, set)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.v != 0 {
-			yClaims = append(yClaims, a.v)
+		if a.Value != 0 {
+			yClaims = append(yClaims, a.Value)
 		}
 	}
 	x := New(s.cfg, s.procs[0].node(t), firstClaim{redisNode: s.procs[1].node(t), before: func() { claimY(1) }}, s.procs[2].node(t))
@@ -174,10 +174,10 @@ func TestLatchOlderOpeningsVoteOnMissedMasterSplitClaimsSendOneZeroMessage(t *te
 		ctx := t.Context()
 		for _, p := range s.procs {
 			tag, _ := strconv.ParseInt(p.admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
-			if d, err := p.node(t).latchDecr(ctx, "L", tag); err != nil || d.new != 0 {
+			if d, err := p.node(t).LatchDecrement(ctx, "L", tag); err != nil || d.New != 0 {
 				t.Fatalf("the older countDown: %+v, %v", d, err)
 			}
-			if a, err := p.node(t).latchClaim(ctx, "L", 1, tag, tag); err != nil || a.v != 1 {
+			if a, err := p.node(t).LatchClaim(ctx, "L", 1, tag, tag); err != nil || a.Value != 1 {
 				t.Fatalf("the older opening's claim: %+v, %v", a, err)
 			}
 		}

@@ -17,7 +17,7 @@ const publishWithin = 5 * time.Second
 // publisher is the part of Node that sends a decided message
 // (rwlocknode.go).
 type publisher interface {
-	publish(ctx context.Context, cmd, channel, message string, until int64) error
+	Publish(ctx context.Context, cmd, channel, message string, until int64) error
 }
 
 // publishDecided sends a decided message (a read lock's release, a
@@ -31,6 +31,6 @@ func (e *Engine) publishDecided(ctx context.Context, cmd, channel, message strin
 		if t, ok := e.onNodeClock(i, time.Now().Add(publishWithin)); ok {
 			until = t.UnixMilli()
 		}
-		return struct{}{}, n.publish(ctx, cmd, channel, message, until)
+		return struct{}{}, n.Publish(ctx, cmd, channel, message, until)
 	})
 }

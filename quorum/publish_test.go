@@ -41,7 +41,7 @@ func TestPublishDecidedDropsALateCopy(t *testing.T) {
 	if _, ok := e.onNodeClock(1, time.Now()); ok {
 		t.Fatal("a node clock known before any probe")
 	}
-	if err := n.publish(ctx, "PUBLISH", "ch", "no limit", 0); err != nil {
+	if err := n.Publish(ctx, "PUBLISH", "ch", "no limit", 0); err != nil {
 		t.Fatal(err)
 	}
 	expect("a copy with no limit", "no limit")
@@ -56,11 +56,11 @@ func TestPublishDecidedDropsALateCopy(t *testing.T) {
 	expect("a copy in time", "in time")
 
 	late, _ := e.onNodeClock(1, time.Now().Add(-time.Second))
-	if err := n.publish(ctx, "PUBLISH", "ch", "late", late.UnixMilli()); err != nil {
+	if err := n.Publish(ctx, "PUBLISH", "ch", "late", late.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	soon, _ := e.onNodeClock(1, time.Now().Add(time.Second))
-	if err := n.publish(ctx, "PUBLISH", "ch", "next", soon.UnixMilli()); err != nil {
+	if err := n.Publish(ctx, "PUBLISH", "ch", "next", soon.UnixMilli()); err != nil {
 		t.Fatal(err)
 	}
 	expect("a late copy, then one in time", "next") // not "late"

@@ -13,9 +13,9 @@ import (
 // quarantine is involved, and the proxy's NOQUORUM reply would send the
 // client to INFO for a quarantine it does not show.
 func TestLatchUnavailableNamesUnseededNodes(t *testing.T) {
-	res := []result[latchAnswer]{
-		{v: latchAnswer{state: CounterSeeded, v: 1}},
-		{v: latchAnswer{state: CounterPending}},
+	res := []result[LatchAnswer]{
+		{v: LatchAnswer{State: CounterSeeded, Value: 1}},
+		{v: LatchAnswer{State: CounterPending}},
 		{err: errors.New("down")},
 	}
 	err := latchUnavailable(res, 1)
@@ -90,8 +90,8 @@ type lostClaim struct {
 	*redisNode
 }
 
-func (lostClaim) latchClaim(context.Context, string, int64, int64, int64) (latchAnswer, error) {
-	return latchAnswer{}, errors.New("timeout (claim lost)")
+func (lostClaim) LatchClaim(context.Context, string, int64, int64, int64) (LatchAnswer, error) {
+	return LatchAnswer{}, errors.New("timeout (claim lost)")
 }
 
 // TestReview28LatchZeroMessageOnceAcrossANewSet: three masters, latch L
@@ -146,7 +146,7 @@ func TestReview28LatchZeroMessageOnceAcrossANewSet(t *testing.T) {
 		t.Fatalf("A's opening countDown sent %d zero messages; want 1", got)
 	}
 	// The new latch's set (count 5), landed on master 0 only so far.
-	if ans, err := procs[0].node(t).latchSet(ctx, "L", 5, positiveNonce()); err != nil || ans.v != 1 {
+	if ans, err := procs[0].node(t).LatchSet(ctx, "L", 5, positiveNonce()); err != nil || ans.Value != 1 {
 		t.Fatalf("the new set on master 0: %+v, %v; want set", ans, err)
 	}
 	if err := b.LatchCountDown(ctx, "L", m); err != nil {

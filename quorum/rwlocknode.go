@@ -157,7 +157,7 @@ func (n *redisNode) renew(ctx context.Context, s *script, keys, args []string) (
 	return cmd.Int64Slice()
 }
 
-func (n *redisNode) publish(ctx context.Context, cmd, channel, message string, until int64) error {
+func (n *redisNode) Publish(ctx context.Context, cmd, channel, message string, until int64) error {
 	_, err := n.p.eval(ctx, rwPublishScript, []string{channel}, cmd, message, until)
 	return err
 }
