@@ -33,7 +33,7 @@ import (
 var proxyACL = strings.Fields("~* &* -@all +info +time +hgetall +hset +evalsha +eval +del +get +set +exists +getrange +pttl +pexpire +ping +subscribe +psubscribe +ssubscribe +unsubscribe +punsubscribe +sunsubscribe" +
 	" +fcall +function|load +function|list +function|delete +script|flush +type +pexpiretime +pexpireat +strlen +persist +hkeys +hdel +zrange +zrem +zadd" +
 	" +setnx +expire +expireat +ttl +unlink +hget +hincrby +hexists +hlen +zscore +zcount +zcard +zremrangebyscore +zrevrange +publish +spublish +select +scan +script|kill +function|kill" +
-	" +object|encoding +rename +hsetnx")
+	" +object|encoding +rename +hsetnx +client|id +client|kill")
 
 // TestNodeACLCoversTheEmbeddedLua: the ACL line of docs/operations.md is
 // proxyACL, and every command the proxy's own Lua calls by name (quorum's

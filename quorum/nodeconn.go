@@ -34,19 +34,28 @@ func (n *redisNode) dial(ctx context.Context) (net.Conn, *wire.Reader, error) {
 		c = tc
 	}
 	rd := wire.NewReader(c, 32<<10)
-	if err := n.ready(ctx, c, rd); err != nil {
+	id, err := n.ready(ctx, c, rd)
+	if err != nil {
 		c.Close()
 		return nil, nil, err
+	}
+	if id != 0 {
+		c = &clientConn{Conn: c, id: id}
 	}
 	return c, rd, nil
 }
 
-// ready logs in on a new connection and reports its run_id.
-func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) error {
+// clientConn is a connection whose node told its client ID, by which a
+// later connection has the node kill it (pipeline.settle).
+type clientConn struct {
+	net.Conn
+	id int64
+}
+
+// ready logs in on a new connection, reports its run_id and returns its
+// client ID (0 if the node refuses CLIENT ID: an ACL without it).
+func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (int64, error) {
 	f := n.onRunID.Load()
-	if n.pass == "" && f == nil {
-		return nil
-	}
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
 	} else {
@@ -58,23 +67,33 @@ func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) erro
 			args = []any{"auth", n.user, n.pass}
 		}
 		if _, err := roundTrip(c, rd, args...); err != nil {
-			return err
+			return 0, err
 		}
+	}
+	var id int64
+	switch v, err := roundTrip(c, rd, "client", "id"); {
+	case err == nil:
+		id, _ = v.(int64)
+	case !isReplyError(err, ""):
+		return 0, err
+	case n.noClientID.CompareAndSwap(false, true):
+		n.log.Warn("node refuses CLIENT ID: a write given up on may land after a later one (docs/operations.md)", "node", n.addr, "err", err)
 	}
 	if f != nil {
 		v, err := roundTrip(c, rd, "info", "server")
 		if err != nil {
-			return err
+			return 0, err
 		}
 		text, _ := v.(string)
 		p, err := parseInfo(text)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		(*f)(p.RunID)
 	}
-	return c.SetDeadline(time.Time{})
+	return id, c.SetDeadline(time.Time{})
 }
+
 
 // roundTrip sends one command on c and reads its reply: an error reply
 // as the error.

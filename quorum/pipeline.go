@@ -66,10 +66,15 @@ type pipeline struct {
 	nqueued atomic.Int32
 	conn    atomic.Pointer[nodeConn]
 	spare   []*op // the last batch's slice, for the next queue
-	writing bool  // a caller is writing; it writes what queues meanwhile
-	closed  bool
-	conns   map[*nodeConn]bool // every connection with a reader, retired ones too
-	buf     []byte             // the writer's encoding buffer
+	// unsettled are the node's client IDs of connections dropped or
+	// retired with operations unanswered: their writes may still reach
+	// the node. The next connection has the node kill them before it
+	// carries a command (settle), so none lands after a later one.
+	unsettled []int64
+	writing   bool // a caller is writing; it writes what queues meanwhile
+	closed    bool
+	conns     map[*nodeConn]bool // every connection with a reader, retired ones too
+	buf       []byte             // the writer's encoding buffer
 }
 
 // op is one command, its caller's context, and, once finished, its reply:
@@ -404,6 +409,13 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 		return nil, err
 	}
 	cn = &nodeConn{c: c, rd: rd}
+	if cc, ok := c.(*clientConn); ok {
+		cn.id = cc.id
+	}
+	if err := p.settle(c, rd, limit); err != nil {
+		c.Close()
+		return nil, err
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -418,7 +430,8 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 	return cn, nil
 }
 
-// retire lets cn finish the operations in flight on it, then closes it.
+// retire lets cn finish the operations in flight on it, then closes it;
+// the next connection has the node kill it first if any are (settle).
 func (p *pipeline) retire(cn *nodeConn) {
 	if cn == nil {
 		return
@@ -429,7 +442,49 @@ func (p *pipeline) retire(cn *nodeConn) {
 	cn.mu.Unlock()
 	if idle {
 		cn.c.Close() // its reader sees the close and ends
+		return
 	}
+	p.unsettle(cn)
+}
+
+// unsettle marks cn, given up with writes unanswered, for settle.
+func (p *pipeline) unsettle(cn *nodeConn) {
+	if cn.id == 0 {
+		return // the node did not tell its ID (an ACL without CLIENT ID)
+	}
+	p.mu.Lock()
+	p.unsettled = append(p.unsettled, cn.id)
+	p.mu.Unlock()
+}
+
+// settle has the node kill the connections given up with writes
+// unanswered, on c, a new connection, before it carries a command: a
+// write of theirs still on its way (a slow link, a lost segment's
+// retransmission) is then run before c's commands or never, and cannot
+// undo a later one (attack17 F4b: a release given up on deleted the
+// same token's later grant). A node that refuses CLIENT KILL is logged;
+// the connection is used anyway.
+func (p *pipeline) settle(c net.Conn, rd *wire.Reader, limit time.Time) error {
+	p.mu.Lock()
+	ids := p.unsettled
+	p.unsettled = nil
+	p.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	c.SetDeadline(limit)
+	for i, id := range ids {
+		if _, err := roundTrip(c, rd, "client", "kill", "id", id); err != nil {
+			if !isReplyError(err, "") {
+				p.mu.Lock()
+				p.unsettled = append(p.unsettled, ids[i:]...) // for the next connection
+				p.mu.Unlock()
+				return err
+			}
+			p.log.Warn("node refuses CLIENT KILL: a write given up on may land after a later one (docs/operations.md)", "node", p.addr, "err", err)
+		}
+	}
+	return c.SetDeadline(time.Time{})
 }
 
 // fail ends cn after err: it is closed, and the operations in flight on
@@ -445,6 +500,9 @@ func (p *pipeline) fail(cn *nodeConn, err error) {
 	cn.busy.Store(0)
 	cn.mu.Unlock()
 	cn.c.Close()
+	if len(ops) > 0 {
+		p.unsettle(cn)
+	}
 	p.mu.Lock()
 	p.conn.CompareAndSwap(cn, nil)
 	p.mu.Unlock()
@@ -506,6 +564,7 @@ func (p *pipeline) read(cn *nodeConn) {
 // it, oldest first.
 type nodeConn struct {
 	c  net.Conn
+	id int64        // the node's CLIENT ID of c; 0 if not known
 	rd *wire.Reader // only the reader touches it
 	// wdl is the write deadline set; only the writer touches it.
 	wdl time.Time

@@ -49,6 +49,9 @@ type redisNode struct {
 	// onRunID, once the engine watches, gets each new connection's run_id
 	// (probe.go).
 	onRunID atomic.Pointer[func(runID string)]
+	// noClientID is set once the node refused CLIENT ID (logged once).
+	noClientID atomic.Bool
+	log        *slog.Logger
 }
 
 // NewRedisNode returns the Node for the Redis master at addr. The go-redis
@@ -90,6 +93,10 @@ func NewRedisNode(addr string, opts NodeOptions) Node {
 		OnConnect: n.connected,
 	})
 	n.user, n.pass, n.tls = opts.Username, opts.Password, tlsConfig
+	n.log = opts.Log
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
 	n.p = newPipeline(addr, n.dial, opts.Log)
 	n.p.noFunctions.Store(opts.NoFunctions)
 	return n
