@@ -13,8 +13,9 @@ import (
 // reply overdue, its connection dropped) must not land on a master after
 // a later command of the same token sent on the next connection: that
 // connection has the master kill the dropped one first (quorum's
-// pipeline.settle). Both failed before it: C was granted while A's 20s
-// grant ran.
+// pipeline.settle; the engine started, as the proxy's main starts it,
+// so a connection learns its ID in the handshake it makes anyway). Both
+// failed before it: C was granted while A's 20s grant ran.
 
 // As above, A obtaining again through P itself once its links are fast
 // (P dials the masters again after the refresh's timeout: its new
@@ -28,7 +29,7 @@ func TestAttack17FailedRefreshLandingLateDoesNotCutALaterGrantThroughTheSameProx
 	c := startNodes(t, 3)
 	slow := fixedDelay(0)
 	pAddrs := []string{c.addrs[0], startRelay(t, c.addrs[1], relayOpts{sendDelay: slow}), startRelay(t, c.addrs[2], relayOpts{sendDelay: slow})}
-	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), pAddrs...).Client
+	p := mustStartMonitored(t, attack16Config(), pAddrs...).Client
 	attack16Warm(t, p)
 	q := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), c.addrs...).Client
 	attack16Warm(t, q)
@@ -54,7 +55,8 @@ func TestAttack17FailedRefreshLandingLateDoesNotCutALaterGrantThroughTheSameProx
 		t.Logf("A's refresh through P: %v", err)
 	}
 	attack16Dump(t, c, "after P's refresh failed", key)
-	slow.Store(0) // P's links are fast again; the refresh is still on its way
+	slow.Store(0)                     // P's links are fast again; the refresh is still on its way
+	time.Sleep(20 * time.Millisecond) // the overdue connections dropped, as below
 	start := time.Now()
 	if err := attack16Obtain(ctx, p, []string{key}, attack17TokA, 20*time.Second); err != nil {
 		t.Fatalf("A's obtain through P (20s): %v", err)
@@ -95,7 +97,7 @@ func attack17LateRelease(t *testing.T, nodeTimeout, hold time.Duration) {
 	pAddrs := []string{c.addrs[0], startRelay(t, c.addrs[1], relayOpts{sendDelay: slow}), startRelay(t, c.addrs[2], relayOpts{sendDelay: slow})}
 	cfg := attack16Config()
 	cfg.NodeTimeout = nodeTimeout
-	p := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, cfg, pAddrs...).Client
+	p := mustStartMonitored(t, cfg, pAddrs...).Client
 	attack16Warm(t, p) // the masters know the release script
 	ctx := t.Context()
 	const key = "attack17:release"
@@ -110,6 +112,10 @@ func attack17LateRelease(t *testing.T, nodeTimeout, hold time.Duration) {
 		t.Logf("A's release: %v", err)
 	}
 	slow.Store(0)
+	// The pipeline drops the connections whose replies are overdue a
+	// moment after the release's deadline; the obtain goes on new ones
+	// (on an old one it would queue behind the release).
+	time.Sleep(20 * time.Millisecond)
 	start := time.Now()
 	if err := attack16Obtain(ctx, p, []string{key}, attack17TokA, 20*time.Second); err != nil {
 		t.Fatalf("A's obtain again (20s): %v", err)

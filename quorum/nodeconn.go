@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -61,39 +62,69 @@ func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (int
 	} else {
 		c.SetDeadline(time.Now().Add(unboundedWait))
 	}
+	// One write and one round trip: a slow link costs it once.
+	var cmds [][]any
 	if n.pass != "" {
 		args := []any{"auth", n.pass}
 		if n.user != "" {
 			args = []any{"auth", n.user, n.pass}
 		}
-		if _, err := roundTrip(c, rd, args...); err != nil {
-			return 0, err
-		}
+		cmds = append(cmds, args)
+	}
+	if len(cmds) == 0 && f == nil {
+		// No round trip to share (the engine does not watch yet): the
+		// connection goes without its ID, and a drop of it is not settled.
+		return 0, c.SetDeadline(time.Time{})
+	}
+	cmds = append(cmds, []any{"client", "id"})
+	if f != nil {
+		cmds = append(cmds, []any{"info", "server"})
+	}
+	var buf []byte
+	for _, args := range cmds {
+		buf = wire.AppendCommand(buf, args)
+	}
+	if _, err := c.Write(buf); err != nil {
+		return 0, err
 	}
 	var id int64
-	switch v, err := roundTrip(c, rd, "client", "id"); {
-	case err == nil:
-		id, _ = v.(int64)
-	case !isReplyError(err, ""):
-		return 0, err
-	case n.noClientID.CompareAndSwap(false, true):
-		n.log.Warn("node refuses CLIENT ID: a write given up on may land after a later one (docs/operations.md)", "node", n.addr, "err", err)
+	var runID string
+	var failed error // the first error reply, after every reply is read
+	for _, args := range cmds {
+		v, err := rd.Next()
+		if err != nil {
+			return 0, err
+		}
+		e, isErr := v.(wire.Error)
+		switch {
+		case args[0] == "client" && isErr:
+			if failed == nil && n.noClientID.CompareAndSwap(false, true) { // not a failed AUTH's NOAUTH
+				n.log.Warn("node refuses CLIENT ID: a write given up on may land after a later one (docs/operations.md)", "node", n.addr, "err", e)
+			}
+		case isErr:
+			failed = cmp.Or(failed, error(e))
+		case args[0] == "client":
+			id, _ = v.(int64)
+		case args[0] == "info":
+			text, _ := v.(string)
+			p, err := parseInfo(text)
+			if err != nil {
+				failed = cmp.Or(failed, err)
+			}
+			runID = p.RunID
+		}
+	}
+	if failed != nil {
+		return 0, failed
+	}
+	if rd.Buffered() > 0 {
+		return 0, fmt.Errorf("%w: more replies than commands on a new connection", wire.ErrProtocol)
 	}
 	if f != nil {
-		v, err := roundTrip(c, rd, "info", "server")
-		if err != nil {
-			return 0, err
-		}
-		text, _ := v.(string)
-		p, err := parseInfo(text)
-		if err != nil {
-			return 0, err
-		}
-		(*f)(p.RunID)
+		(*f)(runID)
 	}
 	return id, c.SetDeadline(time.Time{})
 }
-
 
 // roundTrip sends one command on c and reads its reply: an error reply
 // as the error.
