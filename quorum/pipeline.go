@@ -444,13 +444,24 @@ func (p *pipeline) retire(cn *nodeConn) {
 		cn.c.Close() // its reader sees the close and ends
 		return
 	}
-	p.unsettle(cn)
+	cn.mu.Lock()
+	ops := slices.Clone(cn.inflight[cn.head:])
+	cn.mu.Unlock()
+	p.unsettle(cn, ops)
 }
 
-// unsettle marks cn, given up with writes unanswered, for settle.
-func (p *pipeline) unsettle(cn *nodeConn) {
+// unsettle marks cn, given up with ops unanswered, for settle, if one
+// of them is a lock operation (a fan-out's: acquire, extend, release,
+// the effect path's), whose late landing could undo a later grant. The
+// others (a decided publish with its own limit on the node's clock, the
+// latch's and the counters' rounds) are left to land late, as their
+// explorers allow: a kill would only lose them.
+func (p *pipeline) unsettle(cn *nodeConn, ops []*op) {
 	if cn.id == 0 {
 		return // the node did not tell its ID (an ACL without CLIENT ID)
+	}
+	if !slices.ContainsFunc(ops, func(o *op) bool { return o.fan != nil }) {
+		return
 	}
 	p.mu.Lock()
 	p.unsettled = append(p.unsettled, cn.id)
@@ -501,7 +512,7 @@ func (p *pipeline) fail(cn *nodeConn, err error) {
 	cn.mu.Unlock()
 	cn.c.Close()
 	if len(ops) > 0 {
-		p.unsettle(cn)
+		p.unsettle(cn, ops)
 	}
 	p.mu.Lock()
 	p.conn.CompareAndSwap(cn, nil)
