@@ -35,13 +35,13 @@ func (n *redisNode) dial(ctx context.Context) (net.Conn, *wire.Reader, error) {
 		c = tc
 	}
 	rd := wire.NewReader(c, 32<<10)
-	id, err := n.ready(ctx, c, rd)
+	id, runID, err := n.ready(ctx, c, rd)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
 	}
 	if id != 0 {
-		c = &clientConn{Conn: c, id: id}
+		c = &clientConn{Conn: c, id: id, runID: runID}
 	}
 	return c, rd, nil
 }
@@ -50,12 +50,13 @@ func (n *redisNode) dial(ctx context.Context) (net.Conn, *wire.Reader, error) {
 // later connection has the node kill it (pipeline.settle).
 type clientConn struct {
 	net.Conn
-	id int64
+	id    int64
+	runID string // the node's run_id when it told id; "" if not read
 }
 
 // ready logs in on a new connection, reports its run_id and returns its
 // client ID (0 if the node refuses CLIENT ID: an ACL without it).
-func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (int64, error) {
+func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (id int64, runID string, err error) {
 	f := n.onRunID.Load()
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
@@ -74,7 +75,7 @@ func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (int
 	if len(cmds) == 0 && f == nil {
 		// No round trip to share (the engine does not watch yet): the
 		// connection goes without its ID, and a drop of it is not settled.
-		return 0, c.SetDeadline(time.Time{})
+		return 0, "", c.SetDeadline(time.Time{})
 	}
 	cmds = append(cmds, []any{"client", "id"})
 	if f != nil {
@@ -85,15 +86,13 @@ func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (int
 		buf = wire.AppendCommand(buf, args)
 	}
 	if _, err := c.Write(buf); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	var id int64
-	var runID string
 	var failed error // the first error reply, after every reply is read
 	for _, args := range cmds {
 		v, err := rd.Next()
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		e, isErr := v.(wire.Error)
 		switch {
@@ -115,15 +114,15 @@ func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (int
 		}
 	}
 	if failed != nil {
-		return 0, failed
+		return 0, "", failed
 	}
 	if rd.Buffered() > 0 {
-		return 0, fmt.Errorf("%w: more replies than commands on a new connection", wire.ErrProtocol)
+		return 0, "", fmt.Errorf("%w: more replies than commands on a new connection", wire.ErrProtocol)
 	}
 	if f != nil {
 		(*f)(runID)
 	}
-	return id, c.SetDeadline(time.Time{})
+	return id, runID, c.SetDeadline(time.Time{})
 }
 
 // roundTrip sends one command on c and reads its reply: an error reply

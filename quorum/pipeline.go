@@ -70,7 +70,7 @@ type pipeline struct {
 	// retired with operations unanswered: their writes may still reach
 	// the node. The next connection has the node kill them before it
 	// carries a command (settle), so none lands after a later one.
-	unsettled []int64
+	unsettled []clientRef
 	writing   bool // a caller is writing; it writes what queues meanwhile
 	closed    bool
 	conns     map[*nodeConn]bool // every connection with a reader, retired ones too
@@ -409,10 +409,11 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 		return nil, err
 	}
 	cn = &nodeConn{c: c, rd: rd}
+	var runID string
 	if cc, ok := c.(*clientConn); ok {
-		cn.id = cc.id
+		cn.id, cn.runID, runID = cc.id, cc.runID, cc.runID
 	}
-	if err := p.settle(c, rd, limit); err != nil {
+	if err := p.settle(c, rd, limit, runID); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -450,6 +451,13 @@ func (p *pipeline) retire(cn *nodeConn) {
 	p.unsettle(cn, ops)
 }
 
+// clientRef names a connection on the node: its CLIENT ID, and the
+// run_id of the process that gave it.
+type clientRef struct {
+	id    int64
+	runID string
+}
+
 // unsettle marks cn, given up with ops unanswered, for settle, if one
 // of them is a lock operation (a fan-out's: acquire, extend, release,
 // the effect path's), whose late landing could undo a later grant. The
@@ -464,7 +472,7 @@ func (p *pipeline) unsettle(cn *nodeConn, ops []*op) {
 		return
 	}
 	p.mu.Lock()
-	p.unsettled = append(p.unsettled, cn.id)
+	p.unsettled = append(p.unsettled, clientRef{cn.id, cn.runID})
 	p.mu.Unlock()
 }
 
@@ -475,7 +483,7 @@ func (p *pipeline) unsettle(cn *nodeConn, ops []*op) {
 // undo a later one (attack17 F4b: a release given up on deleted the
 // same token's later grant). A node that refuses CLIENT KILL is logged;
 // the connection is used anyway.
-func (p *pipeline) settle(c net.Conn, rd *wire.Reader, limit time.Time) error {
+func (p *pipeline) settle(c net.Conn, rd *wire.Reader, limit time.Time, runID string) error {
 	p.mu.Lock()
 	ids := p.unsettled
 	p.unsettled = nil
@@ -484,8 +492,13 @@ func (p *pipeline) settle(c net.Conn, rd *wire.Reader, limit time.Time) error {
 		return nil
 	}
 	c.SetDeadline(limit)
-	for i, id := range ids {
-		if _, err := roundTrip(c, rd, "client", "kill", "id", id); err != nil {
+	for i, ref := range ids {
+		if ref.runID != runID {
+			// The node restarted since: the connection is gone with its
+			// process, and the ID may now be another client's.
+			continue
+		}
+		if _, err := roundTrip(c, rd, "client", "kill", "id", ref.id); err != nil {
 			if !isReplyError(err, "") {
 				p.mu.Lock()
 				p.unsettled = append(p.unsettled, ids[i:]...) // for the next connection
@@ -574,9 +587,10 @@ func (p *pipeline) read(cn *nodeConn) {
 // nodeConn is one connection to the node and the operations in flight on
 // it, oldest first.
 type nodeConn struct {
-	c  net.Conn
-	id int64        // the node's CLIENT ID of c; 0 if not known
-	rd *wire.Reader // only the reader touches it
+	c     net.Conn
+	id    int64        // the node's CLIENT ID of c; 0 if not known
+	runID string       // the node's run_id when it told id
+	rd    *wire.Reader // only the reader touches it
 	// wdl is the write deadline set; only the writer touches it.
 	wdl time.Time
 

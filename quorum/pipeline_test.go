@@ -679,3 +679,48 @@ func TestPipelineLateReplyIsNotAnAnswer(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A new connection kills a dropped one by its CLIENT ID only on the
+// process that gave the ID: after a restart, the ID may be another
+// client's (here a bystander's), which must live.
+func TestPipelineSettleKillsOnlyOnTheSameProcess(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		same   bool // the ref's run_id is the node's
+		killed bool
+	}{
+		{"the same process: killed", true, true},
+		{"another process (restarted): left alone", false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			proc := startRedis(t)
+			n := proc.node(t)
+			var runID atomic.Value
+			n.WatchConnects(func(id string) { runID.Store(id) })
+			if _, err := n.p.do(t.Context(), "ping"); err != nil {
+				t.Fatalf("PING: %v", err)
+			}
+			bystander := proc.admin(t)
+			conn := bystander.Conn()
+			t.Cleanup(func() { conn.Close() })
+			id, err := conn.ClientID(t.Context()).Result()
+			if err != nil {
+				t.Fatalf("CLIENT ID: %v", err)
+			}
+			ref := clientRef{id: id, runID: "another process's run_id"}
+			if tt.same {
+				ref.runID = runID.Load().(string)
+			}
+			n.p.mu.Lock()
+			n.p.unsettled = append(n.p.unsettled, ref)
+			n.p.mu.Unlock()
+			n.p.stale.Store(true) // the next write dials again, and settles
+			if _, err := n.p.do(t.Context(), "ping"); err != nil {
+				t.Fatalf("PING on a new connection: %v", err)
+			}
+			if err := conn.Ping(t.Context()).Err(); (err != nil) != tt.killed {
+				t.Errorf("the bystander's PING after the settle = %v; want killed %v", err, tt.killed)
+			}
+		})
+	}
+}
