@@ -2,7 +2,6 @@ package quorum
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,11 +96,11 @@ func (f *fan) finished(o *op) {
 }
 
 // isNoScript reports whether v, a reply, is NOSCRIPT: the node lacks
-// the script (a restart, SCRIPT FLUSH). As noScript reads an
-// error, it takes KVRocks' "ERR NOSCRIPT" too.
+// the script (a restart, SCRIPT FLUSH), by noScript's rule (go-redis's
+// HasErrorPrefix, which takes KVRocks' "ERR NOSCRIPT" too).
 func isNoScript(v any) bool {
 	e, ok := v.(wire.Error)
-	return ok && strings.HasPrefix(strings.TrimPrefix(string(e), "ERR "), "NOSCRIPT")
+	return ok && redis.HasErrorPrefix(e, "NOSCRIPT")
 }
 
 // launch starts cmd on the pipelines of the nodes in idx, under ctx, and
