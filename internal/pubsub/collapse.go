@@ -15,8 +15,16 @@ import (
 // quorum (or to every node up, if fewer are), so that a waiter woken by a
 // release finds it done on a quorum of nodes, as one Redis publishes only
 // once it deleted; a message that fewer nodes sent is delivered by flush
-// when the caller stops waiting for more copies. A node that missed a
-// publish (down, or not yet subscribed) only lags behind the others.
+// when the caller stops waiting for more copies.
+//
+// A message is its topic, channel and payload, and its tag (internal/
+// pubid) when a proxy tagged it: each publish a proxy causes has a tag of
+// its own, so a tagged message is one publish, whichever nodes sent it.
+// An untagged message (a keyspace notification, another publisher's) is
+// counted by its order per node alone: a node that missed a publish
+// (down, not yet subscribed, its publisher's link cut) lags behind the
+// others, and a later publish that only lagging nodes send reads as late
+// copies of one already delivered, and is lost.
 //
 // Counts are forgotten after between window/2 and window without a copy.
 // A copy that arrives later than that is delivered again: a duplicate
@@ -30,8 +38,8 @@ type collapser struct {
 	rotated   time.Time
 }
 
-// digest identifies one message: topic, channel and payload, hashed so
-// that an entry's size does not depend on the payload's.
+// digest identifies one message: topic, channel, payload and tag, hashed
+// so that an entry's size does not depend on the payload's.
 type digest [sha256.Size]byte
 
 type copies struct {
@@ -44,18 +52,19 @@ func newCollapser(nodes int, window time.Duration, max int) *collapser {
 		cur: make(map[digest]*copies), prev: make(map[digest]*copies)}
 }
 
-// note records one copy of m from node i at now. due is how many
+// note records one copy of m, tagged tag ("" for none), from node i at
+// now. due is how many
 // publishes of m this copy made due (need nodes sent them); wait is k
 // when this is the first copy of a k-th publish not yet due, for the
 // caller to flush later, and 0 otherwise.
-func (c *collapser) note(now time.Time, i int, m Message, need int) (due int, wait uint32) {
+func (c *collapser) note(now time.Time, i int, m Message, tag string, need int) (due int, wait uint32) {
 	switch age := now.Sub(c.rotated); {
 	case age >= c.window:
 		c.prev, c.cur, c.rotated = make(map[digest]*copies), make(map[digest]*copies), now
 	case age >= c.window/2 || len(c.cur) >= c.max:
 		c.prev, c.cur, c.rotated = c.cur, make(map[digest]*copies), now
 	}
-	d := digestOf(m)
+	d := digestOf(m, tag)
 	e := c.cur[d]
 	if e == nil {
 		if e = c.prev[d]; e != nil {
@@ -80,10 +89,10 @@ func (c *collapser) note(now time.Time, i int, m Message, need int) (due int, wa
 	return due, wait
 }
 
-// flush makes every publish of m up to the k-th due that is not yet, and
-// returns how many.
-func (c *collapser) flush(m Message, k uint32) int {
-	d := digestOf(m)
+// flush makes every publish of m, tagged tag, up to the k-th due that is
+// not yet, and returns how many.
+func (c *collapser) flush(m Message, tag string, k uint32) int {
+	d := digestOf(m, tag)
 	e := c.cur[d]
 	if e == nil {
 		e = c.prev[d]
@@ -110,10 +119,10 @@ func (e *copies) sentBy(k uint32) int {
 	return n
 }
 
-func digestOf(m Message) digest {
+func digestOf(m Message, tag string) digest {
 	h := sha256.New()
 	var n [8]byte
-	for _, s := range []string{m.Topic.Name, m.Channel, m.Payload} {
+	for _, s := range []string{m.Topic.Name, m.Channel, m.Payload, tag} {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))

@@ -3,6 +3,8 @@ package pubsub
 import (
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 )
 
 func TestCollapserDeliversOncePerPublish(t *testing.T) {
@@ -34,7 +36,7 @@ func TestCollapserDeliversOncePerPublish(t *testing.T) {
 			c := newCollapser(3, 10*time.Second, maxCounted)
 			start := time.Now()
 			for i, x := range tt.copies {
-				if due, _ := c.note(start.Add(x.at), x.node, x.m, 1); (due == 1) != tt.want[i] || due > 1 {
+				if due, _ := c.note(start.Add(x.at), x.node, x.m, "", 1); (due == 1) != tt.want[i] || due > 1 {
 					t.Errorf("copy %d (node %d, %q at %v) made %d due; want delivered = %v", i, x.node, x.m.Payload, x.at, due, tt.want[i])
 				}
 			}
@@ -69,12 +71,12 @@ func TestCollapserWaitsForNeedCopies(t *testing.T) {
 			now := time.Now()
 			for i, s := range tt.steps {
 				if s.node < 0 {
-					if n := c.flush(a, s.k); n != s.flush {
+					if n := c.flush(a, "", s.k); n != s.flush {
 						t.Errorf("step %d: flush(%d) = %d; want %d", i, s.k, n, s.flush)
 					}
 					continue
 				}
-				if due, wait := c.note(now, s.node, a, 2); due != s.due || wait != s.wait {
+				if due, wait := c.note(now, s.node, a, "", 2); due != s.due || wait != s.wait {
 					t.Errorf("step %d: note(node %d) = %d, %d; want %d, %d", i, s.node, due, wait, s.due, s.wait)
 				}
 			}
@@ -86,39 +88,76 @@ func TestCollapserStaysBounded(t *testing.T) {
 	c := newCollapser(3, time.Hour, 100)
 	now := time.Now()
 	for i := range 1000 {
-		c.note(now, 0, Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: string(rune(i))}, 1)
+		c.note(now, 0, Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: string(rune(i))}, "", 1)
 	}
 	if n := len(c.cur) + len(c.prev); n > 200 {
 		t.Errorf("%d messages counted with max 100; want at most 200", n)
 	}
 }
 
-// TestCollapserLosesAPublishOnlyLaggingNodesSent pins a known defect
-// (attack17 F3; docs/guarantees.md, "Known defects"): copies are counted
-// by their order per node, so a node that never ran a publish (the
-// publisher's link to it cut) lags for the window, and its next copy
-// reads as a late copy of the publish it missed. Three releases, each
-// run on another two of three nodes: the third one's copies both come
-// from nodes that lag, and it is never delivered. When this test fails,
-// the defect is gone: make it want 3.
-func TestCollapserLosesAPublishOnlyLaggingNodesSent(t *testing.T) {
+// Three publishes, each run on another two of three nodes (the
+// publisher's link to the third cut): the third one's copies both come
+// from nodes that each missed one publish. Tagged, each publish is
+// counted apart, and each is delivered once (attack17 F3). Untagged, the
+// copies are counted by their order per node: the lagging nodes' copies
+// read as late copies of publishes already delivered, and the third is
+// lost, as it is from a proxy that tags nothing.
+func TestCollapserDeliversAPublishOnlyLaggingNodesSent(t *testing.T) {
 	a := Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: "0"}
-	c := newCollapser(3, 10*time.Second, maxCounted)
-	now := time.Now()
-	delivered := 0
-	for _, sent := range [][2]int{{0, 1}, {0, 2}, {1, 2}} {
-		var wait uint32
-		for _, node := range sent {
-			due, w := c.note(now, node, a, 2)
-			delivered += due
-			wait = max(wait, w)
-		}
-		if wait > 0 {
-			delivered += c.flush(a, wait) // the settle timer
-		}
-		now = now.Add(time.Second)
+	for _, tt := range []struct {
+		name   string
+		tagged bool
+		want   int
+	}{{"tagged", true, 3}, {"untagged", false, 2}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCollapser(3, 10*time.Second, maxCounted)
+			now := time.Now()
+			delivered := 0
+			for _, sent := range [][2]int{{0, 1}, {0, 2}, {1, 2}} {
+				tag := ""
+				if tt.tagged {
+					tag = pubid.New()
+				}
+				var wait uint32
+				for _, node := range sent {
+					due, w := c.note(now, node, a, tag, 2)
+					delivered += due
+					wait = max(wait, w)
+				}
+				if wait > 0 {
+					delivered += c.flush(a, tag, wait) // the settle timer
+				}
+				now = now.Add(time.Second)
+			}
+			if delivered != tt.want {
+				t.Errorf("3 publishes, each sent by 2 of 3 nodes, delivered %d times; want %d", delivered, tt.want)
+			}
+		})
 	}
-	if delivered != 2 {
-		t.Fatalf("3 publishes, each sent by 2 of 3 nodes, delivered %d times; the known defect delivers 2: if all 3 now are, it is fixed (docs/guarantees.md)", delivered)
+}
+
+// A tagged publish is delivered once at need copies and not again for
+// its late copies, even 7.5s late (attack14 P3); a second publish of the
+// same payload, with its own tag, is delivered again; an untagged copy of
+// the same payload counts apart from both.
+func TestCollapserCountsATaggedPublishByItsTag(t *testing.T) {
+	a := Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: "0"}
+	c := newCollapser(3, 20*time.Second, maxCounted)
+	now := time.Now()
+	t1, t2 := pubid.New(), pubid.New()
+	steps := []struct {
+		node int
+		tag  string
+		at   time.Duration
+		due  int
+	}{
+		{0, t1, 0, 0}, {1, t1, 0, 1}, {2, t1, 7500 * time.Millisecond, 0},
+		{2, t2, 8 * time.Second, 0}, {1, t2, 8 * time.Second, 1}, {0, t2, 8 * time.Second, 0},
+		{0, "", 9 * time.Second, 0}, {1, "", 9 * time.Second, 1},
+	}
+	for i, s := range steps {
+		if due, _ := c.note(now.Add(s.at), s.node, a, s.tag, 2); due != s.due {
+			t.Errorf("step %d (node %d at %v): %d due; want %d", i, s.node, s.at, due, s.due)
+		}
 	}
 }

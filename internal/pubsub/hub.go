@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 )
 
 // Kind says whether a Topic names a channel or a pattern.
@@ -279,6 +281,8 @@ func (h *Hub) broadcastLocked() {
 // deliver counts node i's copy of m, and hands m to its sinks once per
 // publish that a quorum of the nodes up has now sent. The first copy of a
 // publish fewer nodes sent starts a settle timer that delivers it anyway.
+// A tagged payload (internal/pubid) is counted by its tag and delivered
+// without it.
 func (h *Hub) deliver(i int, m Message) {
 	h.mu.Lock()
 	sinks := h.topics[m.Topic]
@@ -286,25 +290,28 @@ func (h *Hub) deliver(i int, m Message) {
 		h.mu.Unlock()
 		return
 	}
-	due, wait := h.counted.note(time.Now(), i, m, h.needLocked())
+	tag, payload, _ := pubid.Split(m.Payload)
+	m.Payload = payload
+	due, wait := h.counted.note(time.Now(), i, m, tag, h.needLocked())
 	if wait > 0 {
 		// The timer's goroutine ends with settle, which returns at once
 		// after Close; nothing waits for it.
-		time.AfterFunc(h.cfg.settle, func() { h.settle(m, wait) })
+		time.AfterFunc(h.cfg.settle, func() { h.settle(m, tag, wait) })
 	}
 	to := h.sinksLocked(m.Topic, due)
 	h.mu.Unlock()
 	hand(to, m, due)
 }
 
-// settle delivers the publishes of m up to the k-th that are not yet.
-func (h *Hub) settle(m Message, k uint32) {
+// settle delivers the publishes of m, tagged tag, up to the k-th that
+// are not yet.
+func (h *Hub) settle(m Message, tag string, k uint32) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return
 	}
-	due := h.counted.flush(m, k)
+	due := h.counted.flush(m, tag, k)
 	to := h.sinksLocked(m.Topic, due)
 	h.mu.Unlock()
 	hand(to, m, due)

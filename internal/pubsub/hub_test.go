@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
@@ -166,6 +167,43 @@ func TestHubWaitsForAQuorumOfCopies(t *testing.T) {
 	publishOn(t, addrs[1:2], "ch", "0")
 	if got := s.wantCount(t, 2); got[1].Payload != "0" {
 		t.Errorf("second message = %q; want \"0\" once 2 of 3 nodes sent it", got[1].Payload)
+	}
+}
+
+// A proxy's publish carries its tag (internal/pubid) in every node's
+// copy: the hub counts the copies by it and delivers the payload without
+// it. Three publishes of "0", each sent by another two of three nodes,
+// are three deliveries (attack17 F3: untagged, the third reads as late
+// copies and is lost). A payload that only starts like a tag is no tag,
+// and an untagged payload is delivered as it was sent.
+func TestHubCountsTaggedPublishesByTheirTag(t *testing.T) {
+	addrs := startNodes(t, 3)
+	h := New(Config{Nodes: addrs, RetryInterval: 50 * time.Millisecond, pingInterval: 200 * time.Millisecond, grace: time.Minute})
+	t.Cleanup(func() { h.Close() })
+	s := newSink()
+	subscribe(t, h, s, Topic{Channel, "ch"}, Topic{Pattern, "c*"})
+	for r, sent := range [][]string{{addrs[0], addrs[1]}, {addrs[0], addrs[2]}, {addrs[1], addrs[2]}} {
+		publishOn(t, sent, "ch", pubid.New()+"0")
+		got := s.wantCount(t, 2*(r+1)) // the channel's and the pattern's
+		for _, m := range got[2*r:] {
+			if m.Payload != "0" {
+				t.Fatalf("publish %d delivered payload %q; want \"0\", its tag stripped", r, m.Payload)
+			}
+		}
+	}
+	tag := pubid.New()
+	publishOn(t, addrs, "ch", tag+tag+"1") // a tagged payload that starts with a tag
+	publishOn(t, addrs, "ch", pubid.Prefix+"2")
+	publishOn(t, addrs, "ch", "3")
+	got := s.wantCount(t, 12)
+	var payloads []string
+	for _, m := range got[6:] {
+		if m.Topic.Kind == Channel {
+			payloads = append(payloads, m.Payload)
+		}
+	}
+	if want := []string{tag + "1", pubid.Prefix + "2", "3"}; !slices.Equal(payloads, want) {
+		t.Errorf("payloads %q; want %q", payloads, want)
 	}
 }
 
