@@ -1,0 +1,154 @@
+//go:build knowndefect
+
+package integration
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// attack18HoldFirst holds, for hold, the first n chunks a client sends
+// through the relay that contain mark, counted over every connection;
+// everything else goes at once. A held chunk is written when its hold
+// ends, whatever became of the connection it came on meanwhile (the
+// sender gone, as a lost segment's retransmission still lands).
+type attack18HoldFirst struct {
+	mu    sync.Mutex
+	mark  []byte
+	n     int
+	hold  time.Duration
+	conns []int       // the connection each held chunk came on
+	marks map[int]int // chunks with mark per connection, held or not
+}
+
+// reset holds the first n chunks with mark from now on.
+func (h *attack18HoldFirst) reset(mark string, n int, hold time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.mark, h.n, h.hold, h.conns, h.marks = []byte(mark), n, hold, nil, map[int]int{}
+}
+
+// delay is how long the relay holds chunk b, sent on connection conn.
+func (h *attack18HoldFirst) delay(conn int, b []byte) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.mark) == 0 || !bytes.Contains(b, h.mark) {
+		return 0
+	}
+	h.marks[conn]++
+	if len(h.conns) == h.n {
+		return 0
+	}
+	h.conns = append(h.conns, conn)
+	return h.hold
+}
+
+// held is the connections the chunks held came on, in order.
+func (h *attack18HoldFirst) held() []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.conns)
+}
+
+// marked is how many chunks with mark came on connection conn.
+func (h *attack18HoldFirst) marked(conn int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.marks[conn]
+}
+
+// startHoldRelay serves a TCP relay on 127.0.0.1 to target, as
+// startRelay does, holding each chunk a client sends for h.delay of it;
+// the replies go at once. It returns the relay's address.
+func startHoldRelay(tb testing.TB, target string, h *attack18HoldFirst) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("relay: listen: %v", err)
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
+	)
+	track := func(cs ...net.Conn) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return false
+		}
+		conns = append(conns, cs...)
+		return true
+	}
+	wg.Go(func() {
+		for conn := 0; ; conn++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			if !track(c, s) {
+				c.Close()
+				s.Close()
+				return
+			}
+			// The reader takes each chunk as it comes (so delay sees
+			// every one at once); the writer sends them in order, each
+			// once its hold ends, as TCP delivers a stream.
+			type chunk struct {
+				b   []byte
+				due time.Time
+			}
+			q := make(chan chunk, 1024)
+			wg.Go(func() {
+				defer close(q)
+				for {
+					buf := make([]byte, 64<<10)
+					n, err := c.Read(buf)
+					if n > 0 {
+						q <- chunk{buf[:n], time.Now().Add(h.delay(conn, buf[:n]))}
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+			wg.Go(func() {
+				defer s.Close()
+				for ch := range q {
+					time.Sleep(time.Until(ch.due))
+					if _, err := s.Write(ch.b); err != nil {
+						for range q {
+						}
+						return
+					}
+				}
+			})
+			wg.Go(func() {
+				defer c.Close()
+				io.Copy(c, s)
+			})
+		}
+	})
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		closed = true
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}

@@ -1,0 +1,121 @@
+//go:build knowndefect
+
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+)
+
+// A known defect (docs/guarantees.md, "Known defects"; attack18 A1): it
+// fails until the fix. F4b's fix (a new connection has the master kill a dropped
+// one first) covers the connections dropped with a fan-out's lock
+// operation unanswered. A failed acquire's give-back is not one: the
+// engine sends it to each node alone (undo, fanOutOn), so a connection
+// dropped with an undo unanswered is not killed, and the undo can land
+// after the same token's next acquire through the same proxy. Lock
+// clients retry with the same token (redsync's Lock, redislock's
+// retries): the retry's grant is then deleted on the masters the undo
+// lands on.
+
+// attack18LateUndo: P's links to masters 1 and 2 hold the first two
+// writes naming the key (A's SET NX and its undo's release) for hold,
+// past node_timeout. A's SET NX fails; the undo releases master 0 and
+// times out on 1 and 2. A sends the same SET NX again (retry), told OK.
+// The held releases then land on masters 1 and 2; C must not get the
+// key while A's retry is valid. The undo goes out on a new connection
+// only if the SET NX's was dropped before the undo was sent (the two
+// race at the deadline), and stays alone on it only if that connection
+// is dropped before the next write (redsync's release) is sent:
+// otherwise the retry's new connection kills the one it rode on, as
+// F4b's fix does. A run where either happened on either master says
+// nothing, and the scenario runs again on another key, up to 6 times.
+func attack18LateUndo(t *testing.T, nodeTimeout, hold time.Duration, retry func(t *testing.T, p *redis.Client, key, token string) (time.Time, bool)) {
+	c := startNodes(t, 3)
+	var h1, h2 attack18HoldFirst
+	pAddrs := []string{c.addrs[0], startHoldRelay(t, c.addrs[1], &h1), startHoldRelay(t, c.addrs[2], &h2)}
+	cfg := attack16Config()
+	cfg.NodeTimeout = nodeTimeout
+	p := mustStartMonitored(t, cfg, pAddrs...).Client
+	attack16Warm(t, p)
+	const tokA, tokC = "attack18-token-A", "attack18-token-C"
+	for try := range 6 {
+		key := fmt.Sprintf("attack18:undo:%d", try)
+		h1.reset(key, 2, hold)
+		h2.reset(key, 2, hold)
+		start, ok := retry(t, p, key, tokA)
+		if !ok {
+			return
+		}
+		c1, c2 := h1.held(), h2.held()
+		if len(c1) != 2 || len(c2) != 2 {
+			t.Fatalf("the relays held the writes naming the key that came on connections %v and %v; want 2 each (the SET NX and its undo)", c1, c2)
+		}
+		expires := start.Add(20 * time.Second)
+		time.Sleep(hold + 300*time.Millisecond) // the held undo lands on masters 1 and 2
+		if alone := func(h *attack18HoldFirst, c []int) bool { return c[0] != c[1] && h.marked(c[1]) == 1 }; !alone(&h1, c1) || !alone(&h2, c2) {
+			t.Logf("try %d: an undo went out on the SET NX's connection, or a later write on the undo's (%v, %v); again", try, c1, c2)
+			continue
+		}
+		attack16Dump(t, c, "after the held undo landed", key)
+		granted, err := p.SetNX(t.Context(), key, tokC, 10*time.Second).Result()
+		if err == nil && granted && time.Now().Before(expires) {
+			attack16Dump(t, c, "after C's SET NX", key)
+			t.Errorf("C got %s while A's retry is valid for %v more", key, time.Until(expires).Round(time.Millisecond))
+		}
+		return
+	}
+	t.Skip("in 6 tries the undo never went out on a new connection")
+}
+
+// The client sends its SET NX again itself, at once.
+func TestAttack18FailedAcquiresLateUndoDoesNotDeleteTheRetrysGrant(t *testing.T) {
+	retry := func(t *testing.T, p *redis.Client, key, token string) (time.Time, bool) {
+		ctx := t.Context()
+		ok, err := p.SetNX(ctx, key, token, 20*time.Second).Result()
+		if err == nil && ok {
+			t.Fatal("A's SET NX with two links holding: granted; want it failed")
+		}
+		t.Logf("A's SET NX: %v, %v", ok, err)
+		start := time.Now()
+		ok, err = p.SetNX(ctx, key, token, 20*time.Second).Result()
+		if err != nil || !ok {
+			t.Errorf("A's SET NX again: %v, %v; want OK", ok, err)
+			return start, false
+		}
+		return start, true
+	}
+	for _, tc := range []struct {
+		name        string
+		nodeTimeout time.Duration
+		hold        time.Duration
+	}{
+		{"node_timeout 500ms, writes held 700ms", 500 * time.Millisecond, 700 * time.Millisecond},
+		{"node_timeout 50ms (the default), writes held 200ms (a TCP retransmission)", 50 * time.Millisecond, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) { attack18LateUndo(t, tc.nodeTimeout, tc.hold, retry) })
+	}
+}
+
+// redsync's Lock does the same: a try that fails is released and tried
+// again with the same value.
+func TestAttack18RedsyncRetryAfterAFailedTryKeepsItsGrant(t *testing.T) {
+	retry := func(t *testing.T, p *redis.Client, key, token string) (time.Time, bool) {
+		m := redsync.New(goredis.NewPool(p)).NewMutex(key, redsync.WithExpiry(20*time.Second), redsync.WithTries(2),
+			redsync.WithTimeoutFactor(0.2), redsync.WithRetryDelay(50*time.Millisecond),
+			redsync.WithGenValueFunc(func() (string, error) { return token, nil }))
+		start := time.Now()
+		if err := m.LockContext(t.Context()); err != nil {
+			t.Errorf("redsync Lock with two tries: %v; want OK at the second", err)
+			return start, false
+		}
+		// The first try's SET NX failed: its two held writes are spent.
+		return start, true
+	}
+	attack18LateUndo(t, 500*time.Millisecond, 1500*time.Millisecond, retry)
+}
