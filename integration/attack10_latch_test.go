@@ -162,7 +162,7 @@ func TestAttack10LatchOpensEarlyOnADecrementAcrossARestart(t *testing.T) {
 	l1, l2 := newLatchClient(p1.Client, name), newLatchClient(p2.Client, name)
 	ctx := t.Context()
 	field := func(i int, f string) string { return c.direct[i].HGet(ctx, quorum.CountersKey, f).Val() }
-	decrSrc, err := os.ReadFile("../quorum/lua/latch_decr.lua")
+	decrSrc, err := os.ReadFile("../quorum/redisnode/lua/latch_decr.lua")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // attack6 A9. The runbook's reads of a lock whole (HGETALL, HGET, ZRANGE,
-// OBJECT ENCODING, ...) run quorum/lua/read_key.lua, which calls OBJECT
+// OBJECT ENCODING, ...) run quorum/redisnode/lua/read_key.lua, which calls OBJECT
 // ENCODING: a command the least-privilege ACL of docs/operations.md (and
 // TestLeastPrivilegeNodeACL's proxyACL) does not give. Under it every
 // master refuses the script (NOPERM), and the read answers an error with

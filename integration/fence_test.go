@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/quorum/redisnode"
 )
 
 // fenceHold takes key with a new token through c, fences it twice (the same
@@ -205,7 +206,7 @@ func TestFenceUnderLeastPrivilegeNodeACL(t *testing.T) {
 	masters := []*redisProc{startACLMaster(t), startACLMaster(t), startACLMaster(t)}
 	nodes := make([]quorum.Node, len(masters))
 	for i, m := range masters {
-		nodes[i] = quorum.NewRedisNode(m.Addr, quorum.NodeOptions{Username: "redlock", Password: "node-secret"})
+		nodes[i] = redisnode.NewRedisNode(m.Addr, redisnode.NodeOptions{Username: "redlock", Password: "node-secret"})
 	}
 	e := quorum.New(engineConfig(), nodes...)
 	t.Cleanup(func() { e.Close() })

@@ -21,6 +21,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/quorum/redisnode"
 )
 
 // nodeTimeout is the per-node deadline of the proxies most tests start,
@@ -278,7 +279,7 @@ func newEngine(t testing.TB, qcfg quorum.Config, addrs ...string) *quorum.Engine
 	t.Helper()
 	nodes := make([]quorum.Node, len(addrs))
 	for i, a := range addrs {
-		nodes[i] = quorum.NewRedisNode(a, quorum.NodeOptions{})
+		nodes[i] = redisnode.NewRedisNode(a, redisnode.NodeOptions{})
 	}
 	e := quorum.New(qcfg, nodes...)
 	t.Cleanup(func() { e.Close() })

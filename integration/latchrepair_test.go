@@ -21,7 +21,7 @@ import (
 // sends it, once (a further countDown finds the slots taken). One Redis:
 // the first countDown sends "0", the retry none.
 func TestLatchCountDownAfterFaultsSendsTheZeroMessageOnce(t *testing.T) {
-	src, err := os.ReadFile("../quorum/lua/latch_decr.lua")
+	src, err := os.ReadFile("../quorum/redisnode/lua/latch_decr.lua")
 	if err != nil {
 		t.Fatal(err)
 	}

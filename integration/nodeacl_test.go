@@ -52,8 +52,8 @@ func TestNodeACLCoversTheEmbeddedLua(t *testing.T) {
 	for _, r := range proxyACL {
 		rules[strings.TrimPrefix(r, "+")] = true
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "quorum", "lua", "*.lua"))
-	gos, _ := filepath.Glob(filepath.Join("..", "quorum", "*.go"))
+	files, _ := filepath.Glob(filepath.Join("..", "quorum", "redisnode", "lua", "*.lua"))
+	gos, _ := filepath.Glob(filepath.Join("..", "quorum", "redisnode", "*.go"))
 	call := regexp.MustCompile(`(?:redis\.p?call|__rlp_call)\(\s*["']([A-Za-z]+)["'](?:\s*,\s*["']([A-Za-z]+)["'])?`)
 	seen := 0
 	for _, f := range append(files, gos...) {

@@ -17,6 +17,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/quorum/redisnode"
 )
 
 // startTLSRedis runs a redis-server that serves TLS only (--port 0), with
@@ -80,11 +81,11 @@ func TestNodeTLS(t *testing.T) {
 	bare := nodeTLS.Clone()
 	bare.Certificates = nil
 	nodes := []quorum.Node{
-		quorum.NewRedisNode(good[0].Addr, quorum.NodeOptions{TLS: nodeTLS}),
-		quorum.NewRedisNode(good[1].Addr, quorum.NodeOptions{TLS: nodeTLS}),
-		quorum.NewRedisNode(good[2].Addr, quorum.NodeOptions{TLS: nodeTLS}),
-		quorum.NewRedisNode(rogue.Addr, quorum.NodeOptions{TLS: nodeTLS}),
-		quorum.NewRedisNode(noCert.Addr, quorum.NodeOptions{TLS: bare}),
+		redisnode.NewRedisNode(good[0].Addr, redisnode.NodeOptions{TLS: nodeTLS}),
+		redisnode.NewRedisNode(good[1].Addr, redisnode.NodeOptions{TLS: nodeTLS}),
+		redisnode.NewRedisNode(good[2].Addr, redisnode.NodeOptions{TLS: nodeTLS}),
+		redisnode.NewRedisNode(rogue.Addr, redisnode.NodeOptions{TLS: nodeTLS}),
+		redisnode.NewRedisNode(noCert.Addr, redisnode.NodeOptions{TLS: bare}),
 	}
 	e := quorum.New(quorum.Config{NodeTimeout: nodeTimeout, ProbeInterval: 100 * time.Millisecond, Log: log}, nodes...)
 	t.Cleanup(func() { e.Close() })

@@ -13,6 +13,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/quorum/redisnode"
 )
 
 const releaseScript = `if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`
@@ -62,7 +63,7 @@ func serveSlow(t *testing.T, delay time.Duration, cfg Config) (*Server, string, 
 	t.Helper()
 	nodes := make([]quorum.Node, 3)
 	for i := range nodes {
-		nodes[i] = slowNode{Node: quorum.NewRedisNode(miniredis.RunT(t).Addr(), quorum.NodeOptions{}), delay: delay}
+		nodes[i] = slowNode{Node: redisnode.NewRedisNode(miniredis.RunT(t).Addr(), redisnode.NodeOptions{}), delay: delay}
 	}
 	e := quorum.New(quorum.Config{NodeTimeout: time.Second, MinTTL: 2 * time.Second}, nodes...)
 	t.Cleanup(func() { e.Close() })

@@ -20,6 +20,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/internal/ratelog"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/quorum/redisnode"
 	"github.com/redlock-proxy/redlock-proxy/resp"
 )
 
@@ -64,7 +65,7 @@ func newTestServer(t *testing.T, n int, cfg Config) (*Server, []*miniredis.Minir
 	minis := make([]*miniredis.Miniredis, n)
 	for i := range n {
 		minis[i] = miniredis.RunT(t)
-		nodes[i] = quorum.NewRedisNode(minis[i].Addr(), quorum.NodeOptions{})
+		nodes[i] = redisnode.NewRedisNode(minis[i].Addr(), redisnode.NodeOptions{})
 	}
 	// The nodes run in this process, so a busy machine slows them with the
 	// test itself (under -race, miniredis runs each script in a fresh Lua

@@ -29,11 +29,8 @@ func BenchmarkEffectWrapper(b *testing.B) {
 	admin := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, DisableIdentity: true})
 	defer admin.Close()
 	ctx := context.Background()
-	lib := NewRedisNode(p.Addr, NodeOptions{}).(*redisNode)
-	defer lib.Close()
-	scr := NewRedisNode(p.Addr, NodeOptions{}).(*redisNode)
-	defer scr.Close()
-	scr.p.noFunctions.Store(true)
+	lib := p.nodeIn(b, asLibrary)
+	scr := p.nodeIn(b, asScript)
 	const body = goZeroLock
 	eff := New(Config{MaxTTL: time.Minute}, lib).Wrap(body, []string{"GET", "1", "SET", "PX", "2", "OK", "NX"})
 	bare := "#!lua name=rlp_bench_bare\nlocal KEYS, ARGV\nlocal function body()\n" + body +

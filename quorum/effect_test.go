@@ -10,16 +10,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
 )
 
-// goZeroLock is go-zero's RedisLock acquire (a take, or a re-entrant
-// refresh that answers bulk "OK"), as admission prints it back.
-const goZeroLock = `if redis.call("GET", KEYS[1]) == ARGV[1] then
-    redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-    return "OK"
-else
-    return redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-end`
+// goZeroLock is go-zero's RedisLock acquire (internal/clientlua).
+const goZeroLock = clientlua.GoZeroLock
 
 // wrapperForm is how a test's node runs wrapped scripts: as a library
 // (FUNCTION LOAD, FCALL) or as scripts (EVALSHA), as a node whose ACL has
@@ -31,10 +27,9 @@ const (
 	asScript  wrapperForm = true
 )
 
-// set makes n run wrapped scripts in this form, and checks at the end of
-// the test that it did: the library form leaves the node a library.
-func (f wrapperForm) set(t *testing.T, admin *redis.Client, n *redisNode) {
-	n.p.noFunctions.Store(bool(f))
+// check checks at the end of the test that a node made in this form ran
+// wrapped scripts in it: the library form leaves the node a library.
+func (f wrapperForm) check(t *testing.T, admin *redis.Client) {
 	t.Cleanup(func() {
 		libs, err := admin.Do(context.Background(), "FUNCTION", "LIST").Slice()
 		if err != nil || (len(libs) > 0) == bool(f) {
@@ -52,11 +47,11 @@ func (f wrapperForm) String() string {
 
 // formEngine starts a redis-server and an engine over it alone that runs
 // wrapped scripts in form.
-func formEngine(t *testing.T, form wrapperForm) (*redis.Client, *redisNode, *Engine) {
+func formEngine(t *testing.T, form wrapperForm) (*redis.Client, Node, *Engine) {
 	t.Helper()
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
-	form.set(t, admin, n)
+	admin, n := p.admin(t), p.nodeIn(t, form)
+	form.check(t, admin)
 	return admin, n, New(Config{MaxTTL: time.Minute}, n)
 }
 
@@ -551,92 +546,6 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 	}
 }
 
-// TestDecodeShort reads the wrapper's one-string reply: a tag, the keys'
-// numbers and the value; anything else is a malformed reply.
-func TestDecodeShort(t *testing.T) {
-	o := owns{args: []string{"tok", "10500"}, keys: []string{"k"}}
-	tests := []struct {
-		in       string
-		reply    Value
-		keys     []KeyEffect
-		bad      bool
-		luaError bool // the tag "E": a Lua error the body raised
-	}{
-		// changed, before none, after 1 (tok), hold 10500 ms.
-		{in: "s1.0.1.10500:OK", reply: Value{Kind: ValueStatus, Str: "OK"},
-			keys: []KeyEffect{{AfterOwn: []string{"tok"}, Changed: true, Hold: 10500 * time.Millisecond}}},
-		{in: "b0.0.0.0,0.3.3.0:a:b", reply: Value{Kind: ValueBulk, Str: "a:b"},
-			keys: []KeyEffect{{}, {BeforeOwn: []string{"k"}, AfterOwn: []string{"k"}}}},
-		{in: "n:", reply: Value{Kind: ValueNil}},
-		{in: "i:-12", reply: Value{Kind: ValueInt, Int: -12}},
-		{in: "e:ERR x", reply: Value{Kind: ValueError, Str: "ERR x"}},
-		{in: "E:ERR user_script:1: x", reply: Value{Kind: ValueError, Str: "ERR user_script:1: x"}, luaError: true},
-		{in: "s5", bad: true},
-		{in: ":OK", bad: true},
-		{in: "x:OK", bad: true},
-		{in: "s1.0.1.5,:OK", bad: true},
-		{in: "s1.0.1:OK", bad: true},
-		{in: "s1.0.1.5.5:OK", bad: true},
-		{in: "s1..1.5:OK", bad: true},
-		{in: "s2.0.1.5:OK", bad: true},
-		{in: "s-1.0.1.5:OK", bad: true},
-		{in: "s1.5.1.5:OK", bad: true}, // before place 5: no such own token
-		{in: "s1.0.4.5:OK", bad: true}, // past ARGV and KEYS: a constant is never own
-		{in: "s1.0.1.1234567890123456789:OK", bad: true},
-		{in: "i:1x", bad: true},
-	}
-	for _, tt := range tests {
-		// Into a new slice, and into node 1's room in a call's (room for
-		// one key: the two-key row goes past it) beside a neighbour's.
-		call := newEffectCall([]string{"k"}, nil, 3)
-		neighbour := KeyEffect{Hold: 7}
-		call.Out[2] = neighbour
-		for _, out := range [][]KeyEffect{nil, call.OutFor(1)} {
-			ne, err := decodeEffect(tt.in, o, out)
-			if call.Out[2].Hold != neighbour.Hold {
-				t.Fatalf("decodeEffect(%q) wrote over the next node's room", tt.in)
-			}
-			if tt.bad {
-				if err == nil {
-					t.Errorf("decodeEffect(%q) = %+v; want an error", tt.in, ne)
-				}
-				continue
-			}
-			if err != nil || !ne.Reply.equal(tt.reply) || len(ne.Keys) != len(tt.keys) || ne.LuaError != tt.luaError {
-				t.Errorf("decodeEffect(%q) = %+v, %v; want %+v, %+v", tt.in, ne, err, tt.reply, tt.keys)
-				continue
-			}
-			for i, k := range ne.Keys {
-				w := tt.keys[i]
-				if k.Changed != w.Changed || k.Hold != w.Hold || !slices.Equal(k.BeforeOwn, w.BeforeOwn) || !slices.Equal(k.AfterOwn, w.AfterOwn) {
-					t.Errorf("decodeEffect(%q) key %d = %+v; want %+v", tt.in, i, k, w)
-				}
-			}
-		}
-	}
-}
-
-// errorLine moves only the line a Lua error's text starts with: what
-// follows is the client's own (attack14 R6).
-func TestErrorLine(t *testing.T) {
-	tests := []struct {
-		msg  string
-		head int
-		want string
-	}{
-		{"ERR user_script:12: attempt to call a nil value", 10, "ERR user_script:2: attempt to call a nil value"},
-		{"ERR user_script:12: at user_script:40", 10, "ERR user_script:2: at user_script:40"},
-		{"ERR user_script:12: x", 0, "ERR user_script:12: x"},
-		{"ERR user_script:3: x", 10, "ERR user_script:3: x"}, // the wrapper's own line: kept
-		{"ERR bad argument #1 to 'rep'", 10, "ERR bad argument #1 to 'rep'"},
-	}
-	for _, tt := range tests {
-		if got := errorLine(tt.msg, tt.head); got != tt.want {
-			t.Errorf("errorLine(%q, %d) = %q; want %q", tt.msg, tt.head, got, tt.want)
-		}
-	}
-}
-
 // uniqueKeys drops repeats and keeps the order; with none, it is keys.
 func TestUniqueKeys(t *testing.T) {
 	tests := []struct{ in, want []string }{
@@ -657,10 +566,10 @@ func TestUniqueKeys(t *testing.T) {
 
 // lostReplyNode runs wrapped scripts on a real node but loses the reply:
 // the write lands, and the caller sees its deadline pass.
-type lostReplyNode struct{ *redisNode }
+type lostReplyNode struct{ Node }
 
 func (n lostReplyNode) RunEffect(ctx context.Context, eff *Effect, c EffectCall, out []KeyEffect) (NodeEffect, error) {
-	n.redisNode.RunEffect(context.WithoutCancel(ctx), eff, c, out)
+	n.Node.RunEffect(context.WithoutCancel(ctx), eff, c, out)
 	<-ctx.Done()
 	return NodeEffect{}, ctx.Err()
 }
@@ -724,8 +633,7 @@ func TestEffectFailedRefreshKeepsTheHoldOnFailedNodes(t *testing.T) {
 func TestNodeWithoutFunctionsIsNotAsked(t *testing.T) {
 	p := startRedis(t)
 	admin := p.admin(t)
-	n := NewRedisNode(p.Addr, NodeOptions{NoFunctions: true}).(*redisNode)
-	t.Cleanup(func() { n.Close() })
+	n := p.nodeIn(t, asScript)
 	e := New(Config{MaxTTL: time.Minute}, n)
 	ne, err := n.RunEffect(t.Context(), e.Wrap(goZeroLock, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
 	if err != nil || ne.Reply.Str != "OK" {
@@ -739,7 +647,7 @@ func TestNodeWithoutFunctionsIsNotAsked(t *testing.T) {
 
 // failedEffectNode fails every wrapped script at once, unsent, as a
 // node whose connection is gone.
-type failedEffectNode struct{ *redisNode }
+type failedEffectNode struct{ Node }
 
 func (n failedEffectNode) RunEffect(context.Context, *Effect, EffectCall, []KeyEffect) (NodeEffect, error) {
 	return NodeEffect{}, errors.New("connection reset by peer")
@@ -804,9 +712,7 @@ func testEffectThatDoesNotCompileIsRefused(t *testing.T, form wrapperForm) {
 	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 	var nodes []Node
 	for _, p := range ps {
-		n := p.node(t)
-		n.p.noFunctions.Store(bool(form)) // a library that does not load runs as a script
-		nodes = append(nodes, n)
+		nodes = append(nodes, p.nodeIn(t, form)) // a library that does not load runs as a script
 	}
 	e := New(Config{MaxTTL: time.Minute}, nodes...)
 	admin := ps[0].admin(t)

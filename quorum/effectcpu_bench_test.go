@@ -20,7 +20,7 @@ func benchEngine(b *testing.B) *Engine {
 	b.Helper()
 	var nodes []Node
 	for range 5 {
-		n := NewRedisNode(redistest.Start(b).Addr, NodeOptions{})
+		n := RedisNode(redistest.Start(b).Addr, false)
 		b.Cleanup(func() { n.Close() })
 		nodes = append(nodes, n)
 	}

@@ -227,7 +227,7 @@ func TestDecideEffectRetry(t *testing.T) {
 // *net.OpError, through the node's error chain).
 func TestEffectRefusedDialIsUnsent(t *testing.T) {
 	port := redistest.FreePort(t)
-	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), NodeOptions{}).(*redisNode)
+	n := RedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), false)
 	t.Cleanup(func() { n.Close() })
 	e := New(Config{MaxTTL: time.Minute}, n)
 	_, err := n.RunEffect(t.Context(), e.Wrap(goZeroLock, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)

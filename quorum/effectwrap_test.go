@@ -10,28 +10,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
 )
 
-// semaphoreAcquire is redis-semaphore 5.8's Semaphore acquire, as its
-// lib/semaphore/acquire/lua.js sends it: it scores its member by the
-// client's clock at acquisition (ARGV[4]), not by an expiry.
-const semaphoreAcquire = `
-  local key = KEYS[1]
-  local limit = tonumber(ARGV[1])
-  local identifier = ARGV[2]
-  local lockTimeout = tonumber(ARGV[3])
-  local now = tonumber(ARGV[4])
-  local expiredTimestamp = now - lockTimeout
-
-  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)
-
-  if redis.call('zcard', key) < limit then
-    redis.call('zadd', key, now, identifier)
-    redis.call('pexpire', key, lockTimeout)
-    return 1
-  else
-    return 0
-  end`
+// Scripts real clients send (internal/clientlua).
+const (
+	semaphoreAcquire   = clientlua.SemaphoreAcquire
+	redissonUnlockBody = clientlua.RedissonUnlock
+	symfonySave        = clientlua.SymfonySave
+)
 
 // wrapRow is one run of a wrapped script on one node, from a state the
 // row sets up: refused (a substring of the reason) or served as op.
@@ -211,38 +199,6 @@ redis.call("zadd", KEYS[1], now + 5000, "__write__") redis.call("pexpireat", KEY
 	})
 }
 
-// redissonUnlockBody is Redisson's unlock (RedissonLock.java).
-const redissonUnlockBody = "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val);end; " +
-	"if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil;end; " +
-	"local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); " +
-	"redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); " +
-	"redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end; "
-
-// symfonySave is Symfony Lock 5.4's RedisStore save, with its TIME code.
-const symfonySave = `
-            local key = KEYS[1]
-            local uniqueToken = ARGV[2]
-            local ttl = tonumber(ARGV[3])
-            if redis.call("TYPE", key).ok == "string" then
-                return false
-            end
-            local now = redis.call("TIME")
-            now = now[1] * 1000 + math.floor(now[2] / 1000)
-            redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
-            if redis.call("ZSCORE", key, uniqueToken) then
-                if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCOUNT", key, "-inf", "+inf") > 1  then
-                    return false
-                end
-            elseif redis.call("ZCOUNT", key, "-inf", "+inf") > 0  then
-                return false
-            end
-            redis.call("ZADD", key, now + ttl, uniqueToken)
-            redis.call("ZADD", key, now + ttl, "__write__")
-            local maxExpiration = redis.call("ZREVRANGE", key, 0, 0, "WITHSCORES")[2]
-            redis.call("PEXPIREAT", key, maxExpiration)
-            return true
-        `
-
 // TestEffectForeignFieldIsRefused: a field added to a hash that another
 // token holds changes that hold (its fields share the key's expiry), so
 // it is refused like any other change to it; the owner's renewal beside
@@ -283,6 +239,10 @@ func TestEffectForeignFieldIsRefused(t *testing.T) {
 }
 
 const redissonRenewBody = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;"
+
+// maxSnapshotEntries is the wrapper's bound on a key's entries
+// (quorum/redisnode's): a row below fails if the two differ.
+const maxSnapshotEntries = 10000
 
 // TestEffectRollbackIsAllOrNothing: a refused run's keys go back whole,
 // whatever their size up to the snapshot bound, and a write to a key

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redlock-proxy/redlock-proxy/internal/wire"
 )
 
 // The engine's fan-out over real nodes starts each operation on every
@@ -203,23 +201,6 @@ func TestPipedFanOutFullNodeDoesNotHoldBackTheOthers(t *testing.T) {
 		lease, err := e.Acquire(t.Context(), l, time.Minute)
 		if err != nil || lease.Granted != 2 {
 			t.Fatalf("Acquire %d of a 1MB key with node 0 frozen = %+v, %v; want 2 granted", i, lease, err)
-		}
-	}
-}
-
-// The fan-out's NOSCRIPT test reads a reply as noScript reads the
-// error of one (go-redis's HasErrorPrefix): KVRocks' "ERR NOSCRIPT"
-// is NOSCRIPT too (review30 N1).
-func TestIsNoScriptAsTheSingleOpPath(t *testing.T) {
-	c := &Command{Src: "return 1"}
-	for _, v := range []any{wire.Error("NOSCRIPT No matching script."), wire.Error("ERR NOSCRIPT No matching script"), wire.Error("ERR unknown"), "NOSCRIPT", nil} {
-		e, _ := v.(wire.Error)
-		var err error
-		if e != "" {
-			err = e
-		}
-		if got, want := isNoScript(v), noScript(c, err); got != want {
-			t.Errorf("isNoScript(%#v) = %v; the single op's path reads %v", v, got, want)
 		}
 	}
 }

@@ -105,37 +105,6 @@ func TestSeedActions(t *testing.T) {
 	}
 }
 
-func TestCounterEntryResultRefusesBadReplies(t *testing.T) {
-	for _, vals := range [][]any{
-		{int64(2), "1"},
-		{int64(9), "1", int64(0), int64(0), int64(0), int64(0), "0", "", ""},
-		{int64(2), "x", int64(0), int64(0), int64(0), int64(0), "0", "", ""},
-		{int64(2), 1.5, int64(0), int64(0), int64(0), int64(0), "0", "", ""},
-		{int64(2), "1", int64(0), int64(0), int64(0), int64(0), "0", int64(1), ""},
-		{int64(2), "1", int64(0), int64(0), int64(0), int64(0), "0", "", nil},
-	} {
-		if _, err := counterEntryResult(vals, 9); err == nil {
-			t.Errorf("counterEntryResult(%v) = nil error; want one", vals)
-		}
-	}
-}
-
-func TestTookResult(t *testing.T) {
-	for s, want := range map[string]CounterEntry{
-		"42 9950":    {State: CounterSeeded, Value: 42, Held: true, TTL: 9950 * time.Millisecond, Answer: 42},
-		"42 9950 57": {State: CounterSeeded, Value: 57, Held: true, TTL: 9950 * time.Millisecond, Hold: 42, Answer: 42},
-	} {
-		if got, err := tookResult(s); err != nil || got != want {
-			t.Errorf("tookResult(%q) = %+v, %v; want %+v", s, got, err, want)
-		}
-	}
-	for _, s := range []string{"", "42", "42 ", " 9950", "0 9950", "42 0", "42 -1", "x 9950", "42 9950 ", "42 9950 0", "42 9950 x", "42 9950 1 2"} {
-		if got, err := tookResult(s); err == nil {
-			t.Errorf("tookResult(%q) = %+v; want an error", s, got)
-		}
-	}
-}
-
 func TestReserved(t *testing.T) {
 	for key, want := range map[string]bool{
 		MembersKey: true, CountersKey: true, HoldPrefix + "lock": true,
@@ -328,18 +297,18 @@ func TestCounterWritesBackAHighestOnAMinority(t *testing.T) {
 // slowWrites is a node whose counter writes answer delay late: the write
 // (FENCE's one round, or the write-back) lands in time.
 type slowWrites struct {
-	*redisNode
+	Node
 	delay time.Duration
 }
 
 func (s slowWrites) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
 	defer time.Sleep(s.delay)
-	return s.redisNode.FenceRound(ctx, key, token, field)
+	return s.Node.FenceRound(ctx, key, token, field)
 }
 
 func (s slowWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
 	defer time.Sleep(s.delay)
-	return s.redisNode.WriteCounter(ctx, key, token, field, v, exclusive)
+	return s.Node.WriteCounter(ctx, key, token, field, v, exclusive)
 }
 
 // TestFenceNoTokenAfterValidity: a FENCE whose answers arrive after the
@@ -348,7 +317,7 @@ func (s slowWrites) WriteCounter(ctx context.Context, key, token, field string, 
 func TestFenceNoTokenAfterValidity(t *testing.T) {
 	var nodes []Node
 	for range 3 {
-		nodes = append(nodes, slowWrites{redisNode: startRedis(t).node(t), delay: 300 * time.Millisecond})
+		nodes = append(nodes, slowWrites{Node: startRedis(t).node(t), delay: 300 * time.Millisecond})
 	}
 	ctx := t.Context()
 	e := New(Config{NodeTimeout: 400 * time.Millisecond, MinTTL: 800 * time.Millisecond, MaxTTL: 5 * time.Second}, nodes...)
@@ -480,7 +449,7 @@ func TestFenceRoundOnRedis(t *testing.T) {
 // its FENCE round while down holds its index: a node that missed the
 // call.
 type countingWrites struct {
-	*redisNode
+	Node
 	i      int32
 	n      *atomic.Int64
 	rounds *atomic.Int64
@@ -492,12 +461,12 @@ func (c countingWrites) FenceRound(ctx context.Context, key, token, field string
 	if c.down.Load() == c.i {
 		return CounterEntry{}, errors.New("unreachable")
 	}
-	return c.redisNode.FenceRound(ctx, key, token, field)
+	return c.Node.FenceRound(ctx, key, token, field)
 }
 
 func (c countingWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
 	c.n.Add(1)
-	return c.redisNode.WriteCounter(ctx, key, token, field, v, exclusive)
+	return c.Node.WriteCounter(ctx, key, token, field, v, exclusive)
 }
 
 // TestFenceAsksAQuorumFirst: while the quorum asked first agrees, FENCE
@@ -521,7 +490,7 @@ func fenceAsksAQuorumFirst(t *testing.T, size int) {
 	rounds, writes := make([]atomic.Int64, size), make([]atomic.Int64, size)
 	var nodes []Node
 	for i := range size {
-		nodes = append(nodes, countingWrites{redisNode: startRedis(t).node(t), i: int32(i), n: &writes[i], rounds: &rounds[i], down: &down})
+		nodes = append(nodes, countingWrites{Node: startRedis(t).node(t), i: int32(i), n: &writes[i], rounds: &rounds[i], down: &down})
 	}
 	e := New(Config{MaxTTL: 2 * time.Second}, nodes...)
 	q := e.quorum

@@ -11,7 +11,7 @@ import (
 // cutFenceNode is a real node whose FENCE rounds fail while cut is its
 // index, and counts the rounds it is asked.
 type cutFenceNode struct {
-	*redisNode
+	Node
 	i   int32
 	cut *atomic.Int32
 	hit *atomic.Int64
@@ -22,7 +22,7 @@ func (c cutFenceNode) FenceRound(ctx context.Context, key, token, field string) 
 	if c.cut.Load() == c.i {
 		return CounterEntry{}, errors.New("cut off")
 	}
-	return c.redisNode.FenceRound(ctx, key, token, field)
+	return c.Node.FenceRound(ctx, key, token, field)
 }
 
 // TestFenceRepeatedWithANodeLostAfterTheQuorumAskedFirst (review27): a
@@ -39,7 +39,7 @@ func TestFenceRepeatedWithANodeLostAfterTheQuorumAskedFirst(t *testing.T) {
 	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 	var nodes []Node
 	for i, p := range procs {
-		nodes = append(nodes, cutFenceNode{redisNode: p.node(t), i: int32(i), cut: &cut, hit: &hits[i]})
+		nodes = append(nodes, cutFenceNode{Node: p.node(t), i: int32(i), cut: &cut, hit: &hits[i]})
 	}
 	e := New(Config{MaxTTL: 5 * time.Second}, nodes...)
 	t.Cleanup(func() { e.Close() })

@@ -158,7 +158,7 @@ func TestBreakerOpens(t *testing.T) {
 	}{
 		{"connection failure: at once", &fakeNode{addr: "c", err: errors.New("connection refused")}, 1},
 		{"timeouts: after three", &fakeNode{addr: "c", silent: true}, stallLimit},
-		{"error reply: never", &fakeNode{addr: "c", err: replyError("ERR boom")}, -1},
+		{"error reply: never", &fakeNode{addr: "c", err: replyErr("ERR boom")}, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,8 +215,8 @@ func TestBreakerCountsAProbeInAStallOnce(t *testing.T) {
 func TestTroubleRepliesAreLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs ratelog.Lines
-		oom := &fakeNode{addr: "c", err: replyError("OOM command not allowed when used memory > 'maxmemory'.")}
-		wrong := &fakeNode{addr: "d", err: replyError("WRONGTYPE Operation against a key holding the wrong kind of value")}
+		oom := &fakeNode{addr: "c", err: replyErr("OOM command not allowed when used memory > 'maxmemory'.")}
+		wrong := &fakeNode{addr: "d", err: replyErr("WRONGTYPE Operation against a key holding the wrong kind of value")}
 		e := New(Config{NodeTimeout: 50 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))},
 			&fakeNode{addr: "a"}, &fakeNode{addr: "b"}, oom, wrong, &fakeNode{addr: "e"})
 		e.monitored.Store(true)

@@ -10,7 +10,7 @@ import (
 // heldSet holds back a latch set's message, as a node whose set came
 // over a stalled connection: it lands later (heldSet.land).
 type heldSet struct {
-	*redisNode
+	Node
 	held *[3]any
 }
 
@@ -31,7 +31,7 @@ func TestLatchOpenedStaysOpenAfterLateSetAndRestart(t *testing.T) {
 	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 	var held [3]any
 	late := procs[2].node(t)
-	nodes := []Node{procs[0].node(t), procs[1].node(t), heldSet{redisNode: late, held: &held}}
+	nodes := []Node{procs[0].node(t), procs[1].node(t), heldSet{Node: late, held: &held}}
 	e := New(Config{MaxTTL: 300 * time.Millisecond}, nodes...)
 	ctx := t.Context()
 	m := LatchMessages{Publish: "publish", Channel: "ch", Message: "0"}

@@ -10,7 +10,7 @@ import (
 // unread is a master whose counter reads are lost (a slow link): the
 // reader gets a timeout.
 type unread struct {
-	*redisNode
+	Node
 }
 
 func (unread) ReadCounter(context.Context, string, string, string) (CounterEntry, error) {
@@ -39,8 +39,8 @@ func TestLatchZeroMessageOnceAcrossANewSetWithNoBallot(t *testing.T) {
 
 	cfg := Config{MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
 	plain := New(cfg, procs[0].node(t), procs[1].node(t), procs[2].node(t))
-	a := New(cfg, procs[0].node(t), procs[1].node(t), lostClaim{redisNode: procs[2].node(t)})
-	b := New(cfg, procs[0].node(t), unread{redisNode: procs[1].node(t)}, procs[2].node(t))
+	a := New(cfg, procs[0].node(t), procs[1].node(t), lostClaim{Node: procs[2].node(t)})
+	b := New(cfg, procs[0].node(t), unread{Node: procs[1].node(t)}, procs[2].node(t))
 	if _, err := plain.Incr(ctx, "seed", 1); err != nil { // seeds the deployment
 		t.Fatal(err)
 	}

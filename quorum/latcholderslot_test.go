@@ -10,13 +10,13 @@ import (
 // firstClaim lands another countDown's claim on the node (before) just
 // ahead of the engine's own: that claim reached the node first.
 type firstClaim struct {
-	*redisNode
+	Node
 	before func()
 }
 
 func (f firstClaim) LatchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (LatchAnswer, error) {
 	f.before()
-	return f.redisNode.LatchClaim(ctx, name, claim, nonce, ballot)
+	return f.Node.LatchClaim(ctx, name, claim, nonce, ballot)
 }
 
 // olderSlotStage is three masters where latch L was set and opened once
@@ -55,7 +55,7 @@ func newOlderSlotStage(t *testing.T, older func(s *olderSlotStage), between func
 		<-msgs // the older latch's
 	}
 	var held [3]any
-	cut := New(s.cfg, s.procs[0].node(t), s.procs[1].node(t), heldSet{redisNode: s.procs[2].node(t), held: &held})
+	cut := New(s.cfg, s.procs[0].node(t), s.procs[1].node(t), heldSet{Node: s.procs[2].node(t), held: &held})
 	if ok, err := cut.LatchSet(ctx, "L", 2, setMsg); err != nil || !ok {
 		t.Fatalf("LatchSet(2) with master 2 cut: %v, %v; want true", ok, err)
 	}
@@ -104,7 +104,7 @@ func (s *olderSlotStage) splitLastCountDowns(t *testing.T) {
 			yClaims = append(yClaims, a.Value)
 		}
 	}
-	x := New(s.cfg, s.procs[0].node(t), firstClaim{redisNode: s.procs[1].node(t), before: func() { claimY(1) }}, s.procs[2].node(t))
+	x := New(s.cfg, s.procs[0].node(t), firstClaim{Node: s.procs[1].node(t), before: func() { claimY(1) }}, s.procs[2].node(t))
 	if err := x.LatchCountDown(ctx, "L", s.m); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func (s *olderSlotStage) splitLastCountDowns(t *testing.T) {
 // the first claim to master 2 creates its slot there, of the ballot.
 func TestLatchDeniedSetUndoneOverOlderSlotSplitClaimsSendOneZeroMessage(t *testing.T) {
 	s := newOlderSlotStage(t, func(s *olderSlotStage) {
-		older := New(s.cfg, s.procs[0].node(t), s.procs[1].node(t), lostClaim{redisNode: s.procs[2].node(t)})
+		older := New(s.cfg, s.procs[0].node(t), s.procs[1].node(t), lostClaim{Node: s.procs[2].node(t)})
 		if err := older.LatchCountDown(t.Context(), "L", s.m); err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func TestReplyHasPrefixAsGoRedis(t *testing.T) {
 		{wire.Error("ERR WRONGTYPE from a server that puts ERR first"), "WRONGTYPE"},
 		{wire.Error("NOSCRIPT No matching script"), "WRONGTYPE"},
 		{fmt.Errorf("node 1: %w", wire.Error("BUSY Redis is busy running a script")), "BUSY "},
-		{replyError("READONLY You can't write against a read only replica."), "READONLY"},
+		{replyErr("READONLY You can't write against a read only replica."), "READONLY"},
 		{errors.New("WRONGTYPE but no reply: a local error"), "WRONGTYPE"},
 		{redis.Nil, "redis"},
 		{nil, "WRONGTYPE"},

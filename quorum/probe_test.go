@@ -7,30 +7,6 @@ import (
 	"time"
 )
 
-func TestParseInfo(t *testing.T) {
-	tests := []struct {
-		name    string
-		text    string
-		want    Probe
-		wantErr bool
-	}{
-		{"master", "# Server\r\nrun_id:abc\r\nuptime_in_seconds:42\r\n# Persistence\r\nloading:0\r\naof_enabled:1\r\n# Memory\r\nmaxmemory_policy:noeviction\r\n# Replication\r\nrole:master\r\n",
-			Probe{RunID: "abc", Uptime: 42 * time.Second, Role: "master", MaxmemoryPolicy: "noeviction", AOF: true}, false},
-		{"loading replica", "run_id:def\nuptime_in_seconds:0\nloading:1\nrole:slave\n",
-			Probe{RunID: "def", Loading: true, Role: "slave"}, false},
-		{"no run_id", "uptime_in_seconds:1\r\n", Probe{}, true},
-		{"bad uptime", "run_id:x\r\nuptime_in_seconds:soon\r\n", Probe{}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseInfo(tt.text)
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Errorf("parseInfo = %+v, %v; want %+v, error %v", got, err, tt.want, tt.wantErr)
-			}
-		})
-	}
-}
-
 func TestRedisNodeProbe(t *testing.T) {
 	p := startRedis(t)
 	n := p.node(t)

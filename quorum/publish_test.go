@@ -37,7 +37,7 @@ func TestPublishDecidedDropsALateCopy(t *testing.T) {
 		}
 	}
 
-	n := nodes[1].(*redisNode)
+	n := nodes[1].(publisher)
 	if _, ok := e.onNodeClock(1, time.Now()); ok {
 		t.Fatal("a node clock known before any probe")
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
-// These tests run redisNode against real redis-server processes: its
-// scripts are Lua, and only Redis can say what they do.
+// These tests run the go-redis node (quorum/redisnode) against real
+// redis-server processes: its scripts are Lua, and only Redis can say
+// what they do.
 
 // redisProc is a redis-server started for one test.
 type redisProc struct{ *redistest.Server }
@@ -36,10 +37,13 @@ func (p *redisProc) admin(t *testing.T) *redis.Client {
 	return c
 }
 
-// node returns the redisNode for p, closed when the test ends.
-func (p *redisProc) node(t *testing.T) *redisNode {
+// node returns the go-redis node for p, closed when the test ends.
+func (p *redisProc) node(t *testing.T) Node { return p.nodeIn(t, asLibrary) }
+
+// nodeIn is node, running wrapped scripts in form.
+func (p *redisProc) nodeIn(t testing.TB, form wrapperForm) Node {
 	t.Helper()
-	n := NewRedisNode(p.Addr, NodeOptions{}).(*redisNode)
+	n := RedisNode(p.Addr, bool(form))
 	t.Cleanup(func() { n.Close() })
 	return n
 }
@@ -607,13 +611,20 @@ func seedStep(key, token string, ttl time.Duration) conformStep {
 		switch n := n.(type) {
 		case *fakeNode:
 			n.with(key, token, ttl)
-		case *redisNode:
-			if err := n.c.Set(t.Context(), key, token, max(ttl, 0)).Err(); err != nil {
+		case adminNode:
+			if err := n.admin.Set(t.Context(), key, token, max(ttl, 0)).Err(); err != nil {
 				t.Fatalf("SET %s: %v", key, err)
 			}
 		}
 		return answer{text: "seeded"}
 	}
+}
+
+// adminNode is a real node with a plain client to the same server, which
+// seedStep and countersStep write with.
+type adminNode struct {
+	Node
+	admin *redis.Client
 }
 
 // countersStep seeds the node's counters with fields, as
@@ -623,13 +634,13 @@ func countersStep(fields map[string]int64) conformStep {
 		switch n := n.(type) {
 		case *fakeNode:
 			n.withCounters(fields)
-		case *redisNode:
+		case adminNode:
 			args := []any{"seeded", "1"}
 			for f, v := range fields {
 				args = append(args, f, v)
 			}
-			n.c.Del(t.Context(), CountersKey) // seeding writes the hash anew
-			if err := n.c.HSet(t.Context(), CountersKey, args...).Err(); err != nil {
+			n.admin.Del(t.Context(), CountersKey) // seeding writes the hash anew
+			if err := n.admin.HSet(t.Context(), CountersKey, args...).Err(); err != nil {
 				t.Fatalf("HSET %s: %v", CountersKey, err)
 			}
 		}
@@ -670,7 +681,8 @@ func sleepStep(d time.Duration) conformStep {
 // nothing. Each scenario runs on both and their answers must agree.
 func TestFakeNodeMatchesRedisNode(t *testing.T) {
 	p := startRedis(t)
-	admin, rn := p.admin(t), p.node(t)
+	admin := p.admin(t)
+	rn := adminNode{p.node(t), admin}
 	mine := func(keys ...string) Lock { return Lock{Keys: keys, Token: "mine"} }
 	tests := []struct {
 		name  string
@@ -888,7 +900,7 @@ func TestRedisNodeExtendAddRespectsLimit(t *testing.T) {
 // failed; a node that is up again must be reached at once.
 func TestRedisNodeReachedAtOnceAfterManyFailedDials(t *testing.T) {
 	port := redistest.FreePort(t)
-	n := NewRedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), NodeOptions{}).(*redisNode)
+	n := RedisNode(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), false)
 	t.Cleanup(func() { n.Close() })
 	for i := range 200 {
 		if _, err := n.Probe(t.Context()); err == nil {

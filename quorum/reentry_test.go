@@ -8,49 +8,6 @@ import (
 	"time"
 )
 
-func TestAcquireAnswerDecodesTheReentry(t *testing.T) {
-	again := Entry{Present: true, Token: "app:1", TTL: 1500 * ms}
-	tests := []struct {
-		name    string
-		reply   any
-		keys    int
-		want    Acquired
-		wantErr bool
-	}{
-		{"denied", int64(0), 1, Acquired{}, false},
-		{"granted, every key free", int64(1), 2, Acquired{Granted: true}, false},
-		{"one key taken again", []any{[]any{"app:1", int64(1500)}}, 1, Acquired{Granted: true, Before: []Entry{again}}, false},
-		{"taken again beside a free key", []any{int64(0), []any{"app:1", int64(1500)}}, 2, Acquired{Granted: true, Before: []Entry{{}, again}}, false},
-		{"taken again, no expiry", []any{[]any{"app:1", int64(-1)}}, 1,
-			Acquired{Granted: true, Before: []Entry{{Present: true, Token: "app:1", TTL: -ms}}}, false},
-		{"unknown code", int64(2), 1, Acquired{}, true},
-		{"negative code", int64(-1), 1, Acquired{}, true},
-		{"a bulk string", "OK", 1, Acquired{}, true},
-		{"nil", nil, 1, Acquired{}, true},
-		{"too few items", []any{int64(0)}, 2, Acquired{}, true},
-		{"too many items", []any{int64(0), []any{"a", int64(1)}}, 1, Acquired{}, true},
-		{"no key taken again", []any{int64(0), int64(0)}, 2, Acquired{}, true},
-		{"an item code 1", []any{int64(1)}, 1, Acquired{}, true},
-		{"a pair too short", []any{[]any{"app:1"}}, 1, Acquired{}, true},
-		{"a pair too long", []any{[]any{"app:1", int64(1), int64(2)}}, 1, Acquired{}, true},
-		{"a value not a string", []any{[]any{int64(7), int64(1500)}}, 1, Acquired{}, true},
-		{"a nil value", []any{[]any{nil, int64(1500)}}, 1, Acquired{}, true},
-		{"a pttl not an integer", []any{[]any{"app:1", "1500"}}, 1, Acquired{}, true},
-		{"a pttl of a missing key", []any{[]any{"app:1", int64(-2)}}, 1, Acquired{}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := acquireAnswer(tt.reply, nil, tt.keys)
-			if (err != nil) != tt.wantErr || !sameBefore(got.Before, tt.want.Before) || got.Granted != tt.want.Granted {
-				t.Errorf("acquireAnswer(%#v, %d keys) = %+v, %v; want %+v, error %v", tt.reply, tt.keys, got, err, tt.want, tt.wantErr)
-			}
-			if err != nil && (got.Granted || got.Before != nil) {
-				t.Errorf("acquireAnswer(%#v) = %+v with error %v; want the zero answer", tt.reply, got, err)
-			}
-		})
-	}
-}
-
 // A failed re-entrant acquire gives back only what it took: on a master
 // that granted by taking the token's earlier grant again, the earlier
 // value comes back with its TTL as it was when taken; a key it took free
@@ -202,11 +159,11 @@ func TestAcquireUndoSetsBackOnlyWhatStillHoldsTheToken(t *testing.T) {
 // lostAcquire is a master whose acquire replies are lost: the write lands,
 // the engine gets an error.
 type lostAcquire struct {
-	*redisNode
+	Node
 }
 
 func (n lostAcquire) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
-	n.redisNode.Acquire(ctx, l, ttl)
+	n.Node.Acquire(ctx, l, ttl)
 	return Acquired{}, errors.New("reply lost")
 }
 
@@ -221,7 +178,7 @@ func TestAcquireFailedShorterReentryOnRedisKeepsTheEarlierGrant(t *testing.T) {
 	ctx := t.Context()
 	cfg := Config{MaxTTL: 30 * time.Second, NodeTimeout: 500 * time.Millisecond}
 	plain := New(cfg, procs[0].node(t), procs[1].node(t), procs[2].node(t))
-	faulty := New(cfg, lostAcquire{redisNode: procs[0].node(t)}, downNode{redisNode: procs[1].node(t)}, procs[2].node(t))
+	faulty := New(cfg, lostAcquire{Node: procs[0].node(t)}, downNode{Node: procs[1].node(t)}, procs[2].node(t))
 
 	cTok := "cccccccc-c-leftover"
 	if err := procs[2].admin(t).Set(ctx, "K", cTok, 1500*time.Millisecond).Err(); err != nil {

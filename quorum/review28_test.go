@@ -31,7 +31,7 @@ func TestLatchUnavailableNamesUnseededNodes(t *testing.T) {
 // downNode is a master that is down for lock operations: every acquire
 // and release fails without reaching it.
 type downNode struct {
-	*redisNode
+	Node
 }
 
 func (downNode) Acquire(context.Context, Lock, time.Duration) (Acquired, error) {
@@ -60,7 +60,7 @@ func TestReview28FailedReentryKeepsTheEarlierGrant(t *testing.T) {
 	ctx := t.Context()
 	cfg := Config{MaxTTL: 30 * time.Second, NodeTimeout: 500 * time.Millisecond}
 	plain := New(cfg, procs[0].node(t), procs[1].node(t), procs[2].node(t))
-	twoDown := New(cfg, procs[0].node(t), procs[1].node(t), downNode{redisNode: procs[2].node(t)})
+	twoDown := New(cfg, procs[0].node(t), procs[1].node(t), downNode{Node: procs[2].node(t)})
 
 	cTok := "cccccccc-c-leftover"
 	if err := procs[1].admin(t).Set(ctx, "K", cTok, 20*time.Second).Err(); err != nil {
@@ -87,7 +87,7 @@ func TestReview28FailedReentryKeepsTheEarlierGrant(t *testing.T) {
 // claim's message dropped): the claimer gets a timeout, the master
 // nothing.
 type lostClaim struct {
-	*redisNode
+	Node
 }
 
 func (lostClaim) LatchClaim(context.Context, string, int64, int64, int64) (LatchAnswer, error) {
@@ -118,7 +118,7 @@ func TestReview28LatchZeroMessageOnceAcrossANewSet(t *testing.T) {
 	plain := []Node{procs[0].node(t), procs[1].node(t), procs[2].node(t)}
 	cfg := Config{MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
 	b := New(cfg, plain...)
-	a := New(cfg, procs[0].node(t), procs[1].node(t), lostClaim{redisNode: procs[2].node(t)})
+	a := New(cfg, procs[0].node(t), procs[1].node(t), lostClaim{Node: procs[2].node(t)})
 	if _, err := b.Incr(ctx, "seed", 1); err != nil { // seeds the deployment
 		t.Fatal(err)
 	}

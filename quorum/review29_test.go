@@ -96,7 +96,7 @@ func TestReview29LateReentryUndoLostOnRedis(t *testing.T) {
 	ctx := t.Context()
 	cfg := Config{MaxTTL: 30 * time.Second, NodeTimeout: 500 * time.Millisecond}
 	plain := New(cfg, procs[0].node(t), procs[1].node(t), procs[2].node(t))
-	cut := New(cfg, procs[0].node(t), downNode{redisNode: procs[1].node(t)}, downNode{redisNode: procs[2].node(t)})
+	cut := New(cfg, procs[0].node(t), downNode{Node: procs[1].node(t)}, downNode{Node: procs[2].node(t)})
 
 	a := Lock{Keys: []string{"K"}, Token: "aaaaaaaa-a-1", PrefixLen: 8}
 	first, err := plain.Acquire(ctx, a, 30*time.Second)

@@ -7,7 +7,7 @@ import (
 )
 
 // wrongType is a node's WRONGTYPE error reply.
-var wrongType = replyError("WRONGTYPE Operation against a key holding the wrong kind of value script: 1f2e, on @user_script:13.")
+var wrongType = replyErr("WRONGTYPE Operation against a key holding the wrong kind of value script: 1f2e, on @user_script:13.")
 
 // rwTakeVotes builds one result per node from a string: g granted, d
 // denied (PTTL 100ms times its place), f failed, x down, q granted while

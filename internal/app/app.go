@@ -21,6 +21,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/quorum/redisnode"
 )
 
 // Options are what the command line says; the rest is in the config file.
@@ -80,7 +81,7 @@ func New(o Options) (_ *App, err error) {
 	}
 	a.level.Set(slog.Level(fc.LogLevel))
 	a.log = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: a.level}))
-	quorum.SetDriverLog(a.log)
+	redisnode.SetDriverLog(a.log)
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -110,7 +111,7 @@ func New(o Options) (_ *App, err error) {
 	opts.Log, opts.NoFunctions = a.log, a.demo != nil
 	nodes := make([]quorum.Node, len(addrs))
 	for i, addr := range addrs {
-		nodes[i] = quorum.NewRedisNode(addr, opts)
+		nodes[i] = redisnode.NewRedisNode(addr, opts)
 	}
 	a.engine = quorum.New(qc, nodes...)
 	if a.demo == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/tlsfiles"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
+	"github.com/redlock-proxy/redlock-proxy/quorum/redisnode"
 )
 
 // quorumConfig is the engine's config: static keys only, since the
@@ -127,8 +128,8 @@ func (s static) nodePasswordSource(getenv func(string) string) (string, error) {
 
 // nodeOptions returns the settings of every node: the password from its
 // one source, and TLS.
-func (s static) nodeOptions(getenv func(string) string) (quorum.NodeOptions, error) {
-	opts := quorum.NodeOptions{Username: s.NodeUsername}
+func (s static) nodeOptions(getenv func(string) string) (redisnode.NodeOptions, error) {
+	opts := redisnode.NodeOptions{Username: s.NodeUsername}
 	src, err := s.nodePasswordSource(getenv)
 	if err != nil {
 		return opts, err

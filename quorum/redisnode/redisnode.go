@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/wire"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // NodeOptions are the settings for a real Redis node.
@@ -56,7 +57,7 @@ type redisNode struct {
 
 // NewRedisNode returns the Node for the Redis master at addr. The go-redis
 // settings that safety depends on are fixed here and nowhere else.
-func NewRedisNode(addr string, opts NodeOptions) Node {
+func NewRedisNode(addr string, opts NodeOptions) quorum.Node {
 	if opts.PoolSize == 0 {
 		opts.PoolSize = 1 << 16
 	}
@@ -167,7 +168,7 @@ for i, key in ipairs(KEYS) do
   if redis.call("get", key) == ARGV[1] then
     local pttl = ARGV[1 + i]
     if pttl == "" then
-      redis.call("del", key, "` + HoldPrefix + `" .. key)
+      redis.call("del", key, "` + quorum.HoldPrefix + `" .. key)
     else
       local now = redis.call("pttl", key)
       if tonumber(pttl) < 0 or now < 0 then
@@ -191,7 +192,7 @@ for i, key in ipairs(KEYS) do
   if v == ARGV[1] then
     -- The hold's fencing record (fence.go) ends with it: a later hold
     -- with the same token is another hold.
-    redis.call("del", key, "` + HoldPrefix + `" .. key)
+    redis.call("del", key, "` + quorum.HoldPrefix + `" .. key)
     found[i] = 1
   elseif v == false then
     found[i] = -1
@@ -235,7 +236,7 @@ for _, key in ipairs(KEYS) do
   else
     redis.call("pexpire", key, ttl)
     -- A fenced hold's record (fence.go) lives as long as the hold.
-    redis.call("pexpire", "` + HoldPrefix + `" .. key, ttl)
+    redis.call("pexpire", "` + quorum.HoldPrefix + `" .. key, ttl)
   end
   if least == 0 or ttl < least then
     least = ttl
@@ -255,14 +256,14 @@ end
 return {{t}, redis.call("pttl", KEYS[1])}
 `)
 
-var modeArg = map[ExtendMode]string{ExtendSet: "set", ExtendAdd: "add", ExtendOrAcquire: "acquire"}
+var modeArg = map[quorum.ExtendMode]string{quorum.ExtendSet: "set", quorum.ExtendAdd: "add", quorum.ExtendOrAcquire: "acquire"}
 
-func (n *redisNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
+func (n *redisNode) Acquire(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Acquired, error) {
 	return runCall(ctx, n.p, pipeAcquire(l, ttl))
 }
 
 // pipeAcquire is Acquire as the pipeline runs it.
-func pipeAcquire(l Lock, ttl time.Duration) Call[Acquired] {
+func pipeAcquire(l quorum.Lock, ttl time.Duration) quorum.Call[quorum.Acquired] {
 	px := ttl.Milliseconds()
 	// PrefixLen re-enters only when above zero; a negative one would turn
 	// on Lua's negative string indexes.
@@ -277,42 +278,42 @@ func pipeAcquire(l Lock, ttl time.Duration) Call[Acquired] {
 		return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, acquireOneAnswer) // no closure to allocate
 	}
 	keys := len(l.Keys)
-	return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, func(v any, err error) (Acquired, error) {
+	return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, func(v any, err error) (quorum.Acquired, error) {
 		return acquireAnswer(v, err, keys)
 	})
 }
 
 // setNXAnswer is setNXResult of a SET NX PX reply.
-func setNXAnswer(_ any, err error) (Acquired, error) {
+func setNXAnswer(_ any, err error) (quorum.Acquired, error) {
 	ok, err := setNXResult(err)
-	return Acquired{Granted: ok}, err
+	return quorum.Acquired{Granted: ok}, err
 }
 
 // acquireOneAnswer is acquireAnswer for one key.
-func acquireOneAnswer(v any, err error) (Acquired, error) { return acquireAnswer(v, err, 1) }
+func acquireOneAnswer(v any, err error) (quorum.Acquired, error) { return acquireAnswer(v, err, 1) }
 
 // acquireAnswer turns acquireScript's reply for keys keys into the node's
 // answer: 0 denied, 1 granted, or granted with a re-entry, one item per
 // key, 0 (taken free) or {value, pttl} (taken again, at least one). Any
 // other reply is an error, never a grant.
-func acquireAnswer(v any, err error, keys int) (Acquired, error) {
+func acquireAnswer(v any, err error, keys int) (quorum.Acquired, error) {
 	if err != nil {
-		return Acquired{}, err
+		return quorum.Acquired{}, err
 	}
 	switch v := v.(type) {
 	case int64:
 		switch v {
 		case 0:
-			return Acquired{}, nil
+			return quorum.Acquired{}, nil
 		case 1:
-			return Acquired{Granted: true}, nil
+			return quorum.Acquired{Granted: true}, nil
 		}
-		return Acquired{}, fmt.Errorf("acquire replied unknown code %d", v)
+		return quorum.Acquired{}, fmt.Errorf("acquire replied unknown code %d", v)
 	case []any:
 		if len(v) != keys {
-			return Acquired{}, fmt.Errorf("acquire replied %d items for %d keys", len(v), keys)
+			return quorum.Acquired{}, fmt.Errorf("acquire replied %d items for %d keys", len(v), keys)
 		}
-		before := make([]Entry, keys)
+		before := make([]quorum.Entry, keys)
 		again := false
 		for i, it := range v {
 			if code, ok := it.(int64); ok && code == 0 {
@@ -320,35 +321,35 @@ func acquireAnswer(v any, err error, keys int) (Acquired, error) {
 			}
 			pair, ok := it.([]any)
 			if !ok || len(pair) != 2 {
-				return Acquired{}, fmt.Errorf("acquire replied %v for a key taken again", it)
+				return quorum.Acquired{}, fmt.Errorf("acquire replied %v for a key taken again", it)
 			}
 			val, ok := pair[0].(string)
 			pttl, ok2 := pair[1].(int64)
 			if !ok || !ok2 || pttl < -1 {
-				return Acquired{}, fmt.Errorf("acquire replied %v for a key taken again", it)
+				return quorum.Acquired{}, fmt.Errorf("acquire replied %v for a key taken again", it)
 			}
-			before[i] = Entry{Present: true, Token: val, TTL: time.Duration(pttl) * time.Millisecond}
+			before[i] = quorum.Entry{Present: true, Token: val, TTL: time.Duration(pttl) * time.Millisecond}
 			again = true
 		}
 		if !again {
-			return Acquired{}, errors.New("acquire replied no key taken again")
+			return quorum.Acquired{}, errors.New("acquire replied no key taken again")
 		}
-		return Acquired{Granted: true, Before: before}, nil
+		return quorum.Acquired{Granted: true, Before: before}, nil
 	default:
-		return Acquired{}, fmt.Errorf("acquire replied %T", v)
+		return quorum.Acquired{}, fmt.Errorf("acquire replied %T", v)
 	}
 }
 
 // Undo runs undoScript. As Release, it is an acquire's give-back and sends
 // the script's body.
-func (n *redisNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error) {
+func (n *redisNode) Undo(ctx context.Context, l quorum.Lock, before []quorum.Entry) (int, error) {
 	c := pipeUndo(l, before)
-	c.Command = Command{Cmd: body(&c.Command)}
+	c.Command = quorum.Command{Cmd: body(&c.Command)}
 	return runCall(ctx, n.p, c)
 }
 
 // pipeUndo is Undo as the pipeline runs it.
-func pipeUndo(l Lock, before []Entry) Call[int] {
+func pipeUndo(l quorum.Lock, before []quorum.Entry) quorum.Call[int] {
 	args := make([]any, 1+2*len(l.Keys))
 	args[0] = l.Token
 	for i := range l.Keys {
@@ -411,29 +412,29 @@ func setNXResult(err error) (bool, error) {
 // body, not its digest, so that a node without the script cached runs it
 // however late its replies come; a NOSCRIPT read past the deadline would
 // leave the take there.
-func (n *redisNode) Release(ctx context.Context, l Lock) ([]Found, error) {
+func (n *redisNode) Release(ctx context.Context, l quorum.Lock) ([]quorum.Found, error) {
 	c := pipeRelease(l)
-	c.Command = Command{Cmd: body(&c.Command)}
+	c.Command = quorum.Command{Cmd: body(&c.Command)}
 	return runCall(ctx, n.p, c)
 }
 
 // pipeRelease is Release as the pipeline runs it.
-func pipeRelease(l Lock) Call[[]Found] {
+func pipeRelease(l quorum.Lock) quorum.Call[[]quorum.Found] {
 	keys := len(l.Keys)
 	if keys == 1 {
 		return scriptCall(releaseScript, l.Keys, []any{l.Token}, releaseOneAnswer) // no closure to allocate
 	}
-	return scriptCall(releaseScript, l.Keys, []any{l.Token}, func(v any, err error) ([]Found, error) {
+	return scriptCall(releaseScript, l.Keys, []any{l.Token}, func(v any, err error) ([]quorum.Found, error) {
 		return releaseAnswer(v, err, keys)
 	})
 }
 
 // releaseOneAnswer is releaseAnswer for one key.
-func releaseOneAnswer(v any, err error) ([]Found, error) { return releaseAnswer(v, err, 1) }
+func releaseOneAnswer(v any, err error) ([]quorum.Found, error) { return releaseAnswer(v, err, 1) }
 
 // releaseAnswer turns releaseScript's reply for keys keys into the node's
 // answer.
-func releaseAnswer(v any, err error, keys int) ([]Found, error) {
+func releaseAnswer(v any, err error, keys int) ([]quorum.Found, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -446,28 +447,28 @@ func releaseAnswer(v any, err error, keys int) ([]Found, error) {
 
 // oneFound are the answers of a release of one key, by code+1, shared:
 // a node's answer is only read.
-var oneFound = [3][]Found{{FoundMissing}, {FoundOther}, {FoundDeleted}}
+var oneFound = [3][]quorum.Found{{quorum.FoundMissing}, {quorum.FoundOther}, {quorum.FoundDeleted}}
 
 // foundResult checks a release script's reply: one known code per key.
-func foundResult(items []any, keys int) ([]Found, error) {
+func foundResult(items []any, keys int) ([]quorum.Found, error) {
 	if len(items) != keys {
 		return nil, fmt.Errorf("release replied %d codes for %d keys", len(items), keys)
 	}
-	var found []Found
+	var found []quorum.Found
 	if keys != 1 {
-		found = make([]Found, keys)
+		found = make([]quorum.Found, keys)
 	}
 	for i, it := range items {
 		v, err := int64Reply(it)
 		if err != nil {
 			return nil, err
 		}
-		switch Found(v) {
-		case FoundDeleted, FoundOther, FoundMissing:
+		switch quorum.Found(v) {
+		case quorum.FoundDeleted, quorum.FoundOther, quorum.FoundMissing:
 			if keys == 1 {
 				return oneFound[v+1], nil
 			}
-			found[i] = Found(v)
+			found[i] = quorum.Found(v)
 		default:
 			return nil, fmt.Errorf("release replied unknown code %d", v)
 		}
@@ -475,12 +476,12 @@ func foundResult(items []any, keys int) ([]Found, error) {
 	return found, nil
 }
 
-func (n *redisNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
+func (n *redisNode) Extend(ctx context.Context, l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration) (time.Duration, error) {
 	return runCall(ctx, n.p, pipeExtend(l, ttl, mode, limit))
 }
 
 // pipeExtend is Extend as the pipeline runs it.
-func pipeExtend(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) Call[time.Duration] {
+func pipeExtend(l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration) quorum.Call[time.Duration] {
 	return scriptCall(extendScript, l.Keys, []any{l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds()}, extendAnswer)
 }
 
@@ -496,39 +497,39 @@ func extendAnswer(v any, err error) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-func (n *redisNode) Inspect(ctx context.Context, key string) (Entry, error) {
+func (n *redisNode) Inspect(ctx context.Context, key string) (quorum.Entry, error) {
 	cmd, err := n.p.eval(ctx, inspectScript, []string{key})
 	if err != nil {
-		return Entry{}, err
+		return quorum.Entry{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return Entry{}, err
+		return quorum.Entry{}, err
 	}
 	return entryResult(vals)
 }
 
 // entryResult turns the inspect script's {value, pttl} reply into an Entry.
-func entryResult(vals []any) (Entry, error) {
+func entryResult(vals []any) (quorum.Entry, error) {
 	if len(vals) != 2 {
-		return Entry{}, fmt.Errorf("inspect replied %d values", len(vals))
+		return quorum.Entry{}, fmt.Errorf("inspect replied %d values", len(vals))
 	}
 	pttl, ok := vals[1].(int64)
 	if !ok {
-		return Entry{}, fmt.Errorf("inspect replied pttl %T", vals[1])
+		return quorum.Entry{}, fmt.Errorf("inspect replied pttl %T", vals[1])
 	}
 	switch v := vals[0].(type) {
 	case nil:
-		return Entry{}, nil
+		return quorum.Entry{}, nil
 	case string:
-		return Entry{Present: true, Token: v, TTL: time.Duration(pttl) * time.Millisecond}, nil
+		return quorum.Entry{Present: true, Token: v, TTL: time.Duration(pttl) * time.Millisecond}, nil
 	case []any:
 		if t, ok := v[0].(string); ok && len(v) == 1 {
-			return Entry{Present: true, Type: t, TTL: time.Duration(pttl) * time.Millisecond}, nil
+			return quorum.Entry{Present: true, Type: t, TTL: time.Duration(pttl) * time.Millisecond}, nil
 		}
-		return Entry{}, fmt.Errorf("inspect replied type %v", v)
+		return quorum.Entry{}, fmt.Errorf("inspect replied type %v", v)
 	default:
-		return Entry{}, fmt.Errorf("inspect replied value %T", v)
+		return quorum.Entry{}, fmt.Errorf("inspect replied value %T", v)
 	}
 }
 
@@ -538,7 +539,7 @@ var deleteScript = newScript(`
 local n = 0
 for _, key in ipairs(KEYS) do
   n = n + redis.call("del", key)
-  redis.call("del", "` + HoldPrefix + `" .. key)
+  redis.call("del", "` + quorum.HoldPrefix + `" .. key)
 end
 return n
 `)

@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"

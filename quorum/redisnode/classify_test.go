@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // replyError fakes a Redis error reply: it satisfies redis.Error.
@@ -51,14 +53,14 @@ func TestFoundResult(t *testing.T) {
 		name    string
 		vals    []any
 		keys    int
-		want    []Found
+		want    []quorum.Found
 		wantErr bool
 	}{
-		{"one deleted", []any{int64(1)}, 1, []Found{FoundDeleted}, false},
-		{"one other", []any{int64(0)}, 1, []Found{FoundOther}, false},
-		{"one missing", []any{int64(-1)}, 1, []Found{FoundMissing}, false},
-		{"each code", []any{int64(1), int64(0), int64(-1)}, 3, []Found{FoundDeleted, FoundOther, FoundMissing}, false},
-		{"no keys", []any{}, 0, []Found{}, false},
+		{"one deleted", []any{int64(1)}, 1, []quorum.Found{quorum.FoundDeleted}, false},
+		{"one other", []any{int64(0)}, 1, []quorum.Found{quorum.FoundOther}, false},
+		{"one missing", []any{int64(-1)}, 1, []quorum.Found{quorum.FoundMissing}, false},
+		{"each code", []any{int64(1), int64(0), int64(-1)}, 3, []quorum.Found{quorum.FoundDeleted, quorum.FoundOther, quorum.FoundMissing}, false},
+		{"no keys", []any{}, 0, []quorum.Found{}, false},
 		{"too few codes", []any{int64(1)}, 2, nil, true},
 		{"too many codes", []any{int64(1), int64(1)}, 1, nil, true},
 		{"unknown code", []any{int64(1), int64(2)}, 2, nil, true},
@@ -85,17 +87,17 @@ func TestEntryResult(t *testing.T) {
 	tests := []struct {
 		name    string
 		vals    []any
-		want    Entry
+		want    quorum.Entry
 		wantErr bool
 	}{
-		{"missing", []any{nil, int64(-2)}, Entry{}, false},
-		{"present", []any{"tok", int64(1500)}, Entry{Present: true, Token: "tok", TTL: 1500 * time.Millisecond}, false},
-		{"no expiry", []any{"tok", int64(-1)}, Entry{Present: true, Token: "tok", TTL: -time.Millisecond}, false},
-		{"empty token", []any{"", int64(10)}, Entry{Present: true, TTL: 10 * time.Millisecond}, false},
-		{"too short", []any{"tok"}, Entry{}, true},
-		{"too long", []any{"tok", int64(1), int64(2)}, Entry{}, true},
-		{"pttl not an integer", []any{"tok", "1500"}, Entry{}, true},
-		{"value not a string", []any{int64(7), int64(1500)}, Entry{}, true},
+		{"missing", []any{nil, int64(-2)}, quorum.Entry{}, false},
+		{"present", []any{"tok", int64(1500)}, quorum.Entry{Present: true, Token: "tok", TTL: 1500 * time.Millisecond}, false},
+		{"no expiry", []any{"tok", int64(-1)}, quorum.Entry{Present: true, Token: "tok", TTL: -time.Millisecond}, false},
+		{"empty token", []any{"", int64(10)}, quorum.Entry{Present: true, TTL: 10 * time.Millisecond}, false},
+		{"too short", []any{"tok"}, quorum.Entry{}, true},
+		{"too long", []any{"tok", int64(1), int64(2)}, quorum.Entry{}, true},
+		{"pttl not an integer", []any{"tok", "1500"}, quorum.Entry{}, true},
+		{"value not a string", []any{int64(7), int64(1500)}, quorum.Entry{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"
@@ -9,32 +9,33 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/wire"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // plainCall is the command cmd, not a script, its reply turned into the
 // answer by result.
-func plainCall[T any](cmd []byte, result func(any, error) (T, error)) Call[T] {
-	return Call[T]{Command: Command{Cmd: cmd}, Result: result}
+func plainCall[T any](cmd []byte, result func(any, error) (T, error)) quorum.Call[T] {
+	return quorum.Call[T]{Command: quorum.Command{Cmd: cmd}, Result: result}
 }
 
 // scriptCall is the EVALSHA of s with keys and args, its reply turned
 // into the answer by result. The same call goes to every node, encoded
 // once.
-func scriptCall[T any](s *script, keys []string, args []any, result func(any, error) (T, error)) Call[T] {
+func scriptCall[T any](s *script, keys []string, args []any, result func(any, error) (T, error)) quorum.Call[T] {
 	cmd := appendScript(nil, "evalsha", s.sha, keys, args)
-	return Call[T]{Command: Command{Cmd: cmd, Src: s.src, Keys: keys, Args: args}, Result: result}
+	return quorum.Call[T]{Command: quorum.Command{Cmd: cmd, Src: s.src, Keys: keys, Args: args}, Result: result}
 }
 
 // body is c's EVAL form, for a node that answered NOSCRIPT.
-func body(c *Command) []byte { return appendScript(nil, "eval", c.Src, c.Keys, c.Args) }
+func body(c *quorum.Command) []byte { return appendScript(nil, "eval", c.Src, c.Keys, c.Args) }
 
 // noScript reports whether err, the reply to c, asks for its body.
-func noScript(c *Command, err error) bool {
+func noScript(c *quorum.Command, err error) bool {
 	return c.Src != "" && err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // runCall sends c on p alone and waits for its answer.
-func runCall[T any](ctx context.Context, p *pipeline, c Call[T]) (T, error) {
+func runCall[T any](ctx context.Context, p *pipeline, c quorum.Call[T]) (T, error) {
 	v, err := p.reply(ctx, c.Command.Cmd)
 	if noScript(&c.Command, err) && ctx.Err() == nil {
 		v, err = p.reply(ctx, body(&c.Command))
@@ -185,15 +186,17 @@ type endsAtDeadline interface {
 
 // The go-redis node's batch path (Batch) is its pipeline.
 
-func (n *redisNode) Batch() Batch { return n }
-func (n *redisNode) Node() Node   { return n }
+func (n *redisNode) Batch() quorum.Batch { return n }
+func (n *redisNode) Node() quorum.Node   { return n }
 
-func (n *redisNode) AcquireCall(l Lock, ttl time.Duration) Call[Acquired] { return pipeAcquire(l, ttl) }
-func (n *redisNode) ReleaseCall(l Lock) Call[[]Found]                     { return pipeRelease(l) }
-func (n *redisNode) ExtendCall(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) Call[time.Duration] {
+func (n *redisNode) AcquireCall(l quorum.Lock, ttl time.Duration) quorum.Call[quorum.Acquired] {
+	return pipeAcquire(l, ttl)
+}
+func (n *redisNode) ReleaseCall(l quorum.Lock) quorum.Call[[]quorum.Found] { return pipeRelease(l) }
+func (n *redisNode) ExtendCall(l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration) quorum.Call[time.Duration] {
 	return pipeExtend(l, ttl, mode, limit)
 }
-func (n *redisNode) FenceRoundCall(key, token, field string) Call[CounterEntry] {
+func (n *redisNode) FenceRoundCall(key, token, field string) quorum.Call[quorum.CounterEntry] {
 	return pipeFenceRound(key, token, field)
 }
 
@@ -201,7 +204,7 @@ func (n *redisNode) FenceRoundCall(key, token, field string) Call[CounterEntry] 
 // goroutine and waits once, with one wake-up for the fan-out. A node
 // that answers NOSCRIPT gets the script's body as soon as its reply
 // comes, within the same deadline (fan.wait).
-func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []Batch, idx []int, c Command, timed bool, replies []Reply) bool {
+func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []quorum.Batch, idx []int, c quorum.Command, timed bool, replies []quorum.Reply) bool {
 	var mine [8]*pipeline
 	pipes := mine[:0]
 	for _, b := range batches {
@@ -237,7 +240,7 @@ func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []Batch
 // pipeline.reply returns them, with the time each came if f is timed; an
 // op not finished (all false: the wait ended at ctx's end) gets ctx's
 // error.
-func collect(f *fan, idx []int, all bool, ctx context.Context, out []Reply) {
+func collect(f *fan, idx []int, all bool, ctx context.Context, out []quorum.Reply) {
 	for _, i := range idx {
 		o := &f.ops[i]
 		if !all && !o.fin.Load() {
@@ -247,10 +250,10 @@ func collect(f *fan, idx []int, all bool, ctx context.Context, out []Reply) {
 				// op is never a reply (a nil one would read as granted).
 				err = context.DeadlineExceeded
 			}
-			out[i] = Reply{Err: err}
+			out[i] = quorum.Reply{Err: err}
 			continue
 		}
-		out[i] = Reply{V: o.val, Err: o.err}
+		out[i] = quorum.Reply{V: o.val, Err: o.err}
 		if f.timed {
 			out[i].At = o.at
 		}

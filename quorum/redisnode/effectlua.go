@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"crypto/sha1"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/lua"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // The wrapper runs a client's script on one node with its effect watched.
@@ -140,7 +141,7 @@ func newWrapperData(maxTTL time.Duration) wrapperData {
 		MaxBytes: maxSnapshotBytes, MaxEntries: maxSnapshotEntries,
 		MaxBodies: maxLibraryBodies, MaxBodyBytes: maxLibraryBodyBytes,
 		MaxDepth:  maxReplyDepth,
-		KindChain: kinds.String(), HoldPrefix: lua.Quote(HoldPrefix),
+		KindChain: kinds.String(), HoldPrefix: lua.Quote(quorum.HoldPrefix),
 	}
 }
 

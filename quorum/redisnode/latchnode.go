@@ -1,10 +1,12 @@
-package quorum
+package redisnode
 
 import (
 	"context"
 	_ "embed"
 	"fmt"
 	"strconv"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // The latch's scripts (latch.go), one atomic step each on a node.
@@ -30,20 +32,20 @@ var (
 	latchResetScript = newScript(latchResetSrc)
 )
 
-func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (LatchAnswer, error) {
-	cmd, err := n.p.eval(ctx, s, []string{CountersKey}, args...)
+func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (quorum.LatchAnswer, error) {
+	cmd, err := n.p.eval(ctx, s, []string{quorum.CountersKey}, args...)
 	if err != nil {
-		return LatchAnswer{}, err
+		return quorum.LatchAnswer{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil || len(vals) < 2 || len(vals) > 4 {
-		return LatchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
+		return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
 	}
 	state, ok := vals[0].(int64)
 	if !ok {
-		return LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
+		return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 	}
-	a := LatchAnswer{State: CounterState(state)}
+	a := quorum.LatchAnswer{State: quorum.CounterState(state)}
 	var bare int64
 	for i, p := range []*int64{&a.Value, &a.Nonce, &bare}[:len(vals)-1] {
 		switch x := vals[i+1].(type) {
@@ -51,17 +53,17 @@ func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (Latch
 			*p = x
 		case string:
 			if *p, err = strconv.ParseInt(x, 10, 64); err != nil {
-				return LatchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
+				return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
 			}
 		default:
-			return LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
+			return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 		}
 	}
 	a.Bare = bare == 1
 	return a, nil
 }
 
-func (n *redisNode) LatchSet(ctx context.Context, name string, count, nonce int64) (LatchAnswer, error) {
+func (n *redisNode) LatchSet(ctx context.Context, name string, count, nonce int64) (quorum.LatchAnswer, error) {
 	return n.latchRun(ctx, latchSetScript, name, count, nonce)
 }
 
@@ -70,31 +72,31 @@ func (n *redisNode) LatchUndo(ctx context.Context, name string, nonce int64, bar
 	if bare {
 		found = "1"
 	}
-	_, err := n.p.evalBody(ctx, latchUndoScript, []string{CountersKey}, name, nonce, found)
+	_, err := n.p.evalBody(ctx, latchUndoScript, []string{quorum.CountersKey}, name, nonce, found)
 	return err
 }
 
 func (n *redisNode) LatchReset(ctx context.Context, name string, count, nonce, old int64) error {
-	_, err := n.p.evalBody(ctx, latchResetScript, []string{CountersKey}, name, count, nonce, old)
+	_, err := n.p.evalBody(ctx, latchResetScript, []string{quorum.CountersKey}, name, count, nonce, old)
 	return err
 }
 
-func (n *redisNode) LatchDecrement(ctx context.Context, name string, nonce int64) (LatchDecremented, error) {
-	cmd, err := n.p.eval(ctx, latchDecrScript, []string{CountersKey}, name, nonce)
+func (n *redisNode) LatchDecrement(ctx context.Context, name string, nonce int64) (quorum.LatchDecremented, error) {
+	cmd, err := n.p.eval(ctx, latchDecrScript, []string{quorum.CountersKey}, name, nonce)
 	if err != nil {
-		return LatchDecremented{}, err
+		return quorum.LatchDecremented{}, err
 	}
 	vals, err := cmd.Int64Slice()
 	if err != nil || len(vals) != 3 {
-		return LatchDecremented{}, fmt.Errorf("latch countDown replied %v, %v", vals, err)
+		return quorum.LatchDecremented{}, fmt.Errorf("latch countDown replied %v, %v", vals, err)
 	}
-	return LatchDecremented{State: CounterState(vals[0]), Old: vals[1], New: vals[2]}, nil
+	return quorum.LatchDecremented{State: quorum.CounterState(vals[0]), Old: vals[1], New: vals[2]}, nil
 }
 
-func (n *redisNode) LatchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (LatchAnswer, error) {
+func (n *redisNode) LatchClaim(ctx context.Context, name string, claim, nonce, ballot int64) (quorum.LatchAnswer, error) {
 	return n.latchRun(ctx, latchClaimScript, name, claim, nonce, ballot)
 }
 
-func (n *redisNode) LatchDelete(ctx context.Context, name string) (LatchAnswer, error) {
+func (n *redisNode) LatchDelete(ctx context.Context, name string) (quorum.LatchAnswer, error) {
 	return n.latchRun(ctx, latchDelScript, name)
 }

@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 //go:embed lua/read_key.lua
@@ -18,16 +20,16 @@ var readKeyScript = newScript(readKeySrc)
 
 // KeyCount reads INFO keyspace's db0 line and leaves the membership
 // record and the counters, which have no TTL, out of the count.
-func (n *redisNode) KeyCount(ctx context.Context) (KeyCount, error) {
+func (n *redisNode) KeyCount(ctx context.Context) (quorum.KeyCount, error) {
 	var info *redis.StringCmd
 	var members *redis.IntCmd
 	_, err := n.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "keyspace")
-		members = p.Exists(ctx, MembersKey, CountersKey)
+		members = p.Exists(ctx, quorum.MembersKey, quorum.CountersKey)
 		return nil
 	})
 	if err != nil {
-		return KeyCount{}, err
+		return quorum.KeyCount{}, err
 	}
 	kc := parseKeyspace(info.Val())
 	kc.Keys -= members.Val()
@@ -35,8 +37,8 @@ func (n *redisNode) KeyCount(ctx context.Context) (KeyCount, error) {
 }
 
 // parseKeyspace reads db0's keys and expires from INFO keyspace.
-func parseKeyspace(text string) KeyCount {
-	var kc KeyCount
+func parseKeyspace(text string) quorum.KeyCount {
+	var kc quorum.KeyCount
 	for line := range strings.Lines(text) {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "db0:")
 		if !ok {
@@ -57,35 +59,35 @@ func parseKeyspace(text string) KeyCount {
 }
 
 // ReadKey runs read_key.lua.
-func (n *redisNode) ReadKey(ctx context.Context, key string) (NodeKey, error) {
+func (n *redisNode) ReadKey(ctx context.Context, key string) (quorum.NodeKey, error) {
 	cmd, err := n.p.eval(ctx, readKeyScript, []string{key})
 	if err != nil {
-		return NodeKey{}, err
+		return quorum.NodeKey{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return NodeKey{}, err
+		return quorum.NodeKey{}, err
 	}
 	return nodeKeyResult(vals)
 }
 
 // nodeKeyResult decodes read_key.lua's {type, items, pttl, encoding}.
-func nodeKeyResult(vals []any) (NodeKey, error) {
+func nodeKeyResult(vals []any) (quorum.NodeKey, error) {
 	if len(vals) != 4 {
-		return NodeKey{}, fmt.Errorf("read_key replied %d values", len(vals))
+		return quorum.NodeKey{}, fmt.Errorf("read_key replied %d values", len(vals))
 	}
 	typ, ok1 := vals[0].(string)
 	raw, ok2 := vals[1].([]any)
 	pttl, ok3 := vals[2].(int64)
 	enc, ok4 := vals[3].(string)
 	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return NodeKey{}, fmt.Errorf("read_key replied %T %T %T %T", vals[0], vals[1], vals[2], vals[3])
+		return quorum.NodeKey{}, fmt.Errorf("read_key replied %T %T %T %T", vals[0], vals[1], vals[2], vals[3])
 	}
-	v := NodeKey{Type: typ, TTL: time.Duration(pttl) * time.Millisecond, Encoding: enc, Items: make([]string, len(raw))}
+	v := quorum.NodeKey{Type: typ, TTL: time.Duration(pttl) * time.Millisecond, Encoding: enc, Items: make([]string, len(raw))}
 	for i, it := range raw {
 		s, ok := it.(string)
 		if !ok {
-			return NodeKey{}, fmt.Errorf("read_key replied item %T", it)
+			return quorum.NodeKey{}, fmt.Errorf("read_key replied item %T", it)
 		}
 		v.Items[i] = s
 	}

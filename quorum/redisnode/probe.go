@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"bufio"
@@ -10,25 +10,27 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // Probe reads INFO, then TIME on its own so that its round trip is tight,
 // then, on a node with AOF on, CONFIG GET of appendfsync and
 // no-appendfsync-on-rewrite (which an ACL may refuse; then both stay
 // empty).
-func (n *redisNode) Probe(ctx context.Context) (Probe, error) {
+func (n *redisNode) Probe(ctx context.Context) (quorum.Probe, error) {
 	text, err := n.c.Info(ctx).Result()
 	if err != nil {
-		return Probe{}, err
+		return quorum.Probe{}, err
 	}
 	p, err := parseInfo(text)
 	if err != nil {
-		return Probe{}, err
+		return quorum.Probe{}, err
 	}
 	sent := time.Now()
 	now, err := n.c.Time(ctx).Result()
 	if err != nil {
-		return Probe{}, err
+		return quorum.Probe{}, err
 	}
 	p.RTT = time.Since(sent)
 	p.Local = sent.Add(p.RTT / 2)
@@ -42,8 +44,8 @@ func (n *redisNode) Probe(ctx context.Context) (Probe, error) {
 }
 
 // parseInfo reads the fields a Probe needs from an INFO reply.
-func parseInfo(text string) (Probe, error) {
-	var p Probe
+func parseInfo(text string) (quorum.Probe, error) {
+	var p quorum.Probe
 	fields := map[string]string{}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
@@ -53,11 +55,11 @@ func parseInfo(text string) (Probe, error) {
 	}
 	p.RunID = fields["run_id"]
 	if p.RunID == "" {
-		return Probe{}, errors.New("INFO has no run_id")
+		return quorum.Probe{}, errors.New("INFO has no run_id")
 	}
 	up, err := strconv.ParseInt(fields["uptime_in_seconds"], 10, 64)
 	if err != nil {
-		return Probe{}, fmt.Errorf("INFO uptime_in_seconds: %w", err)
+		return quorum.Probe{}, fmt.Errorf("INFO uptime_in_seconds: %w", err)
 	}
 	p.Uptime = time.Duration(up) * time.Second
 	p.Loading = fields["loading"] == "1"
@@ -68,11 +70,11 @@ func parseInfo(text string) (Probe, error) {
 }
 
 func (n *redisNode) Members(ctx context.Context) (map[string]string, error) {
-	return n.c.HGetAll(ctx, MembersKey).Result()
+	return n.c.HGetAll(ctx, quorum.MembersKey).Result()
 }
 
 func (n *redisNode) SetMembers(ctx context.Context, fields map[string]string) error {
-	return n.c.HSet(ctx, MembersKey, fields).Err()
+	return n.c.HSet(ctx, quorum.MembersKey, fields).Err()
 }
 
 // WatchConnects makes every new connection read the node's run_id and

@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"bytes"
@@ -581,7 +581,7 @@ func TestPipelineConnectionDroppedMidBatch(t *testing.T) {
 		switch {
 		case i < answered && (errs[i] != nil || vals[i] != fmt.Sprint("m", i)):
 			t.Errorf("ECHO m%d = %v, %v; want its own reply", i, vals[i], errs[i])
-		case i >= answered && (errs[i] == nil || isTimeout(errs[i]) || errors.Is(errs[i], redis.Nil)):
+		case i >= answered && (errs[i] == nil || timeout(errs[i]) || errors.Is(errs[i], redis.Nil)):
 			t.Errorf("ECHO m%d after the drop = %v, %v; want an I/O error", i, vals[i], errs[i])
 		}
 	}
@@ -608,7 +608,7 @@ func TestPipelineNodeKilledWithBatchesInFlight(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			defer cancel()
-			if _, err := p.do(ctx, "set", fmt.Sprint("k", i), "x"); err == nil || isTimeout(err) {
+			if _, err := p.do(ctx, "set", fmt.Sprint("k", i), "x"); err == nil || timeout(err) {
 				t.Errorf("SET on a node killed meanwhile = %v; want an I/O error", err)
 			}
 		})
@@ -723,4 +723,10 @@ func TestPipelineSettleKillsOnlyOnTheSameProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// timeout reports whether err is a network timeout.
+func timeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }

@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/yuin/gopher-lua/parse"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
 	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 )
 
@@ -16,10 +17,10 @@ import (
 // them in the other tests; this names a broken assembly at once.
 func TestWrapperFormsParse(t *testing.T) {
 	bodies := map[string]string{
-		"go-zero":         goZeroLock,
-		"Redisson unlock": redissonUnlockBody,
-		"Symfony save":    symfonySave,
-		"redis-semaphore": semaphoreAcquire,
+		"go-zero":         clientlua.GoZeroLock,
+		"Redisson unlock": clientlua.RedissonUnlock,
+		"Symfony save":    clientlua.SymfonySave,
+		"redis-semaphore": clientlua.SemaphoreAcquire,
 		"varargs":         `return select("#", ...)`,
 	}
 	for name, body := range bodies {

@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/wire"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // fcallCommand encodes the call of s's function with keys and args, and
@@ -45,7 +46,7 @@ func fcallCommand(s *script, keys, args []string) []byte {
 	return b
 }
 
-func (n *redisNode) RunEffect(ctx context.Context, eff *Effect, c EffectCall, out []KeyEffect) (NodeEffect, error) {
+func (n *redisNode) RunEffect(ctx context.Context, eff *quorum.Effect, c quorum.EffectCall, out []quorum.KeyEffect) (quorum.NodeEffect, error) {
 	w := eff.Wrapped().(*wrappedBody)
 	v, asScript, err := n.runWrapped(ctx, w.s, c)
 	head := 0
@@ -70,10 +71,10 @@ func (n *redisNode) Wrap(body string, literals []string, maxTTL time.Duration) a
 
 func (n *redisNode) Functions() bool { return !n.p.noFunctions.Load() }
 
-func (n *redisNode) FCall(w any, call EffectCall) (Call[any], bool) {
+func (n *redisNode) FCall(w any, call quorum.EffectCall) (quorum.Call[any], bool) {
 	s := w.(*wrappedBody).s
 	if s.fn == "" || s.noLib.Load() {
-		return Call[any]{}, false
+		return quorum.Call[any]{}, false
 	}
 	return plainCall(fcallCommand(s, call.Keys, call.Args), fcallAnswer), true
 }
@@ -82,32 +83,32 @@ func (n *redisNode) FCall(w any, call EffectCall) (Call[any], bool) {
 // error that asks for the library is no failure of the node.
 func fcallAnswer(v any, err error) (any, error) {
 	if fcallNeedsLibrary(err) {
-		return NeedsLibrary{}, nil
+		return quorum.NeedsLibrary{}, nil
 	}
 	return v, err
 }
 
-func (n *redisNode) EffectOf(w any, v any, err error, call EffectCall, out []KeyEffect) (NodeEffect, error) {
+func (n *redisNode) EffectOf(w any, v any, err error, call quorum.EffectCall, out []quorum.KeyEffect) (quorum.NodeEffect, error) {
 	if err != nil {
 		if msg, ok := compileError(err); ok {
-			return NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, w.(*wrappedBody).head)}, nil
+			return quorum.NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, w.(*wrappedBody).head)}, nil
 		}
-		return NodeEffect{}, err
+		return quorum.NodeEffect{}, err
 	}
 	return effectOf(v, nil, 0, call, out)
 }
 
 // effectOf is a node's answer to a wrapped script from its reply; head
 // is the lines of the form that ran before the body's first (bodyLines).
-func effectOf(v any, err error, head int, c EffectCall, out []KeyEffect) (NodeEffect, error) {
+func effectOf(v any, err error, head int, c quorum.EffectCall, out []quorum.KeyEffect) (quorum.NodeEffect, error) {
 	keys, args := c.Keys, c.Args
 	if msg, ok := compileError(err); ok {
 		// The script is bad input, not a node failing: refused, as one
 		// Redis refuses to compile it.
-		return NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, head)}, nil
+		return quorum.NodeEffect{Refused: "it does not compile as Redis's Lua: " + bodyLines(msg, head)}, nil
 	}
 	if err != nil {
-		return NodeEffect{}, err
+		return quorum.NodeEffect{}, err
 	}
 	ne, err := decodeEffect(v, owns{args, keys}, out)
 	if ne.LuaError {
@@ -121,7 +122,7 @@ func effectOf(v any, err error, head int, c EffectCall, out []KeyEffect) (NodeEf
 // node lacks the library or the body's chunk or runs no functions, as
 // evalKeyed runs it (pipescript.go: loading, retrying, the script form).
 // asScript is true when the script form answered.
-func (n *redisNode) runWrapped(ctx context.Context, s *script, c EffectCall) (v any, asScript bool, err error) {
+func (n *redisNode) runWrapped(ctx context.Context, s *script, c quorum.EffectCall) (v any, asScript bool, err error) {
 	p := n.p
 	if s.fn == "" || s.noLib.Load() || p.noFunctions.Load() {
 		cmd, err := p.evalKeyed(ctx, s, len(c.Keys), c.KeysArgs())
@@ -223,7 +224,7 @@ func compileLines(msg string, head int) string {
 	return msg[:j] + strconv.Itoa(n-head) + msg[k:]
 }
 
-func (n *redisNode) UndoEffect(ctx context.Context, key string, u KeyUndo) error {
+func (n *redisNode) UndoEffect(ctx context.Context, key string, u quorum.KeyUndo) error {
 	args := make([]any, 0, 1+len(u.Tokens)+2*len(u.Markers))
 	args = append(args, len(u.Tokens))
 	for _, t := range u.Tokens {
@@ -259,17 +260,17 @@ func (o owns) at(i int64) ([]string, bool) {
 
 // decodeEffect reads the wrapper's reply (effectlua.go); own holders are
 // places among o. The key effects are appended to out (nil: a new slice).
-func decodeEffect(v any, o owns, out []KeyEffect) (NodeEffect, error) {
+func decodeEffect(v any, o owns, out []quorum.KeyEffect) (quorum.NodeEffect, error) {
 	if s, ok := v.(string); ok {
 		return decodeShort(s, o, out)
 	}
 	top, ok := v.([]any)
 	if !ok || len(top) < 2 {
-		return NodeEffect{}, fmt.Errorf("%w: %T", errEffectReply, v)
+		return quorum.NodeEffect{}, fmt.Errorf("%w: %T", errEffectReply, v)
 	}
 	if top[0] == "refused" {
 		why, _ := top[1].(string)
-		return NodeEffect{Refused: why}, nil
+		return quorum.NodeEffect{Refused: why}, nil
 	}
 	tag, luaError := top[0], top[0] == "E"
 	if luaError {
@@ -277,9 +278,9 @@ func decodeEffect(v any, o owns, out []KeyEffect) (NodeEffect, error) {
 	}
 	reply, err := decodeValue(tag, top[1], 0)
 	if err != nil {
-		return NodeEffect{}, err
+		return quorum.NodeEffect{}, err
 	}
-	ne := NodeEffect{Reply: reply, LuaError: luaError}
+	ne := quorum.NodeEffect{Reply: reply, LuaError: luaError}
 	// holders reads n, then n places, from the front of f.
 	holders := func(f []any) ([]string, []any, bool) {
 		if len(f) < 1 {
@@ -306,19 +307,19 @@ func decodeEffect(v any, o owns, out []KeyEffect) (NodeEffect, error) {
 	f := top[2:]
 	ne.Keys = out
 	for len(f) > 0 {
-		var k KeyEffect
+		var k quorum.KeyEffect
 		code, isInt := f[0].(int64)
 		var ok bool
 		switch {
 		case !isInt:
-			return NodeEffect{}, errEffectReply
+			return quorum.NodeEffect{}, errEffectReply
 		case code >= 0:
 			if k, ok = keyCode(code, o); !ok {
-				return NodeEffect{}, errEffectReply
+				return quorum.NodeEffect{}, errEffectReply
 			}
 			f = f[1:]
 		case len(f) < 3:
-			return NodeEffect{}, errEffectReply
+			return quorum.NodeEffect{}, errEffectReply
 		default:
 			// Field by field: -1 - changed, hold, others, then the holders.
 			k.Changed = code != -1
@@ -326,13 +327,13 @@ func decodeEffect(v any, o owns, out []KeyEffect) (NodeEffect, error) {
 			others, _ := f[2].(int64)
 			k.Others = int(others)
 			if k.BeforeOwn, f, ok = holders(f[3:]); !ok {
-				return NodeEffect{}, errEffectReply
+				return quorum.NodeEffect{}, errEffectReply
 			}
 			if k.AfterOwn, f, ok = holders(f); !ok {
-				return NodeEffect{}, errEffectReply
+				return quorum.NodeEffect{}, errEffectReply
 			}
 			if k.Markers, f, ok = markers(f); !ok {
-				return NodeEffect{}, errEffectReply
+				return quorum.NodeEffect{}, errEffectReply
 			}
 		}
 		ne.Keys = append(ne.Keys, k)
@@ -342,7 +343,7 @@ func decodeEffect(v any, o owns, out []KeyEffect) (NodeEffect, error) {
 
 // markers reads p, then p markers (each its entry and value), from the
 // front of f.
-func markers(f []any) ([]Marker, []any, bool) {
+func markers(f []any) ([]quorum.Marker, []any, bool) {
 	if len(f) < 1 {
 		return nil, nil, false
 	}
@@ -350,46 +351,46 @@ func markers(f []any) ([]Marker, []any, bool) {
 	if p < 0 || int64(len(f)-1) < 2*p {
 		return nil, nil, false
 	}
-	var out []Marker
+	var out []quorum.Marker
 	for i := range p {
 		e, ok1 := f[1+2*i].(string)
 		v, ok2 := f[2+2*i].(string)
 		if !ok1 || !ok2 {
 			return nil, nil, false
 		}
-		out = append(out, Marker{Entry: e, Value: v})
+		out = append(out, quorum.Marker{Entry: e, Value: v})
 	}
 	return out, f[1+2*p:], true
 }
 
 // decodeShort reads the wrapper's reply in its one-string form: a tag,
 // the keys' numbers joined by ",", ":" and the value.
-func decodeShort(s string, o owns, out []KeyEffect) (NodeEffect, error) {
+func decodeShort(s string, o owns, out []quorum.KeyEffect) (quorum.NodeEffect, error) {
 	codes, val, ok := strings.Cut(s, ":")
 	if !ok || codes == "" {
-		return NodeEffect{}, errEffectReply
+		return quorum.NodeEffect{}, errEffectReply
 	}
 	tag := codes[:1]
-	var reply Value
+	var reply quorum.Value
 	switch tag {
 	case "s":
-		reply = Value{Kind: ValueStatus, Str: val}
+		reply = quorum.Value{Kind: quorum.ValueStatus, Str: val}
 	case "b":
-		reply = Value{Kind: ValueBulk, Str: val}
+		reply = quorum.Value{Kind: quorum.ValueBulk, Str: val}
 	case "e", "E":
-		reply = Value{Kind: ValueError, Str: val}
+		reply = quorum.Value{Kind: quorum.ValueError, Str: val}
 	case "n":
-		reply = Value{Kind: ValueNil}
+		reply = quorum.Value{Kind: quorum.ValueNil}
 	case "i":
 		n, err := strconv.ParseInt(val, 10, 64)
 		if err != nil {
-			return NodeEffect{}, errEffectReply
+			return quorum.NodeEffect{}, errEffectReply
 		}
-		reply = Value{Kind: ValueInt, Int: n}
+		reply = quorum.Value{Kind: quorum.ValueInt, Int: n}
 	default:
-		return NodeEffect{}, errEffectReply
+		return quorum.NodeEffect{}, errEffectReply
 	}
-	ne := NodeEffect{Reply: reply, LuaError: tag == "E"}
+	ne := quorum.NodeEffect{Reply: reply, LuaError: tag == "E"}
 	codes = codes[1:]
 	if codes == "" {
 		return ne, nil
@@ -403,14 +404,14 @@ func decodeShort(s string, o owns, out []KeyEffect) (NodeEffect, error) {
 	for i := 0; i <= len(codes); i++ {
 		if i < len(codes) && codes[i] >= '0' && codes[i] <= '9' {
 			if digits >= 18 {
-				return NodeEffect{}, errEffectReply
+				return quorum.NodeEffect{}, errEffectReply
 			}
 			f[field] = f[field]*10 + int64(codes[i]-'0')
 			digits++
 			continue
 		}
 		if digits == 0 {
-			return NodeEffect{}, errEffectReply
+			return quorum.NodeEffect{}, errEffectReply
 		}
 		digits = 0
 		if i < len(codes) && codes[i] == '.' && field < 3 {
@@ -418,14 +419,14 @@ func decodeShort(s string, o owns, out []KeyEffect) (NodeEffect, error) {
 			continue
 		}
 		if field != 3 || i < len(codes) && codes[i] != ',' || f[0] > 1 {
-			return NodeEffect{}, errEffectReply
+			return quorum.NodeEffect{}, errEffectReply
 		}
-		k := KeyEffect{Changed: f[0] == 1, Hold: time.Duration(f[3]) * time.Millisecond}
+		k := quorum.KeyEffect{Changed: f[0] == 1, Hold: time.Duration(f[3]) * time.Millisecond}
 		var okB, okA bool
 		k.BeforeOwn, okB = o.at(f[1])
 		k.AfterOwn, okA = o.at(f[2])
 		if !okB || !okA {
-			return NodeEffect{}, errEffectReply
+			return quorum.NodeEffect{}, errEffectReply
 		}
 		ne.Keys = append(ne.Keys, k)
 		f, field = [4]int64{}, 0
@@ -436,8 +437,8 @@ func decodeShort(s string, o owns, out []KeyEffect) (NodeEffect, error) {
 // keyCode reads a key the fast path proved, in the array form one number:
 // ((hold*1024 + after)*1024 + before)*2 + changed, before and after the
 // own holder's place among o (0: none).
-func keyCode(code int64, o owns) (KeyEffect, bool) {
-	k := KeyEffect{Changed: code&1 != 0, Hold: time.Duration(code>>21) * time.Millisecond}
+func keyCode(code int64, o owns) (quorum.KeyEffect, bool) {
+	k := quorum.KeyEffect{Changed: code&1 != 0, Hold: time.Duration(code>>21) * time.Millisecond}
 	var okB, okA bool
 	k.BeforeOwn, okB = o.at(code >> 1 & 1023)
 	k.AfterOwn, okA = o.at(code >> 11 & 1023)
@@ -445,33 +446,33 @@ func keyCode(code int64, o owns) (KeyEffect, bool) {
 }
 
 // decodeValue reads a reply the wrapper encoded as a tag and a value.
-func decodeValue(tag, v any, depth int) (Value, error) {
+func decodeValue(tag, v any, depth int) (quorum.Value, error) {
 	if depth > maxReplyDepth {
-		return Value{}, errEffectReply
+		return quorum.Value{}, errEffectReply
 	}
 	switch tag {
 	case "n":
-		return Value{Kind: ValueNil}, nil
+		return quorum.Value{Kind: quorum.ValueNil}, nil
 	case "a", "m", "t":
 		items, ok := v.([]any)
 		if !ok {
-			return Value{}, errEffectReply
+			return quorum.Value{}, errEffectReply
 		}
-		kind := ValueArray
+		kind := quorum.ValueArray
 		if tag == "m" {
-			kind = ValueMap
+			kind = quorum.ValueMap
 		} else if tag == "t" {
-			kind = ValueSet
+			kind = quorum.ValueSet
 		}
-		out := Value{Kind: kind, Items: make([]Value, 0, len(items))}
+		out := quorum.Value{Kind: kind, Items: make([]quorum.Value, 0, len(items))}
 		for _, it := range items {
 			f, ok := it.([]any)
 			if !ok || len(f) != 2 {
-				return Value{}, errEffectReply
+				return quorum.Value{}, errEffectReply
 			}
 			iv, err := decodeValue(f[0], f[1], depth+1)
 			if err != nil {
-				return Value{}, err
+				return quorum.Value{}, err
 			}
 			out.Items = append(out.Items, iv)
 		}
@@ -479,32 +480,32 @@ func decodeValue(tag, v any, depth int) (Value, error) {
 	case "i":
 		n, ok := v.(int64)
 		if !ok {
-			return Value{}, errEffectReply
+			return quorum.Value{}, errEffectReply
 		}
-		return Value{Kind: ValueInt, Int: n}, nil
+		return quorum.Value{Kind: quorum.ValueInt, Int: n}, nil
 	}
 	s, ok := v.(string)
 	if !ok {
-		return Value{}, errEffectReply
+		return quorum.Value{}, errEffectReply
 	}
 	switch tag {
 	case "s":
-		return Value{Kind: ValueStatus, Str: s}, nil
+		return quorum.Value{Kind: quorum.ValueStatus, Str: s}, nil
 	case "b":
-		return Value{Kind: ValueBulk, Str: s}, nil
+		return quorum.Value{Kind: quorum.ValueBulk, Str: s}, nil
 	case "e":
-		return Value{Kind: ValueError, Str: s}, nil
+		return quorum.Value{Kind: quorum.ValueError, Str: s}, nil
 	case "d":
-		return Value{Kind: ValueDouble, Str: s}, nil
+		return quorum.Value{Kind: quorum.ValueDouble, Str: s}, nil
 	case "B":
-		return Value{Kind: ValueBigNumber, Str: s}, nil
+		return quorum.Value{Kind: quorum.ValueBigNumber, Str: s}, nil
 	case "v":
 		if len(s) < 4 || s[3] != ':' {
-			return Value{}, errEffectReply
+			return quorum.Value{}, errEffectReply
 		}
-		return Value{Kind: ValueVerbatim, Str: s}, nil
+		return quorum.Value{Kind: quorum.ValueVerbatim, Str: s}, nil
 	}
-	return Value{}, errEffectReply
+	return quorum.Value{}, errEffectReply
 }
 
 func millis(v any) time.Duration {

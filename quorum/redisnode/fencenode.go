@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/lua"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // The counters' scripts (fence.go), one atomic step each on a node. The
@@ -31,9 +32,9 @@ var (
 
 	counterReadScript  = newScript(counterHoldsSrc + counterReadSrc)
 	counterFenceScript = newScript(counterHoldsSrc + strings.NewReplacer(
-		"__RLP_COUNTERS", lua.Quote(CountersKey),
-		"__RLP_HOLDPREFIX", lua.Quote(HoldPrefix),
-		"__RLP_FENCEFIELD", lua.Quote(FenceField)).Replace(counterFenceSrc))
+		"__RLP_COUNTERS", lua.Quote(quorum.CountersKey),
+		"__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix),
+		"__RLP_FENCEFIELD", lua.Quote(quorum.FenceField)).Replace(counterFenceSrc))
 	counterWriteScript = newScript(counterHoldsSrc + counterWriteSrc)
 	counterMarkScript  = newScript(counterMarkSrc)
 	counterSeedScript  = newScript(counterSeedSrc)
@@ -44,38 +45,38 @@ var (
 // lock key and its hold record.
 func counterKeys(key string) []string {
 	if key == "" {
-		return []string{CountersKey}
+		return []string{quorum.CountersKey}
 	}
-	return []string{CountersKey, key, HoldPrefix + key}
+	return []string{quorum.CountersKey, key, quorum.HoldPrefix + key}
 }
 
-func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (CounterEntry, error) {
+func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (quorum.CounterEntry, error) {
 	cmd, err := n.p.eval(ctx, counterReadScript, counterKeys(key), field, token)
 	if err != nil {
-		return CounterEntry{}, err
+		return quorum.CounterEntry{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return CounterEntry{}, err
+		return quorum.CounterEntry{}, err
 	}
 	return counterEntryResult(vals, 9)
 }
 
-func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (CounterEntry, error) {
+func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (quorum.CounterEntry, error) {
 	return runCall(ctx, n.p, pipeFenceRound(key, token, field))
 }
 
 // pipeFenceRound is FenceRound as the pipeline runs it (fanpipe.go): one
 // encoding for every node, and no goroutine per node. The script names
 // the hash and the record itself, and FENCE's field unless told another.
-func pipeFenceRound(key, token, field string) Call[CounterEntry] {
+func pipeFenceRound(key, token, field string) quorum.Call[quorum.CounterEntry] {
 	args := []any{token}
-	if field != FenceField {
+	if field != quorum.FenceField {
 		args = append(args, field)
 	}
-	return scriptCall(counterFenceScript, []string{key}, args, func(v any, err error) (CounterEntry, error) {
+	return scriptCall(counterFenceScript, []string{key}, args, func(v any, err error) (quorum.CounterEntry, error) {
 		if err != nil {
-			return CounterEntry{}, err
+			return quorum.CounterEntry{}, err
 		}
 		switch v := v.(type) {
 		case string:
@@ -83,14 +84,14 @@ func pipeFenceRound(key, token, field string) Call[CounterEntry] {
 		case []any:
 			return counterEntryResult(v, 10)
 		}
-		return CounterEntry{}, fmt.Errorf("counter read replied %T", v)
+		return quorum.CounterEntry{}, fmt.Errorf("counter read replied %T", v)
 	})
 }
 
 // tookResult decodes counter_fence.lua's short replies from a seeded
 // node where the key holds the token: "T pttl", it took T and recorded
 // it; "T pttl C", it found this token's record T, its counter C.
-func tookResult(s string) (CounterEntry, error) {
+func tookResult(s string) (quorum.CounterEntry, error) {
 	ts, rest, ok1 := strings.Cut(s, " ")
 	ps, cs, found := strings.Cut(rest, " ")
 	t, err1 := strconv.ParseInt(ts, 10, 64)
@@ -100,9 +101,9 @@ func tookResult(s string) (CounterEntry, error) {
 		c, err3 = strconv.ParseInt(cs, 10, 64)
 	}
 	if !ok1 || err1 != nil || err2 != nil || err3 != nil || t <= 0 || pttl <= 0 || c <= 0 {
-		return CounterEntry{}, fmt.Errorf("counter fence replied %q", s)
+		return quorum.CounterEntry{}, fmt.Errorf("counter fence replied %q", s)
 	}
-	en := CounterEntry{State: CounterSeeded, Value: c, Held: true, TTL: time.Duration(pttl) * time.Millisecond, Answer: t}
+	en := quorum.CounterEntry{State: quorum.CounterSeeded, Value: c, Held: true, TTL: time.Duration(pttl) * time.Millisecond, Answer: t}
 	if found {
 		en.Hold = t
 	}
@@ -112,14 +113,14 @@ func tookResult(s string) (CounterEntry, error) {
 // counterEntryResult decodes the reply of counter_read.lua (want 9
 // values) or counter_fence.lua (10, the eighth its answer): integers,
 // then the pending node's id and the seeded node's gen.
-func counterEntryResult(vals []any, want int) (CounterEntry, error) {
+func counterEntryResult(vals []any, want int) (quorum.CounterEntry, error) {
 	if len(vals) != want {
-		return CounterEntry{}, fmt.Errorf("counter read replied %d values", len(vals))
+		return quorum.CounterEntry{}, fmt.Errorf("counter read replied %d values", len(vals))
 	}
 	id, ok1 := vals[want-2].(string)
 	gen, ok2 := vals[want-1].(string)
 	if !ok1 || !ok2 {
-		return CounterEntry{}, fmt.Errorf("counter read replied id %v, gen %v", vals[want-2], vals[want-1])
+		return quorum.CounterEntry{}, fmt.Errorf("counter read replied id %v, gen %v", vals[want-2], vals[want-1])
 	}
 	var ints [8]int64
 	for i, v := range vals[:want-2] {
@@ -129,35 +130,35 @@ func counterEntryResult(vals []any, want int) (CounterEntry, error) {
 		case string:
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return CounterEntry{}, fmt.Errorf("counter read replied %q: %w", v, err)
+				return quorum.CounterEntry{}, fmt.Errorf("counter read replied %q: %w", v, err)
 			}
 			ints[i] = n
 		default:
-			return CounterEntry{}, fmt.Errorf("counter read replied %T", v)
+			return quorum.CounterEntry{}, fmt.Errorf("counter read replied %T", v)
 		}
 	}
-	if ints[0] < int64(CounterMissing) || ints[0] > int64(CounterSeeded) {
-		return CounterEntry{}, fmt.Errorf("counter read replied state %d", ints[0])
+	if ints[0] < int64(quorum.CounterMissing) || ints[0] > int64(quorum.CounterSeeded) {
+		return quorum.CounterEntry{}, fmt.Errorf("counter read replied state %d", ints[0])
 	}
-	return CounterEntry{
-		State: CounterState(ints[0]), Value: ints[1], Virgin: ints[2] == 1, Now: ints[3],
+	return quorum.CounterEntry{
+		State: quorum.CounterState(ints[0]), Value: ints[1], Virgin: ints[2] == 1, Now: ints[3],
 		Held: ints[4] == 1, TTL: time.Duration(ints[5]) * time.Millisecond, Hold: ints[6], Answer: ints[7],
 		ID: id, Gen: gen,
 	}, nil
 }
 
-func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (quorum.CounterWrite, error) {
 	return runCall(ctx, n.p, pipeWriteCounter(key, token, field, v, exclusive))
 }
 
 // pipeWriteCounter is WriteCounter as the pipeline runs it (fanpipe.go).
-func pipeWriteCounter(key, token, field string, v int64, exclusive bool) Call[CounterWrite] {
+func pipeWriteCounter(key, token, field string, v int64, exclusive bool) quorum.Call[quorum.CounterWrite] {
 	ex := "0"
 	if exclusive {
 		ex = "1"
 	}
 	args := []any{field, strconv.FormatInt(v, 10), ex, token}
-	return scriptCall(counterWriteScript, counterKeys(key), args, func(r any, err error) (CounterWrite, error) {
+	return scriptCall(counterWriteScript, counterKeys(key), args, func(r any, err error) (quorum.CounterWrite, error) {
 		if err != nil {
 			return 0, err
 		}
@@ -165,37 +166,37 @@ func pipeWriteCounter(key, token, field string, v int64, exclusive bool) Call[Co
 		if !ok {
 			return 0, fmt.Errorf("counter write replied %T", r)
 		}
-		switch CounterWrite(w) {
-		case CounterWritten, CounterUnseeded, CounterContended, CounterNotHeld:
-			return CounterWrite(w), nil
+		switch quorum.CounterWrite(w) {
+		case quorum.CounterWritten, quorum.CounterUnseeded, quorum.CounterContended, quorum.CounterNotHeld:
+			return quorum.CounterWrite(w), nil
 		}
 		return 0, fmt.Errorf("counter write replied %d", w)
 	})
 }
 
-func (n *redisNode) MarkCounters(ctx context.Context, id string) (CounterEntry, error) {
-	cmd, err := n.p.eval(ctx, counterMarkScript, []string{CountersKey}, id)
+func (n *redisNode) MarkCounters(ctx context.Context, id string) (quorum.CounterEntry, error) {
+	cmd, err := n.p.eval(ctx, counterMarkScript, []string{quorum.CountersKey}, id)
 	if err != nil {
-		return CounterEntry{}, err
+		return quorum.CounterEntry{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return CounterEntry{}, err
+		return quorum.CounterEntry{}, err
 	}
 	if len(vals) != 2 {
-		return CounterEntry{}, fmt.Errorf("counter mark replied %d values", len(vals))
+		return quorum.CounterEntry{}, fmt.Errorf("counter mark replied %d values", len(vals))
 	}
 	state, ok1 := vals[0].(int64)
 	mark, ok2 := vals[1].(string)
 	v, err := strconv.ParseInt(mark, 10, 64)
 	if !ok1 || !ok2 || err != nil {
-		return CounterEntry{}, fmt.Errorf("counter mark replied %v", vals)
+		return quorum.CounterEntry{}, fmt.Errorf("counter mark replied %v", vals)
 	}
-	return CounterEntry{State: CounterState(state), Value: v}, nil
+	return quorum.CounterEntry{State: quorum.CounterState(state), Value: v}, nil
 }
 
 func (n *redisNode) Counters(ctx context.Context) (map[string]int64, error) {
-	m, err := n.c.HGetAll(ctx, CountersKey).Result()
+	m, err := n.c.HGetAll(ctx, quorum.CountersKey).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +224,7 @@ func countersResult(m map[string]string) (map[string]int64, error) {
 }
 
 func (n *redisNode) NameCounters(ctx context.Context, mark int64, gen string) (bool, error) {
-	cmd, err := n.p.eval(ctx, counterNameScript, []string{CountersKey}, strconv.FormatInt(mark, 10), gen)
+	cmd, err := n.p.eval(ctx, counterNameScript, []string{quorum.CountersKey}, strconv.FormatInt(mark, 10), gen)
 	if err != nil {
 		return false, err
 	}
@@ -236,7 +237,7 @@ func (n *redisNode) SeedCounters(ctx context.Context, mark int64, gen string, fi
 	for f, v := range fields {
 		args = append(args, f, strconv.FormatInt(v, 10))
 	}
-	cmd, err := n.p.eval(ctx, counterSeedScript, []string{CountersKey}, args...)
+	cmd, err := n.p.eval(ctx, counterSeedScript, []string{quorum.CountersKey}, args...)
 	if err != nil {
 		return false, err
 	}

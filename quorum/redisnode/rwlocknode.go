@@ -1,4 +1,4 @@
-package quorum
+package redisnode
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/lua"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // The read lock's scripts (rwlock.go), one atomic step each on a node.
@@ -33,51 +34,51 @@ var (
 	rwTakeScript    = newScript(rwTakeSrc)
 	rwUndoScript    = newScript(rwUndoSrc)
 	rwUnlockScript  = newScript(rwUnlockSrc)
-	rwForceScript   = newScript(strings.ReplaceAll(rwForceSrc, "__RLP_HOLDPREFIX", lua.Quote(HoldPrefix)))
+	rwForceScript   = newScript(strings.ReplaceAll(rwForceSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
 	rwRenewScript   = newScript(rwRenewSrc)
 	rwPublishScript = newScript(rwPublishSrc)
 	// The hold record's prefix is the engine's own (fence.go).
-	rwRenewLockScript   = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(HoldPrefix)))
-	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(HoldPrefix)))
+	rwRenewLockScript   = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
+	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
 )
 
-func (n *redisNode) TakeRead(ctx context.Context, l ReadLock, ttl time.Duration, nonce string) (ReadTake, error) {
+func (n *redisNode) TakeRead(ctx context.Context, l quorum.ReadLock, ttl time.Duration, nonce string) (quorum.ReadTake, error) {
 	cmd, err := n.p.eval(ctx, rwTakeScript, []string{l.Key, l.TimeoutPrefix}, ttl.Milliseconds(), l.Name, l.WriteName, nonce)
 	if err != nil {
-		return ReadTake{}, err
+		return quorum.ReadTake{}, err
 	}
 	vals, err := cmd.Int64Slice()
 	if err != nil || len(vals) != 2 {
-		return ReadTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
+		return quorum.ReadTake{}, fmt.Errorf("read lock take replied %v, %v", vals, err)
 	}
 	if vals[0] == 1 {
-		return ReadTake{Granted: true, Prior: int(vals[1]) - 1}, nil
+		return quorum.ReadTake{Granted: true, Prior: int(vals[1]) - 1}, nil
 	}
-	return ReadTake{PTTL: time.Duration(vals[1]) * time.Millisecond}, nil
+	return quorum.ReadTake{PTTL: time.Duration(vals[1]) * time.Millisecond}, nil
 }
 
-func (n *redisNode) UndoRead(ctx context.Context, l ReadLock, nonce string) error {
+func (n *redisNode) UndoRead(ctx context.Context, l quorum.ReadLock, nonce string) error {
 	_, err := n.p.evalBody(ctx, rwUndoScript, []string{l.Key, l.TimeoutPrefix}, l.Name, nonce)
 	return err
 }
 
-func (n *redisNode) UnlockRead(ctx context.Context, u ReadUnlock) (ReadRelease, error) {
+func (n *redisNode) UnlockRead(ctx context.Context, u quorum.ReadUnlock) (quorum.ReadRelease, error) {
 	cmd, err := n.p.eval(ctx, rwUnlockScript, []string{u.Key, u.Channel, u.TimeoutPrefix, u.KeyPrefix, u.Latch},
 		u.Message, u.Name, u.Publish, u.LatchPX)
 	if err != nil {
-		return ReadRelease{}, err
+		return quorum.ReadRelease{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return ReadRelease{}, err
+		return quorum.ReadRelease{}, err
 	}
 	return readReleaseResult(vals)
 }
 
 // readReleaseResult decodes rwlock_unlock.lua's reply.
-func readReleaseResult(vals []any) (ReadRelease, error) {
+func readReleaseResult(vals []any) (quorum.ReadRelease, error) {
 	if len(vals) != 2 {
-		return ReadRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
+		return quorum.ReadRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
 	}
 	kind, ok := vals[0].(int64)
 	switch {
@@ -86,30 +87,30 @@ func readReleaseResult(vals []any) (ReadRelease, error) {
 		// Redisson answers tonumber(latch): nil when it is not a number.
 		s, _ := vals[1].(string)
 		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return ReadRelease{Latched: true, Latch: Value{Kind: ValueInt, Int: v}}, nil
+			return quorum.ReadRelease{Latched: true, Latch: quorum.Value{Kind: quorum.ValueInt, Int: v}}, nil
 		}
-		return ReadRelease{Latched: true}, nil
+		return quorum.ReadRelease{Latched: true}, nil
 	case kind == 1 || kind == 2:
 		free, _ := vals[1].(int64)
-		return ReadRelease{Held: kind == 2, Free: free == 1}, nil
+		return quorum.ReadRelease{Held: kind == 2, Free: free == 1}, nil
 	}
-	return ReadRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
+	return quorum.ReadRelease{}, fmt.Errorf("read lock unlock replied %v", vals)
 }
 
-func (n *redisNode) UnlockWrite(ctx context.Context, u WriteUnlock) (WriteRelease, error) {
+func (n *redisNode) UnlockWrite(ctx context.Context, u quorum.WriteUnlock) (quorum.WriteRelease, error) {
 	cmd, err := n.p.eval(ctx, rwWriteUnlockScript, []string{u.Key, u.Channel, u.Latch}, u.Message, u.Lease, u.Name, u.Publish, u.LatchPX)
 	if err != nil {
-		return WriteRelease{}, err
+		return quorum.WriteRelease{}, err
 	}
 	vals, err := cmd.Slice()
 	if err != nil {
-		return WriteRelease{}, err
+		return quorum.WriteRelease{}, err
 	}
 	return writeReleaseResult(vals)
 }
 
 // writeReleaseResult decodes rwlock_wunlock.lua's reply.
-func writeReleaseResult(vals []any) (WriteRelease, error) {
+func writeReleaseResult(vals []any) (quorum.WriteRelease, error) {
 	if len(vals) == 2 {
 		kind, _ := vals[0].(int64)
 		flag, _ := vals[1].(int64)
@@ -118,14 +119,14 @@ func writeReleaseResult(vals []any) (WriteRelease, error) {
 			// Redisson answers tonumber(latch): nil when it is not a number.
 			s, _ := vals[1].(string)
 			if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return WriteRelease{Latched: true, Latch: Value{Kind: ValueInt, Int: v}}, nil
+				return quorum.WriteRelease{Latched: true, Latch: quorum.Value{Kind: quorum.ValueInt, Int: v}}, nil
 			}
-			return WriteRelease{Latched: true}, nil
+			return quorum.WriteRelease{Latched: true}, nil
 		case kind >= 1 && kind <= 3:
-			return WriteRelease{Outcome: uint8(kind), Flag: flag == 1}, nil
+			return quorum.WriteRelease{Outcome: uint8(kind), Flag: flag == 1}, nil
 		}
 	}
-	return WriteRelease{}, fmt.Errorf("write lock unlock replied %v", vals)
+	return quorum.WriteRelease{}, fmt.Errorf("write lock unlock replied %v", vals)
 }
 
 func (n *redisNode) ForceUnlock(ctx context.Context, key, mode string) (int64, error) {
