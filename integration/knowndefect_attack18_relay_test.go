@@ -23,6 +23,7 @@ type attack18HoldFirst struct {
 	n     int
 	hold  time.Duration
 	conns []int       // the connection each held chunk came on
+	verbs []string    // and its first command's name
 	marks map[int]int // chunks with mark per connection, held or not
 }
 
@@ -30,7 +31,7 @@ type attack18HoldFirst struct {
 func (h *attack18HoldFirst) reset(mark string, n int, hold time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.mark, h.n, h.hold, h.conns, h.marks = []byte(mark), n, hold, nil, map[int]int{}
+	h.mark, h.n, h.hold, h.conns, h.verbs, h.marks = []byte(mark), n, hold, nil, nil, map[int]int{}
 }
 
 // delay is how long the relay holds chunk b, sent on connection conn.
@@ -45,14 +46,20 @@ func (h *attack18HoldFirst) delay(conn int, b []byte) time.Duration {
 		return 0
 	}
 	h.conns = append(h.conns, conn)
+	verb := ""
+	if f := bytes.SplitN(b, []byte("\r\n"), 4); len(f) == 4 {
+		verb = string(f[2]) // *N, $len, name
+	}
+	h.verbs = append(h.verbs, verb)
 	return h.hold
 }
 
-// held is the connections the chunks held came on, in order.
-func (h *attack18HoldFirst) held() []int {
+// held is the connections the chunks held came on, and their first
+// commands' names, in order.
+func (h *attack18HoldFirst) held() (conns []int, verbs []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.Clone(h.conns)
+	return slices.Clone(h.conns), slices.Clone(h.verbs)
 }
 
 // marked is how many chunks with mark came on connection conn.

@@ -30,11 +30,12 @@ import (
 // The held releases then land on masters 1 and 2; C must not get the
 // key while A's retry is valid. The undo goes out on a new connection
 // only if the SET NX's was dropped before the undo was sent (the two
-// race at the deadline), and stays alone on it only if that connection
-// is dropped before the next write (redsync's release) is sent:
-// otherwise the retry's new connection kills the one it rode on, as
-// F4b's fix does. A run where either happened on either master says
-// nothing, and the scenario runs again on another key, up to 6 times.
+// race at the deadline: on it, the undo is not sent or is killed with
+// it), and stays alone on it only if that connection is dropped before
+// the next write is sent (then the retry's new connection kills it, as
+// F4b's fix does). A run where any of that happened on either master
+// says nothing, and the scenario runs again on another key, up to 6
+// times.
 func attack18LateUndo(t *testing.T, nodeTimeout, hold time.Duration, retry func(t *testing.T, p *redis.Client, key, token string) (time.Time, bool)) {
 	c := startNodes(t, 3)
 	var h1, h2 attack18HoldFirst
@@ -49,18 +50,20 @@ func attack18LateUndo(t *testing.T, nodeTimeout, hold time.Duration, retry func(
 		h1.reset(key, 2, hold)
 		h2.reset(key, 2, hold)
 		start, ok := retry(t, p, key, tokA)
-		if !ok {
-			return
-		}
-		c1, c2 := h1.held(), h2.held()
-		if len(c1) != 2 || len(c2) != 2 {
-			t.Fatalf("the relays held the writes naming the key that came on connections %v and %v; want 2 each (the SET NX and its undo)", c1, c2)
-		}
+		c1, v1 := h1.held()
+		c2, v2 := h2.held()
 		expires := start.Add(20 * time.Second)
 		time.Sleep(hold + 300*time.Millisecond) // the held undo lands on masters 1 and 2
-		if alone := func(h *attack18HoldFirst, c []int) bool { return c[0] != c[1] && h.marked(c[1]) == 1 }; !alone(&h1, c1) || !alone(&h2, c2) {
-			t.Logf("try %d: an undo went out on the SET NX's connection, or a later write on the undo's (%v, %v); again", try, c1, c2)
+		alone := func(h *attack18HoldFirst, c []int, v []string) bool {
+			return len(c) == 2 && v[0] == "set" && v[1] == "eval" && c[0] != c[1] && h.marked(c[1]) == 1
+		}
+		if !alone(&h1, c1, v1) || !alone(&h2, c2, v2) {
+			t.Logf("try %d: held %v on connections %v and %v on %v: an undo not sent, sent on the SET NX's connection, or followed on its own; again", try, v1, c1, v2, c2)
 			continue
+		}
+		if !ok {
+			t.Errorf("A's retry was not granted")
+			return
 		}
 		attack16Dump(t, c, "after the held undo landed", key)
 		granted, err := p.SetNX(t.Context(), key, tokC, 10*time.Second).Result()
@@ -85,7 +88,7 @@ func TestAttack18FailedAcquiresLateUndoDoesNotDeleteTheRetrysGrant(t *testing.T)
 		start := time.Now()
 		ok, err = p.SetNX(ctx, key, token, 20*time.Second).Result()
 		if err != nil || !ok {
-			t.Errorf("A's SET NX again: %v, %v; want OK", ok, err)
+			t.Logf("A's SET NX again: %v, %v; want OK", ok, err)
 			return start, false
 		}
 		return start, true
@@ -111,7 +114,7 @@ func TestAttack18RedsyncRetryAfterAFailedTryKeepsItsGrant(t *testing.T) {
 			redsync.WithGenValueFunc(func() (string, error) { return token, nil }))
 		start := time.Now()
 		if err := m.LockContext(t.Context()); err != nil {
-			t.Errorf("redsync Lock with two tries: %v; want OK at the second", err)
+			t.Logf("redsync Lock with two tries: %v; want OK at the second", err)
 			return start, false
 		}
 		// The first try's SET NX failed: its two held writes are spent.
