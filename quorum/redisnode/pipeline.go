@@ -93,6 +93,7 @@ type op struct {
 	// resent: the op is a script's body sent after NOSCRIPT, or got that
 	// reply and waits for its fan to send it (fanpipe.go)
 	resent bool
+	late   bool // its caller lets it land after it gave up (landsLate)
 }
 
 // finish hands o its reply; whoever calls it touches o no more.
@@ -210,6 +211,7 @@ func (p *pipeline) reply(ctx context.Context, cmd []byte) (any, error) {
 func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
 	o := ops.Get().(*op)
 	o.ctx, o.cmd = ctx, cmd
+	o.late = ctx.Value(landsLateKey{}) != nil
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -451,6 +453,19 @@ func (p *pipeline) retire(cn *nodeConn) {
 	p.unsettle(cn, ops)
 }
 
+// landsLate marks ctx's operations as ones that may land after their
+// caller gave up, so that a connection dropped with only such ops
+// unanswered is not killed: reads; a decided publish, with its own
+// limit on the node's clock; the latch's and the counters' rounds,
+// whose explorers allow a late landing and whose liveness needs it (a
+// kill lost TestAttack14LatchZeroMessageLostWhenEveryCopyIsLate's
+// message, whose publish shared a write with a counter's read).
+func landsLate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, landsLateKey{}, true)
+}
+
+type landsLateKey struct{}
+
 // clientRef names a connection on the node: its CLIENT ID, and the
 // run_id of the process that gave it.
 type clientRef struct {
@@ -458,17 +473,16 @@ type clientRef struct {
 	runID string
 }
 
-// unsettle marks cn, given up with ops unanswered, for settle, if one
-// of them is a lock operation (a fan-out's: acquire, extend, release,
-// the effect path's), whose late landing could undo a later grant. The
-// others (a decided publish with its own limit on the node's clock, the
-// latch's and the counters' rounds) are left to land late, as their
-// explorers allow: a kill would only lose them.
+// unsettle marks cn, given up with ops unanswered, for settle, unless
+// every one of them may land late (landsLate): a lock write's late
+// landing (an acquire's, a give-back's, a release's, an extend's, a
+// script's on the effect path or the read-write lock's) could undo a
+// later grant of the same token.
 func (p *pipeline) unsettle(cn *nodeConn, ops []*op) {
 	if cn.id == 0 {
 		return // the node did not tell its ID (an ACL without CLIENT ID)
 	}
-	if !slices.ContainsFunc(ops, func(o *op) bool { return o.fan != nil }) {
+	if !slices.ContainsFunc(ops, func(o *op) bool { return !o.late }) {
 		return
 	}
 	p.mu.Lock()

@@ -730,3 +730,67 @@ func timeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
 }
+
+// A connection given up with ops unanswered is marked for a kill unless
+// every op may land late (landsLate): an op sent alone, as a give-back
+// is, could undo a later grant as a fan-out's can (attack18 A1).
+func TestPipelineUnsettleMarksUnlessEveryOpMayLandLate(t *testing.T) {
+	late := func() *op { return &op{late: true} }
+	for _, tt := range []struct {
+		name   string
+		ops    []*op
+		marked bool
+	}{
+		{"a fan-out's op", []*op{{fan: &fan{}}}, true},
+		{"an op sent alone (a give-back)", []*op{{}}, true},
+		{"only ops that may land late", []*op{late(), late()}, false},
+		{"one that may land late, one that may not", []*op{late(), {}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pipeline{}
+			p.unsettle(&nodeConn{id: 7, runID: "r"}, tt.ops)
+			if marked := len(p.unsettled) == 1; marked != tt.marked {
+				t.Errorf("marked = %v (%v); want %v", marked, p.unsettled, tt.marked)
+			}
+		})
+	}
+}
+
+// An op given up on a frozen node marks its dropped connection for a
+// kill, unless its context says it may land late.
+func TestPipelineGivenUpOpMarksItsConnectionUnlessItMayLandLate(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		t.Run(fmt.Sprintf("landsLate %v", late), func(t *testing.T) {
+			proc := startRedis(t)
+			n := proc.node(t)
+			n.WatchConnects(func(string) {}) // the handshake asks CLIENT ID
+			if _, err := n.p.do(t.Context(), "ping"); err != nil {
+				t.Fatalf("PING: %v", err)
+			}
+			proc.Freeze(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			if late {
+				ctx = landsLate(ctx)
+			}
+			if _, err := n.p.do(ctx, "set", "k", "v"); err == nil {
+				t.Fatal("SET on a frozen node answered")
+			}
+			marked := false
+			for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !marked; time.Sleep(10 * time.Millisecond) {
+				n.p.mu.Lock()
+				marked = len(n.p.unsettled) > 0
+				n.p.mu.Unlock()
+				if late && n.p.conn.Load() == nil {
+					break // dropped, and not marked
+				}
+			}
+			if marked == late {
+				t.Errorf("connection marked for a kill = %v; want %v", marked, !late)
+			}
+			if n.p.conn.Load() != nil {
+				t.Error("the connection with the op given up on was not dropped")
+			}
+		})
+	}
+}

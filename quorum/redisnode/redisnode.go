@@ -498,7 +498,7 @@ func extendAnswer(v any, err error) (time.Duration, error) {
 }
 
 func (n *redisNode) Inspect(ctx context.Context, key string) (quorum.Entry, error) {
-	cmd, err := n.p.eval(ctx, inspectScript, []string{key})
+	cmd, err := n.p.eval(landsLate(ctx), inspectScript, []string{key})
 	if err != nil {
 		return quorum.Entry{}, err
 	}
