@@ -10,28 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
-
-// redis-semaphore 5.8's Semaphore acquire (lib/semaphore/acquire/lua.js),
-// byte for byte: it scores its member by the client's clock (ARGV[4]).
-const semaphoreAcquireScript = `
-  local key = KEYS[1]
-  local limit = tonumber(ARGV[1])
-  local identifier = ARGV[2]
-  local lockTimeout = tonumber(ARGV[3])
-  local now = tonumber(ARGV[4])
-  local expiredTimestamp = now - lockTimeout
-
-  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)
-
-  if redis.call('zcard', key) < limit then
-    redis.call('zadd', key, now, identifier)
-    redis.call('pexpire', key, lockTimeout)
-    return 1
-  else
-    return 0
-  end`
 
 // TestSemaphoreScoredByAcquisitionIsRefused: with one master down, two
 // clients acquiring a limit-1 redis-semaphore are never both told they
@@ -42,7 +23,7 @@ func TestSemaphoreScoredByAcquisitionIsRefused(t *testing.T) {
 	c, p := setup(t, 5, proxy.Config{})
 	c.kill(4)
 	ctx := t.Context()
-	acquire := redis.NewScript(semaphoreAcquireScript)
+	acquire := redis.NewScript(clientlua.SemaphoreAcquire)
 	granted := 0
 	for _, id := range []string{"client-a", "client-b"} {
 		now := strconv.FormatInt(time.Now().UnixMilli(), 10)

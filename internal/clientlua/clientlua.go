@@ -1,6 +1,6 @@
 // Package clientlua holds Lua scripts that real lock clients send
-// (CLIENTS.md), for tests: quorum's run them through the engine on real
-// nodes, and the go-redis node's assemble its wrapper around them.
+// (CLIENTS.md), for tests: admission's, the engine's on real nodes, the
+// go-redis node's wrapper and the integration tests run these copies.
 package clientlua
 
 // GoZeroLock is go-zero's RedisLock acquire (a take, or a re-entrant

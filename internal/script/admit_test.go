@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
 )
 
 var admitTable = []struct {
@@ -18,29 +20,7 @@ var admitTable = []struct {
 	{"SELECT 0 from ARGV, then a release", "redis.pcall(\"SELECT\", ARGV[1])\nlocal count = 0\nfor i, key in ipairs(KEYS) do\n  if redis.call(\"get\", key) == ARGV[2] then\n    redis.pcall(\"del\", key)\n    count = count + 1\n  end\nend\nreturn count\n", nil},
 	{"SELECT tonumber(ARGV[1]) (@sesamecare-oss/redlock)", "\n  -- Protected call to execute SELECT command if supported\n  redis.pcall(\"SELECT\", tonumber(ARGV[1]))\n\n  for i, key in ipairs(KEYS) do\n    if redis.call(\"exists\", key) == 1 then\n      return 0\n    end\n  end\n  for i, key in ipairs(KEYS) do\n    redis.call(\"set\", key, ARGV[2], \"PX\", ARGV[3])\n  end\n  return #KEYS\n", nil},
 	{"SELECT 0 literally", `redis.call("select", 0) return redis.call("get", KEYS[1])`, nil},
-	{"Symfony save with TIME and a sorted set", `
-            local key = KEYS[1]
-            local uniqueToken = ARGV[2]
-            local ttl = tonumber(ARGV[3])
-            if redis.call("TYPE", key).ok == "string" then
-                return false
-            end
-            local now = redis.call("TIME")
-            now = now[1] * 1000 + math.floor(now[2] / 1000)
-            redis.call("ZREMRANGEBYSCORE", key, "-inf", now)
-            if redis.call("ZSCORE", key, uniqueToken) then
-                if not redis.call("ZSCORE", key, "__write__") and redis.call("ZCOUNT", key, "-inf", "+inf") > 1  then
-                    return false
-                end
-            elseif redis.call("ZCOUNT", key, "-inf", "+inf") > 0  then
-                return false
-            end
-            redis.call("ZADD", key, now + ttl, uniqueToken)
-            redis.call("ZADD", key, now + ttl, "__write__")
-            local maxExpiration = redis.call("ZREVRANGE", key, 0, 0, "WITHSCORES")[2]
-            redis.call("PEXPIREAT", key, maxExpiration)
-            return true
-        `, []string{"__write__", "1000"}},
+	{"Symfony save with TIME and a sorted set", clientlua.SymfonySave, []string{"__write__", "1000"}},
 	{"Symfony TIME probe", "\n                local now = redis.call(\"TIME\")\n                redis.call(\"SET\", KEYS[1], \"1\", \"PX\", 1)\n\n\t            return 1\n            ", []string{"1"}},
 	{"KEYS[i] in a numeric loop, unpack(KEYS)", `for i = 1, #KEYS do redis.call("pexpire", KEYS[i], ARGV[1]) end return redis.call("del", unpack(KEYS))`, nil},
 	{"local functions and string methods", `local function own(v) return v == ARGV[1] end
