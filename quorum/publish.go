@@ -3,6 +3,8 @@ package quorum
 import (
 	"context"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 )
 
 // publishWithin is how long after it is sent a node may still run a
@@ -23,9 +25,11 @@ type publisher interface {
 // publishDecided sends a decided message (a read lock's release, a
 // latch's) on every node, each copy due on its node's clock within
 // publishWithin of its send (a proxy paused before it sends loses no
-// copy); the proxies' pub/sub hubs deliver the copies once. A node not
-// yet probed sends it without a limit.
+// copy); the proxies' pub/sub hubs deliver the copies once, by the tag
+// (internal/pubid) every copy carries, whichever nodes sent it. A node
+// not yet probed sends it without a limit.
 func (e *Engine) publishDecided(ctx context.Context, cmd, channel, message string) {
+	message = pubid.New() + message
 	fanOut(context.WithoutCancel(ctx), e, func(ctx context.Context, i int, n Node) (struct{}, error) {
 		var until int64
 		if t, ok := e.onNodeClock(i, time.Now().Add(publishWithin)); ok {

@@ -3,6 +3,8 @@ package quorum
 import (
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 )
 
 // TestPublishDecidedDropsALateCopy: a decided message is sent by a node
@@ -53,7 +55,14 @@ func TestPublishDecidedDropsALateCopy(t *testing.T) {
 		t.Fatal("no node clock after Start's probes")
 	}
 	e.publishDecided(ctx, "PUBLISH", "ch", "in time")
-	expect("a copy in time", "in time")
+	select {
+	case m := <-got: // the engine's copy carries its tag (internal/pubid)
+		if _, rest, ok := pubid.Split(m.Payload); !ok || rest != "in time" {
+			t.Fatalf("a copy in time: got %q; want a tag, then \"in time\"", m.Payload)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a copy in time: no message")
+	}
 
 	late, _ := e.onNodeClock(1, time.Now().Add(-time.Second))
 	if err := n.Publish(ctx, "PUBLISH", "ch", "late", late.UnixMilli()); err != nil {
