@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 )
 
 // Effect is a client's script wrapped so that each node runs it with its
@@ -113,7 +115,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	start := time.Now()
 	sc := newEffectScratch(len(e.nodes), len(keys))
 	defer sc.free()
-	call := EffectCall{Keys: keys, Args: args, Out: sc.out}
+	call := EffectCall{Keys: keys, Args: args, Tag: pubid.New(), Out: sc.out}
 	results := e.runEffectOnNodes(ctx, start, eff, call, sc)
 	uniq := uniqueKeys(keys)
 	counted := sc.counted

@@ -100,9 +100,12 @@ type effectNode interface {
 // EffectCall is one run's keys and arguments, made once for every node:
 // fcall is the call of the wrapper's function, encoded (fcallCommand),
 // and out has room for each node's key effects (node i's from
-// i*len(keys)).
+// i*len(keys)). Tag (internal/pubid) starts each message the run
+// publishes, the same on every node, so that the hubs count the copies
+// of one publish by it; the wrapper gets it after Args ("": untagged).
 type EffectCall struct {
 	Keys, Args []string
+	Tag        string
 	FCall      []byte
 	Out        []KeyEffect
 }
@@ -121,15 +124,15 @@ func (c EffectCall) OutFor(i int) []KeyEffect {
 	return c.Out[i*n : i*n : (i+1)*n]
 }
 
-// KeysArgs are the call's keys, then its args, as go-redis command
-// arguments: for the script form and the retries (pipescript.go).
+// KeysArgs are the call's keys, then its args and its tag, as go-redis
+// command arguments: for the script form and the retries (pipescript.go).
 func (c EffectCall) KeysArgs() []any {
-	out := make([]any, 0, len(c.Keys)+len(c.Args))
+	out := make([]any, 0, len(c.Keys)+len(c.Args)+1)
 	for _, k := range c.Keys {
 		out = append(out, k)
 	}
 	for _, a := range c.Args {
 		out = append(out, a)
 	}
-	return out
+	return append(out, c.Tag)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 )
 
 // Scripts real clients send (internal/clientlua).
@@ -325,6 +326,62 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 		msg, err := sub.ReceiveMessage(mctx)
 		if err != nil || msg.Payload != "served-msg" {
 			t.Fatalf("first message = %v, %v; want served-msg (the refused run's is never sent)", msg, err)
+		}
+	})
+}
+
+// TestEffectTagsWhatItPublishes: each message a run publishes starts
+// with the call's tag (internal/pubid), which the body does not see in
+// ARGV; a number is tagged when Redis writes it as Lua's tostring does,
+// else sent as it is. Through the engine, each run has a tag of its own.
+func TestEffectTagsWhatItPublishes(t *testing.T) {
+	inBothForms(t, func(t *testing.T, form wrapperForm) {
+		admin, n, e := formEngine(t, form)
+		ctx := t.Context()
+		sub := admin.Subscribe(ctx, "ch")
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		receive := func(want string) {
+			t.Helper()
+			mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			if msg, err := sub.ReceiveMessage(mctx); err != nil || msg.Payload != want {
+				t.Fatalf("message = %v, %v; want %q", msg, err, want)
+			}
+		}
+		w := e.Wrap(`redis.call("publish", KEYS[1], ARGV[1]) redis.call("publish", KEYS[1], 5)
+redis.call("publish", KEYS[1], 1.5) return #ARGV`, nil)
+		for range 2 { // a library compiles the body on its first run
+			call := newEffectCall([]string{"ch"}, []string{"msg"}, 1)
+			call.Tag = pubid.New()
+			ne, err := n.RunEffect(ctx, w, call, nil)
+			if err != nil || ne.Refused != "" || ne.Reply.Kind != ValueInt || ne.Reply.Int != 1 {
+				t.Fatalf("run = %+v, %v; want the integer 1 (#ARGV without the tag)", ne, err)
+			}
+			receive(call.Tag + "msg")
+			receive(call.Tag + "5")
+			receive("1.5")
+		}
+		var tags []string
+		for range 2 {
+			if _, err := e.RunEffect(ctx, w, []string{"ch"}, []string{"msg"}); err != nil {
+				t.Fatalf("RunEffect: %v", err)
+			}
+			mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			msg, err := sub.ReceiveMessage(mctx)
+			cancel()
+			tag, rest, ok := pubid.Split(msg.Payload)
+			if err != nil || !ok || rest != "msg" {
+				t.Fatalf("the engine's run published %v, %v; want a tag, then msg", msg, err)
+			}
+			tags = append(tags, tag)
+			receive(tag + "5")
+			receive("1.5")
+		}
+		if tags[0] == tags[1] {
+			t.Errorf("two runs published with one tag %q", tags[0])
 		}
 	})
 }

@@ -3,29 +3,46 @@
 // publish reaches a proxy's hub up to N times, and the hub delivers it
 // once by its identity (internal/pubsub), whichever nodes sent it.
 //
-// A tagged payload is Prefix, 16 random bytes, then the payload as the
-// client gave it. Prefix starts with a NUL and a byte that no UTF-8 text
+// A tagged payload is Prefix, 16 bytes that tell one publish from
+// another, then the payload as the client gave it. Prefix starts with a NUL and a byte that no UTF-8 text
 // holds, so no text payload reads as tagged; the hub strips the tag
 // before any subscriber sees the message. A payload published on the
 // masters other than through a proxy that starts with Prefix and is long
 // enough reads as a proxy's publish.
 package pubid
 
-import "crypto/rand"
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // Prefix starts every tagged payload.
 const Prefix = "\x00\xc0rlp1"
 
-// size is a tag's length: Prefix and the random part.
+// size is a tag's length: Prefix and 16 bytes.
 const size = len(Prefix) + 16
 
-// New returns a new tag: Prefix and 16 random bytes. A publish sends tag
-// + payload on every node.
+// base is this process's 8 random bytes, which start the 16 of each of
+// its tags; next counts its tags.
+var (
+	base = func() [8]byte {
+		var b [8]byte
+		rand.Read(b[:])
+		return b
+	}()
+	next atomic.Uint64
+)
+
+// New returns a new tag: Prefix, this process's 8 random bytes and a
+// count, one distinct from any other (as far as 64 random bits go) and
+// cheap enough for every lock script run. A publish sends tag + payload
+// on every node.
 func New() string {
-	b := make([]byte, size)
-	copy(b, Prefix)
-	rand.Read(b[len(Prefix):])
-	return string(b)
+	b := make([]byte, 0, size)
+	b = append(b, Prefix...)
+	b = append(b, base[:]...)
+	return string(binary.BigEndian.AppendUint64(b, next.Add(1)))
 }
 
 // Split returns a tagged payload's tag and the payload after it; ok is

@@ -14,19 +14,21 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
-// fcallCommand encodes the call of s's function with keys and args, and
-// the SHA-1 of the body's chunk, as evalKeyed sends it: one buffer that
-// every node's pipeline writes as it is, with no command object.
-func fcallCommand(s *script, keys, args []string) []byte {
+// fcallCommand encodes the call of s's function with c's keys, args and
+// tag, and the SHA-1 of the body's chunk, as evalKeyed sends it: one
+// buffer that every node's pipeline writes as it is, with no command
+// object.
+func fcallCommand(s *script, c quorum.EffectCall) []byte {
+	keys, args := c.Keys, c.Args
 	sha, _ := s.chunkArg.(string)
-	size := 64 + len(s.fn) + len(sha)
+	size := 80 + len(s.fn) + len(sha) + len(c.Tag)
 	for _, k := range keys {
 		size += 16 + len(k)
 	}
 	for _, a := range args {
 		size += 16 + len(a)
 	}
-	n := 3 + len(keys) + len(args)
+	n := 4 + len(keys) + len(args)
 	if sha != "" {
 		n++
 	}
@@ -40,6 +42,7 @@ func fcallCommand(s *script, keys, args []string) []byte {
 	for _, a := range args {
 		b = wire.AppendBulk(b, a)
 	}
+	b = wire.AppendBulk(b, c.Tag)
 	if sha != "" {
 		b = wire.AppendBulk(b, sha)
 	}
@@ -76,7 +79,7 @@ func (n *redisNode) FCall(w any, call quorum.EffectCall) (quorum.Call[any], bool
 	if s.fn == "" || s.noLib.Load() {
 		return quorum.Call[any]{}, false
 	}
-	return plainCall(fcallCommand(s, call.Keys, call.Args), fcallAnswer), true
+	return plainCall(fcallCommand(s, call), fcallAnswer), true
 }
 
 // fcallAnswer is a batch's FCALL reply as runEffectOnNodes reads it: an
@@ -130,7 +133,7 @@ func (n *redisNode) runWrapped(ctx context.Context, s *script, c quorum.EffectCa
 	}
 	b := c.FCall
 	if b == nil {
-		b = fcallCommand(s, c.Keys, c.Args)
+		b = fcallCommand(s, c)
 	}
 	v, err = p.reply(ctx, b)
 	if err == nil || ctx.Err() != nil {

@@ -204,8 +204,16 @@ for i = 1, (__rlp_slowfns or __rlp_held) and #__rlp_keys or 0 do
     end
   end
 end
+-- Each message starts with the call's tag (pt, internal/pubid), the same
+-- on every node, by which the hubs count its copies. A number is tagged
+-- only when it is an integer that tostring writes as Redis does (Redis
+-- writes any other with more digits); the rest go untagged.
 if __rlp_pubs then
-  for i = 1, #__rlp_pubs, 3 do __rlp_pcall(__rlp_pubs[i], __rlp_pubs[i + 1], __rlp_pubs[i + 2]) end
+  for i = 1, #__rlp_pubs, 3 do
+    local m = __rlp_pubs[i + 2]
+    if __rlp_type(m) == "string" or m % 1 == 0 and m > -1e14 and m < 1e14 then m = __rlp_pt .. m end
+    __rlp_pcall(__rlp_pubs[i], __rlp_pubs[i + 1], m)
+  end
 end
 -- The reply says what the body answered (a tag: "s" status, "b" bulk,
 -- "i" integer, "n" nil, "e" error, "E" a Lua error the body raised, "a"
