@@ -1,5 +1,3 @@
-//go:build knowndefect
-
 package integration
 
 import (
@@ -14,14 +12,16 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
-// attack17 P1: the proxy's subscriber relay counts each master's copies
-// of a message and delivers the k-th publish once a quorum sent their
-// k-th copy; a master that missed a publish lags behind. Three Redisson
-// unlocks through P, each with P's link to another master cut (each
-// unlock runs on the other two, and each of those publishes its copy):
-// after the first two, every master has missed one. The third's copies
-// come from two masters that each lag by one: each reads as a late copy
-// of a publish already delivered, and the waiter never wakes.
+// attack17 F3: the proxy's subscriber relay counted each master's copies
+// of a message in order and delivered the k-th publish once a quorum sent
+// their k-th copy; a master that missed a publish lagged behind. Three
+// Redisson unlocks through P, each with P's link to another master cut
+// (each unlock runs on the other two, and each of those publishes its
+// copy): after the first two, every master has missed one. The third's
+// copies came from two masters that each lagged by one, read as late
+// copies of a publish already delivered, and the waiter never woke. Each
+// unlock's copies now carry its tag (internal/pubid) and are counted by
+// it.
 func TestAttack17ThreeUnlocksEachMissingAnotherMasterWakeTheWaiterThreeTimes(t *testing.T) {
 	c := startNodes(t, 3)
 	var drops [3]atomic.Bool
