@@ -434,23 +434,26 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 }
 
 // retire lets cn finish the operations in flight on it, then closes it;
-// the next connection has the node kill it first if any are (settle).
+// the next connection has the node kill it first if any are, unless they
+// may all land late (settle).
 func (p *pipeline) retire(cn *nodeConn) {
 	if cn == nil {
 		return
 	}
 	cn.mu.Lock()
 	cn.retired = true
-	idle := cn.head == len(cn.inflight)
+	ops := cn.inflight[cn.head:]
+	idle := len(ops) == 0
+	// Judged under cn.mu: an op the reader finishes, its caller reuses.
+	kill := !idle && !mayLandLate(ops)
 	cn.mu.Unlock()
 	if idle {
 		cn.c.Close() // its reader sees the close and ends
 		return
 	}
-	cn.mu.Lock()
-	ops := slices.Clone(cn.inflight[cn.head:])
-	cn.mu.Unlock()
-	p.unsettle(cn, ops)
+	if kill {
+		p.unsettle(cn)
+	}
 }
 
 // landsLate marks ctx's operations as ones that may land after their
@@ -473,17 +476,20 @@ type clientRef struct {
 	runID string
 }
 
-// unsettle marks cn, given up with ops unanswered, for settle, unless
-// every one of them may land late (landsLate): a lock write's late
-// landing (an acquire's, a give-back's, a release's, an extend's, a
-// script's on the effect path or the read-write lock's) could undo a
-// later grant of the same token.
-func (p *pipeline) unsettle(cn *nodeConn, ops []*op) {
+// mayLandLate reports whether every one of ops, none of them finished,
+// may land after its caller gave up (landsLate). Otherwise one is a lock
+// write (an acquire's, a give-back's, a release's, an extend's, a
+// script's on the effect path or the read-write lock's), whose late
+// landing could undo a later grant of the same token.
+func mayLandLate(ops []*op) bool {
+	return !slices.ContainsFunc(ops, func(o *op) bool { return !o.late })
+}
+
+// unsettle marks cn, given up with ops unanswered that may not land late,
+// for settle.
+func (p *pipeline) unsettle(cn *nodeConn) {
 	if cn.id == 0 {
 		return // the node did not tell its ID (an ACL without CLIENT ID)
-	}
-	if !slices.ContainsFunc(ops, func(o *op) bool { return !o.late }) {
-		return
 	}
 	p.mu.Lock()
 	p.unsettled = append(p.unsettled, clientRef{cn.id, cn.runID})
@@ -538,8 +544,8 @@ func (p *pipeline) fail(cn *nodeConn, err error) {
 	cn.busy.Store(0)
 	cn.mu.Unlock()
 	cn.c.Close()
-	if len(ops) > 0 {
-		p.unsettle(cn, ops)
+	if len(ops) > 0 && !mayLandLate(ops) {
+		p.unsettle(cn)
 	}
 	p.mu.Lock()
 	p.conn.CompareAndSwap(cn, nil)
