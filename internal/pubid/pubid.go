@@ -4,11 +4,11 @@
 // once by its identity (internal/pubsub), whichever nodes sent it.
 //
 // A tagged payload is Prefix, 16 bytes that tell one publish from
-// another, then the payload as the client gave it. Prefix starts with a NUL and a byte that no UTF-8 text
-// holds, so no text payload reads as tagged; the hub strips the tag
-// before any subscriber sees the message. A payload published on the
-// masters other than through a proxy that starts with Prefix and is long
-// enough reads as a proxy's publish.
+// another, then the payload as the client gave it. Prefix starts with a
+// NUL and a byte that no UTF-8 text holds, so no text payload reads as
+// tagged; the hub strips the tag before any subscriber sees the message.
+// A payload published on the masters other than through a proxy that
+// starts with Prefix and is long enough reads as a proxy's publish.
 package pubid
 
 import (

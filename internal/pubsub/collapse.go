@@ -53,10 +53,9 @@ func newCollapser(nodes int, window time.Duration, max int) *collapser {
 }
 
 // note records one copy of m, tagged tag ("" for none), from node i at
-// now. due is how many
-// publishes of m this copy made due (need nodes sent them); wait is k
-// when this is the first copy of a k-th publish not yet due, for the
-// caller to flush later, and 0 otherwise.
+// now. due is how many publishes of m this copy made due (need nodes
+// sent them); wait is k when this is the first copy of a k-th publish
+// not yet due, for the caller to flush later, and 0 otherwise.
 func (c *collapser) note(now time.Time, i int, m Message, tag string, need int) (due int, wait uint32) {
 	switch age := now.Sub(c.rotated); {
 	case age >= c.window:
