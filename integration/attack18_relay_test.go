@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"slices"
 	"sync"
@@ -14,15 +13,20 @@ import (
 // through the relay that contain mark, counted over every connection;
 // everything else goes at once. A held chunk is written when its hold
 // ends, whatever became of the connection it came on meanwhile (the
-// sender gone, as a lost segment's retransmission still lands).
+// sender gone, as a lost segment's retransmission still lands). With
+// replies set it holds instead the next reply chunk on the connection
+// of each of those n (the client reads it late: a client stalled after
+// sending).
 type attack18HoldFirst struct {
-	mu    sync.Mutex
-	mark  []byte
-	n     int
-	hold  time.Duration
-	conns []int       // the connection each held chunk came on
-	verbs []string    // and its first command's name
-	marks map[int]int // chunks with mark per connection, held or not
+	mu      sync.Mutex
+	mark    []byte
+	n       int
+	hold    time.Duration
+	replies bool
+	conns   []int        // the connection each held chunk came on
+	verbs   []string     // and its first command's name
+	marks   map[int]int  // chunks with mark per connection, held or not
+	pending map[int]bool // connections whose next reply chunk is held
 }
 
 // reset holds the first n chunks with mark from now on.
@@ -30,6 +34,15 @@ func (h *attack18HoldFirst) reset(mark string, n int, hold time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.mark, h.n, h.hold, h.conns, h.verbs, h.marks = []byte(mark), n, hold, nil, nil, map[int]int{}
+	h.replies, h.pending = false, map[int]bool{}
+}
+
+// resetReplies is reset holding the replies to those chunks instead.
+func (h *attack18HoldFirst) resetReplies(mark string, n int, hold time.Duration) {
+	h.reset(mark, n, hold)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.replies = true
 }
 
 // delay is how long the relay holds chunk b, sent on connection conn.
@@ -49,6 +62,22 @@ func (h *attack18HoldFirst) delay(conn int, b []byte) time.Duration {
 		verb = string(f[2]) // *N, $len, name
 	}
 	h.verbs = append(h.verbs, verb)
+	if h.replies {
+		h.pending[conn] = true
+		return 0
+	}
+	return h.hold
+}
+
+// replyDelay is how long the relay holds the next reply chunk on
+// connection conn.
+func (h *attack18HoldFirst) replyDelay(conn int) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.pending[conn] {
+		return 0
+	}
+	delete(h.pending, conn)
 	return h.hold
 }
 
@@ -68,8 +97,8 @@ func (h *attack18HoldFirst) marked(conn int) int {
 }
 
 // startHoldRelay serves a TCP relay on 127.0.0.1 to target, as
-// startRelay does, holding each chunk a client sends for h.delay of it;
-// the replies go at once. It returns the relay's address.
+// startRelay does, holding each chunk a client sends for h.delay of it
+// and each reply chunk for h.replyDelay. It returns the relay's address.
 func startHoldRelay(tb testing.TB, target string, h *attack18HoldFirst) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -141,7 +170,19 @@ func startHoldRelay(tb testing.TB, target string, h *attack18HoldFirst) string {
 			})
 			wg.Go(func() {
 				defer c.Close()
-				io.Copy(c, s)
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						time.Sleep(h.replyDelay(conn))
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
 			})
 		}
 	})
