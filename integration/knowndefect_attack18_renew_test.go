@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -21,12 +22,34 @@ import (
 // that lock to the watchdog's lease: C then takes it while the owner's
 // lock is valid. One Redis runs the renewal before the unlock.
 //
-// Three masters; P's links to masters 1 and 2 hold the first chunk
+// The renewal is Redisson's renewExpiration (served by its effect) or
+// its newer LockTask (a quorum operation of its own, sent to each master
+// alone). Three masters; P's links to masters 1 and 2 hold the first chunk
 // naming the key 700ms (node_timeout 500ms). The owner holds K through
 // Q; its renewal (2s) through P fails; it unlocks K through Q and locks
 // it again for 20s, told it holds it. The renewal lands on masters 1
 // and 2 (2s there). At 2.5s C must not get K.
 func TestAttack18LateRedissonRenewalDoesNotCutTheOwnersLaterLock(t *testing.T) {
+	// renew is one renewal of key for owner to lease: whether it renewed.
+	type renewal func(ctx context.Context, cl *redis.Client, key string, lease int, owner string) (bool, error)
+	for _, tc := range []struct {
+		name  string
+		renew renewal
+	}{
+		{"renewExpiration (an RLock's, by its effect)", func(ctx context.Context, cl *redis.Client, key string, lease int, owner string) (bool, error) {
+			v, err := redis.NewScript(redissonRenew).Run(ctx, cl, []string{key}, lease, owner).Int64()
+			return v == 1, err
+		}},
+		{"LockTask (the newer watchdog of RLocks and write locks)", func(ctx context.Context, cl *redis.Client, key string, lease int, owner string) (bool, error) {
+			v, err := redis.NewScript(redissonRenewAll).Run(ctx, cl, []string{key}, lease, owner).Int64Slice()
+			return len(v) == 1 && v[0] == 1, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { attack18LateRenewal(t, tc.renew) })
+	}
+}
+
+func attack18LateRenewal(t *testing.T, renew func(ctx context.Context, cl *redis.Client, key string, lease int, owner string) (bool, error)) {
 	c := startNodes(t, 3)
 	const key = "attack18:renew"
 	var h1, h2 attack18HoldFirst
@@ -34,7 +57,7 @@ func TestAttack18LateRedissonRenewalDoesNotCutTheOwnersLaterLock(t *testing.T) {
 	p := mustStartMonitored(t, attack16Config(), pAddrs...).Client
 	q := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), c.addrs...).Client
 	ctx := t.Context()
-	lock, unlock, renew := redis.NewScript(redissonLock), redis.NewScript(redissonUnlock), redis.NewScript(redissonRenew)
+	lock, unlock := redis.NewScript(redissonLock), redis.NewScript(redissonUnlock)
 	const owner, other = "9f1c2d3e-aaaa-bbbb-cccc-000000000018:1", "9f1c2d3e-aaaa-bbbb-cccc-000000000018:2"
 	channel := "redisson_lock__channel:{" + key + "}"
 	keys := func(req string) []string {
@@ -50,14 +73,14 @@ func TestAttack18LateRedissonRenewalDoesNotCutTheOwnersLaterLock(t *testing.T) {
 		t.Fatalf("the owner's lock through Q: %v", err)
 	}
 	// P knows the wrapper (its first renewal, all links fast).
-	if v, err := renew.Run(ctx, p, []string{key}, 30000, owner).Int64(); v != 1 || err != nil {
-		t.Fatalf("renewal through P, links fast: %d, %v; want 1", v, err)
+	if ok, err := renew(ctx, p, key, 30000, owner); !ok || err != nil {
+		t.Fatalf("renewal through P, links fast: %v, %v; want renewed", ok, err)
 	}
 	h1.reset(key, 1, 700*time.Millisecond)
 	h2.reset(key, 1, 700*time.Millisecond)
-	v, err := renew.Run(ctx, p, []string{key}, 2000, owner).Int64()
-	t.Logf("renewal (2s) through P with two links holding: %d, %v", v, err)
-	if err == nil && v == 1 {
+	ok, err := renew(ctx, p, key, 2000, owner)
+	t.Logf("renewal (2s) through P with two links holding: %v, %v", ok, err)
+	if err == nil && ok {
 		t.Fatal("the renewal through P was granted; want it failed")
 	}
 	if v, err := unlock.Run(ctx, q, keys("u1"), 0, 30000, owner, "PUBLISH", 3000).Int64(); v != 1 || err != nil {
