@@ -55,7 +55,7 @@ func TestAttack10LatchZeroMessageSentTwiceAfterASeededClaim(t *testing.T) {
 	var zeros atomic.Int64
 	go func() {
 		for m := range subA.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}

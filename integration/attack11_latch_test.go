@@ -52,7 +52,7 @@ func TestAttack11LatchLateClaimTakesANewLatchsZeroMessage(t *testing.T) {
 	var zeros []time.Time
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				mu.Lock()
 				zeros = append(zeros, time.Now())
 				mu.Unlock()
@@ -159,7 +159,7 @@ func TestAttack11LatchLateClaimAfterADeleteSendsASecondZero(t *testing.T) {
 	var zeros atomic.Int64
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}
@@ -228,7 +228,7 @@ func TestAttack11LatchReseededSourceMakesASlotToTake(t *testing.T) {
 	var zeros atomic.Int64
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}

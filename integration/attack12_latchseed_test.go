@@ -46,7 +46,7 @@ func TestAttack12LatchDeniedSetUndoLeavesAClaimToTake(t *testing.T) {
 	var zeros atomic.Int64
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}
@@ -116,7 +116,7 @@ func TestAttack12LatchDeleteOfTheOpenLatchLeavesClaimsToTake(t *testing.T) {
 	var zeros atomic.Int64
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}

@@ -49,7 +49,7 @@ func attack16LatchNewSet(t *testing.T, failed bool) {
 	}
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}

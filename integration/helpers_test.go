@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/leakcheck"
+	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
 	"github.com/redlock-proxy/redlock-proxy/internal/pubsub"
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 	"github.com/redlock-proxy/redlock-proxy/proxy"
@@ -231,6 +232,14 @@ func (c *cluster) wantFreeEverywhere(t testing.TB, key string) {
 func direct(t testing.TB, addr string) *redis.Client {
 	t.Helper()
 	return newClient(t, addr, nil)
+}
+
+// untagged is a message a subscriber on a master got, as a subscriber
+// through a proxy gets it: without the tag a proxy's publish carries
+// (internal/pubid).
+func untagged(m *redis.Message) string {
+	_, p, _ := pubid.Split(m.Payload)
+	return p
 }
 
 // newClient returns a go-redis client to addr with MaxRetries -1 (a

@@ -51,7 +51,7 @@ func TestLatchCountDownAfterFaultsSendsTheZeroMessageOnce(t *testing.T) {
 	var zeros atomic.Int64
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}

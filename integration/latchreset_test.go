@@ -45,7 +45,7 @@ func TestLatchResetOverAnOlderOpeningsClaimSplitClaimsSendOneZeroMessage(t *test
 	}
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				n, _ := zeros.LoadOrStore(m.Channel, new(atomic.Int64))
 				n.(*atomic.Int64).Add(1)
 			}

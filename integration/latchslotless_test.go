@@ -41,7 +41,7 @@ func TestLatchSlotlessMasterSplitClaimsSendOneZeroMessage(t *testing.T) {
 	var zeros atomic.Int64
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}
@@ -119,7 +119,7 @@ func TestLatchDeniedSetUndoneOnSlotlessMasterSplitClaimsSendOneZeroMessage(t *te
 	var zeros atomic.Int64
 	go func() {
 		for m := range sub.Channel() {
-			if m.Payload == "0" {
+			if untagged(m) == "0" {
 				zeros.Add(1)
 			}
 		}
