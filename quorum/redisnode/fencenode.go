@@ -51,7 +51,7 @@ func counterKeys(key string) []string {
 }
 
 func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (quorum.CounterEntry, error) {
-	cmd, err := n.p.eval(landsLate(ctx), counterReadScript, counterKeys(key), field, token)
+	cmd, err := n.p.eval(ctx, counterReadScript, counterKeys(key), field, token)
 	if err != nil {
 		return quorum.CounterEntry{}, err
 	}
@@ -63,7 +63,7 @@ func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (
 }
 
 func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (quorum.CounterEntry, error) {
-	return runCall(landsLate(ctx), n.p, pipeFenceRound(key, token, field))
+	return runCall(ctx, n.lp, pipeFenceRound(key, token, field))
 }
 
 // pipeFenceRound is FenceRound as the pipeline runs it (fanpipe.go): one
@@ -148,7 +148,7 @@ func counterEntryResult(vals []any, want int) (quorum.CounterEntry, error) {
 }
 
 func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (quorum.CounterWrite, error) {
-	return runCall(landsLate(ctx), n.p, pipeWriteCounter(key, token, field, v, exclusive))
+	return runCall(ctx, n.lp, pipeWriteCounter(key, token, field, v, exclusive))
 }
 
 // pipeWriteCounter is WriteCounter as the pipeline runs it (fanpipe.go).
@@ -175,7 +175,7 @@ func pipeWriteCounter(key, token, field string, v int64, exclusive bool) quorum.
 }
 
 func (n *redisNode) MarkCounters(ctx context.Context, id string) (quorum.CounterEntry, error) {
-	cmd, err := n.p.eval(landsLate(ctx), counterMarkScript, []string{quorum.CountersKey}, id)
+	cmd, err := n.lp.eval(ctx, counterMarkScript, []string{quorum.CountersKey}, id)
 	if err != nil {
 		return quorum.CounterEntry{}, err
 	}
@@ -224,7 +224,7 @@ func countersResult(m map[string]string) (map[string]int64, error) {
 }
 
 func (n *redisNode) NameCounters(ctx context.Context, mark int64, gen string) (bool, error) {
-	cmd, err := n.p.eval(landsLate(ctx), counterNameScript, []string{quorum.CountersKey}, strconv.FormatInt(mark, 10), gen)
+	cmd, err := n.lp.eval(ctx, counterNameScript, []string{quorum.CountersKey}, strconv.FormatInt(mark, 10), gen)
 	if err != nil {
 		return false, err
 	}
@@ -237,7 +237,7 @@ func (n *redisNode) SeedCounters(ctx context.Context, mark int64, gen string, fi
 	for f, v := range fields {
 		args = append(args, f, strconv.FormatInt(v, 10))
 	}
-	cmd, err := n.p.eval(landsLate(ctx), counterSeedScript, []string{quorum.CountersKey}, args...)
+	cmd, err := n.lp.eval(ctx, counterSeedScript, []string{quorum.CountersKey}, args...)
 	if err != nil {
 		return false, err
 	}

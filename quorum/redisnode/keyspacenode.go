@@ -60,7 +60,7 @@ func parseKeyspace(text string) quorum.KeyCount {
 
 // ReadKey runs read_key.lua.
 func (n *redisNode) ReadKey(ctx context.Context, key string) (quorum.NodeKey, error) {
-	cmd, err := n.p.eval(landsLate(ctx), readKeyScript, []string{key})
+	cmd, err := n.p.eval(ctx, readKeyScript, []string{key})
 	if err != nil {
 		return quorum.NodeKey{}, err
 	}

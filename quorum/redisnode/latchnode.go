@@ -33,7 +33,7 @@ var (
 )
 
 func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (quorum.LatchAnswer, error) {
-	cmd, err := n.p.eval(landsLate(ctx), s, []string{quorum.CountersKey}, args...)
+	cmd, err := n.lp.eval(ctx, s, []string{quorum.CountersKey}, args...)
 	if err != nil {
 		return quorum.LatchAnswer{}, err
 	}
@@ -72,17 +72,17 @@ func (n *redisNode) LatchUndo(ctx context.Context, name string, nonce int64, bar
 	if bare {
 		found = "1"
 	}
-	_, err := n.p.evalBody(landsLate(ctx), latchUndoScript, []string{quorum.CountersKey}, name, nonce, found)
+	_, err := n.lp.evalBody(ctx, latchUndoScript, []string{quorum.CountersKey}, name, nonce, found)
 	return err
 }
 
 func (n *redisNode) LatchReset(ctx context.Context, name string, count, nonce, old int64) error {
-	_, err := n.p.evalBody(landsLate(ctx), latchResetScript, []string{quorum.CountersKey}, name, count, nonce, old)
+	_, err := n.lp.evalBody(ctx, latchResetScript, []string{quorum.CountersKey}, name, count, nonce, old)
 	return err
 }
 
 func (n *redisNode) LatchDecrement(ctx context.Context, name string, nonce int64) (quorum.LatchDecremented, error) {
-	cmd, err := n.p.eval(landsLate(ctx), latchDecrScript, []string{quorum.CountersKey}, name, nonce)
+	cmd, err := n.lp.eval(ctx, latchDecrScript, []string{quorum.CountersKey}, name, nonce)
 	if err != nil {
 		return quorum.LatchDecremented{}, err
 	}

@@ -52,6 +52,14 @@ type pipeline struct {
 	// stale asks the next write to retire the connection: the node was
 	// marked down, and it may lead to a process that is gone.
 	stale atomic.Bool
+	// late says that p's writes may land after their callers gave up:
+	// its connections are never killed (settle). The node's decided
+	// publishes, latch and counter rounds go on such a pipeline, apart
+	// from its lock operations, whose dropped connections are: a kill
+	// would lose a late zero message that shared a connection with a
+	// lock operation (attack18 A4), and their explorers allow a late
+	// landing.
+	late bool
 	// noFunctions is set once the node refused FUNCTION LOAD or FCALL
 	// (an ACL without them, a server without functions): scripts with a
 	// library then run as scripts.
@@ -93,7 +101,6 @@ type op struct {
 	// resent: the op is a script's body sent after NOSCRIPT, or got that
 	// reply and waits for its fan to send it (fanpipe.go)
 	resent bool
-	late   bool // its caller lets it land after it gave up (landsLate)
 }
 
 // finish hands o its reply; whoever calls it touches o no more.
@@ -211,7 +218,6 @@ func (p *pipeline) reply(ctx context.Context, cmd []byte) (any, error) {
 func (p *pipeline) send(ctx context.Context, cmd []byte) (any, error) {
 	o := ops.Get().(*op)
 	o.ctx, o.cmd = ctx, cmd
-	o.late = ctx.Value(landsLateKey{}) != nil
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -434,8 +440,8 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 }
 
 // retire lets cn finish the operations in flight on it, then closes it;
-// the next connection has the node kill it first if any are, unless they
-// may all land late (settle).
+// the next connection has the node kill it first if any are, unless p's
+// writes may land late (settle).
 func (p *pipeline) retire(cn *nodeConn) {
 	if cn == nil {
 		return
@@ -444,8 +450,7 @@ func (p *pipeline) retire(cn *nodeConn) {
 	cn.retired = true
 	ops := cn.inflight[cn.head:]
 	idle := len(ops) == 0
-	// Judged under cn.mu: an op the reader finishes, its caller reuses.
-	kill := !idle && !mayLandLate(ops)
+	kill := !idle && !p.late
 	cn.mu.Unlock()
 	if idle {
 		cn.c.Close() // its reader sees the close and ends
@@ -456,19 +461,6 @@ func (p *pipeline) retire(cn *nodeConn) {
 	}
 }
 
-// landsLate marks ctx's operations as ones that may land after their
-// caller gave up, so that a connection dropped with only such ops
-// unanswered is not killed: reads; a decided publish, with its own
-// limit on the node's clock; the latch's and the counters' rounds,
-// whose explorers allow a late landing and whose liveness needs it (a
-// kill lost TestAttack14LatchZeroMessageLostWhenEveryCopyIsLate's
-// message, whose publish shared a write with a counter's read).
-func landsLate(ctx context.Context) context.Context {
-	return context.WithValue(ctx, landsLateKey{}, true)
-}
-
-type landsLateKey struct{}
-
 // clientRef names a connection on the node: its CLIENT ID, and the
 // run_id of the process that gave it.
 type clientRef struct {
@@ -476,17 +468,7 @@ type clientRef struct {
 	runID string
 }
 
-// mayLandLate reports whether every one of ops, none of them finished,
-// may land after its caller gave up (landsLate). Otherwise one is a lock
-// write (an acquire's, a give-back's, a release's, an extend's, a
-// script's on the effect path or the read-write lock's), whose late
-// landing could undo a later grant of the same token.
-func mayLandLate(ops []*op) bool {
-	return !slices.ContainsFunc(ops, func(o *op) bool { return !o.late })
-}
-
-// unsettle marks cn, given up with ops unanswered that may not land late,
-// for settle.
+// unsettle marks cn, given up with ops unanswered, for settle.
 func (p *pipeline) unsettle(cn *nodeConn) {
 	if cn.id == 0 {
 		return // the node did not tell its ID (an ACL without CLIENT ID)
@@ -544,7 +526,7 @@ func (p *pipeline) fail(cn *nodeConn, err error) {
 	cn.busy.Store(0)
 	cn.mu.Unlock()
 	cn.c.Close()
-	if len(ops) > 0 && !mayLandLate(ops) {
+	if len(ops) > 0 && !p.late {
 		p.unsettle(cn)
 	}
 	p.mu.Lock()

@@ -731,65 +731,72 @@ func timeout(err error) bool {
 	return errors.As(err, &t) && t.Timeout()
 }
 
-// A connection given up with ops unanswered is marked for a kill unless
-// every op may land late (landsLate): an op sent alone, as a give-back
-// is, could undo a later grant as a fan-out's can (attack18 A1).
-func TestMayLandLateOnlyIfEveryOpMay(t *testing.T) {
-	late := func() *op { return &op{late: true} }
-	for _, tt := range []struct {
-		name string
-		ops  []*op
-		want bool
-	}{
-		{"a fan-out's op", []*op{{fan: &fan{}}}, false},
-		{"an op sent alone (a give-back)", []*op{{}}, false},
-		{"only ops that may land late", []*op{late(), late()}, true},
-		{"one that may land late, one that may not", []*op{late(), {}}, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := mayLandLate(tt.ops); got != tt.want {
-				t.Errorf("mayLandLate = %v; want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 // An op given up on a frozen node marks its dropped connection for a
-// kill, unless its context says it may land late.
+// kill, on the lock operations' pipeline (an op sent alone, as a
+// give-back is, could undo a later grant as a fan-out's can: attack18
+// A1), not on the pipeline of the writes that may land late (A4).
 func TestPipelineGivenUpOpMarksItsConnectionUnlessItMayLandLate(t *testing.T) {
 	for _, late := range []bool{false, true} {
-		t.Run(fmt.Sprintf("landsLate %v", late), func(t *testing.T) {
+		t.Run(fmt.Sprintf("late %v", late), func(t *testing.T) {
 			proc := startRedis(t)
 			n := proc.node(t)
 			n.WatchConnects(func(string) {}) // the handshake asks CLIENT ID
-			if _, err := n.p.do(t.Context(), "ping"); err != nil {
+			p := n.p
+			if late {
+				p = n.lp
+			}
+			if _, err := p.do(t.Context(), "ping"); err != nil {
 				t.Fatalf("PING: %v", err)
 			}
 			proc.Freeze(t)
 			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
-			if late {
-				ctx = landsLate(ctx)
-			}
-			if _, err := n.p.do(ctx, "set", "k", "v"); err == nil {
+			if _, err := p.do(ctx, "set", "k", "v"); err == nil {
 				t.Fatal("SET on a frozen node answered")
 			}
 			marked := false
 			for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !marked; time.Sleep(10 * time.Millisecond) {
-				n.p.mu.Lock()
-				marked = len(n.p.unsettled) > 0
-				n.p.mu.Unlock()
-				if late && n.p.conn.Load() == nil {
+				p.mu.Lock()
+				marked = len(p.unsettled) > 0
+				p.mu.Unlock()
+				if late && p.conn.Load() == nil {
 					break // dropped, and not marked
 				}
 			}
 			if marked == late {
 				t.Errorf("connection marked for a kill = %v; want %v", marked, !late)
 			}
-			if n.p.conn.Load() != nil {
+			if p.conn.Load() != nil {
 				t.Error("the connection with the op given up on was not dropped")
 			}
 		})
+	}
+}
+
+// The decided publishes, the latch's and the counters' rounds go on the
+// pipeline whose connections are never killed; lock operations and
+// reads on the other.
+func TestLateWritesGoOnTheirOwnPipeline(t *testing.T) {
+	n := startRedis(t).node(t)
+	ctx := t.Context()
+	if err := n.Publish(ctx, "publish", "ch", "m", 0); err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if _, err := n.LatchSet(ctx, "L", 1, 7); err != nil {
+		t.Fatalf("LatchSet: %v", err)
+	}
+	if _, err := n.MarkCounters(ctx, "id"); err != nil {
+		t.Fatalf("MarkCounters: %v", err)
+	}
+	if n.lp.conn.Load() == nil || n.p.conn.Load() != nil {
+		t.Fatalf("after a publish, a latch set and a counters' mark: late pipeline connected %v, lock pipeline %v; want true, false",
+			n.lp.conn.Load() != nil, n.p.conn.Load() != nil)
+	}
+	if _, err := n.Inspect(ctx, "k"); err != nil {
+		t.Fatalf("Inspect: %v", err)
+	}
+	if n.p.conn.Load() == nil {
+		t.Error("a read went on the late pipeline")
 	}
 }
 
@@ -832,7 +839,7 @@ func TestPipelineRetireJudgesOpsBeforeTheyFinish(t *testing.T) {
 	var get sync.WaitGroup
 	defer get.Wait()
 	get.Go(func() {
-		ctx, cancel := context.WithTimeout(landsLate(t.Context()), 5*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		if _, err := p.do(ctx, "get", "k"); !errors.Is(err, redis.Nil) {
 			t.Errorf("GET = %v; want redis.Nil", err)

@@ -44,6 +44,7 @@ type redisNode struct {
 	addr string
 	c    *redis.Client // for one-off commands
 	p    *pipeline     // the lock operations, on a connection of its own
+	lp   *pipeline     // the writes that may land late (pipeline.late)
 	// user, pass and tls are how p's connections log in (dial).
 	user, pass string
 	tls        *tls.Config
@@ -100,6 +101,9 @@ func NewRedisNode(addr string, opts NodeOptions) quorum.Node {
 	}
 	n.p = newPipeline(addr, n.dial, opts.Log)
 	n.p.noFunctions.Store(opts.NoFunctions)
+	n.lp = newPipeline(addr, n.dial, opts.Log)
+	n.lp.late = true
+	n.lp.noFunctions.Store(opts.NoFunctions)
 	return n
 }
 
@@ -107,10 +111,14 @@ func (n *redisNode) Addr() string { return n.addr }
 
 func (n *redisNode) Close() error {
 	n.p.close()
+	n.lp.close()
 	return n.c.Close()
 }
 
-func (n *redisNode) DropConnection() { n.p.stale.Store(true) }
+func (n *redisNode) DropConnection() {
+	n.p.stale.Store(true)
+	n.lp.stale.Store(true)
+}
 
 // The node-side scripts. Each runs atomically on one node; KEYS are the
 // lock's keys and ARGV[1] its token.
@@ -498,7 +506,7 @@ func extendAnswer(v any, err error) (time.Duration, error) {
 }
 
 func (n *redisNode) Inspect(ctx context.Context, key string) (quorum.Entry, error) {
-	cmd, err := n.p.eval(landsLate(ctx), inspectScript, []string{key})
+	cmd, err := n.p.eval(ctx, inspectScript, []string{key})
 	if err != nil {
 		return quorum.Entry{}, err
 	}

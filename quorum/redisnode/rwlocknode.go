@@ -159,6 +159,6 @@ func (n *redisNode) renew(ctx context.Context, s *script, keys, args []string) (
 }
 
 func (n *redisNode) Publish(ctx context.Context, cmd, channel, message string, until int64) error {
-	_, err := n.p.eval(landsLate(ctx), rwPublishScript, []string{channel}, cmd, message, until)
+	_, err := n.lp.eval(ctx, rwPublishScript, []string{channel}, cmd, message, until)
 	return err
 }
