@@ -148,7 +148,7 @@ func counterEntryResult(vals []any, want int) (quorum.CounterEntry, error) {
 }
 
 func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (quorum.CounterWrite, error) {
-	return runCall(ctx, n.lp, pipeWriteCounter(key, token, field, v, exclusive))
+	return runCall(ctx, n.p, pipeWriteCounter(key, token, field, v, exclusive))
 }
 
 // pipeWriteCounter is WriteCounter as the pipeline runs it (fanpipe.go).

@@ -54,11 +54,12 @@ type pipeline struct {
 	stale atomic.Bool
 	// late says that p's writes may land after their callers gave up:
 	// its connections are never killed (settle). The node's decided
-	// publishes, latch and counter rounds go on such a pipeline, apart
-	// from its lock operations, whose dropped connections are: a kill
-	// would lose a late zero message that shared a connection with a
-	// lock operation (attack18 A4), and their explorers allow a late
-	// landing.
+	// publishes, latch rounds and counters' rounds other than FENCE's
+	// write-back go on such a pipeline, apart from its lock operations,
+	// whose dropped connections are: a kill would lose a late zero
+	// message that shared a connection with a lock operation (attack18
+	// A4), and their explorers allow a late landing. A write-back landing
+	// late could set a later hold's record back (A7).
 	late bool
 	// noFunctions is set once the node refused FUNCTION LOAD or FCALL
 	// (an ACL without them, a server without functions): scripts with a

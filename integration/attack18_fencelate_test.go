@@ -1,5 +1,3 @@
-//go:build knowndefect
-
 package integration
 
 import (
