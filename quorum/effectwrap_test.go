@@ -332,8 +332,10 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 
 // TestEffectTagsWhatItPublishes: each message a run publishes starts
 // with the call's tag (internal/pubid), which the body does not see in
-// ARGV; a number is tagged when Redis writes it as Lua's tostring does,
-// else sent as it is. Through the engine, each run has a tag of its own.
+// ARGV, with the publish's place in the run in its last two bytes, so
+// that two publishes of one message in one run are two; a number is
+// tagged when Redis writes it as Lua's tostring does, else sent as it
+// is. Through the engine, each run has a tag of its own.
 func TestEffectTagsWhatItPublishes(t *testing.T) {
 	inBothForms(t, func(t *testing.T, form wrapperForm) {
 		admin, n, e := formEngine(t, form)
@@ -343,16 +345,24 @@ func TestEffectTagsWhatItPublishes(t *testing.T) {
 		if _, err := sub.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
-		receive := func(want string) {
+		next := func() string {
 			t.Helper()
 			mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
-			if msg, err := sub.ReceiveMessage(mctx); err != nil || msg.Payload != want {
-				t.Fatalf("message = %v, %v; want %q", msg, err, want)
+			msg, err := sub.ReceiveMessage(mctx)
+			if err != nil {
+				t.Fatalf("no message: %v", err)
 			}
+			return msg.Payload
 		}
-		w := e.Wrap(`redis.call("publish", KEYS[1], ARGV[1]) redis.call("publish", KEYS[1], 5)
-redis.call("publish", KEYS[1], 1.5) return #ARGV`, nil)
+		// The run's messages, for its tag: the j-th publish's tag has j
+		// in its last two bytes.
+		want := func(tag string) []string {
+			nth := func(j byte) string { return tag[:len(tag)-2] + string([]byte{0, j}) }
+			return []string{tag + "msg", nth(1) + "msg", nth(2) + "5", "1.5"}
+		}
+		w := e.Wrap(`redis.call("publish", KEYS[1], ARGV[1]) redis.call("publish", KEYS[1], ARGV[1])
+redis.call("publish", KEYS[1], 5) redis.call("publish", KEYS[1], 1.5) return #ARGV`, nil)
 		for range 2 { // a library compiles the body on its first run
 			call := newEffectCall([]string{"ch"}, []string{"msg"}, 1)
 			call.Tag = pubid.New()
@@ -360,25 +370,28 @@ redis.call("publish", KEYS[1], 1.5) return #ARGV`, nil)
 			if err != nil || ne.Refused != "" || ne.Reply.Kind != ValueInt || ne.Reply.Int != 1 {
 				t.Fatalf("run = %+v, %v; want the integer 1 (#ARGV without the tag)", ne, err)
 			}
-			receive(call.Tag + "msg")
-			receive(call.Tag + "5")
-			receive("1.5")
+			for _, m := range want(call.Tag) {
+				if got := next(); got != m {
+					t.Fatalf("message %q; want %q", got, m)
+				}
+			}
 		}
 		var tags []string
 		for range 2 {
 			if _, err := e.RunEffect(ctx, w, []string{"ch"}, []string{"msg"}); err != nil {
 				t.Fatalf("RunEffect: %v", err)
 			}
-			mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			msg, err := sub.ReceiveMessage(mctx)
-			cancel()
-			tag, rest, ok := pubid.Split(msg.Payload)
-			if err != nil || !ok || rest != "msg" {
-				t.Fatalf("the engine's run published %v, %v; want a tag, then msg", msg, err)
+			first := next()
+			tag, rest, ok := pubid.Split(first)
+			if !ok || rest != "msg" {
+				t.Fatalf("the engine's run published %q; want a tag, then msg", first)
+			}
+			for _, m := range want(tag)[1:] {
+				if got := next(); got != m {
+					t.Fatalf("message %q; want %q", got, m)
+				}
 			}
 			tags = append(tags, tag)
-			receive(tag + "5")
-			receive("1.5")
 		}
 		if tags[0] == tags[1] {
 			t.Errorf("two runs published with one tag %q", tags[0])

@@ -37,12 +37,14 @@ var (
 // New returns a new tag: Prefix, this process's 8 random bytes and a
 // count, one distinct from any other (as far as 64 random bits go) and
 // cheap enough for every lock script run. A publish sends tag + payload
-// on every node.
+// on every node. The count's last two bytes are zero: a run that
+// publishes more than once gives its i-th publish the tag with i-1 there
+// (the wrapper's Lua), so each publish of the run has a tag of its own.
 func New() string {
 	b := make([]byte, 0, size)
 	b = append(b, Prefix...)
 	b = append(b, base[:]...)
-	return string(binary.BigEndian.AppendUint64(b, next.Add(1)))
+	return string(binary.BigEndian.AppendUint64(b, next.Add(1)<<16))
 }
 
 // Split returns a tagged payload's tag and the payload after it; ok is

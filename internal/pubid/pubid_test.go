@@ -11,6 +11,9 @@ func TestSplitStripsOnlyATag(t *testing.T) {
 	if tag == New() {
 		t.Fatal("two tags are equal")
 	}
+	if tag[len(tag)-2:] != "\x00\x00" {
+		t.Fatalf("New() = %q; want its last two bytes zero (the wrapper numbers a run's publishes there)", tag)
+	}
 	tests := []struct {
 		name, payload, tag, rest string
 		ok                       bool

@@ -19,7 +19,8 @@ import (
 //
 // A message is its topic, channel and payload, and its tag (internal/
 // pubid) when a proxy tagged it: each publish a proxy causes has a tag of
-// its own, so a tagged message is one publish, whichever nodes sent it.
+// its own, so a tagged message is one publish, whichever nodes sent it,
+// and a node's second copy of it (a publish sent again) is dropped.
 // An untagged message (a keyspace notification, another publisher's) is
 // counted by its order per node alone: a node that missed a publish
 // (down, not yet subscribed, its publisher's link cut) lags behind the
@@ -72,6 +73,9 @@ func (c *collapser) note(now time.Time, i int, m Message, tag string, need int) 
 			e = &copies{seen: make([]uint32, c.nodes)}
 		}
 		c.cur[d] = e
+	}
+	if tag != "" && e.seen[i] > 0 {
+		return 0, 0 // a node sends one copy of a tagged publish: a resend
 	}
 	e.seen[i]++
 	k := e.seen[i]

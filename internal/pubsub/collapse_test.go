@@ -137,9 +137,11 @@ func TestCollapserDeliversAPublishOnlyLaggingNodesSent(t *testing.T) {
 }
 
 // A tagged publish is delivered once at need copies and not again for
-// its late copies, even 7.5s late (attack14 P3); a second publish of the
-// same payload, with its own tag, is delivered again; an untagged copy of
-// the same payload counts apart from both.
+// its late copies, even 7.5s late (attack14 P3), nor for a copy a node
+// sends again (a resend: counted in order, two nodes' second copies made
+// it due again); a second publish of the same payload, with its own tag,
+// is delivered again; an untagged copy of the same payload counts apart
+// from both.
 func TestCollapserCountsATaggedPublishByItsTag(t *testing.T) {
 	a := Message{Topic: Topic{Channel, "ch"}, Channel: "ch", Payload: "0"}
 	c := newCollapser(3, 20*time.Second, maxCounted)
@@ -151,7 +153,8 @@ func TestCollapserCountsATaggedPublishByItsTag(t *testing.T) {
 		at   time.Duration
 		due  int
 	}{
-		{0, t1, 0, 0}, {1, t1, 0, 1}, {2, t1, 7500 * time.Millisecond, 0},
+		{0, t1, 0, 0}, {1, t1, 0, 1}, {0, t1, time.Second, 0}, {1, t1, time.Second, 0},
+		{2, t1, 7500 * time.Millisecond, 0},
 		{2, t2, 8 * time.Second, 0}, {1, t2, 8 * time.Second, 1}, {0, t2, 8 * time.Second, 0},
 		{0, "", 9 * time.Second, 0}, {1, "", 9 * time.Second, 1},
 	}

@@ -205,13 +205,21 @@ for i = 1, (__rlp_slowfns or __rlp_held) and #__rlp_keys or 0 do
   end
 end
 -- Each message starts with the call's tag (pt, internal/pubid), the same
--- on every node, by which the hubs count its copies. A number is tagged
--- only when it is an integer that tostring writes as Redis does (Redis
--- writes any other with more digits); the rest go untagged.
+-- on every node, by which the hubs count its copies: the i-th publish's
+-- has i-1 in its last two bytes, which the engine leaves zero, so that
+-- each publish of the run has a tag of its own (past 65,536 they repeat).
+-- A number is tagged only when it is an integer that tostring writes as
+-- Redis does (Redis writes any other with more digits); the rest, and
+-- every message of a call with no tag, go untagged.
 if __rlp_pubs then
+  local pt, j = __rlp_pt, 0
   for i = 1, #__rlp_pubs, 3 do
     local m = __rlp_pubs[i + 2]
-    if __rlp_type(m) == "string" or m % 1 == 0 and m > -1e14 and m < 1e14 then m = __rlp_pt .. m end
+    if pt ~= "" and (__rlp_type(m) == "string" or m % 1 == 0 and m > -1e14 and m < 1e14) then
+      if j > 0 then pt = string.sub(__rlp_pt, 1, -3) .. string.char(math.floor(j / 256) % 256, j % 256) end
+      m = pt .. m
+    end
+    j = j + 1
     __rlp_pcall(__rlp_pubs[i], __rlp_pubs[i + 1], m)
   end
 end
