@@ -16,8 +16,9 @@ import (
 // of the trySetCount that set it, "m:" the claim of its zero message and
 // "o:" its claim slot's tag; an opened latch keeps "o:" and "m:" until
 // delete (LatchCountDown says why), which leaves "o:" a tombstone (-1,
-// latch_del.lua); a vote's ballot, and a vote kept from a replaced slot,
-// add fields (latchVoteBallotPrefix) until delete. A node restarted
+// latch_del.lua) beside the ballots its node voted for (latchVotedPrefix);
+// a vote's ballot, and a vote kept from a replaced slot, add fields
+// (latchVoteBallotPrefix) until delete. A node restarted
 // empty does not count until seeded again after the wait (fenceseed.go),
 // with a generation no read made before can name (latchSeedFields).
 
@@ -37,6 +38,13 @@ const (
 	latchVoteBallotPrefix = "b:"
 	latchKeptBallotPrefix = "p:"
 	latchKeptClaimPrefix  = "q:"
+	// latchVotedPrefix is the node's memory of the ballots it voted for
+	// and keeps no vote of (a delete took it, a set replaced a kept one):
+	// a bit each, -1 any (latch_voted.lua). At a tombstone a claim of
+	// another ballot votes (attack15 L4: else a tombstone on a node the
+	// set missed answered every claim nobody's, and split claims decided
+	// none); none at a tombstone (one the scripts before it left) is any.
+	latchVotedPrefix = "d:"
 	// latchNobody is the claim of a node seeded after a restart that may
 	// have answered another before: it answers nobody's claim (0).
 	latchNobody = -1
@@ -62,11 +70,13 @@ const (
 // again; but for a latch that every dump has a count of and a claim of
 // its own to take (0), it is the latch's to take: none of them was at 0
 // since its set, so no claim was made. A dump's nobody's (-1) proves nothing: that node was
-// seeded itself, its count perhaps a lagging node's (attack11 Z2).
+// seeded itself, its count perhaps a lagging node's (attack11 Z2). Its
+// memory of votes is any (latchVotedPrefix): at a tombstone, a later one
+// too, it answers every claim nobody's.
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum int) {
 	names := map[string]bool{}
 	for f := range fields {
-		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix, latchVoteBallotPrefix, latchKeptBallotPrefix, latchKeptClaimPrefix} {
+		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix, latchVoteBallotPrefix, latchKeptBallotPrefix, latchKeptClaimPrefix, latchVotedPrefix} {
 			if name, ok := strings.CutPrefix(f, p); ok {
 				names[name] = true
 				if p != latchCountPrefix {
@@ -96,7 +106,7 @@ func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum i
 		default:
 			delete(fields, count)
 		}
-		fields[claim] = latchNobody
+		fields[claim], fields[latchVotedPrefix+name] = latchNobody, -1
 		if !slices.ContainsFunc(dumps, func(d map[string]int64) bool {
 			c, ok := d[claim]
 			return d[count] <= 0 || !ok || c != 0
@@ -260,8 +270,9 @@ func latchFound(r result[LatchAnswer]) bool {
 // only (a decrement landing after a later trySetCount, or after the
 // node's restart, does not count for it), never sent again. When the
 // seeded nodes' answers read the latch open, it claims the zero message,
-// on each node in the claim slot it read there (a claim landing after a later trySetCount or a delete is
-// nobody's; on a node it read with no tag, in a slot of latchBallot),
+// on each node in the claim slot it read there (a claim landing after a later trySetCount is
+// nobody's, after a delete where the node voted for its ballot; on a node
+// it read with no tag, or a tombstone, in a slot of latchBallot),
 // and sends it if the claim won (latchClaimWon). An opened
 // latch keeps its claim slot ("o:" and "m:") until delete: the tag with
 // no count is what latchSeedCount reads to drop a leftover count, even

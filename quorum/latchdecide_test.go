@@ -120,7 +120,7 @@ func TestLatchSeedFields(t *testing.T) {
 		}
 	}
 	latchSeedFields(fields, dumps, 2)
-	for f, want := range map[string]int64{"l:a": 2, "l:b": 1, "l:d": 3, "k:x": 4, "m:a": 0, "m:b": -1, "m:c": -1, "m:d": -1} {
+	for f, want := range map[string]int64{"l:a": 2, "l:b": 1, "l:d": 3, "k:x": 4, "m:a": 0, "m:b": -1, "m:c": -1, "m:d": -1, "d:a": -1, "d:b": -1, "d:c": -1, "d:d": -1} {
 		if v, ok := fields[f]; !ok || v != want {
 			t.Errorf("%s = %d (%v); want %d", f, v, ok, want)
 		}
@@ -135,8 +135,8 @@ func TestLatchSeedFields(t *testing.T) {
 	if fields["o:a"] != n || fields["o:b"] != n || fields["o:d"] != n {
 		t.Errorf("claim slots a %d, b %d, d %d; want the fresh nonce %d", fields["o:a"], fields["o:b"], fields["o:d"], n)
 	}
-	if len(fields) != 14 {
-		t.Errorf("seeded %v; want the counts, nonces and claims of a, b, c, d and k:x", fields)
+	if len(fields) != 18 {
+		t.Errorf("seeded %v; want the counts, nonces, claims and vote memories (any) of a, b, c, d and k:x", fields)
 	}
 	none := map[string]int64{"k:x": 4}
 	latchSeedFields(none, []map[string]int64{{"k:x": 4}}, 1)
@@ -146,28 +146,29 @@ func TestLatchSeedFields(t *testing.T) {
 	// A count a quorum of dumps lack is an open latch's leftover: none.
 	open := map[string]int64{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}
 	latchSeedFields(open, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": 3}, {"m:s": 3}}, 2)
-	if _, ok := open["l:s"]; ok || open["m:s"] != -1 || len(open) != 1 {
-		t.Errorf("seeded %v beside an open latch; want m:s = -1 alone", open)
+	if _, ok := open["l:s"]; ok || open["m:s"] != -1 || open["d:s"] != -1 || len(open) != 2 {
+		t.Errorf("seeded %v beside an open latch; want m:s = -1 and d:s = -1 alone", open)
 	}
 	// attack12 S1: fewer than a quorum have none, but one counted the
 	// set down to 0: the other's count is a leftover; the seed keeps the
 	// set's tag as the evidence for a later seed, negated (in no ballot).
 	s1 := map[string]int64{"l:s": 1, "n:s": 5, "m:s": 9, "o:s": 5}
 	latchSeedFields(s1, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": 9, "o:s": 5}}, 2)
-	if _, ok := s1["l:s"]; ok || s1["o:s"] != -5 || s1["m:s"] != -1 || len(s1) != 2 {
-		t.Errorf("seeded %v beside a set counted to 0; want o:s = -5 and m:s = -1 alone", s1)
+	if _, ok := s1["l:s"]; ok || s1["o:s"] != -5 || s1["m:s"] != -1 || len(s1) != 3 {
+		t.Errorf("seeded %v beside a set counted to 0; want o:s = -5, m:s = -1 and d:s = -1 alone", s1)
 	}
 	// A carried tag is evidence still, for the next seed.
 	s2 := map[string]int64{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}
 	latchSeedFields(s2, []map[string]int64{{"l:s": 1, "n:s": 5, "m:s": 0, "o:s": 5}, {"m:s": -1, "o:s": -5}}, 2)
-	if _, ok := s2["l:s"]; ok || s2["o:s"] != -5 || s2["m:s"] != -1 || len(s2) != 2 {
-		t.Errorf("seeded %v beside a carried tag of the set; want o:s = -5 and m:s = -1 alone", s2)
+	if _, ok := s2["l:s"]; ok || s2["o:s"] != -5 || s2["m:s"] != -1 || len(s2) != 3 {
+		t.Errorf("seeded %v beside a carried tag of the set; want o:s = -5, m:s = -1 and d:s = -1 alone", s2)
 	}
-	// A delete's tombstone (o: -1) stays one: no claim creates the slot.
-	dead := map[string]int64{"o:t": 0}
-	latchSeedFields(dead, []map[string]int64{{"o:t": -1}, {"o:t": -1}}, 2)
-	if dead["o:t"] != -1 || dead["m:t"] != -1 || len(dead) != 2 {
-		t.Errorf("seeded %v from two tombstones; want o:t = -1 and m:t = -1", dead)
+	// A delete's tombstone (o: -1) stays one, its memory any (the node
+	// may have voted for any ballot): no claim creates the slot.
+	dead := map[string]int64{"o:t": 0, "d:t": 4}
+	latchSeedFields(dead, []map[string]int64{{"o:t": -1, "d:t": 4}, {"o:t": -1, "d:t": 0}}, 2)
+	if dead["o:t"] != -1 || dead["m:t"] != -1 || dead["d:t"] != -1 || len(dead) != 3 {
+		t.Errorf("seeded %v from two tombstones; want o:t = -1, m:t = -1 and d:t = -1", dead)
 	}
 }
 

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -99,13 +100,14 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	want("delete", a, err, CounterSeeded, 1)
 	a, err = n.LatchDelete(ctx, "y")
 	want("delete of none", a, err, CounterSeeded, 0)
-	if l := admin.HLen(ctx, CountersKey).Val(); l != 5 {
-		t.Errorf("counters have %d fields; want 5 (seeded, x's claim, its slot and its ballot, 0 since a claim of none was answered it, y's tombstone): %v", l, admin.HGetAll(ctx, CountersKey).Val())
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 6 {
+		t.Errorf("counters have %d fields; want 6 (seeded, x's claim, its slot and its ballot, 0 since a claim of none was answered it, y's tombstone and its memory of votes): %v", l, admin.HGetAll(ctx, CountersKey).Val())
 	}
 	if v, _ := field("o:y"); v != "-1" {
 		t.Errorf("delete left the slot tag %q; want the tombstone -1", v)
 	}
 	n.LatchSet(ctx, "y", 3, 11)
+	n.LatchClaim(ctx, "y", 10, 11, 11) // a vote for ballot 11
 	n.LatchDelete(ctx, "y")
 	if a, err = n.LatchClaim(ctx, "y", 12, 11, 11); a.Value != 0 || err != nil {
 		t.Errorf("a claim after a delete = %+v, %v; want nobody's", a, err)
@@ -132,8 +134,8 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	want("a claim that read a tag, on a node with no slot", a, err, CounterSeeded, 0)
 	a, err = n.LatchClaim(ctx, "s", 20, 0, 0)
 	want("a claim with no ballot, on a node with no slot", a, err, CounterSeeded, 0)
-	if l := admin.HLen(ctx, CountersKey).Val(); l != 5 {
-		t.Errorf("claims that create nothing left %d fields; want 5", l)
+	if l := admin.HLen(ctx, CountersKey).Val(); l != 6 {
+		t.Errorf("claims that create nothing left %d fields; want 6", l)
 	}
 	a, err = n.LatchClaim(ctx, "s", 20, 0, 21)
 	want("a claim that creates the slot", a, err, CounterSeeded, 20)
@@ -307,4 +309,57 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 		t.Errorf("the ballot's late set left the claim %q; want 61, given for it", v)
 	}
 
+	// attack15 L4: a tombstone remembers the ballots its node voted for
+	// ("d:"): a claim of one of them, or of none, is nobody's there; one
+	// of another ballot gets a slot of it, with its claim.
+	n.LatchSet(ctx, "t", 1, 100)
+	n.LatchClaim(ctx, "t", 101, 100, 100)
+	n.LatchDelete(ctx, "t")
+	a, err = n.LatchClaim(ctx, "t", 102, -1, 100)
+	want("a claim at a tombstone, of a ballot its node voted for", a, err, CounterSeeded, 0)
+	a, err = n.LatchClaim(ctx, "t", 102, -1, 0)
+	want("a claim at a tombstone, of no ballot", a, err, CounterSeeded, 0)
+	a, err = n.LatchClaim(ctx, "t", 103, -1, 104)
+	want("a claim at a tombstone, of a ballot its node never voted for", a, err, CounterSeeded, 103)
+	if v, _ := field("o:t"); v != "104" {
+		t.Errorf("the claim at the tombstone left the slot tag %q; want its ballot 104", v)
+	}
+	a, err = n.LatchClaim(ctx, "t", 105, 104, 104)
+	want("a second claim of that ballot", a, err, CounterSeeded, 103)
+	n.LatchDelete(ctx, "t")
+	for _, b := range []int64{100, 104} {
+		a, err = n.LatchClaim(ctx, "t", 106, -1, b)
+		want(fmt.Sprintf("a claim of ballot %d at the second tombstone", b), a, err, CounterSeeded, 0)
+	}
+	a, err = n.LatchClaim(ctx, "t", 107, -1, 108)
+	want("a claim of a third ballot at the second tombstone", a, err, CounterSeeded, 107)
+	// A vote kept by its ballot that a set replaces is remembered.
+	n.LatchSet(ctx, "i", 1, 110)
+	n.LatchDecrement(ctx, "i", 110)
+	n.LatchClaim(ctx, "i", 111, 110, 110)
+	n.LatchSet(ctx, "i", 1, 112) // keeps the vote for 110 ("p:")
+	n.LatchDecrement(ctx, "i", 112)
+	n.LatchClaim(ctx, "i", 113, 112, 112)
+	n.LatchSet(ctx, "i", 1, 114) // keeps the vote for 112, remembers 110
+	if p, _ := field("p:i"); p != "112" {
+		t.Errorf("the third set kept a vote of ballot %q; want 112", p)
+	}
+	n.LatchDelete(ctx, "i")
+	for _, b := range []int64{110, 112} {
+		a, err = n.LatchClaim(ctx, "i", 115, -1, b)
+		want(fmt.Sprintf("a claim of ballot %d, voted for two sets ago", b), a, err, CounterSeeded, 0)
+	}
+	// An upgrade: a tombstone the scripts before "d:" left remembers any
+	// ballot, and a set over it carries that on.
+	admin.HSet(ctx, CountersKey, "o:old", "-1")
+	a, err = n.LatchClaim(ctx, "old", 120, -1, 121)
+	want("a claim at a tombstone with no memory", a, err, CounterSeeded, 0)
+	n.LatchSet(ctx, "old", 1, 122)
+	if v, _ := field("d:old"); v != "-1" {
+		t.Errorf("a set over a tombstone with no memory left the memory %q; want -1 (any)", v)
+	}
+	n.LatchClaim(ctx, "old", 123, 122, 122)
+	n.LatchDelete(ctx, "old")
+	a, err = n.LatchClaim(ctx, "old", 124, -1, 125)
+	want("a claim at a later tombstone of a node with no memory", a, err, CounterSeeded, 0)
 }

@@ -184,3 +184,52 @@ func TestLatchOlderOpeningsVoteOnMissedMasterSplitClaimsSendOneZeroMessage(t *te
 	}, func(*olderSlotStage) {})
 	s.splitLastCountDowns(t)
 }
+
+// TestLatchOlderDeletesTombstoneOnMissedMasterSplitClaimsSendOneZeroMessage
+// is attack15 L4 on real masters: latch L set, opened and deleted, a
+// tombstone ("o:" -1) on every master; a new trySetCount(2) granted on
+// masters 0 and 1 misses master 2, which keeps the tombstone. It
+// answered every claim of the new latch nobody's, so the last two
+// countDowns' split claims decided none, and a countDown too many sent
+// none either: no zero message. Now the tombstone remembers the ballot
+// its master voted for ("d:"), and a claim of the new latch's ballot
+// votes there (latch_claim.lua): one zero message.
+func TestLatchOlderDeletesTombstoneOnMissedMasterSplitClaimsSendOneZeroMessage(t *testing.T) {
+	for try := 0; ; try++ {
+		var older string
+		s := newOlderSlotStage(t, func(s *olderSlotStage) {
+			ctx := t.Context()
+			older = s.procs[2].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val()
+			if err := s.plain.LatchCountDown(ctx, "L", s.m); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := s.plain.LatchDelete(ctx, "L", s.m); err != nil || ok {
+				t.Fatalf("the older latch's delete: %v, %v; want false (opened: no count)", ok, err)
+			}
+			for i, p := range s.procs {
+				if v := p.admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); v != "-1" {
+					t.Fatalf("master %d after the delete: slot tag %q; want the tombstone -1", i, v)
+				}
+			}
+		}, func(*olderSlotStage) {})
+		// The memory keeps a bit per ballot: where the new ballot shares
+		// the older one's (1 in 52), master 2 answers nobody's still.
+		tag := s.procs[1].admin(t).HGet(t.Context(), CountersKey, latchSlotPrefix+"L").Val()
+		if latchVotedBitForTest(t, tag) == latchVotedBitForTest(t, older) && try < 3 {
+			continue
+		}
+		s.splitLastCountDowns(t)
+		return
+	}
+}
+
+// latchVotedBitForTest is latch_voted.lua's ballotbit, as a bit number.
+func latchVotedBitForTest(t *testing.T, ballot string) int64 {
+	t.Helper()
+	digits := ballot[max(len(ballot)-9, 0):]
+	v, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		t.Fatalf("ballot %q: %v", ballot, err)
+	}
+	return v / 2 % 52
+}

@@ -23,13 +23,15 @@ var (
 	latchDelSrc string
 	//go:embed lua/latch_reset.lua
 	latchResetSrc string
+	//go:embed lua/latch_voted.lua
+	latchVotedSrc string
 
-	latchSetScript   = newScript(latchSetSrc)
+	latchSetScript   = newScript(latchVotedSrc + latchSetSrc)
 	latchUndoScript  = newScript(latchUndoSrc)
 	latchDecrScript  = newScript(latchDecrSrc)
-	latchClaimScript = newScript(latchClaimSrc)
-	latchDelScript   = newScript(latchDelSrc)
-	latchResetScript = newScript(latchResetSrc)
+	latchClaimScript = newScript(latchVotedSrc + latchClaimSrc)
+	latchDelScript   = newScript(latchVotedSrc + latchDelSrc)
+	latchResetScript = newScript(latchVotedSrc + latchResetSrc)
 )
 
 func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (quorum.LatchAnswer, error) {

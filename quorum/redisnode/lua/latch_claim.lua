@@ -9,11 +9,15 @@
 -- in each slot), as is one given for none ("0"), to a claim of any. 0 (nobody's) when the claim
 -- slot is another latch's (its tag, "o:", the nonce of the set, reset or
 -- seed that made it, is not the one read: a later set landed), a
--- delete's tombstone ("-1"), "m:" with no tag (a denied set's undo,
+-- delete's tombstone ("-1") of a node that voted for this ballot before
+-- (its memory, "d:", latch_voted.lua; a claim of another ballot gets a
+-- slot of it there, with this claim: attack15 L4, else a tombstone on a
+-- node the set missed split the claims), "m:" with no tag (a denied set's undo,
 -- attack12 U1), or "-1": a node seeded after a restart that got no set
 -- since (it may have answered another claim before). A node with no
 -- field of the slot (it missed the set) that the countDown read with no
--- tag gets a slot of the ballot, with this claim (latch20c: its claims
+-- tag, and no memory of a vote for the ballot, gets a slot of it, with
+-- this claim (latch20c: its claims
 -- were all nobody's, so claims split over the others decided none); a
 -- claim that read no tag there later takes the slot of its ballot. A
 -- vote given in a slot of another tag, or for none, records its ballot
@@ -30,10 +34,15 @@ if redis.call("hget", KEYS[1], "seeded") ~= "1" then
 end
 local o = redis.call("hget", KEYS[1], "o:" .. ARGV[1])
 local f = "m:" .. ARGV[1]
-if o == "-1" then
-  return {2, 0}
-end
 local c = redis.call("hget", KEYS[1], f)
+local d = redis.call("hget", KEYS[1], "d:" .. ARGV[1])
+if o == "-1" then
+  if c or not d or voted(d, ARGV[4]) then
+    return {2, 0}
+  end
+  redis.call("hset", KEYS[1], "o:" .. ARGV[1], ARGV[4], f, ARGV[2])
+  return {2, ARGV[2]}
+end
 local p = redis.call("hget", KEYS[1], "p:" .. ARGV[1])
 if p and (p == ARGV[4] or p == "0" or ARGV[4] == "0") then
   if ARGV[4] == "0" and p ~= "0" then
@@ -49,7 +58,7 @@ if o ~= ARGV[3] then
     return {2, 0}
   end
   if not o then
-    if c then
+    if c or d and voted(d, ARGV[4]) then
       return {2, 0}
     end
     redis.call("hset", KEYS[1], "o:" .. ARGV[1], ARGV[4], f, ARGV[2])

@@ -5,7 +5,8 @@
 -- the set's nonce. The claim slot becomes this latch's ("o:"); a claim
 -- the node holds stays if it was given for this latch's ballot (a
 -- countDown of this latch that read the older count may have taken it:
--- "b:"), else it is kept by its ballot as "p:", "q:" and the slot is this
+-- "b:"), else it is kept by its ballot as "p:", "q:" (the ballot of one
+-- kept before remembered, "d:": latch_voted.lua) and the slot is this
 -- latch's to take (attack15 L5: an older opening's claim kept as "m:"
 -- split this latch's claims); with none (or nobody's, latch_claim.lua),
 -- the claim is this latch's to take (as latch_set.lua's).
@@ -16,6 +17,10 @@ if redis.call("hget", KEYS[1], "seeded") == "1" and redis.call("hexists", KEYS[1
   local b = redis.call("hget", KEYS[1], "b:" .. ARGV[1]) or o
   if c and c ~= "0" and c ~= "-1" and b ~= ARGV[3] then
     if b then
+      local p = redis.call("hget", KEYS[1], "p:" .. ARGV[1])
+      if p and p ~= b then
+        redis.call("hset", KEYS[1], "d:" .. ARGV[1], remember(redis.call("hget", KEYS[1], "d:" .. ARGV[1]), p))
+      end
       redis.call("hset", KEYS[1], "p:" .. ARGV[1], b, "q:" .. ARGV[1], c)
     end
     c = nil

@@ -17,9 +17,14 @@ end
 -- this set already (a claim made it, landing before this late set, or a
 -- seed kept its tag, negated) keeps its claim: that vote was given. A vote given
 -- in the slot it replaces is kept, by its ballot ("b:", else the slot's
--- tag), as "p:", "q:" (review28 F0); a vote kept so of this set's
--- ballot is its claim again.
+-- tag), as "p:", "q:" (review28 F0), the ballot of one kept before
+-- remembered ("d:", latch_voted.lua); a vote kept so of this set's
+-- ballot is its claim again. Over a tombstone of the scripts before
+-- "d:" (no memory), the memory is any.
 local o = redis.call("hget", KEYS[1], "o:" .. ARGV[1])
+if o == "-1" and redis.call("hexists", KEYS[1], "d:" .. ARGV[1]) == 0 then
+  redis.call("hset", KEYS[1], "d:" .. ARGV[1], "-1")
+end
 if o == ARGV[3] or o == "-" .. ARGV[3] then
   redis.call("hset", KEYS[1], "l:" .. ARGV[1], ARGV[2], "n:" .. ARGV[1], ARGV[3], "o:" .. ARGV[1], ARGV[3])
   return {2, 1, "0"}
@@ -35,6 +40,10 @@ if o and o ~= "-1" and c and c ~= "0" and c ~= "-1" then
   if b == ARGV[3] then
     m = c
   else
+    local p = redis.call("hget", KEYS[1], "p:" .. ARGV[1])
+    if p and p ~= b then
+      redis.call("hset", KEYS[1], "d:" .. ARGV[1], remember(redis.call("hget", KEYS[1], "d:" .. ARGV[1]), p))
+    end
     redis.call("hset", KEYS[1], "p:" .. ARGV[1], b, "q:" .. ARGV[1], c)
   end
 end
