@@ -10,16 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A known defect (docs/guarantees.md, "Known defects"; attack18 A1): it
-// fails until the fix. F4b's fix (a new connection has the master kill a dropped
-// one first) covers the connections dropped with a fan-out's lock
-// operation unanswered. A failed acquire's give-back is not one: the
-// engine sends it to each node alone (undo, fanOutOn), so a connection
-// dropped with an undo unanswered is not killed, and the undo can land
-// after the same token's next acquire through the same proxy. Lock
-// clients retry with the same token (redsync's Lock, redislock's
-// retries): the retry's grant is then deleted on the masters the undo
-// lands on.
+// attack18 A1: F4b's fix (a new connection has the master kill a
+// dropped one first) once covered only connections dropped with a
+// fan-out's lock operation unanswered. A failed acquire's give-back is
+// sent to each node alone (undo, fanOutOn), so its connection was not
+// killed, and the undo landed after the same token's next acquire
+// through the same proxy. Lock clients retry with the same token
+// (redsync's Lock, redislock's retries): the retry's grant was deleted on
+// the masters the undo landed on.
 
 // attack18LateUndo: P's links to masters 1 and 2 hold the first two
 // writes naming the key (A's SET NX and its undo's release) for hold,
