@@ -117,10 +117,10 @@ func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
 	fanOutOn(ctx, e, e.cfg.NodeTimeout, false, nil, ask, func(ctx context.Context, i int, n Node) (bool, error) {
 		switch what[i] {
 		case undoRelease:
-			found, err := n.Release(ctx, l)
+			found, err := n.Release(ctx, l, e.untilOf(ctx, i))
 			return slices.Contains(found, FoundDeleted), err
 		case undoSetBack:
-			given, err := n.Undo(ctx, l, results[i].v.Before)
+			given, err := n.Undo(ctx, l, results[i].v.Before, e.untilOf(ctx, i))
 			return given > 0, err
 		}
 		return false, nil

@@ -40,7 +40,9 @@ type Batch interface {
 	// ctx's with deadline, and waits until all answered, deadline passed
 	// or ctx's caller gave up. It sets replies[i] for each i in idx and
 	// reports whether all answered; timed asks for each reply's time.
-	Fan(ctx context.Context, deadline time.Time, batches []Batch, idx []int, c Command, timed bool, replies []Reply) (all bool)
+	// For a dated c, until[i] is node i's deadline field (Engine.writeUntil;
+	// nil: none has a limit).
+	Fan(ctx context.Context, deadline time.Time, batches []Batch, idx []int, c Command, until []int64, timed bool, replies []Reply) (all bool)
 }
 
 // Command is one operation encoded once for every node of a fan-out.
@@ -52,6 +54,9 @@ type Command struct {
 	Src  string
 	Keys []string
 	Args []any
+	// Dated: the command's last argument is its deadline field, which
+	// each node's copy gets its own value in (a fan-out's until).
+	Dated bool
 }
 
 // Call is a node operation as a batch runs it: the same command for
@@ -133,7 +138,12 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, call func(Batch) Call[T
 	replies := slices.Grow(sc.replies[:0], len(e.nodes))[:len(e.nodes)]
 	sc.replies = replies
 	timed := obs != nil || tr != nil
-	batches[0].Fan(ctx, deadline, batches, idx, c.Command, timed, replies)
+	var until []int64
+	if c.Command.Dated {
+		until = e.writeUntils(sc.until[:0], deadline)
+		sc.until = until
+	}
+	batches[0].Fan(ctx, deadline, batches, idx, c.Command, until, timed, replies)
 	for _, i := range idx {
 		n := e.nodes[i]
 		v, err := c.Result(replies[i].V, replies[i].Err)
@@ -167,6 +177,7 @@ type fanScratch struct {
 	batches []Batch
 	idx     []int
 	replies []Reply
+	until   []int64
 }
 
 var fanScratches sync.Pool

@@ -78,6 +78,7 @@ type fakeCall struct {
 	prefixLen   int
 	ttl         time.Duration
 	mode        ExtendMode
+	until       int64 // a lock write's deadline field (Node.Release)
 	ctxErr      error // the context's error when the call arrived
 	hasDeadline bool  // whether the context carried a deadline
 }
@@ -275,9 +276,12 @@ func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acqu
 // Undo is undoScript: each key that holds the token is deleted, or, taken
 // again, set back to its earlier value, with the later of its earlier
 // TTL's expiry (at least 1ms) and the one it has.
-func (f *fakeNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error) {
+func (f *fakeNode) Undo(ctx context.Context, l Lock, before []Entry, until int64) (int, error) {
 	var done int
-	err := f.do(ctx, fakeCall{op: "undo", keys: l.Keys, token: l.Token}, func(now time.Time) error {
+	err := f.do(ctx, fakeCall{op: "undo", keys: l.Keys, token: l.Token, until: until}, func(now time.Time) error {
+		if f.late(now, until) {
+			return errFakeLate
+		}
 		for i, k := range l.Keys {
 			e, ok := f.get(now, k)
 			if !ok || e.token != l.Token {
@@ -305,14 +309,26 @@ func (f *fakeNode) Undo(ctx context.Context, l Lock, before []Entry) (int, error
 	return done, nil
 }
 
+// errFakeLate is lateCheck's reply.
+var errFakeLate = replyErr("LATE the proxy gave up on this lock write before it ran")
+
+// late is lateCheck: the node's clock at now is past until (if above 0),
+// in whole milliseconds.
+func (f *fakeNode) late(now time.Time, until int64) bool {
+	return until > 0 && f.nodeTime(now).UnixMilli() > until
+}
+
 // prefix is s's first n bytes, or s if it is shorter (Lua's string.sub
 // and Redis's GETRANGE both stop at the end).
 func prefix(s string, n int) string { return s[:min(n, len(s))] }
 
 // Release is releaseScript: per key, deleted, another token, or missing.
-func (f *fakeNode) Release(ctx context.Context, l Lock) ([]Found, error) {
+func (f *fakeNode) Release(ctx context.Context, l Lock, until int64) ([]Found, error) {
 	var found []Found
-	err := f.do(ctx, fakeCall{op: "release", keys: l.Keys, token: l.Token}, func(now time.Time) error {
+	err := f.do(ctx, fakeCall{op: "release", keys: l.Keys, token: l.Token, until: until}, func(now time.Time) error {
+		if f.late(now, until) {
+			return errFakeLate
+		}
 		found = make([]Found, len(l.Keys))
 		for i, k := range l.Keys {
 			e, ok := f.get(now, k)
@@ -338,9 +354,12 @@ func (f *fakeNode) Release(ctx context.Context, l Lock) ([]Found, error) {
 // Extend is extendScript: every key must hold the token (in
 // ExtendOrAcquire mode, or be missing; in ExtendAdd mode, and have an
 // expiry), and then each gets its TTL; it returns the shortest TTL set.
-func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error) {
+func (f *fakeNode) Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration, until int64) (time.Duration, error) {
 	var least time.Duration
-	err := f.do(ctx, fakeCall{op: "extend", keys: l.Keys, token: l.Token, ttl: ttl, mode: mode}, func(now time.Time) error {
+	err := f.do(ctx, fakeCall{op: "extend", keys: l.Keys, token: l.Token, ttl: ttl, mode: mode, until: until}, func(now time.Time) error {
+		if f.late(now, until) {
+			return errFakeLate
+		}
 		for _, k := range l.Keys {
 			e, ok := f.get(now, k)
 			if !(ok && e.token == l.Token) && !(mode == ExtendOrAcquire && !ok) {

@@ -197,7 +197,7 @@ func (e *Engine) noteResult(ctx context.Context, i int, sent time.Time, err erro
 // serve the proxy's calls (memory, permissions, a replica, loading, a
 // script that runs too long, ...), while the breaker sees it answer.
 var troubleReplies = []string{"OOM", "NOPERM", "READONLY", "LOADING", "BUSY", "MASTERDOWN",
-	"MISCONF", "NOREPLICAS", "CLUSTERDOWN", "MOVED", "ASK", "TRYAGAIN", "NOAUTH", "WRONGPASS"}
+	"MISCONF", "NOREPLICAS", "CLUSTERDOWN", "MOVED", "ASK", "TRYAGAIN", "NOAUTH", "WRONGPASS", "LATE"}
 
 // troubleLogEvery is how often, at most, a node's trouble replies are
 // logged.

@@ -24,16 +24,20 @@ type Node interface {
 	// Before (one per key): a key taken free is deleted, a key taken again
 	// set back to its earlier value and TTL; each only if it still holds
 	// l's token. It returns how many keys it gave back.
-	Undo(ctx context.Context, l Lock, before []Entry) (int, error)
+	//
+	// Undo, Release and Extend take until: the last millisecond on the
+	// node's clock at which they may take effect (Engine.writeUntil; 0:
+	// no limit). Past it they do nothing and answer an error (LATE).
+	Undo(ctx context.Context, l Lock, before []Entry, until int64) (int, error)
 	// Release deletes each key of l that holds its token and reports, per
 	// key, what it found.
-	Release(ctx context.Context, l Lock) ([]Found, error)
+	Release(ctx context.Context, l Lock, until int64) ([]Found, error)
 	// Extend gives every key of l the TTL mode asks for, but only if all of
 	// them hold its token (ExtendOrAcquire: or are missing). It returns the
 	// shortest TTL it set, or 0 if it set none. In ExtendAdd mode with a
 	// limit above zero, it sets none and returns -1 if a key's TTL would
 	// pass limit.
-	Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (time.Duration, error)
+	Extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration, until int64) (time.Duration, error)
 	// Inspect reads key's value and remaining TTL.
 	Inspect(ctx context.Context, key string) (Entry, error)
 	// Delete deletes keys unconditionally and returns how many existed.

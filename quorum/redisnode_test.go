@@ -237,7 +237,7 @@ func TestRedisNodeRelease(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			flush(t, admin)
 			tt.setup(t)
-			got, err := n.Release(t.Context(), Lock{Keys: tt.keys, Token: "mine"})
+			got, err := n.Release(t.Context(), Lock{Keys: tt.keys, Token: "mine"}, 0)
 			if !slices.Equal(got, tt.want) || (err != nil) != tt.wantErr {
 				t.Fatalf("Release(%v) = %v, %v; want %v, error %v", tt.keys, got, err, tt.want, tt.wantErr)
 			}
@@ -298,7 +298,7 @@ func TestRedisNodeExtend(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t)
 			}
-			got, err := n.Extend(t.Context(), Lock{Keys: tt.keys, Token: "mine"}, time.Second, tt.mode, 0)
+			got, err := n.Extend(t.Context(), Lock{Keys: tt.keys, Token: "mine"}, time.Second, tt.mode, 0, 0)
 			if (err != nil) != tt.errRow {
 				t.Fatalf("Extend(%v, 1s, %d) = %v, %v; want error %v", tt.keys, tt.mode, got, err, tt.errRow)
 			}
@@ -400,11 +400,11 @@ func TestRedisNodeFrozenCallReturnsAtDeadline(t *testing.T) {
 			return err
 		}},
 		{"release", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
-			_, err := n.Release(ctx, one)
+			_, err := n.Release(ctx, one, 0)
 			return err
 		}},
 		{"extend", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
-			_, err := n.Extend(ctx, one, time.Second, ExtendSet, 0)
+			_, err := n.Extend(ctx, one, time.Second, ExtendSet, 0, 0)
 			return err
 		}},
 		{"inspect", func(*testing.T) Node { return warm }, func(ctx context.Context, n Node) error {
@@ -585,15 +585,15 @@ func acquireStep(l Lock, ttl time.Duration) conformStep {
 }
 
 func undoStep(l Lock, before []Entry) conformStep {
-	return func(t *testing.T, n Node) answer { return norm(n.Undo(t.Context(), l, before)) }
+	return func(t *testing.T, n Node) answer { return norm(n.Undo(t.Context(), l, before, 0)) }
 }
 
 func releaseStep(l Lock) conformStep {
-	return func(t *testing.T, n Node) answer { return norm(n.Release(t.Context(), l)) }
+	return func(t *testing.T, n Node) answer { return norm(n.Release(t.Context(), l, 0)) }
 }
 
 func extendStep(l Lock, ttl time.Duration, mode ExtendMode) conformStep {
-	return func(t *testing.T, n Node) answer { return norm(n.Extend(t.Context(), l, ttl, mode, 0)) }
+	return func(t *testing.T, n Node) answer { return norm(n.Extend(t.Context(), l, ttl, mode, 0, 0)) }
 }
 
 func inspectStep(key string) conformStep {
@@ -884,7 +884,7 @@ func TestRedisNodeExtendAddRespectsLimit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			flush(t, admin)
 			setKey(t, admin, "k", "mine", time.Second)
-			got, err := n.Extend(t.Context(), Lock{Keys: []string{"k"}, Token: "mine"}, time.Second, ExtendAdd, tt.limit)
+			got, err := n.Extend(t.Context(), Lock{Keys: []string{"k"}, Token: "mine"}, time.Second, ExtendAdd, tt.limit, 0)
 			if err != nil {
 				t.Fatalf("Extend(add 1s, limit %v) = %v", tt.limit, err)
 			}

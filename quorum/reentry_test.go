@@ -147,7 +147,7 @@ func TestAcquireUndoSetsBackOnlyWhatStillHoldsTheToken(t *testing.T) {
 			t.Fatalf("Acquire = %+v, %v; want granted with one Before", a, err)
 		}
 		f.with("k", "web:1", time.Second)
-		if n, err := f.Undo(t.Context(), l, a.Before); n != 0 || err != nil {
+		if n, err := f.Undo(t.Context(), l, a.Before, 0); n != 0 || err != nil {
 			t.Errorf("Undo over another token = %d, %v; want 0, nil", n, err)
 		}
 		if tok, _ := f.token("k"); tok != "web:1" {

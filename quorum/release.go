@@ -30,8 +30,8 @@ func (e *Engine) Release(ctx context.Context, l Lock) (rel Released, err error) 
 			e.observe(OpRelease, start, res)
 		}()
 	}
-	results := fanOutCall(ctx, e, func(b Batch) Call[[]Found] { return b.ReleaseCall(l) }, func(ctx context.Context, _ int, n Node) ([]Found, error) {
-		return n.Release(ctx, l)
+	results := fanOutCall(ctx, e, func(b Batch) Call[[]Found] { return b.ReleaseCall(l) }, func(ctx context.Context, i int, n Node) ([]Found, error) {
+		return n.Release(ctx, l, e.untilOf(ctx, i))
 	})
 	fails := failures(results)
 	for k := range l.Keys {

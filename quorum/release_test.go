@@ -134,8 +134,8 @@ func TestReleaseCountsKeysAQuorumHeld(t *testing.T) {
 // cannot be matched to the keys.
 type shortRelease struct{ *fakeNode }
 
-func (n shortRelease) Release(ctx context.Context, l Lock) ([]Found, error) {
-	found, err := n.fakeNode.Release(ctx, l)
+func (n shortRelease) Release(ctx context.Context, l Lock, until int64) ([]Found, error) {
+	found, err := n.fakeNode.Release(ctx, l, until)
 	if len(found) > 0 {
 		found = found[1:]
 	}

@@ -38,11 +38,11 @@ func (downNode) Acquire(context.Context, Lock, time.Duration) (Acquired, error) 
 	return Acquired{}, errors.New("connection refused (down)")
 }
 
-func (downNode) Undo(context.Context, Lock, []Entry) (int, error) {
+func (downNode) Undo(context.Context, Lock, []Entry, int64) (int, error) {
 	return 0, errors.New("connection refused (down)")
 }
 
-func (downNode) Release(context.Context, Lock) ([]Found, error) {
+func (downNode) Release(context.Context, Lock, int64) ([]Found, error) {
 	return nil, errors.New("connection refused (down)")
 }
 

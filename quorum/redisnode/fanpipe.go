@@ -2,6 +2,7 @@ package redisnode
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,12 @@ type fan struct {
 	ctx      fanCtx
 	timer    *time.Timer // ends the wait at ctx's deadline; stopped between uses
 	ops      []op
+	// perNode: each node's op goes out as cmds[i], its copy of a dated
+	// command with its own deadline field (in buf), not as the one for
+	// all.
+	perNode bool
+	cmds    [][]byte
+	buf     []byte
 }
 
 // fanCtx is the context a fan's ops carry: the caller's, with the
@@ -119,6 +126,9 @@ func (f *fan) start(ctx context.Context, pipes []*pipeline, idx []int, cmd []byt
 	for _, i := range idx {
 		o := &f.ops[i]
 		*o = op{ctx: ctx, cmd: cmd, fan: f, resent: resent}
+		if f.perNode && !resent {
+			o.cmd = f.cmds[i]
+		}
 		if pipes[i].enqueue(o) {
 			own = append(own, pipes[i])
 		}
@@ -139,7 +149,7 @@ func (f *fan) start(ctx context.Context, pipes []*pipeline, idx []int, cmd []byt
 // passes or its caller gives up; it reports whether all finished. An op
 // answered NOSCRIPT meanwhile gets body() on its node at once, within
 // the same deadline: a silent node never holds the others' back.
-func (f *fan) wait(pipes []*pipeline, body func() []byte) bool {
+func (f *fan) wait(pipes []*pipeline, body func(i int) []byte) bool {
 	d := time.Until(f.ctx.deadline)
 	if f.timer == nil {
 		f.timer = time.NewTimer(d)
@@ -157,7 +167,7 @@ func (f *fan) wait(pipes []*pipeline, body func() []byte) bool {
 			return true
 		case o := <-f.lacking:
 			i := f.index(o)
-			f.start(&f.ctx, pipes, []int{i}, body(), true)
+			f.start(&f.ctx, pipes, []int{i}, body(i), true)
 			continue
 		case <-gaveUp:
 		case <-f.timer.C:
@@ -192,9 +202,11 @@ func (n *redisNode) Node() quorum.Node   { return n }
 func (n *redisNode) AcquireCall(l quorum.Lock, ttl time.Duration) quorum.Call[quorum.Acquired] {
 	return pipeAcquire(l, ttl)
 }
-func (n *redisNode) ReleaseCall(l quorum.Lock) quorum.Call[[]quorum.Found] { return pipeRelease(l) }
+func (n *redisNode) ReleaseCall(l quorum.Lock) quorum.Call[[]quorum.Found] {
+	return pipeRelease(l, noUntilArg)
+}
 func (n *redisNode) ExtendCall(l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration) quorum.Call[time.Duration] {
-	return pipeExtend(l, ttl, mode, limit)
+	return pipeExtend(l, ttl, mode, limit, noUntilArg)
 }
 func (n *redisNode) FenceRoundCall(key, token, field string) quorum.Call[quorum.CounterEntry] {
 	return pipeFenceRound(key, token, field)
@@ -203,8 +215,9 @@ func (n *redisNode) FenceRoundCall(key, token, field string) quorum.Call[quorum.
 // Fan starts c on the pipelines of the nodes in idx from the caller's
 // goroutine and waits once, with one wake-up for the fan-out. A node
 // that answers NOSCRIPT gets the script's body as soon as its reply
-// comes, within the same deadline (fan.wait).
-func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []quorum.Batch, idx []int, c quorum.Command, timed bool, replies []quorum.Reply) bool {
+// comes, within the same deadline (fan.wait). A dated c goes to each node
+// with its own deadline field, until[i], patched into a copy.
+func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []quorum.Batch, idx []int, c quorum.Command, until []int64, timed bool, replies []quorum.Reply) bool {
 	var mine [8]*pipeline
 	pipes := mine[:0]
 	for _, b := range batches {
@@ -217,14 +230,23 @@ func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []quoru
 	f.scripted = c.Src != ""
 	f.timed = timed
 	f.ctx = fanCtx{Context: ctx, deadline: deadline}
+	if !c.Dated || !slices.ContainsFunc(until, func(ms int64) bool { return ms != 0 }) {
+		until = nil // the field as encoded: no limit
+	}
+	f.copies(c.Cmd, idx, until)
 	nctx := &f.ctx
 	var b []byte // built once, for the first node that lacks it
 	f.launch(nctx, pipes, idx, c.Cmd)
-	all := f.wait(pipes, func() []byte {
+	all := f.wait(pipes, func(i int) []byte {
 		if b == nil {
 			b = body(&c)
 		}
-		return b
+		if until == nil {
+			return b
+		}
+		own := slices.Clone(b) // rare: a node that lost the script
+		putUntil(own, until[i])
+		return own
 	})
 	collect(f, idx, all, nctx, replies)
 	if all {
@@ -234,6 +256,27 @@ func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []quoru
 		fans.Put(f)
 	}
 	return all
+}
+
+// copies gives f's ops for the nodes in idx each a copy of cmd with its
+// node's deadline field from until, in f's buffer; with until nil, none.
+func (f *fan) copies(cmd []byte, idx []int, until []int64) {
+	f.perNode = until != nil
+	if until == nil {
+		return
+	}
+	n := len(cmd)
+	f.buf = slices.Grow(f.buf[:0], n*len(idx))[:n*len(idx)]
+	if cap(f.cmds) < len(f.ops) {
+		f.cmds = make([][]byte, len(f.ops))
+	}
+	f.cmds = f.cmds[:len(f.ops)]
+	for k, i := range idx {
+		own := f.buf[k*n : (k+1)*n : (k+1)*n]
+		copy(own, cmd)
+		putUntil(own, until[i])
+		f.cmds[i] = own
+	}
 }
 
 // collect reads the replies of f's ops for the nodes in idx into out, as

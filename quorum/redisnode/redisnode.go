@@ -159,6 +159,68 @@ end
 return 1
 `)
 
+// lateCheck begins each owner-checked lock write script (undo, release,
+// extend): its last ARGV is the last millisecond on the node's clock at
+// which the write may take effect, untilWidth digits (0: no limit). Past
+// it the script does nothing and answers LATE: its proxy has given up on
+// it, and the client, told so, may have taken the key again through
+// another proxy, which this write would undo (attack17 F4). TIME before
+// a write needs effects replication, Redis 5's default and Redis 7's only
+// way: replicas and the AOF get the writes, not the script.
+const lateCheck = `
+do
+  local last = tonumber(ARGV[#ARGV])
+  if last > 0 then
+    local t = redis.call("time")
+    if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) > last then
+      return redis.error_reply("LATE the proxy gave up on this lock write before it ran")
+    end
+  end
+end
+`
+
+// untilWidth is the width of a lock write's deadline field (lateCheck):
+// fixed, so that a fan-out encodes the command once and writes each
+// node's own deadline into its copy (putUntil). 13 digits of
+// milliseconds reach the year 2286.
+const untilWidth = 13
+
+// noUntil is the deadline field of no limit; noUntilArg is it as an
+// argument, made once (a fan-out's, patched per node).
+const noUntil = "0000000000000"
+
+var noUntilArg any = noUntil
+
+// untilArg is the deadline field of ms: the last millisecond on the
+// node's clock at which a write may take effect, 0 for no limit.
+func untilArg(ms int64) string {
+	if ms <= 0 {
+		return noUntil
+	}
+	b := []byte(noUntil)
+	putDigits(b, ms)
+	return string(b)
+}
+
+// putUntil writes ms into cmd's deadline field, its last argument.
+func putUntil(cmd []byte, ms int64) {
+	putDigits(cmd[len(cmd)-2-untilWidth:len(cmd)-2], max(ms, 0))
+}
+
+// putDigits writes ms into d in decimal, zero-padded; one too large for
+// d (past the year 2286) is all nines.
+func putDigits(d []byte, ms int64) {
+	for i := len(d) - 1; i >= 0; i-- {
+		d[i] = byte('0' + ms%10)
+		ms /= 10
+	}
+	if ms > 0 {
+		for i := range d {
+			d[i] = '9'
+		}
+	}
+}
+
 // undoScript gives back what an acquire of KEYS with token ARGV[1] took.
 // ARGV[1+i] is key i's earlier TTL in ms, or "" for a key taken free, and
 // ARGV[1+n+i] its earlier value (n keys). A key that still holds the
@@ -169,8 +231,9 @@ return 1
 // it was: the safe direction, as the holder's validity counts from its own
 // acquire. The TTL it has now may be another acquire's of the same token,
 // through another proxy, told to its client: never shortened (attack16
-// R2). It returns how many keys it gave back.
-var undoScript = newScript(`
+// R2). It returns how many keys it gave back. Its last ARGV is its
+// deadline (lateCheck).
+var undoScript = newScript(lateCheck + `
 local n, done = #KEYS, 0
 for i, key in ipairs(KEYS) do
   if redis.call("get", key) == ARGV[1] then
@@ -192,8 +255,9 @@ return done
 `)
 
 // releaseScript deletes every key that holds ARGV[1], and returns per key
-// 1 (deleted), 0 (another token) or -1 (missing).
-var releaseScript = newScript(`
+// 1 (deleted), 0 (another token) or -1 (missing). ARGV[2] is its deadline
+// (lateCheck).
+var releaseScript = newScript(lateCheck + `
 local found = {}
 for i, key in ipairs(KEYS) do
   local v = redis.call("get", key)
@@ -214,8 +278,9 @@ return found
 // extendScript gives every key TTL ARGV[2] ms if all hold ARGV[1]. ARGV[3]
 // is the mode: "set", "add" (to the remaining TTL) or "acquire" (a
 // missing key is set too). It returns the shortest TTL set, or 0; or -1
-// when in "add" mode a TTL would pass ARGV[4] ms (if above zero).
-var extendScript = newScript(`
+// when in "add" mode a TTL would pass ARGV[4] ms (if above zero). ARGV[5]
+// is its deadline (lateCheck).
+var extendScript = newScript(lateCheck + `
 local mode = ARGV[3]
 local limit = tonumber(ARGV[4])
 for _, key in ipairs(KEYS) do
@@ -350,15 +415,15 @@ func acquireAnswer(v any, err error, keys int) (quorum.Acquired, error) {
 
 // Undo runs undoScript. As Release, it is an acquire's give-back and sends
 // the script's body.
-func (n *redisNode) Undo(ctx context.Context, l quorum.Lock, before []quorum.Entry) (int, error) {
-	c := pipeUndo(l, before)
+func (n *redisNode) Undo(ctx context.Context, l quorum.Lock, before []quorum.Entry, until int64) (int, error) {
+	c := pipeUndo(l, before, until)
 	c.Command = quorum.Command{Cmd: body(&c.Command)}
 	return runCall(ctx, n.p, c)
 }
 
 // pipeUndo is Undo as the pipeline runs it.
-func pipeUndo(l quorum.Lock, before []quorum.Entry) quorum.Call[int] {
-	args := make([]any, 1+2*len(l.Keys))
+func pipeUndo(l quorum.Lock, before []quorum.Entry, until int64) quorum.Call[int] {
+	args := make([]any, 2+2*len(l.Keys))
 	args[0] = l.Token
 	for i := range l.Keys {
 		pttl, old := "", ""
@@ -370,7 +435,10 @@ func pipeUndo(l quorum.Lock, before []quorum.Entry) quorum.Call[int] {
 		}
 		args[1+i], args[1+len(l.Keys)+i] = pttl, old
 	}
-	return scriptCall(undoScript, l.Keys, args, undoAnswer)
+	args[len(args)-1] = untilArg(until)
+	c := scriptCall(undoScript, l.Keys, args, undoAnswer)
+	c.Command.Dated = true
+	return c
 }
 
 // undoAnswer turns undoScript's reply into how many keys it gave back.
@@ -420,21 +488,26 @@ func setNXResult(err error) (bool, error) {
 // body, not its digest, so that a node without the script cached runs it
 // however late its replies come; a NOSCRIPT read past the deadline would
 // leave the take there.
-func (n *redisNode) Release(ctx context.Context, l quorum.Lock) ([]quorum.Found, error) {
-	c := pipeRelease(l)
+func (n *redisNode) Release(ctx context.Context, l quorum.Lock, until int64) ([]quorum.Found, error) {
+	c := pipeRelease(l, untilArg(until))
 	c.Command = quorum.Command{Cmd: body(&c.Command)}
 	return runCall(ctx, n.p, c)
 }
 
-// pipeRelease is Release as the pipeline runs it.
-func pipeRelease(l quorum.Lock) quorum.Call[[]quorum.Found] {
+// pipeRelease is Release as the pipeline runs it, until its deadline
+// field.
+func pipeRelease(l quorum.Lock, until any) quorum.Call[[]quorum.Found] {
 	keys := len(l.Keys)
+	var c quorum.Call[[]quorum.Found]
 	if keys == 1 {
-		return scriptCall(releaseScript, l.Keys, []any{l.Token}, releaseOneAnswer) // no closure to allocate
+		c = scriptCall(releaseScript, l.Keys, []any{l.Token, until}, releaseOneAnswer) // no closure to allocate
+	} else {
+		c = scriptCall(releaseScript, l.Keys, []any{l.Token, until}, func(v any, err error) ([]quorum.Found, error) {
+			return releaseAnswer(v, err, keys)
+		})
 	}
-	return scriptCall(releaseScript, l.Keys, []any{l.Token}, func(v any, err error) ([]quorum.Found, error) {
-		return releaseAnswer(v, err, keys)
-	})
+	c.Command.Dated = true
+	return c
 }
 
 // releaseOneAnswer is releaseAnswer for one key.
@@ -484,13 +557,15 @@ func foundResult(items []any, keys int) ([]quorum.Found, error) {
 	return found, nil
 }
 
-func (n *redisNode) Extend(ctx context.Context, l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration) (time.Duration, error) {
-	return runCall(ctx, n.p, pipeExtend(l, ttl, mode, limit))
+func (n *redisNode) Extend(ctx context.Context, l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration, until int64) (time.Duration, error) {
+	return runCall(ctx, n.p, pipeExtend(l, ttl, mode, limit, untilArg(until)))
 }
 
-// pipeExtend is Extend as the pipeline runs it.
-func pipeExtend(l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration) quorum.Call[time.Duration] {
-	return scriptCall(extendScript, l.Keys, []any{l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds()}, extendAnswer)
+// pipeExtend is Extend as the pipeline runs it, until its deadline field.
+func pipeExtend(l quorum.Lock, ttl time.Duration, mode quorum.ExtendMode, limit time.Duration, until any) quorum.Call[time.Duration] {
+	c := scriptCall(extendScript, l.Keys, []any{l.Token, ttl.Milliseconds(), modeArg[mode], limit.Milliseconds(), until}, extendAnswer)
+	c.Command.Dated = true
+	return c
 }
 
 // extendAnswer turns extendScript's reply into the node's answer.

@@ -1,0 +1,121 @@
+package redisnode
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-proxy/redlock-proxy/quorum"
+)
+
+// nodeMilli is the node's clock now, in milliseconds, read by TIME.
+func nodeMilli(t *testing.T, admin *redis.Client) int64 {
+	t.Helper()
+	now, err := admin.Time(t.Context()).Result()
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	return now.UnixMilli()
+}
+
+// TestLockWritesPastTheirDeadlineDoNothing: each owner-checked lock write
+// (release, extend, undo) run on the node after the last millisecond it
+// carries does nothing there and answers LATE, as its body and as its
+// digest; one in time, or with no limit (0), works (attack17 F4).
+func TestLockWritesPastTheirDeadlineDoNothing(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	ctx := t.Context()
+	l := quorum.Lock{Keys: []string{"k"}, Token: "mine"}
+	// taken is an acquire that took k again from "mine" (60s left).
+	taken := []quorum.Entry{{Present: true, Token: "mine", TTL: time.Minute}}
+	writes := []struct {
+		name string
+		run  func(until int64) error
+		// done reports whether the write took effect on k, set to "mine"
+		// with a TTL of 30s before it ran.
+		done func() bool
+	}{
+		{"release", func(until int64) error {
+			_, err := n.Release(ctx, l, until)
+			return err
+		}, func() bool { return admin.Exists(ctx, "k").Val() == 0 }},
+		{"release by digest", func(until int64) error {
+			_, err := runCall(ctx, n.p, pipeRelease(l, untilArg(until)))
+			return err
+		}, func() bool { return admin.Exists(ctx, "k").Val() == 0 }},
+		{"extend", func(until int64) error {
+			_, err := n.Extend(ctx, l, 5*time.Second, quorum.ExtendSet, 0, until)
+			return err
+		}, func() bool { return admin.PTTL(ctx, "k").Val() <= 5*time.Second }},
+		{"extend by digest", func(until int64) error {
+			_, err := runCall(ctx, n.p, pipeExtend(l, 5*time.Second, quorum.ExtendSet, 0, untilArg(until)))
+			return err
+		}, func() bool { return admin.PTTL(ctx, "k").Val() <= 5*time.Second }},
+		{"undo of a key taken free", func(until int64) error {
+			_, err := n.Undo(ctx, l, []quorum.Entry{{}}, until)
+			return err
+		}, func() bool { return admin.Exists(ctx, "k").Val() == 0 }},
+		{"undo of a key taken again", func(until int64) error {
+			_, err := n.Undo(ctx, l, taken, until)
+			return err
+		}, func() bool { return admin.PTTL(ctx, "k").Val() > 30*time.Second }},
+	}
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			for _, tt := range []struct {
+				name  string
+				until func(now int64) int64
+				late  bool
+			}{
+				{"a second past its deadline", func(now int64) int64 { return now - 1000 }, true},
+				{"a millisecond past its deadline", func(now int64) int64 { return now - 1 }, true},
+				{"in time", func(now int64) int64 { return now + 10000 }, false},
+				{"with no limit", func(int64) int64 { return 0 }, false},
+			} {
+				if err := admin.Set(ctx, "k", "mine", 30*time.Second).Err(); err != nil {
+					t.Fatal(err)
+				}
+				err := w.run(tt.until(nodeMilli(t, admin)))
+				switch {
+				case tt.late && !redis.HasErrorPrefix(err, "LATE"):
+					t.Errorf("%s: err = %v; want a LATE reply", tt.name, err)
+				case tt.late && w.done():
+					t.Errorf("%s: the write took effect", tt.name)
+				case !tt.late && err != nil:
+					t.Errorf("%s: err = %v; want none", tt.name, err)
+				case !tt.late && !w.done():
+					t.Errorf("%s: the write did not take effect", tt.name)
+				}
+			}
+		})
+	}
+}
+
+// TestUntilArgIsFixedWidth: the deadline field has the same width for
+// every value, so a fan-out's copies are patched in place, and reads as
+// the value in Lua's tonumber.
+func TestUntilArgIsFixedWidth(t *testing.T) {
+	for _, tt := range []struct {
+		ms   int64
+		want string
+	}{
+		{0, "0000000000000"},
+		{-5, "0000000000000"},
+		{1, "0000000000001"},
+		{1795000000123, "1795000000123"},
+		{99999999999999, "9999999999999"},
+	} {
+		if got := untilArg(tt.ms); got != tt.want {
+			t.Errorf("untilArg(%d) = %q; want %q", tt.ms, got, tt.want)
+		}
+		c := pipeRelease(quorum.Lock{Keys: []string{"k"}, Token: "t"}, noUntilArg)
+		putUntil(c.Command.Cmd, tt.ms)
+		want := pipeRelease(quorum.Lock{Keys: []string{"k"}, Token: "t"}, tt.want)
+		if string(c.Command.Cmd) != string(want.Command.Cmd) {
+			t.Errorf("putUntil(%d) = %q; want %q", tt.ms, c.Command.Cmd, want.Command.Cmd)
+		}
+	}
+}
+
