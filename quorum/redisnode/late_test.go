@@ -118,4 +118,3 @@ func TestUntilArgIsFixedWidth(t *testing.T) {
 		}
 	}
 }
-
