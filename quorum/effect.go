@@ -173,7 +173,7 @@ func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]KeyUndo) 
 	}
 	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (struct{}, error) {
 		for _, u := range undo[i] {
-			if err := n.UndoEffect(ctx, keys[u.Key], u); err != nil {
+			if err := n.UndoEffect(ctx, keys[u.Key], u, e.untilOf(ctx, i)); err != nil {
 				return struct{}{}, err
 			}
 		}

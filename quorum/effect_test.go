@@ -272,7 +272,7 @@ func TestUndoEffectRemovesOnlyOwnHolders(t *testing.T) {
 	for i, tt := range tests {
 		key := fmt.Sprintf("k%d", i)
 		tt.setup(key)
-		if err := n.UndoEffect(ctx, key, tt.u); err != nil {
+		if err := n.UndoEffect(ctx, key, tt.u, 0); err != nil {
 			t.Fatalf("%s: undoEffect: %v", tt.name, err)
 		}
 		if got := dumpKey(t, admin, key); got != tt.want {

@@ -91,7 +91,9 @@ type NodeEffect struct {
 // effectNode is the part of Node that runs wrapped scripts.
 type effectNode interface {
 	RunEffect(ctx context.Context, eff *Effect, c EffectCall, out []KeyEffect) (NodeEffect, error)
-	UndoEffect(ctx context.Context, key string, u KeyUndo) error
+	// UndoEffect takes until as Node.Release does: past it, on the
+	// node's clock, it does nothing.
+	UndoEffect(ctx context.Context, key string, u KeyUndo, until int64) error
 	// FlushEffects drops the wrapper's libraries and scripts; a node
 	// with none answers errUnsupported.
 	FlushEffects(ctx context.Context) error

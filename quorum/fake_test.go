@@ -683,11 +683,16 @@ func (f *fakeNode) RunEffect(ctx context.Context, _ *Effect, c EffectCall, _ []K
 }
 
 // UndoEffect records the key given back, when an effect is set.
-func (f *fakeNode) UndoEffect(ctx context.Context, key string, _ KeyUndo) error {
+func (f *fakeNode) UndoEffect(ctx context.Context, key string, _ KeyUndo, until int64) error {
 	if f.effect == nil {
 		return errUnsupported
 	}
-	return f.do(ctx, fakeCall{op: "undoeffect", keys: []string{key}}, func(time.Time) error { return nil })
+	return f.do(ctx, fakeCall{op: "undoeffect", keys: []string{key}, until: until}, func(now time.Time) error {
+		if f.late(now, until) {
+			return errFakeLate
+		}
+		return nil
+	})
 }
 
 func (f *fakeNode) FlushEffects(context.Context) error { return errUnsupported }

@@ -165,8 +165,9 @@ const maxReplyDepth = 256
 // string holding one of the run's own holders is deleted; of a hash or
 // sorted set, each own holder is removed, then, if one was there, each
 // marker the run added that still has the value it gave it (the key goes
-// with its last entry). It returns how many own holders it removed.
-var undoEffectScript = newScript(undoEffectSrc)
+// with its last entry). It returns how many own holders it removed. Its
+// last ARGV is its deadline (lateCheck).
+var undoEffectScript = newScript(lateCheck + undoEffectSrc)
 
 //go:embed lua/undo_effect.lua
 var undoEffectSrc string

@@ -227,8 +227,8 @@ func compileLines(msg string, head int) string {
 	return msg[:j] + strconv.Itoa(n-head) + msg[k:]
 }
 
-func (n *redisNode) UndoEffect(ctx context.Context, key string, u quorum.KeyUndo) error {
-	args := make([]any, 0, 1+len(u.Tokens)+2*len(u.Markers))
+func (n *redisNode) UndoEffect(ctx context.Context, key string, u quorum.KeyUndo, until int64) error {
+	args := make([]any, 0, 2+len(u.Tokens)+2*len(u.Markers))
 	args = append(args, len(u.Tokens))
 	for _, t := range u.Tokens {
 		args = append(args, t)
@@ -236,6 +236,7 @@ func (n *redisNode) UndoEffect(ctx context.Context, key string, u quorum.KeyUndo
 	for _, m := range u.Markers {
 		args = append(args, m.Entry, m.Value)
 	}
+	args = append(args, untilArg(until))
 	_, err := n.p.evalBody(ctx, undoEffectScript, []string{key}, args...)
 	return err
 }

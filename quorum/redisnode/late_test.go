@@ -118,3 +118,40 @@ func TestUntilArgIsFixedWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectUndoPastItsDeadlineDoesNothing: a wrapped script's undo (a
+// Redisson hold's field, with the marker the run added) past its
+// deadline leaves the key whole and answers LATE; in time, or with no
+// limit, it removes the run's own holder and its marker.
+func TestEffectUndoPastItsDeadlineDoesNothing(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	ctx := t.Context()
+	u := quorum.KeyUndo{Tokens: []string{"uuid:1"}, Markers: []quorum.Marker{{Entry: "mode", Value: "write"}}}
+	for _, tt := range []struct {
+		name  string
+		until func(now int64) int64
+		late  bool
+	}{
+		{"a second past its deadline", func(now int64) int64 { return now - 1000 }, true},
+		{"in time", func(now int64) int64 { return now + 10000 }, false},
+		{"with no limit", func(int64) int64 { return 0 }, false},
+	} {
+		if err := admin.HSet(ctx, "k", "uuid:1", 1, "mode", "write", "other", 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := n.UndoEffect(ctx, "k", u, tt.until(nodeMilli(t, admin)))
+		got := admin.HGetAll(ctx, "k").Val()
+		switch {
+		case tt.late && !redis.HasErrorPrefix(err, "LATE"):
+			t.Errorf("%s: err = %v; want a LATE reply", tt.name, err)
+		case tt.late && len(got) != 3:
+			t.Errorf("%s: the key holds %v; want it whole", tt.name, got)
+		case !tt.late && err != nil:
+			t.Errorf("%s: err = %v; want none", tt.name, err)
+		case !tt.late && len(got) != 1:
+			t.Errorf("%s: the key holds %v; want only other's field", tt.name, got)
+		}
+		admin.Del(ctx, "k")
+	}
+}

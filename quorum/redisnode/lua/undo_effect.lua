@@ -1,6 +1,7 @@
 -- KEYS[1] is a key a run took new on this node. ARGV[1] is how many of
--- the arguments after it are the own holders the run took it with; the
--- rest are pairs: a marker the run added beside them, and its value.
+-- the arguments after it are the own holders the run took it with; then
+-- pairs: a marker the run added beside them, and its value; the last is
+-- the deadline (lateCheck, which the script is run after).
 local key, nt = KEYS[1], tonumber(ARGV[1])
 local t = redis.call("type", key)["ok"]
 if t == "string" then
@@ -29,7 +30,7 @@ end
 -- (it was the run's hold), whereas once the holders are gone another
 -- client may write the same constant.
 if n > 0 then
-  for i = nt + 2, #ARGV - 1, 2 do
+  for i = nt + 2, #ARGV - 2, 2 do
     if redis.call(get, key, ARGV[i]) == ARGV[i + 1] then redis.call(rem, key, ARGV[i]) end
   end
 end
