@@ -114,13 +114,13 @@ func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
 		what[i] = undoOf(l, r.v, r.err)
 		ask[i] = what[i] != undoNothing
 	}
-	fanOutOn(ctx, e, e.cfg.NodeTimeout, false, nil, ask, func(ctx context.Context, i int, n Node) (bool, error) {
+	fanOutOn(ctx, e, e.cfg.NodeTimeout, false, nil, ask, func(nctx context.Context, i int, n Node) (bool, error) {
 		switch what[i] {
 		case undoRelease:
-			found, err := n.Release(ctx, l, e.untilOf(ctx, i))
+			found, err := dated(nctx, ctx, e, i, func(until int64) ([]Found, error) { return n.Release(nctx, l, until) })
 			return slices.Contains(found, FoundDeleted), err
 		case undoSetBack:
-			given, err := n.Undo(ctx, l, results[i].v.Before, e.untilOf(ctx, i))
+			given, err := dated(nctx, ctx, e, i, func(until int64) (int, error) { return n.Undo(nctx, l, results[i].v.Before, until) })
 			return given > 0, err
 		}
 		return false, nil

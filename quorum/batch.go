@@ -140,10 +140,23 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, call func(Batch) Call[T
 	timed := obs != nil || tr != nil
 	var until []int64
 	if c.Command.Dated {
-		until = e.writeUntils(sc.until[:0], deadline)
+		until, sc.holds = e.writeUntils(sc.until[:0], sc.holds[:0], deadline, roomPast(ctx, deadline))
 		sc.until = until
 	}
 	batches[0].Fan(ctx, deadline, batches, idx, c.Command, until, timed, replies)
+	if until != nil {
+		// Not answered before every write with no reply is past its
+		// deadline on its node (late.go).
+		var hold time.Duration
+		for _, i := range idx {
+			if until[i] > 0 && !answered(replies[i].Err) {
+				hold = max(hold, sc.holds[i])
+			}
+		}
+		if hold > 0 {
+			holdUntil(deadline.Add(hold))
+		}
+	}
 	for _, i := range idx {
 		n := e.nodes[i]
 		v, err := c.Result(replies[i].V, replies[i].Err)
@@ -178,6 +191,7 @@ type fanScratch struct {
 	idx     []int
 	replies []Reply
 	until   []int64
+	holds   []time.Duration
 }
 
 var fanScratches sync.Pool

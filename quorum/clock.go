@@ -6,10 +6,18 @@ import (
 )
 
 // clockSample is the last and the first TIME reading of one node process,
-// each beside the proxy's monotonic clock.
+// each beside the proxy's monotonic clock, and the one that places the
+// node's clock most tightly now (best: the least half round trip and
+// drift since; writeUntil's).
 type clockSample struct {
-	runID       string // the process the samples came from
-	last, first clockReading
+	runID             string // the process the samples came from
+	last, first, best clockReading
+}
+
+// spread is how far r's placing of the node's clock may be off at t:
+// half its round trip, and the drift factor's share of the time since.
+func (r clockReading) spread(t time.Time, driftFactor float64) time.Duration {
+	return r.rtt/2 + time.Duration(driftFactor*float64(max(t.Sub(r.local), 0)))
 }
 
 type clockReading struct {
@@ -26,19 +34,22 @@ type clockReading struct {
 func clockCheck(c *clockSample, p Probe, limit time.Duration, driftFactor float64) string {
 	r := clockReading{node: p.Time.Round(0), local: p.Local, rtt: p.RTT}
 	if c.runID != p.RunID || c.first.local.IsZero() {
-		*c = clockSample{runID: p.RunID, last: r, first: r}
+		*c = clockSample{runID: p.RunID, last: r, first: r, best: r}
 		return ""
 	}
 	jump := excess(c.last, r, limit, driftFactor)
 	total := excess(c.first, r, limit, driftFactor)
 	c.last = r
+	if r.spread(r.local, driftFactor) <= c.best.spread(r.local, driftFactor) {
+		c.best = r
+	}
 	switch {
 	case jump != 0:
-		*c = clockSample{runID: p.RunID, last: r, first: r}
+		*c = clockSample{runID: p.RunID, last: r, first: r, best: r}
 		return "clock jumped " + signed(jump)
 	case total != 0:
 		elapsed := r.local.Sub(c.first.local)
-		*c = clockSample{runID: p.RunID, last: r, first: r}
+		*c = clockSample{runID: p.RunID, last: r, first: r, best: r}
 		return fmt.Sprintf("clock rate off by %s in %v", signed(total), elapsed.Round(time.Second))
 	}
 	return ""

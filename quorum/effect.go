@@ -171,9 +171,13 @@ func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]KeyUndo) 
 	if !slices.ContainsFunc(undo, func(u []KeyUndo) bool { return len(u) > 0 }) {
 		return
 	}
-	fanOutWithin(context.WithoutCancel(ctx), e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (struct{}, error) {
+	parent := context.WithoutCancel(ctx)
+	fanOutWithin(parent, e, e.cfg.NodeTimeout, false, nil, func(nctx context.Context, i int, n Node) (struct{}, error) {
 		for _, u := range undo[i] {
-			if err := n.UndoEffect(ctx, keys[u.Key], u, e.untilOf(ctx, i)); err != nil {
+			_, err := dated(nctx, parent, e, i, func(until int64) (struct{}, error) {
+				return struct{}{}, n.UndoEffect(nctx, keys[u.Key], u, until)
+			})
+			if err != nil {
 				return struct{}{}, err
 			}
 		}

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -11,45 +12,103 @@ import (
 // client, told the operation failed, may meanwhile have taken the key
 // again with the same token through another proxy, and a late release,
 // extend or undo would then delete, shorten or set back that later grant
-// (attack17 F4). So each carries a deadline on its node's clock, and does
-// nothing past it (lateCheck): it takes effect before the engine gives up
-// on it, as far as that node's clock can tell, or never.
+// (attack17 F4). So each carries a deadline on its node's clock and does
+// nothing past it (the node's lateCheck), and the engine does not answer
+// while a write it has no reply to could still pass its deadline: it
+// takes effect before the client hears of the operation, or never.
 
-// writeUntil is the last millisecond on node i's clock at which a lock
-// write that the engine gives up on at d may still take effect there: d
-// on that clock (onNodeClock), less what that reading may be off by, so
-// that a write that runs after d never passes. The probe's TIME ran
-// somewhere within its round trip, at most half of it from the local
-// reading; the node's clock may run slow by the drift factor's share of
-// the time since; and the script compares whole milliseconds. 0 (no
-// limit) before the first probe, as publishDecided's.
-func (e *Engine) writeUntil(i int, d time.Time) int64 {
+// maxHold bounds how long past a fan-out's deadline the engine stays
+// silent for a write with no reply (writeUntil's hold).
+const maxHold = time.Second
+
+// writeUntil is the deadline field of a lock write to node i whose reply
+// the engine waits for until d, and hold: if no reply came by d, the
+// engine answers no earlier than d+hold (holdLate). The field is the
+// last millisecond that node i's clock may read at d+hold, as the best
+// probe reading places it (within its spread: half its round trip, and
+// the drift factor's share of the time since), so a write that runs
+// after d+hold never passes. hold is twice the spread, so that the
+// field is at least the most the clock may read at d, and a write that
+// runs by d is not refused however the reading is off; at most room
+// (the time the caller has past d) and maxHold, with the field then the
+// tighter. 0 (no limit) before the first probe, as publishDecided's.
+func (e *Engine) writeUntil(i int, d time.Time, room time.Duration) (until int64, hold time.Duration) {
 	h := e.health[i]
 	h.mu.Lock()
-	at := h.clock.last
+	at := h.clock.best
+	if at.local.IsZero() {
+		at = h.clock.last
+	}
 	h.mu.Unlock()
 	if at.local.IsZero() {
-		return 0
+		return 0, 0
 	}
-	since := d.Sub(at.local)
-	off := at.rtt/2 + time.Duration(e.cfg.DriftFactor*float64(max(since, 0))) + time.Millisecond
-	return max(at.node.Add(since-off).UnixMilli(), 1)
+	df := e.cfg.DriftFactor
+	hold = min(room, maxHold)
+	if df < 0.5 {
+		// hold must cover the spread at d+hold, which grows with hold.
+		need := time.Duration(float64(2*at.spread(d, df)+2*time.Millisecond) / (1 - 2*df))
+		hold = min(hold, need)
+	}
+	hold = max(hold, 0)
+	end := d.Add(hold)
+	return max(at.node.Add(end.Sub(at.local)-at.spread(end, df)-time.Millisecond).UnixMilli(), 1), hold
 }
 
-// writeUntils appends writeUntil of every node at d to buf.
-func (e *Engine) writeUntils(buf []int64, d time.Time) []int64 {
-	for i := range e.nodes {
-		buf = append(buf, e.writeUntil(i, d))
+// writeUntils sets until[j] and holds[j] to writeUntil of every node j at
+// d, with room past it.
+func (e *Engine) writeUntils(until []int64, holds []time.Duration, d time.Time, room time.Duration) ([]int64, []time.Duration) {
+	for j := range e.nodes {
+		u, h := e.writeUntil(j, d, room)
+		until, holds = append(until, u), append(holds, h)
 	}
-	return buf
+	return until, holds
 }
 
-// untilOf is writeUntil of node i at ctx's deadline: one node's part of
-// a fan-out (fanOutOn), which gives up on it then. 0 without a deadline.
-func (e *Engine) untilOf(ctx context.Context, i int) int64 {
+// roomPast is how long past d ctx lets the engine wait: to its deadline,
+// or maxHold without one.
+func roomPast(ctx context.Context, d time.Time) time.Duration {
+	if cd, ok := ctx.Deadline(); ok {
+		return cd.Sub(d)
+	}
+	return maxHold
+}
+
+// dated runs write on node i, one node's part of a fan-out (fanOutOn:
+// ctx's deadline is when it gives up on the node), with its deadline
+// field, and, if the node did not answer, holds the caller until the
+// node's clock is past that field. parent is the fan-out's own context:
+// how long past the deadline the caller may be held.
+func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(until int64) (T, error)) (T, error) {
 	d, ok := ctx.Deadline()
 	if !ok {
-		return 0
+		return write(0)
 	}
-	return e.writeUntil(i, d)
+	until, hold := e.writeUntil(i, d, roomPast(parent, d))
+	v, err := write(until)
+	if until > 0 && !answered(err) {
+		holdUntil(d.Add(hold))
+	}
+	return v, err
+}
+
+// answered reports whether err says the node ran the call: none, or an
+// error reply (LATE among them). Anything else (a timeout, a broken
+// connection) may leave the write on its way.
+func answered(err error) bool {
+	var re errorReply
+	return err == nil || errors.As(err, &re)
+}
+
+// holdUntil waits until t. Not on the caller's context: the operation's
+// answer must not come before a write it has no reply to is past its
+// deadline on its node, whether or not the caller still waits.
+func holdUntil(t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	<-timer.C
 }

@@ -30,8 +30,8 @@ func (e *Engine) Release(ctx context.Context, l Lock) (rel Released, err error) 
 			e.observe(OpRelease, start, res)
 		}()
 	}
-	results := fanOutCall(ctx, e, func(b Batch) Call[[]Found] { return b.ReleaseCall(l) }, func(ctx context.Context, i int, n Node) ([]Found, error) {
-		return n.Release(ctx, l, e.untilOf(ctx, i))
+	results := fanOutCall(ctx, e, func(b Batch) Call[[]Found] { return b.ReleaseCall(l) }, func(nctx context.Context, i int, n Node) ([]Found, error) {
+		return dated(nctx, ctx, e, i, func(until int64) ([]Found, error) { return n.Release(nctx, l, until) })
 	})
 	fails := failures(results)
 	for k := range l.Keys {
