@@ -773,9 +773,9 @@ func TestPipelineGivenUpOpMarksItsConnectionUnlessItMayLandLate(t *testing.T) {
 	}
 }
 
-// The decided publishes, the latch's and the counters' rounds go on the
-// pipeline whose connections are never killed; lock operations and
-// reads on the other.
+// The decided publishes, the latch's rounds and the counters' seeding go
+// on the pipeline whose connections are never killed; lock operations
+// and reads on the other.
 func TestLateWritesGoOnTheirOwnPipeline(t *testing.T) {
 	n := startRedis(t).node(t)
 	ctx := t.Context()
