@@ -63,7 +63,7 @@ func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (
 }
 
 func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (quorum.CounterEntry, error) {
-	return runCall(ctx, n.lp, pipeFenceRound(key, token, field))
+	return runCall(ctx, n.p, pipeFenceRound(key, token, field))
 }
 
 // pipeFenceRound is FenceRound as the pipeline runs it (fanpipe.go): one

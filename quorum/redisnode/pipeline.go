@@ -54,15 +54,12 @@ type pipeline struct {
 	stale atomic.Bool
 	// late says that p's writes may land after their callers gave up:
 	// its connections are never killed (settle). The node's decided
-	// publishes, the latch's rounds, the counters' seeding (mark, name,
-	// seed) and a FENCE round sent to it alone (FenceRound: the engine's
-	// path without batches) go on such a pipeline, apart from its lock
-	// operations, whose dropped connections are: a kill would lose a
+	// publishes, latch rounds and the counters' marking, naming and
+	// seeding go on such a pipeline, apart from its lock operations and
+	// FENCE's rounds, whose dropped connections are: a kill would lose a
 	// late zero message that shared a connection with a lock operation
-	// (attack18 A4), and their explorers allow a late landing. The
-	// counters' reads and write-backs, and FENCE's batched round, go on
-	// the lock operations' pipeline: a write-back landing late could set
-	// a later hold's record back (A7).
+	// (attack18 A4), and their explorers allow a late landing. A FENCE
+	// write-back landing late could set a later hold's record back (A7).
 	late bool
 	// noFunctions is set once the node refused FUNCTION LOAD or FCALL
 	// (an ACL without them, a server without functions): scripts with a
