@@ -746,10 +746,10 @@ func (f *fakeNode) UnlockWrite(context.Context, WriteUnlock) (WriteRelease, erro
 func (f *fakeNode) ForceUnlock(context.Context, string, string) (int64, error) {
 	return 0, errUnsupported
 }
-func (f *fakeNode) RenewRead(context.Context, []string, []string) ([]int64, error) {
+func (f *fakeNode) RenewRead(context.Context, []string, []string, int64) ([]int64, error) {
 	return nil, errUnsupported
 }
-func (f *fakeNode) RenewLocks(context.Context, []string, []string) ([]int64, error) {
+func (f *fakeNode) RenewLocks(context.Context, []string, []string, int64) ([]int64, error) {
 	return nil, errUnsupported
 }
 

@@ -64,8 +64,9 @@ type rwNode interface {
 	UnlockRead(ctx context.Context, u ReadUnlock) (ReadRelease, error)
 	UnlockWrite(ctx context.Context, u WriteUnlock) (WriteRelease, error)
 	ForceUnlock(ctx context.Context, key, mode string) (int64, error)
-	RenewRead(ctx context.Context, keys, args []string) ([]int64, error)
-	RenewLocks(ctx context.Context, keys, args []string) ([]int64, error)
+	// RenewRead and RenewLocks take until as Node.Extend does.
+	RenewRead(ctx context.Context, keys, args []string, until int64) ([]int64, error)
+	RenewLocks(ctx context.Context, keys, args []string, until int64) ([]int64, error)
 	publisher
 }
 
@@ -203,8 +204,8 @@ func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error
 // own quorum (decideRenew).
 func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
 	start := time.Now()
-	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
-		return n.RenewRead(ctx, keys, args)
+	results := fanOut(ctx, e, func(nctx context.Context, i int, n Node) ([]int64, error) {
+		return dated(nctx, ctx, e, i, func(until int64) ([]int64, error) { return n.RenewRead(nctx, keys, args, until) })
 	})
 	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys)/2, ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)
@@ -223,8 +224,10 @@ func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Du
 // shortens (rwlock_renewlock.lua).
 func (e *Engine) RenewLocks(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
 	start := time.Now()
-	results := rwOp(ctx, e, func(ctx context.Context, n rwNode) ([]int64, error) {
-		return n.RenewLocks(ctx, keys, args)
+	// A late renewal must not cut the same owner's later, longer lock
+	// through another proxy (attack18 A6): it carries a deadline.
+	results := fanOut(ctx, e, func(nctx context.Context, i int, n Node) ([]int64, error) {
+		return dated(nctx, ctx, e, i, func(until int64) ([]int64, error) { return n.RenewLocks(nctx, keys, args, until) })
 	})
 	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys), ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)

@@ -155,3 +155,43 @@ func TestEffectUndoPastItsDeadlineDoesNothing(t *testing.T) {
 		admin.Del(ctx, "k")
 	}
 }
+
+// TestRenewalsPastTheirDeadlineDoNothing: Redisson's watchdog renewals
+// (RenewLocks, RenewRead) past their deadline leave the lock's expiry
+// and answer LATE; in time, or with no limit, they renew (attack18 A6).
+func TestRenewalsPastTheirDeadlineDoNothing(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	ctx := t.Context()
+	for _, tt := range []struct {
+		name  string
+		until func(now int64) int64
+		late  bool
+	}{
+		{"a second past its deadline", func(now int64) int64 { return now - 1000 }, true},
+		{"in time", func(now int64) int64 { return now + 10000 }, false},
+		{"with no limit", func(int64) int64 { return 0 }, false},
+	} {
+		if err := admin.HSet(ctx, "k", "uuid:1", 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		admin.PExpire(ctx, "k", 30*time.Second)
+		got, err := n.RenewLocks(ctx, []string{"k"}, []string{"2000", "uuid:1"}, tt.until(nodeMilli(t, admin)))
+		pttl := admin.PTTL(ctx, "k").Val()
+		switch {
+		case tt.late && !redis.HasErrorPrefix(err, "LATE"):
+			t.Errorf("RenewLocks %s: err = %v; want a LATE reply", tt.name, err)
+		case tt.late && pttl <= 2*time.Second:
+			t.Errorf("RenewLocks %s: PTTL = %v; want the 30s left", tt.name, pttl)
+		case !tt.late && (err != nil || len(got) != 1 || got[0] != 1):
+			t.Errorf("RenewLocks %s = %v, %v; want [1]", tt.name, got, err)
+		case !tt.late && pttl > 2*time.Second:
+			t.Errorf("RenewLocks %s: PTTL = %v; want renewed to 2s", tt.name, pttl)
+		}
+		_, err = n.RenewRead(ctx, []string{"k", "k"}, []string{"2000", "1", "uuid:1"}, tt.until(nodeMilli(t, admin)))
+		if tt.late != redis.HasErrorPrefix(err, "LATE") {
+			t.Errorf("RenewRead %s: err = %v; want LATE: %v", tt.name, err, tt.late)
+		}
+		admin.Del(ctx, "k")
+	}
+}

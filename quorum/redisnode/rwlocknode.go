@@ -35,10 +35,10 @@ var (
 	rwUndoScript    = newScript(rwUndoSrc)
 	rwUnlockScript  = newScript(rwUnlockSrc)
 	rwForceScript   = newScript(strings.ReplaceAll(rwForceSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
-	rwRenewScript   = newScript(rwRenewSrc)
+	rwRenewScript   = newScript(lateCheck + rwRenewSrc)
 	rwPublishScript = newScript(rwPublishSrc)
 	// The hold record's prefix is the engine's own (fence.go).
-	rwRenewLockScript   = newScript(strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
+	rwRenewLockScript   = newScript(lateCheck + strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
 	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
 )
 
@@ -137,20 +137,22 @@ func (n *redisNode) ForceUnlock(ctx context.Context, key, mode string) (int64, e
 	return cmd.Int64()
 }
 
-func (n *redisNode) RenewRead(ctx context.Context, keys, args []string) ([]int64, error) {
-	return n.renew(ctx, rwRenewScript, keys, args)
+func (n *redisNode) RenewRead(ctx context.Context, keys, args []string, until int64) ([]int64, error) {
+	return n.renew(ctx, rwRenewScript, keys, args, until)
 }
 
-func (n *redisNode) RenewLocks(ctx context.Context, keys, args []string) ([]int64, error) {
-	return n.renew(ctx, rwRenewLockScript, keys, args)
+func (n *redisNode) RenewLocks(ctx context.Context, keys, args []string, until int64) ([]int64, error) {
+	return n.renew(ctx, rwRenewLockScript, keys, args, until)
 }
 
-// renew runs a watchdog renewal script: one 1 or 0 per lock.
-func (n *redisNode) renew(ctx context.Context, s *script, keys, args []string) ([]int64, error) {
-	a := make([]any, len(args))
+// renew runs a watchdog renewal script: one 1 or 0 per lock. Its last
+// ARGV is its deadline (lateCheck).
+func (n *redisNode) renew(ctx context.Context, s *script, keys, args []string, until int64) ([]int64, error) {
+	a := make([]any, len(args), len(args)+1)
 	for i, s := range args {
 		a[i] = s
 	}
+	a = append(a, untilArg(until))
 	cmd, err := n.p.eval(ctx, s, keys, a...)
 	if err != nil {
 		return nil, err
