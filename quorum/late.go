@@ -96,8 +96,11 @@ func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(unti
 // error reply (LATE among them). Anything else (a timeout, a broken
 // connection) may leave the write on its way.
 func answered(err error) bool {
+	if err == nil {
+		return true // before re, which escapes: no allocation then
+	}
 	var re errorReply
-	return err == nil || errors.As(err, &re)
+	return errors.As(err, &re)
 }
 
 // holdUntil waits until t. Not on the caller's context: the operation's
