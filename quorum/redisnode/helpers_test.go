@@ -2,6 +2,7 @@ package redisnode
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -32,4 +33,87 @@ func (p *redisProc) node(t *testing.T) *redisNode {
 	n := NewRedisNode(p.Addr, NodeOptions{}).(*redisNode)
 	t.Cleanup(func() { n.Close() })
 	return n
+}
+
+// flush empties the server between table rows.
+func flush(t *testing.T, admin *redis.Client) {
+	t.Helper()
+	if err := admin.FlushAll(t.Context()).Err(); err != nil {
+		t.Fatalf("FLUSHALL: %v", err)
+	}
+}
+
+// setKey stores key = token with ttl (negative: no expiry).
+func setKey(t *testing.T, admin *redis.Client, key, token string, ttl time.Duration) {
+	t.Helper()
+	if ttl < 0 {
+		ttl = 0
+	}
+	if err := admin.Set(t.Context(), key, token, ttl).Err(); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+}
+
+// keyState is a key's value and PTTL in milliseconds (-2: missing, -1:
+// no expiry).
+func keyState(t *testing.T, admin *redis.Client, key string) (string, int64) {
+	t.Helper()
+	pttl, err := admin.Do(t.Context(), "pttl", key).Int64()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	if pttl == -2 {
+		return "", pttl
+	}
+	v, err := admin.Get(t.Context(), key).Result()
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v, pttl
+}
+
+// wantKey is what a key should hold after a call: a value ("" for
+// missing) and a PTTL range in milliseconds.
+type wantKey struct {
+	value    string
+	min, max int64
+}
+
+func missingKey() wantKey { return wantKey{"", -2, -2} }
+
+func noExpiry(v string) wantKey { return wantKey{v, -1, -1} }
+
+func expiring(v string, ms int64) wantKey { return wantKey{v, ms - 500, ms} }
+
+func checkKeys(t *testing.T, admin *redis.Client, want map[string]wantKey) {
+	t.Helper()
+	for k, w := range want {
+		v, pttl := keyState(t, admin, k)
+		if v != w.value || pttl < w.min || pttl > w.max {
+			t.Errorf("key %s = %q, PTTL %dms; want %q, PTTL in [%d, %d]ms", k, v, pttl, w.value, w.min, w.max)
+		}
+	}
+}
+
+// checkKeysSince is checkKeys with an expiring key's PTTL allowed to have
+// run down by the time since begin (when the row started writing keys),
+// and by no more: a loaded machine makes that time long, not the check
+// loose.
+func checkKeysSince(t *testing.T, admin *redis.Client, want map[string]wantKey, begin time.Time) {
+	t.Helper()
+	for k, w := range want {
+		v, pttl := keyState(t, admin, k)
+		if w.min != w.max {
+			w.min = w.max - sinceMillis(begin)
+		}
+		if v != w.value || pttl < w.min || pttl > w.max {
+			t.Errorf("key %s = %q, PTTL %dms; want %q, PTTL in [%d, %d]ms", k, v, pttl, w.value, w.min, w.max)
+		}
+	}
+}
+
+// sinceMillis is the time since begin in whole milliseconds, plus the 2ms
+// that Redis's own millisecond clock may round off at each end.
+func sinceMillis(begin time.Time) int64 {
+	return time.Since(begin).Milliseconds() + 2
 }
