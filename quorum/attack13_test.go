@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // TestAttack13IncrMonotonicUnderTendingAndFlushes: two engines (two
@@ -35,7 +37,7 @@ func TestAttack13IncrMonotonicUnderTendingAndFlushes(t *testing.T) {
 	next := time.Now()
 	for i := 0; time.Now().Before(end); i++ {
 		if time.Now().After(next) {
-			flush(t, procs[i%3].admin(t))
+			redistest.Flush(t, procs[i%3].admin(t))
 			next = time.Now().Add(700 * time.Millisecond)
 		}
 		v, err := engines[i%2].Incr(ctx, "n", 1)
@@ -146,12 +148,12 @@ func TestAttack13FrozenMasterAndFlushesNeverGoBack(t *testing.T) {
 		incr(i)
 		time.Sleep(10 * time.Millisecond)
 	}
-	flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].admin(t))
 	for i := range 60 {
 		incr(i)
 		time.Sleep(10 * time.Millisecond)
 	}
-	flush(t, procs[1].admin(t))
+	redistest.Flush(t, procs[1].admin(t))
 	for i := range 60 {
 		incr(i)
 		time.Sleep(10 * time.Millisecond)
@@ -228,7 +230,7 @@ func TestAttack13ProxyRestartThenFlushNeverGoesBack(t *testing.T) {
 		last = v
 	}
 	a.Close()
-	flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].admin(t))
 	b := start()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -241,7 +243,7 @@ func TestAttack13ProxyRestartThenFlushNeverGoesBack(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	flush(t, procs[1].admin(t))
+	redistest.Flush(t, procs[1].admin(t))
 	for range 100 {
 		v, err := b.Incr(ctx, "n", 1)
 		if err == nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // attack9's latch findings, run through the engine on real servers. They
@@ -69,8 +71,8 @@ func TestAttack9LatchOpensAfterNCountDownsDespiteAnOldLatchsCount(t *testing.T) 
 	if !ok {
 		t.Fatal("new trySetCount(2) not granted")
 	}
-	flush(t, procs[1].admin(t)) // B restarts empty
-	e.LatchCount(ctx, "s")      // marks B
+	redistest.Flush(t, procs[1].admin(t)) // B restarts empty
+	e.LatchCount(ctx, "s")                // marks B
 	time.Sleep(e.quarantine() + 50*time.Millisecond)
 	e.LatchCount(ctx, "s") // seeds B
 	seed := procs[1].admin(t).HGet(ctx, CountersKey, "l:s").Val()

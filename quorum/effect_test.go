@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // goZeroLock is go-zero's RedisLock acquire (internal/clientlua).
@@ -178,7 +179,7 @@ if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			tt.setup()
 			eff := e.Wrap(tt.body, tt.lits)
 			keys := tt.keys
@@ -466,7 +467,7 @@ redis.call("hset", KEYS[2], ARGV[1], 1) redis.call("pexpire", KEYS[2], ARGV[2]) 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			for k, h := range tt.hold {
 				admin.Set(ctx, k, h.v, h.ttl)
 			}
@@ -813,7 +814,7 @@ func testEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T, form wrapperForm) {
 	if _, err := run(extend, "tok", "30000"); err != nil {
 		t.Fatalf("runEffect: %v", err)
 	}
-	setKey(t, admin, "k", "tok", time.Minute)
+	redistest.SetKey(t, admin, "k", "tok", time.Minute)
 	if err := admin.ConfigSet(t.Context(), "maxmemory", "1").Err(); err != nil {
 		t.Fatalf("CONFIG SET maxmemory: %v", err)
 	}
@@ -827,7 +828,7 @@ func testEffectOverMaxmemoryReleasesAsOneRedis(t *testing.T, form wrapperForm) {
 	if err != nil || ne.Reply.Kind != ValueInt || ne.Reply.Int != 1 {
 		t.Errorf("release over maxmemory = %+v, %v; want 1, as one Redis", ne.Reply, err)
 	}
-	if v, _ := keyState(t, admin, "k"); v != "" {
+	if v, _ := redistest.KeyState(t, admin, "k"); v != "" {
 		t.Errorf("after the release: k = %q; want it gone", v)
 	}
 	// A take is refused by Redis's own OOM error, from inside the script.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-proxy/redlock-proxy/internal/clientlua"
 	"github.com/redlock-proxy/redlock-proxy/internal/pubid"
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 // Scripts real clients send (internal/clientlua).
@@ -41,7 +42,7 @@ func runWrapRows(t *testing.T, form wrapperForm, rows []wrapRow) {
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			if tt.setup != nil {
 				tt.setup(ctx, admin)
 			}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
 func TestNextToken(t *testing.T) {
@@ -164,7 +166,7 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 
 	// The hold record: written only where the key holds the token, read
 	// back for that token only, and gone with the key.
-	setKey(t, admin, "lock", "tok", 300*time.Millisecond)
+	redistest.SetKey(t, admin, "lock", "tok", 300*time.Millisecond)
 	if w, _ := n.WriteCounter(ctx, "lock", "other", FenceField, 5, false); w != CounterNotHeld {
 		t.Fatalf("WriteCounter for another token = %v; want not held (the counter raised, no record)", w)
 	}
@@ -248,7 +250,7 @@ func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
 			t.Fatalf("Incr: %v", err)
 		}
 	}
-	flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].admin(t))
 	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 6 {
 		t.Fatalf("Incr with one node emptied = %d, %v; want 6", v, err)
 	}
@@ -379,7 +381,7 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	p := startRedis(t)
 	n, admin := p.node(t), p.admin(t)
 	ctx := t.Context()
-	setKey(t, admin, "lock", "tok", time.Second)
+	redistest.SetKey(t, admin, "lock", "tok", time.Second)
 	if en, err := n.FenceRound(ctx, "lock", "tok", FenceField); err != nil || en.State != CounterMissing || en.Answer != 0 || !en.Held {
 		t.Fatalf("FenceRound on a node without counters = %+v, %v; want missing, held, no answer", en, err)
 	}
@@ -439,7 +441,7 @@ func TestFenceRoundOnRedis(t *testing.T) {
 	// Past Lua's 2^53 the answer is still exact.
 	big := int64(math.MaxInt64 - 3)
 	admin.HSet(ctx, CountersKey, FenceField, big)
-	setKey(t, admin, "lock2", "tok", time.Second)
+	redistest.SetKey(t, admin, "lock2", "tok", time.Second)
 	if en, err := n.FenceRound(ctx, "lock2", "tok", FenceField); err != nil || en.Answer != big+1 || en.Value != big+1 {
 		t.Errorf("FenceRound past 2^53 = %+v, %v; want answer %d", en, err, big+1)
 	}
@@ -626,7 +628,7 @@ func TestCountersTendedWithoutTraffic(t *testing.T) {
 			t.Fatalf("Incr: %v", err)
 		}
 	}
-	flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].admin(t))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := nodes[0].Counters(ctx)

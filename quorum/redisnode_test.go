@@ -28,9 +28,7 @@ func startRedis(t *testing.T) *redisProc {
 // admin returns a plain client for setting up and checking keys.
 func (p *redisProc) admin(t *testing.T) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true})
-	t.Cleanup(func() { c.Close() })
-	return c
+	return p.Client(t)
 }
 
 // node returns the go-redis node for p, closed when the test ends.
@@ -42,43 +40,6 @@ func (p *redisProc) nodeIn(t testing.TB, form wrapperForm) Node {
 	n := RedisNode(p.Addr, bool(form))
 	t.Cleanup(func() { n.Close() })
 	return n
-}
-
-// flush empties the server between table rows.
-func flush(t *testing.T, admin *redis.Client) {
-	t.Helper()
-	if err := admin.FlushAll(t.Context()).Err(); err != nil {
-		t.Fatalf("FLUSHALL: %v", err)
-	}
-}
-
-// setKey stores key = token with ttl (negative: no expiry).
-func setKey(t *testing.T, admin *redis.Client, key, token string, ttl time.Duration) {
-	t.Helper()
-	if ttl < 0 {
-		ttl = 0
-	}
-	if err := admin.Set(t.Context(), key, token, ttl).Err(); err != nil {
-		t.Fatalf("SET %s: %v", key, err)
-	}
-}
-
-// keyState is a key's value and PTTL in milliseconds (-2: missing, -1:
-// no expiry).
-func keyState(t *testing.T, admin *redis.Client, key string) (string, int64) {
-	t.Helper()
-	pttl, err := admin.Do(t.Context(), "pttl", key).Int64()
-	if err != nil {
-		t.Fatalf("PTTL %s: %v", key, err)
-	}
-	if pttl == -2 {
-		return "", pttl
-	}
-	v, err := admin.Get(t.Context(), key).Result()
-	if err != nil {
-		t.Fatalf("GET %s: %v", key, err)
-	}
-	return v, pttl
 }
 
 // The engine over three real nodes: the Redlock steps end to end, and a
@@ -439,7 +400,7 @@ func TestFakeNodeMatchesRedisNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			fake := &fakeNode{addr: "fake", fence: true}
 			begin := time.Now()
 			for i, step := range tt.steps {

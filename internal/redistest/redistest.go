@@ -1,6 +1,7 @@
 // Package redistest starts real redis-server processes for tests: on a
 // loopback port chosen at run time, with no persistence, killed when the
-// test ends. The quorum and integration tests share it.
+// test ends; and gives a plain client of one, with helpers to set and
+// read keys. The quorum, node and integration tests share it.
 package redistest
 
 import (

@@ -22,9 +22,7 @@ func startRedis(t *testing.T) *redisProc {
 // admin returns a plain client for setting up and checking keys.
 func (p *redisProc) admin(t *testing.T) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2, MaxRetries: -1, DisableIdentity: true})
-	t.Cleanup(func() { c.Close() })
-	return c
+	return p.Client(t)
 }
 
 // node returns the redisNode for p, closed when the test ends.
@@ -33,43 +31,6 @@ func (p *redisProc) node(t *testing.T) *redisNode {
 	n := NewRedisNode(p.Addr, NodeOptions{}).(*redisNode)
 	t.Cleanup(func() { n.Close() })
 	return n
-}
-
-// flush empties the server between table rows.
-func flush(t *testing.T, admin *redis.Client) {
-	t.Helper()
-	if err := admin.FlushAll(t.Context()).Err(); err != nil {
-		t.Fatalf("FLUSHALL: %v", err)
-	}
-}
-
-// setKey stores key = token with ttl (negative: no expiry).
-func setKey(t *testing.T, admin *redis.Client, key, token string, ttl time.Duration) {
-	t.Helper()
-	if ttl < 0 {
-		ttl = 0
-	}
-	if err := admin.Set(t.Context(), key, token, ttl).Err(); err != nil {
-		t.Fatalf("SET %s: %v", key, err)
-	}
-}
-
-// keyState is a key's value and PTTL in milliseconds (-2: missing, -1:
-// no expiry).
-func keyState(t *testing.T, admin *redis.Client, key string) (string, int64) {
-	t.Helper()
-	pttl, err := admin.Do(t.Context(), "pttl", key).Int64()
-	if err != nil {
-		t.Fatalf("PTTL %s: %v", key, err)
-	}
-	if pttl == -2 {
-		return "", pttl
-	}
-	v, err := admin.Get(t.Context(), key).Result()
-	if err != nil {
-		t.Fatalf("GET %s: %v", key, err)
-	}
-	return v, pttl
 }
 
 // wantKey is what a key should hold after a call: a value ("" for
@@ -88,7 +49,7 @@ func expiring(v string, ms int64) wantKey { return wantKey{v, ms - 500, ms} }
 func checkKeys(t *testing.T, admin *redis.Client, want map[string]wantKey) {
 	t.Helper()
 	for k, w := range want {
-		v, pttl := keyState(t, admin, k)
+		v, pttl := redistest.KeyState(t, admin, k)
 		if v != w.value || pttl < w.min || pttl > w.max {
 			t.Errorf("key %s = %q, PTTL %dms; want %q, PTTL in [%d, %d]ms", k, v, pttl, w.value, w.min, w.max)
 		}
@@ -102,7 +63,7 @@ func checkKeys(t *testing.T, admin *redis.Client, want map[string]wantKey) {
 func checkKeysSince(t *testing.T, admin *redis.Client, want map[string]wantKey, begin time.Time) {
 	t.Helper()
 	for k, w := range want {
-		v, pttl := keyState(t, admin, k)
+		v, pttl := redistest.KeyState(t, admin, k)
 		if w.min != w.max {
 			w.min = w.max - sinceMillis(begin)
 		}

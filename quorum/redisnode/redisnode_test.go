@@ -82,31 +82,31 @@ func TestRedisNodeAcquire(t *testing.T) {
 	}{
 		{"SET NX: free key", nil, quorum.Lock{Keys: []string{"k"}, Token: "mine"}, true, nil, false,
 			map[string]wantKey{"k": expiring("mine", 1000)}},
-		{"SET NX: held key", func(t *testing.T) { setKey(t, admin, "k", "other", 100*time.Second) },
+		{"SET NX: held key", func(t *testing.T) { redistest.SetKey(t, admin, "k", "other", 100*time.Second) },
 			quorum.Lock{Keys: []string{"k"}, Token: "mine"}, false, nil, false,
 			map[string]wantKey{"k": expiring("other", 100000)}},
 		{"SET NX: key of another type exists", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
 			quorum.Lock{Keys: []string{"k"}, Token: "mine"}, false, nil, false, nil},
 		{"script: several free keys", nil, quorum.Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, true, nil, false,
 			map[string]wantKey{"k1": expiring("mine", 1000), "k2": expiring("mine", 1000)}},
-		{"script: one key held sets none", func(t *testing.T) { setKey(t, admin, "k2", "other", -1) },
+		{"script: one key held sets none", func(t *testing.T) { redistest.SetKey(t, admin, "k2", "other", -1) },
 			quorum.Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, false, nil, false,
 			map[string]wantKey{"k1": missingKey(), "k2": noExpiry("other")}},
 		// A re-entry keeps a longer TTL (the engine sets the new one once
 		// granted: a failed one must not shorten the earlier grant).
-		{"script: own prefix re-enters, keeping a longer TTL", func(t *testing.T) { setKey(t, admin, "k", "app:1", 100*time.Second) },
+		{"script: own prefix re-enters, keeping a longer TTL", func(t *testing.T) { redistest.SetKey(t, admin, "k", "app:1", 100*time.Second) },
 			quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, []quorum.Entry{again("app:1", 100000)}, false,
 			map[string]wantKey{"k": expiring("app:2", 100000)}},
-		{"script: own prefix re-enters with a longer new TTL", func(t *testing.T) { setKey(t, admin, "k", "app:1", 300*time.Millisecond) },
+		{"script: own prefix re-enters with a longer new TTL", func(t *testing.T) { redistest.SetKey(t, admin, "k", "app:1", 300*time.Millisecond) },
 			quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, []quorum.Entry{again("app:1", 300)}, false,
 			map[string]wantKey{"k": expiring("app:2", 1000)}},
-		{"script: re-entry beside a free key", func(t *testing.T) { setKey(t, admin, "k1", "app:1", -1) },
+		{"script: re-entry beside a free key", func(t *testing.T) { redistest.SetKey(t, admin, "k1", "app:1", -1) },
 			quorum.Lock{Keys: []string{"k1", "k2"}, Token: "app:2", PrefixLen: 4}, true, []quorum.Entry{again("app:1", -1), {}}, false,
 			map[string]wantKey{"k1": noExpiry("app:2"), "k2": expiring("app:2", 1000)}},
-		{"script: other prefix is denied", func(t *testing.T) { setKey(t, admin, "k", "web:1", -1) },
+		{"script: other prefix is denied", func(t *testing.T) { redistest.SetKey(t, admin, "k", "web:1", -1) },
 			quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, nil, false,
 			map[string]wantKey{"k": noExpiry("web:1")}},
-		{"script: prefix longer than the tokens", func(t *testing.T) { setKey(t, admin, "k", "ab", -1) },
+		{"script: prefix longer than the tokens", func(t *testing.T) { redistest.SetKey(t, admin, "k", "ab", -1) },
 			quorum.Lock{Keys: []string{"k"}, Token: "ab", PrefixLen: 10}, true, []quorum.Entry{again("ab", -1)}, false,
 			map[string]wantKey{"k": noExpiry("ab")}},
 		{"script: prefix on a free key", nil, quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, nil, false,
@@ -116,7 +116,7 @@ func TestRedisNodeAcquire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			if tt.setup != nil {
 				tt.setup(t)
 			}
@@ -156,18 +156,18 @@ func TestRedisNodeRelease(t *testing.T) {
 		after   map[string]wantKey
 	}{
 		{"each code", func(t *testing.T) {
-			setKey(t, admin, "deleted", "mine", time.Second)
-			setKey(t, admin, "other", "other", -1)
+			redistest.SetKey(t, admin, "deleted", "mine", time.Second)
+			redistest.SetKey(t, admin, "other", "other", -1)
 		}, []string{"deleted", "other", "missing"}, []quorum.Found{quorum.FoundDeleted, quorum.FoundOther, quorum.FoundMissing}, false,
 			map[string]wantKey{"deleted": missingKey(), "other": noExpiry("other")}},
-		{"token must match exactly", func(t *testing.T) { setKey(t, admin, "k", "mine:more", -1) },
+		{"token must match exactly", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine:more", -1) },
 			[]string{"k"}, []quorum.Found{quorum.FoundOther}, false, map[string]wantKey{"k": noExpiry("mine:more")}},
 		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
 			[]string{"k"}, nil, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			tt.setup(t)
 			got, err := n.Release(t.Context(), quorum.Lock{Keys: tt.keys, Token: "mine"}, 0)
 			if !slices.Equal(got, tt.want) || (err != nil) != tt.wantErr {
@@ -190,34 +190,34 @@ func TestRedisNodeExtend(t *testing.T) {
 		after  map[string]wantKey
 		errRow bool
 	}{
-		{"set: held", func(t *testing.T) { setKey(t, admin, "k", "mine", 100*time.Second) },
+		{"set: held", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", 100*time.Second) },
 			[]string{"k"}, quorum.ExtendSet, time.Second, map[string]wantKey{"k": expiring("mine", 1000)}, false},
-		{"set: no expiry gets one", func(t *testing.T) { setKey(t, admin, "k", "mine", -1) },
+		{"set: no expiry gets one", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", -1) },
 			[]string{"k"}, quorum.ExtendSet, time.Second, map[string]wantKey{"k": expiring("mine", 1000)}, false},
-		{"set: another token", func(t *testing.T) { setKey(t, admin, "k", "other", 100*time.Second) },
+		{"set: another token", func(t *testing.T) { redistest.SetKey(t, admin, "k", "other", 100*time.Second) },
 			[]string{"k"}, quorum.ExtendSet, 0, map[string]wantKey{"k": expiring("other", 100000)}, false},
 		{"set: missing", nil, []string{"k"}, quorum.ExtendSet, 0, map[string]wantKey{"k": missingKey()}, false},
 		{"set: one key not held changes none", func(t *testing.T) {
-			setKey(t, admin, "k1", "mine", 100*time.Second)
-			setKey(t, admin, "k2", "other", -1)
+			redistest.SetKey(t, admin, "k1", "mine", 100*time.Second)
+			redistest.SetKey(t, admin, "k2", "other", -1)
 		}, []string{"k1", "k2"}, quorum.ExtendSet, 0,
 			map[string]wantKey{"k1": expiring("mine", 100000), "k2": noExpiry("other")}, false},
-		{"add: held", func(t *testing.T) { setKey(t, admin, "k", "mine", time.Second) },
+		{"add: held", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", time.Second) },
 			[]string{"k"}, quorum.ExtendAdd, 2 * time.Second, map[string]wantKey{"k": expiring("mine", 2000)}, false},
 		{"add: shortest of several", func(t *testing.T) {
-			setKey(t, admin, "k1", "mine", 3*time.Second)
-			setKey(t, admin, "k2", "mine", 2*time.Second)
+			redistest.SetKey(t, admin, "k1", "mine", 3*time.Second)
+			redistest.SetKey(t, admin, "k2", "mine", 2*time.Second)
 		}, []string{"k1", "k2"}, quorum.ExtendAdd, 3 * time.Second,
 			map[string]wantKey{"k1": expiring("mine", 4000), "k2": expiring("mine", 3000)}, false},
-		{"add: no expiry is denied", func(t *testing.T) { setKey(t, admin, "k", "mine", -1) },
+		{"add: no expiry is denied", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", -1) },
 			[]string{"k"}, quorum.ExtendAdd, 0, map[string]wantKey{"k": noExpiry("mine")}, false},
 		{"add: missing", nil, []string{"k"}, quorum.ExtendAdd, 0, map[string]wantKey{"k": missingKey()}, false},
 		{"acquire: missing is set", nil, []string{"k"}, quorum.ExtendOrAcquire, time.Second,
 			map[string]wantKey{"k": expiring("mine", 1000)}, false},
-		{"acquire: held and missing", func(t *testing.T) { setKey(t, admin, "k1", "mine", -1) },
+		{"acquire: held and missing", func(t *testing.T) { redistest.SetKey(t, admin, "k1", "mine", -1) },
 			[]string{"k1", "k2"}, quorum.ExtendOrAcquire, time.Second,
 			map[string]wantKey{"k1": expiring("mine", 1000), "k2": expiring("mine", 1000)}, false},
-		{"acquire: another token sets none", func(t *testing.T) { setKey(t, admin, "k2", "other", -1) },
+		{"acquire: another token sets none", func(t *testing.T) { redistest.SetKey(t, admin, "k2", "other", -1) },
 			[]string{"k1", "k2"}, quorum.ExtendOrAcquire, 0,
 			map[string]wantKey{"k1": missingKey(), "k2": noExpiry("other")}, false},
 		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
@@ -225,7 +225,7 @@ func TestRedisNodeExtend(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			begin := time.Now()
 			if tt.setup != nil {
 				tt.setup(t)
@@ -258,9 +258,9 @@ func TestRedisNodeInspect(t *testing.T) {
 		wantErr bool
 	}{
 		{"missing", nil, quorum.Entry{}, false},
-		{"present", func(t *testing.T) { setKey(t, admin, "k", "mine", time.Second) },
+		{"present", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", time.Second) },
 			quorum.Entry{Present: true, Token: "mine", TTL: time.Second}, false},
-		{"no expiry", func(t *testing.T) { setKey(t, admin, "k", "mine", -1) },
+		{"no expiry", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", -1) },
 			quorum.Entry{Present: true, Token: "mine", TTL: -time.Millisecond}, false},
 		{"another type is reported by its type", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
 			quorum.Entry{Present: true, Type: "list", TTL: -time.Millisecond}, false},
@@ -271,7 +271,7 @@ func TestRedisNodeInspect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			if tt.setup != nil {
 				tt.setup(t)
 			}
@@ -294,8 +294,8 @@ func TestRedisNodeInspect(t *testing.T) {
 func TestRedisNodeDelete(t *testing.T) {
 	p := startRedis(t)
 	admin, n := p.admin(t), p.node(t)
-	setKey(t, admin, "k1", "mine", time.Second)
-	setKey(t, admin, "k2", "other", -1)
+	redistest.SetKey(t, admin, "k1", "mine", time.Second)
+	redistest.SetKey(t, admin, "k2", "other", -1)
 	admin.RPush(t.Context(), "k3", "x")
 	got, err := n.Delete(t.Context(), []string{"k1", "k2", "k3", "k4"})
 	if got != 3 || err != nil {
@@ -387,10 +387,10 @@ func TestRedisNodeAcquireNeverSetsKeyWithoutExpiry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			got, err := n.Acquire(t.Context(), tt.lock, tt.ttl)
 			for _, k := range tt.lock.Keys {
-				if v, pttl := keyState(t, admin, k); pttl == -1 {
+				if v, pttl := redistest.KeyState(t, admin, k); pttl == -1 {
 					t.Errorf("Acquire(%v, %v) = %v, %v and left %s = %q with no expiry; want an error and no key",
 						tt.lock.Keys, tt.ttl, got, err, k, v)
 				}
@@ -413,10 +413,10 @@ func TestRedisNodeAcquireNegativePrefixLenIsPlain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
+			redistest.Flush(t, admin)
 			// Another client's token is ours plus one byte: GETRANGE k 0 -2
 			// equals string.sub(token, 1, -1).
-			setKey(t, admin, "k", "mineX", -1)
+			redistest.SetKey(t, admin, "k", "mineX", -1)
 			l := quorum.Lock{Keys: tt.keys, Token: "mine", PrefixLen: -1}
 			got, err := n.Acquire(t.Context(), l, time.Second)
 			if got.Granted || err != nil {
@@ -442,8 +442,8 @@ func TestRedisNodeExtendAddRespectsLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			flush(t, admin)
-			setKey(t, admin, "k", "mine", time.Second)
+			redistest.Flush(t, admin)
+			redistest.SetKey(t, admin, "k", "mine", time.Second)
 			got, err := n.Extend(t.Context(), quorum.Lock{Keys: []string{"k"}, Token: "mine"}, time.Second, quorum.ExtendAdd, tt.limit, 0)
 			if err != nil {
 				t.Fatalf("Extend(add 1s, limit %v) = %v", tt.limit, err)
