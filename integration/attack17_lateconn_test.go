@@ -22,66 +22,27 @@ import (
 // A failed refresh's writes landing late: A holds K for 30s; A refreshes
 // it to 2s through P, whose links to masters 1 and 2 hold what P sends
 // for 700ms (past node_timeout): only master 0 answers, the refresh
-// fails (a failed extend is not undone). A then obtains K again with 20s
-// through Q, told OK. P's refresh lands on masters 1 and 2 after that and
-// cuts them to 2s; C must not get K while Q's 20s run. No connection of
-// P's can order its write after Q's: the refresh carries a deadline on
-// each master's clock (P's probes read it), and does nothing past it.
+// fails (a failed extend is not undone). A then obtains K again with 20s,
+// told OK. P's refresh lands on masters 1 and 2 after that and would cut
+// them to 2s; C must not get K while A's 20s run.
+//
+// Through Q no connection of P's can order P's write after Q's: the
+// refresh carries a deadline on each master's clock (P's probes read
+// it), and does nothing past it.
 func TestAttack17FailedRefreshLandingLateDoesNotCutTheSameTokensLaterGrant(t *testing.T) {
-	c := startNodes(t, 3)
-	slow := fixedDelay(0)
-	pAddrs := []string{c.addrs[0], startRelay(t, c.addrs[1], relayOpts{sendDelay: slow}), startRelay(t, c.addrs[2], relayOpts{sendDelay: slow})}
-	p := mustStartMonitored(t, attack16Config(), pAddrs...).Client
-	attack16Warm(t, p)
-	q := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), c.addrs...).Client
-	attack16Warm(t, q)
-	ctx := t.Context()
-	const key = "attack17:refresh"
-	if err := attack16Obtain(ctx, q, []string{key}, attack17TokA, 30*time.Second); err != nil {
-		t.Fatalf("A's obtain through Q (30s): %v", err)
-	}
-	// A's lock as P knows it: the same token, taken again (it keeps 30s).
-	lock, err := redislock.New(p).Obtain(ctx, key, 30*time.Second, &redislock.Options{Token: attack17TokA})
-	if err != nil {
-		t.Fatalf("A's obtain through P: %v", err)
-	}
-	// The masters know the refresh script (else a late EVALSHA of it
-	// meets NOSCRIPT there and does nothing).
-	if err := lock.Refresh(ctx, 30*time.Second, nil); err != nil {
-		t.Fatalf("A's refresh through P (30s), all links fast: %v", err)
-	}
-	slow.Store(int64(700 * time.Millisecond)) // past node_timeout (500ms)
-	if err := lock.Refresh(ctx, 2*time.Second, nil); err == nil {
-		t.Fatal("A's refresh through P with two links slow: refreshed; want it failed")
-	} else {
-		t.Logf("A's refresh through P: %v", err)
-	}
-	attack16Dump(t, c, "after P's refresh failed", key)
-	start := time.Now()
-	if err := attack16Obtain(ctx, q, []string{key}, attack17TokA, 20*time.Second); err != nil {
-		t.Fatalf("A's obtain through Q (20s): %v", err)
-	}
-	expires := start.Add(20 * time.Second)
-	time.Sleep(time.Second) // P's refresh lands on masters 1 and 2
-	slow.Store(0)
-	attack16Dump(t, c, "after P's refresh landed", key)
-	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
-	err = attack16Obtain(ctx, q, []string{key}, attack17TokC, 10*time.Second)
-	if err == nil && time.Now().Before(expires) {
-		attack16Dump(t, c, "after C's obtain", key)
-		t.Errorf("C obtained %s while A's obtain through Q is valid for %v more", key, time.Until(expires).Round(time.Millisecond))
-	}
+	attack17FailedRefreshThenObtain(t, false)
 }
 
-// As above, A obtaining again through P itself once its links are fast
-// (P dials the masters again after the refresh's timeout: its new
-// connections' commands land before the old ones' late refresh): A holds K for 30s; A refreshes
-// it to 2s through P, whose links to masters 1 and 2 hold what P sends
-// for 700ms (past node_timeout): only master 0 answers, the refresh
-// fails (a failed extend is not undone). A then obtains K again with 20s
-// through Q, told OK. P's refresh lands on masters 1 and 2 after that and
-// cuts them to 2s; C must not get K while Q's 20s run.
+// As above, A obtaining again through P itself once its links are fast:
+// P dials the masters again after the refresh's timeout, and the new
+// connections kill the dropped ones before their first command.
 func TestAttack17FailedRefreshLandingLateDoesNotCutALaterGrantThroughTheSameProxy(t *testing.T) {
+	attack17FailedRefreshThenObtain(t, true)
+}
+
+// attack17FailedRefreshThenObtain runs the scenario above, A's second
+// obtain through P if sameProxy, else through Q.
+func attack17FailedRefreshThenObtain(t *testing.T, sameProxy bool) {
 	c := startNodes(t, 3)
 	slow := fixedDelay(0)
 	pAddrs := []string{c.addrs[0], startRelay(t, c.addrs[1], relayOpts{sendDelay: slow}), startRelay(t, c.addrs[2], relayOpts{sendDelay: slow})}
@@ -111,11 +72,15 @@ func TestAttack17FailedRefreshLandingLateDoesNotCutALaterGrantThroughTheSameProx
 		t.Logf("A's refresh through P: %v", err)
 	}
 	attack16Dump(t, c, "after P's refresh failed", key)
-	slow.Store(0)                     // P's links are fast again; the refresh is still on its way
-	time.Sleep(20 * time.Millisecond) // the overdue connections dropped, as below
+	again, via := q, "Q"
+	if sameProxy {
+		slow.Store(0)                     // P's links are fast again; the refresh is still on its way
+		time.Sleep(20 * time.Millisecond) // the overdue connections dropped
+		again, via = p, "P"
+	}
 	start := time.Now()
-	if err := attack16Obtain(ctx, p, []string{key}, attack17TokA, 20*time.Second); err != nil {
-		t.Fatalf("A's obtain through P (20s): %v", err)
+	if err := attack16Obtain(ctx, again, []string{key}, attack17TokA, 20*time.Second); err != nil {
+		t.Fatalf("A's obtain through %s (20s): %v", via, err)
 	}
 	expires := start.Add(20 * time.Second)
 	time.Sleep(time.Second) // P's refresh lands on masters 1 and 2
@@ -125,7 +90,7 @@ func TestAttack17FailedRefreshLandingLateDoesNotCutALaterGrantThroughTheSameProx
 	err = attack16Obtain(ctx, q, []string{key}, attack17TokC, 10*time.Second)
 	if err == nil && time.Now().Before(expires) {
 		attack16Dump(t, c, "after C's obtain", key)
-		t.Errorf("C obtained %s while A's obtain through P is valid for %v more", key, time.Until(expires).Round(time.Millisecond))
+		t.Errorf("C obtained %s while A's obtain through %s is valid for %v more", key, via, time.Until(expires).Round(time.Millisecond))
 	}
 }
 
