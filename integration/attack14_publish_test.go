@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,8 +20,16 @@ import (
 // no timeout loops `while (getCount() > 0) wait for a message`: an await()
 // that read the count before the countDown then waits for good.
 func TestAttack14LatchZeroMessageLostWhenEveryCopyIsLate(t *testing.T) {
+	latchZeroMessageHeldOnEveryLink(t, "latch:attack14:p2", false)
+}
+
+// latchZeroMessageHeldOnEveryLink opens a latch(1) named name through a
+// proxy whose link to every master holds the chunk that carries the
+// latch's zero message 2.5s (within its 5s limit), and wants the message
+// delivered once. With busy, another client locks other keys through the
+// same proxy every 2ms meanwhile (attack18 A4).
+func latchZeroMessageHeldOnEveryLink(t *testing.T, name string, busy bool) {
 	c := startNodes(t, 3)
-	const name = "latch:attack14:p2"
 	channel := "redisson_countdownlatch__channel__{" + name + "}"
 	var hold atomic.Int64
 	addrs := make([]string, 3)
@@ -46,11 +55,39 @@ func TestAttack14LatchZeroMessageLostWhenEveryCopyIsLate(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	hold.Store(int64(2500 * time.Millisecond))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var sets, failed atomic.Int64
+	if busy {
+		// A SET NX goes out on a connection while the zero message's
+		// chunk is held on it.
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sets.Add(1)
+				if ok, err := p.Client.SetNX(t.Context(), fmt.Sprintf("%s:other:%d", name, i), "other", 10*time.Second).Result(); err != nil || !ok {
+					failed.Add(1)
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := l.countDown(t); err != nil {
 		t.Fatalf("countDown: %v", err)
 	}
 	time.Sleep(200 * time.Millisecond)
 	hold.Store(0)
+	if busy {
+		time.Sleep(300 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		t.Logf("another client's SET NX: %d, %d failed", sets.Load(), failed.Load())
+	}
 	time.Sleep(5 * time.Second) // the held chunks reach the masters 2.5s after the decision
 	if v, err := l.getCount(t); v != 0 || err != nil {
 		t.Fatalf("getCount after the countDown = %d, %v; want 0 (open)", v, err)

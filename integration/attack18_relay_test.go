@@ -101,100 +101,54 @@ func (h *attack18HoldFirst) marked(conn int) int {
 // and each reply chunk for h.replyDelay. It returns the relay's address.
 func startHoldRelay(tb testing.TB, target string, h *attack18HoldFirst) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("relay: listen: %v", err)
-	}
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		conns  []net.Conn
-		closed bool
-	)
-	track := func(cs ...net.Conn) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
-			return false
+	return serveRelay(tb, target, func(wg *sync.WaitGroup, conn int, c, s net.Conn) {
+		// The reader takes each chunk as it comes (so delay sees
+		// every one at once); the writer sends them in order, each
+		// once its hold ends, as TCP delivers a stream.
+		type chunk struct {
+			b   []byte
+			due time.Time
 		}
-		conns = append(conns, cs...)
-		return true
-	}
-	wg.Go(func() {
-		for conn := 0; ; conn++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			if !track(c, s) {
-				c.Close()
-				s.Close()
-				return
-			}
-			// The reader takes each chunk as it comes (so delay sees
-			// every one at once); the writer sends them in order, each
-			// once its hold ends, as TCP delivers a stream.
-			type chunk struct {
-				b   []byte
-				due time.Time
-			}
-			q := make(chan chunk, 1024)
-			wg.Go(func() {
-				defer close(q)
-				for {
-					buf := make([]byte, 64<<10)
-					n, err := c.Read(buf)
-					if n > 0 {
-						q <- chunk{buf[:n], time.Now().Add(h.delay(conn, buf[:n]))}
-					}
-					if err != nil {
-						return
-					}
-				}
-			})
-			wg.Go(func() {
-				defer s.Close()
-				for ch := range q {
-					time.Sleep(time.Until(ch.due))
-					if _, err := s.Write(ch.b); err != nil {
-						for range q {
-						}
-						return
-					}
-				}
-			})
-			wg.Go(func() {
-				defer c.Close()
+		q := make(chan chunk, 1024)
+		wg.Go(func() {
+			defer close(q)
+			for {
 				buf := make([]byte, 64<<10)
-				for {
-					n, err := s.Read(buf)
-					if n > 0 {
-						time.Sleep(h.replyDelay(conn))
-						if _, werr := c.Write(buf[:n]); werr != nil {
-							return
-						}
+				n, err := c.Read(buf)
+				if n > 0 {
+					q <- chunk{buf[:n], time.Now().Add(h.delay(conn, buf[:n]))}
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			defer s.Close()
+			for ch := range q {
+				time.Sleep(time.Until(ch.due))
+				if _, err := s.Write(ch.b); err != nil {
+					for range q {
 					}
-					if err != nil {
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			defer c.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 {
+					time.Sleep(h.replyDelay(conn))
+					if _, werr := c.Write(buf[:n]); werr != nil {
 						return
 					}
 				}
-			})
-		}
+				if err != nil {
+					return
+				}
+			}
+		})
 	})
-	tb.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		closed = true
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
 }

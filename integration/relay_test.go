@@ -35,6 +35,19 @@ func fixedDelay(d time.Duration) *atomic.Int64 {
 // returns the relay's address.
 func startRelay(tb testing.TB, target string, o relayOpts) string {
 	tb.Helper()
+	return serveRelay(tb, target, func(wg *sync.WaitGroup, _ int, c, s net.Conn) {
+		wg.Go(func() { relayPipe(s, c, o.sendDelay, o.drop) })
+		wg.Go(func() { relayPipe(c, s, o.replyDelay, nil) })
+	})
+}
+
+// serveRelay listens on 127.0.0.1 and, for the conn-th connection c it
+// accepts, dials target as s and has pipe start, on wg, what copies
+// between them. The listener and every connection are closed at the
+// test's end, once what pipe started has returned. It returns the
+// relay's address.
+func serveRelay(tb testing.TB, target string, pipe func(wg *sync.WaitGroup, conn int, c, s net.Conn)) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("relay: listen: %v", err)
@@ -55,7 +68,7 @@ func startRelay(tb testing.TB, target string, o relayOpts) string {
 		return true
 	}
 	wg.Go(func() {
-		for {
+		for conn := 0; ; conn++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
@@ -70,8 +83,7 @@ func startRelay(tb testing.TB, target string, o relayOpts) string {
 				s.Close()
 				return
 			}
-			wg.Go(func() { relayPipe(s, c, o.sendDelay, o.drop) })
-			wg.Go(func() { relayPipe(c, s, o.replyDelay, nil) })
+			pipe(&wg, conn, c, s)
 		}
 	})
 	tb.Cleanup(func() {
