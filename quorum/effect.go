@@ -116,7 +116,7 @@ func (e *Engine) RunEffect(ctx context.Context, eff *Effect, keys, args []string
 	sc := newEffectScratch(len(e.nodes), len(keys))
 	defer sc.free()
 	call := EffectCall{Keys: keys, Args: args, Tag: pubid.New(), Out: sc.out}
-	results := e.runEffectOnNodes(ctx, start, eff, call, sc)
+	results := e.runEffectOnNodes(ctx, eff, call, sc)
 	uniq := uniqueKeys(keys)
 	counted := sc.counted
 	for i := range counted {

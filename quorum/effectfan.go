@@ -11,12 +11,11 @@ import (
 // and goes out on the pipelined fan-out (fanOutCall: no goroutine per
 // node); a node that lost the library or the body's chunk since (a
 // restart, a flush, an eviction) gets them, and the call again, once the
-// others answered, within what is left of the node timeout or a node
-// timeout, whichever is longer. Otherwise each node runs
-// it as runEffect does, loading what it lacks without waiting for the
+// others answered, within a node timeout of its own. Otherwise each node
+// runs it as runEffect does, loading what it lacks without waiting for the
 // others (a node frozen before its first call costs only itself), and
 // a body's very first call waits firstLoadTimeout for them.
-func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Effect, call EffectCall, sc *effectScratch) []result[NodeEffect] {
+func (e *Engine) runEffectOnNodes(ctx context.Context, eff *Effect, call EffectCall, sc *effectScratch) []result[NodeEffect] {
 	var mine [8]Batch
 	batches := e.batches(mine[:0])
 	var c Call[any]
@@ -61,12 +60,12 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, start time.Time, eff *Eff
 		results[i] = result[NodeEffect]{v: ne, err: err} // r.err a *NodeError already
 	}
 	if again != nil {
-		// A node timeout of its own at least: a node frozen beside it,
-		// not yet marked down, held the fan-out to its deadline, and the
-		// node that asked for the library would get no time at all
-		// (review30 N2). The validity charges the time, as for any call.
-		left := e.cfg.NodeTimeout - time.Since(start)
-		retried := fanOutWithin(ctx, e, max(left, e.cfg.NodeTimeout), false, nil, func(ctx context.Context, i int, n Node) (NodeEffect, error) {
+		// A node timeout of its own, not what is left of the first: a
+		// node frozen beside it, not yet marked down, held the fan-out to
+		// its deadline, and the node that asked for the library would
+		// get no time at all (review30 N2). The validity charges the
+		// time, as for any call.
+		retried := fanOutWithin(ctx, e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (NodeEffect, error) {
 			if !again[i] {
 				return NodeEffect{}, nil
 			}
