@@ -833,12 +833,15 @@ func (f *fakeNode) counterValue(field string) int64 {
 }
 
 // WriteCounter is counter_write.lua.
-func (f *fakeNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+func (f *fakeNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool, until int64) (CounterWrite, error) {
 	if !f.fence {
 		return 0, errUnsupported
 	}
 	var w CounterWrite
-	err := f.do(ctx, fakeCall{op: "writecounter", keys: []string{key}, token: token}, func(now time.Time) error {
+	err := f.do(ctx, fakeCall{op: "writecounter", keys: []string{key}, token: token, until: until}, func(now time.Time) error {
+		if f.late(now, until) {
+			return errFakeLate
+		}
 		switch {
 		case f.counters["seeded"] != "1":
 			w = CounterUnseeded

@@ -217,7 +217,7 @@ type Fencer interface {
 	ReadCounter(ctx context.Context, key, token, field string) (CounterEntry, error)
 	// WriteCounter raises field to v on a seeded node (exclusive: only if
 	// it is below v) and, if key holds token, writes its hold record.
-	WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error)
+	WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool, until int64) (CounterWrite, error)
 	// MarkCounters marks a node without a hash pending, with id, and
 	// returns its state either way (Value: the mark).
 	MarkCounters(ctx context.Context, id string) (CounterEntry, error)
@@ -504,8 +504,10 @@ func counterUnavailable(reads []result[CounterEntry], seeded int) error {
 // writeCounter is the write-back round: field raised to v on every node,
 // done when a quorum wrote it.
 func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) error {
-	results := fanOut(ctx, e, func(ctx context.Context, _ int, n Node) (CounterWrite, error) {
-		return n.WriteCounter(ctx, key, token, field, v, exclusive)
+	results := fanOut(ctx, e, func(nctx context.Context, i int, n Node) (CounterWrite, error) {
+		return dated(nctx, ctx, e, i, func(until int64) (CounterWrite, error) {
+			return n.WriteCounter(nctx, key, token, field, v, exclusive, until)
+		})
 	})
 	o := Outcome{Total: len(e.nodes)}
 	contended := 0

@@ -128,7 +128,7 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 	if err != nil || en.State != CounterMissing || en.Now == 0 {
 		t.Fatalf("ReadCounter of a new node = %+v, %v; want missing with the node's time", en, err)
 	}
-	if w, err := n.WriteCounter(ctx, "", "", "k:x", 1, false); err != nil || w != CounterUnseeded {
+	if w, err := n.WriteCounter(ctx, "", "", "k:x", 1, false, 0); err != nil || w != CounterUnseeded {
 		t.Fatalf("WriteCounter unseeded = %v, %v; want %v", w, err, CounterUnseeded)
 	}
 	m, err := n.MarkCounters(ctx, "m1")
@@ -151,13 +151,13 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 	if en, err := n.ReadCounter(ctx, "", "", "k:x"); err != nil || en.State != CounterSeeded || en.Value != big || en.Virgin || en.Gen != "m1 m9" || en.ID != "" {
 		t.Errorf("ReadCounter after seeding = %+v, %v; want seeded at %d with gen %q, not virgin", en, err, big, "m1 m9")
 	}
-	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big, true); w != CounterContended {
+	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big, true, 0); w != CounterContended {
 		t.Errorf("exclusive WriteCounter of the value it has = %v; want contended", w)
 	}
-	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big-1, false); w != CounterWritten {
+	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big-1, false, 0); w != CounterWritten {
 		t.Errorf("WriteCounter below = %v; want written (and kept at the higher)", w)
 	}
-	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big+1, true); w != CounterWritten {
+	if w, _ := n.WriteCounter(ctx, "", "", "k:x", big+1, true, 0); w != CounterWritten {
 		t.Errorf("exclusive WriteCounter above = %v; want written", w)
 	}
 	if c, err := n.Counters(ctx); err != nil || c["k:x"] != big+1 || c[FenceField] != 4 || len(c) != 2 {
@@ -167,13 +167,13 @@ func TestCounterScriptsOnRedis(t *testing.T) {
 	// The hold record: written only where the key holds the token, read
 	// back for that token only, and gone with the key.
 	redistest.SetKey(t, admin, "lock", "tok", 300*time.Millisecond)
-	if w, _ := n.WriteCounter(ctx, "lock", "other", FenceField, 5, false); w != CounterNotHeld {
+	if w, _ := n.WriteCounter(ctx, "lock", "other", FenceField, 5, false, 0); w != CounterNotHeld {
 		t.Fatalf("WriteCounter for another token = %v; want not held (the counter raised, no record)", w)
 	}
 	if en, _ := n.ReadCounter(ctx, "lock", "tok", FenceField); !en.Held || en.Hold != 0 || en.Value != 5 {
 		t.Errorf("ReadCounter = %+v; want held, no record, counter 5", en)
 	}
-	n.WriteCounter(ctx, "lock", "tok", FenceField, 6, false)
+	n.WriteCounter(ctx, "lock", "tok", FenceField, 6, false, 0)
 	en, _ = n.ReadCounter(ctx, "lock", "tok", FenceField)
 	if !en.Held || en.Hold != 6 || en.TTL <= 0 || en.TTL > 300*time.Millisecond {
 		t.Errorf("ReadCounter after the write = %+v; want held with record 6", en)
@@ -284,7 +284,7 @@ func TestCounterWritesBackAHighestOnAMinority(t *testing.T) {
 	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 1 {
 		t.Fatalf("Incr = %d, %v; want 1", v, err)
 	}
-	if ok, err := nodes[0].WriteCounter(ctx, "", "", counterPrefix+"n", 9, true); err != nil || ok != CounterWritten {
+	if ok, err := nodes[0].WriteCounter(ctx, "", "", counterPrefix+"n", 9, true, 0); err != nil || ok != CounterWritten {
 		t.Fatalf("WriteCounter on node 0 = %v, %v", ok, err)
 	}
 	if v, err := e.Counter(ctx, "n"); err != nil || v != 9 {
@@ -308,9 +308,9 @@ func (s slowWrites) FenceRound(ctx context.Context, key, token, field string) (C
 	return s.Node.FenceRound(ctx, key, token, field)
 }
 
-func (s slowWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+func (s slowWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool, until int64) (CounterWrite, error) {
 	defer time.Sleep(s.delay)
-	return s.Node.WriteCounter(ctx, key, token, field, v, exclusive)
+	return s.Node.WriteCounter(ctx, key, token, field, v, exclusive, until)
 }
 
 // TestFenceNoTokenAfterValidity: a FENCE whose answers arrive after the
@@ -466,9 +466,9 @@ func (c countingWrites) FenceRound(ctx context.Context, key, token, field string
 	return c.Node.FenceRound(ctx, key, token, field)
 }
 
-func (c countingWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (CounterWrite, error) {
+func (c countingWrites) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool, until int64) (CounterWrite, error) {
 	c.n.Add(1)
-	return c.Node.WriteCounter(ctx, key, token, field, v, exclusive)
+	return c.Node.WriteCounter(ctx, key, token, field, v, exclusive, until)
 }
 
 // TestFenceAsksAQuorumFirst: while the quorum asked first agrees, FENCE

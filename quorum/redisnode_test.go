@@ -261,7 +261,7 @@ func readCounterStep(key, token, field string) conformStep {
 
 func writeCounterStep(key, token, field string, v int64, exclusive bool) conformStep {
 	return func(t *testing.T, n Node) answer {
-		return norm(n.WriteCounter(t.Context(), key, token, field, v, exclusive))
+		return norm(n.WriteCounter(t.Context(), key, token, field, v, exclusive, 0))
 	}
 }
 

@@ -35,7 +35,7 @@ var (
 		"__RLP_COUNTERS", lua.Quote(quorum.CountersKey),
 		"__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix),
 		"__RLP_FENCEFIELD", lua.Quote(quorum.FenceField)).Replace(counterFenceSrc))
-	counterWriteScript = newScript(counterHoldsSrc + counterWriteSrc)
+	counterWriteScript = newScript(lateCheck + counterHoldsSrc + counterWriteSrc)
 	counterMarkScript  = newScript(counterMarkSrc)
 	counterSeedScript  = newScript(counterSeedSrc)
 	counterNameScript  = newScript(counterNameSrc)
@@ -147,17 +147,17 @@ func counterEntryResult(vals []any, want int) (quorum.CounterEntry, error) {
 	}, nil
 }
 
-func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) (quorum.CounterWrite, error) {
-	return runCall(ctx, n.p, pipeWriteCounter(key, token, field, v, exclusive))
+func (n *redisNode) WriteCounter(ctx context.Context, key, token, field string, v int64, exclusive bool, until int64) (quorum.CounterWrite, error) {
+	return runCall(ctx, n.p, pipeWriteCounter(key, token, field, v, exclusive, untilArg(until)))
 }
 
 // pipeWriteCounter is WriteCounter as the pipeline runs it (fanpipe.go).
-func pipeWriteCounter(key, token, field string, v int64, exclusive bool) quorum.Call[quorum.CounterWrite] {
+func pipeWriteCounter(key, token, field string, v int64, exclusive bool, until string) quorum.Call[quorum.CounterWrite] {
 	ex := "0"
 	if exclusive {
 		ex = "1"
 	}
-	args := []any{field, strconv.FormatInt(v, 10), ex, token}
+	args := []any{field, strconv.FormatInt(v, 10), ex, token, until}
 	return scriptCall(counterWriteScript, counterKeys(key), args, func(r any, err error) (quorum.CounterWrite, error) {
 		if err != nil {
 			return 0, err

@@ -20,7 +20,7 @@ func nodeMilli(t *testing.T, admin *redis.Client) int64 {
 }
 
 // TestLockWritesPastTheirDeadlineDoNothing: each owner-checked lock write
-// (release, extend, undo) run on the node after the last millisecond it
+// (release, extend, undo, FENCE's write-back) run on the node after the last millisecond it
 // carries does nothing there and answers LATE, as its body and as its
 // digest; one in time, or with no limit (0), works (attack17 F4).
 func TestLockWritesPastTheirDeadlineDoNothing(t *testing.T) {
@@ -57,10 +57,18 @@ func TestLockWritesPastTheirDeadlineDoNothing(t *testing.T) {
 			_, err := n.Undo(ctx, l, []quorum.Entry{{}}, until)
 			return err
 		}, func() bool { return admin.Exists(ctx, "k").Val() == 0 }},
+		{"FENCE's write-back", func(until int64) error {
+			admin.Del(ctx, quorum.HoldPrefix+"k")
+			_, err := n.WriteCounter(ctx, "k", "mine", quorum.FenceField, 5, false, until)
+			return err
+		}, func() bool { return admin.Get(ctx, quorum.HoldPrefix+"k").Val() == "5 mine" }},
 		{"undo of a key taken again", func(until int64) error {
 			_, err := n.Undo(ctx, l, taken, until)
 			return err
 		}, func() bool { return admin.PTTL(ctx, "k").Val() > 30*time.Second }},
+	}
+	if err := admin.HSet(ctx, quorum.CountersKey, "seeded", "1").Err(); err != nil { // for the write-back
+		t.Fatal(err)
 	}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 -- The write-back round of a counter (fence.go). KEYS as counter_read.lua.
 -- ARGV[1] is the field, ARGV[2] the value (a decimal without sign or
--- leading zeros), ARGV[3] "1" for an exclusive write, ARGV[4] the token.
+-- leading zeros), ARGV[3] "1" for an exclusive write, ARGV[4] the token,
+-- ARGV[5] the deadline (lateCheck, which the node puts before this).
 -- Returns 1 written, 0 not seeded (nothing written), -1 exclusive and
 -- the counter was at the value or above, -2 a FENCE whose key does not
 -- hold the token there (no record written).
