@@ -7,6 +7,7 @@ import (
 	"github.com/bsm/redislock"
 
 	"github.com/redlock-proxy/redlock-proxy/proxy"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // attack17 F4, F4b through one proxy: a write the proxy gave up on (its
@@ -30,25 +31,30 @@ import (
 // refresh carries a deadline on each master's clock (P's probes read
 // it), and does nothing past it.
 func TestAttack17FailedRefreshLandingLateDoesNotCutTheSameTokensLaterGrant(t *testing.T) {
-	attack17FailedRefreshThenObtain(t, false)
+	attack17FailedRefreshThenObtain(t, false, commandTimeout, attack16Config())
 }
 
 // As above, A obtaining again through P itself once its links are fast:
 // P dials the masters again after the refresh's timeout, and the new
 // connections kill the dropped ones before their first command.
 func TestAttack17FailedRefreshLandingLateDoesNotCutALaterGrantThroughTheSameProxy(t *testing.T) {
-	attack17FailedRefreshThenObtain(t, true)
+	attack17FailedRefreshThenObtain(t, true, commandTimeout, attack16Config())
 }
 
 // attack17FailedRefreshThenObtain runs the scenario above, A's second
-// obtain through P if sameProxy, else through Q.
-func attack17FailedRefreshThenObtain(t *testing.T, sameProxy bool) {
+// obtain through P if sameProxy, else through Q; P serves with
+// command_timeout pTimeout, both proxies with qcfg.
+func attack17FailedRefreshThenObtain(t *testing.T, sameProxy bool, pTimeout time.Duration, qcfg quorum.Config) {
 	c := startNodes(t, 3)
 	slow := fixedDelay(0)
 	pAddrs := []string{c.addrs[0], startRelay(t, c.addrs[1], relayOpts{sendDelay: slow}), startRelay(t, c.addrs[2], relayOpts{sendDelay: slow})}
-	p := mustStartMonitored(t, attack16Config(), pAddrs...).Client
+	pp, err := startMonitoredWith(t, proxy.Config{CommandTimeout: pTimeout}, qcfg, pAddrs...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	p := pp.Client
 	attack16Warm(t, p)
-	q := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), c.addrs...).Client
+	q := startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, qcfg, c.addrs...).Client
 	attack16Warm(t, q)
 	ctx := t.Context()
 	const key = "attack17:refresh"
@@ -82,7 +88,7 @@ func attack17FailedRefreshThenObtain(t *testing.T, sameProxy bool) {
 	if err := attack16Obtain(ctx, again, []string{key}, attack17TokA, 20*time.Second); err != nil {
 		t.Fatalf("A's obtain through %s (20s): %v", via, err)
 	}
-	expires := start.Add(20 * time.Second)
+	expires := start.Add(20*time.Second - time.Duration(qcfg.DriftFactor*float64(20*time.Second)))
 	time.Sleep(time.Second) // P's refresh lands on masters 1 and 2
 	slow.Store(0)
 	attack16Dump(t, c, "after P's refresh landed", key)

@@ -29,6 +29,12 @@ func safetyConfig() quorum.Config {
 // of a proxy.
 func startMonitored(t testing.TB, qcfg quorum.Config, addrs ...string) (*proxyProc, error) {
 	t.Helper()
+	return startMonitoredWith(t, proxy.Config{CommandTimeout: commandTimeout}, qcfg, addrs...)
+}
+
+// startMonitoredWith is startMonitored serving with cfg (its Log set).
+func startMonitoredWith(t testing.TB, cfg proxy.Config, qcfg quorum.Config, addrs ...string) (*proxyProc, error) {
+	t.Helper()
 	logs := newLogWriter(t)
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	qcfg.Log = log
@@ -36,7 +42,8 @@ func startMonitored(t testing.TB, qcfg quorum.Config, addrs ...string) (*proxyPr
 	if err := e.Start(t.Context()); err != nil {
 		return nil, err
 	}
-	p := serveProxy(t, proxy.Config{Log: log, CommandTimeout: commandTimeout}, e)
+	cfg.Log = log
+	p := serveProxy(t, cfg, e)
 	p.Client = newClient(t, p.Addr, nil)
 	return p, nil
 }
