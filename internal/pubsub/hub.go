@@ -97,8 +97,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// maxCounted bounds the messages whose copies are counted at once.
-const maxCounted = 1 << 16
+// maxCounted bounds the untagged messages whose copies are counted at
+// once (about 140 bytes each), and maxTagged the tagged publishes (about
+// 80 bytes each, 90MB at most): past maxTagged/(window/2) tagged
+// publishes a second (52,000 at the 20s window), a flood, a count lasts
+// less than window/2.
+const (
+	maxCounted = 1 << 16
+	maxTagged  = 1 << 19
+)
 
 // Hub keeps one subscriber connection per node, shared by every client of
 // the proxy: a topic is subscribed on the nodes while at least one sink
@@ -128,7 +135,7 @@ func New(cfg Config) *Hub {
 		quorum:  len(cfg.Nodes)/2 + 1,
 		cancel:  cancel,
 		topics:  make(map[Topic]map[Sink]struct{}),
-		counted: newCollapser(len(cfg.Nodes), cfg.window, maxCounted),
+		counted: newCollapser(len(cfg.Nodes), cfg.window, maxCounted, maxTagged),
 		changed: make(chan struct{}),
 	}
 	for i, addr := range cfg.Nodes {
