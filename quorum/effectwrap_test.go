@@ -300,11 +300,7 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 	inBothForms(t, func(t *testing.T, form wrapperForm) {
 		admin, n, e := formEngine(t, form)
 		ctx := t.Context()
-		sub := admin.Subscribe(ctx, "ch")
-		defer sub.Close()
-		if _, err := sub.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
+		sub := subscribe(t, admin, "ch")
 		run := func(body string, args ...string) NodeEffect {
 			t.Helper()
 			ne, err := n.RunEffect(ctx, e.Wrap(body, nil), newEffectCall([]string{"k", "ch"}, args, 1), nil)
@@ -322,11 +318,8 @@ func TestEffectPublishOnlyWhatRan(t *testing.T) {
 		if ne.Refused != "" || ne.Reply.Kind != ValueInt || ne.Reply.Int != 0 {
 			t.Fatalf("served run = %+v; want the integer 0", ne)
 		}
-		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		msg, err := sub.ReceiveMessage(mctx)
-		if err != nil || msg.Payload != "served-msg" {
-			t.Fatalf("first message = %v, %v; want served-msg (the refused run's is never sent)", msg, err)
+		if got := nextPayload(t, sub); got != "served-msg" {
+			t.Fatalf("first message = %q; want served-msg (the refused run's is never sent)", got)
 		}
 	})
 }
@@ -341,20 +334,10 @@ func TestEffectTagsWhatItPublishes(t *testing.T) {
 	inBothForms(t, func(t *testing.T, form wrapperForm) {
 		admin, n, e := formEngine(t, form)
 		ctx := t.Context()
-		sub := admin.Subscribe(ctx, "ch")
-		defer sub.Close()
-		if _, err := sub.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
+		sub := subscribe(t, admin, "ch")
 		next := func() string {
 			t.Helper()
-			mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			msg, err := sub.ReceiveMessage(mctx)
-			if err != nil {
-				t.Fatalf("no message: %v", err)
-			}
-			return msg.Payload
+			return nextPayload(t, sub)
 		}
 		// The run's messages, for its tag: the j-th publish's tag has j
 		// in its last two bytes.

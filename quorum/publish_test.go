@@ -22,11 +22,7 @@ func TestPublishDecidedDropsALateCopy(t *testing.T) {
 	e := New(Config{MaxTTL: 200 * time.Millisecond, NodeTimeout: 150 * time.Millisecond, ProbeInterval: 20 * time.Millisecond}, nodes...)
 	t.Cleanup(func() { e.Close() })
 	ctx := t.Context()
-	sub := procs[1].admin(t).Subscribe(ctx, "ch")
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got := sub.Channel()
+	got := subscribe(t, procs[1].admin(t), "ch").Channel()
 	expect := func(what, want string) {
 		t.Helper()
 		select {

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -29,6 +30,45 @@ func startRedis(t *testing.T) *redisProc {
 func (p *redisProc) admin(t *testing.T) *redis.Client {
 	t.Helper()
 	return p.Client(t)
+}
+
+// subscribe subscribes c to channel, waits for the node's confirmation,
+// and closes the subscription when the test ends.
+func subscribe(t *testing.T, c *redis.Client, channel string) *redis.PubSub {
+	t.Helper()
+	sub := c.Subscribe(t.Context(), channel)
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// nextPayload is the payload of sub's next message, which must come
+// within 2s.
+func nextPayload(t *testing.T, sub *redis.PubSub) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatalf("no message within 2s: %v", err)
+	}
+	return msg.Payload
+}
+
+// quietCount counts the messages msgs brings until 300ms pass without
+// one.
+func quietCount(msgs <-chan *redis.Message) int {
+	n := 0
+	for {
+		select {
+		case <-msgs:
+			n++
+		case <-time.After(300 * time.Millisecond):
+			return n
+		}
+	}
 }
 
 // node returns the go-redis node for p, closed when the test ends.
