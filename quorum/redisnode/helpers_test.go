@@ -33,6 +33,27 @@ func (p *redisProc) node(t *testing.T) *redisNode {
 	return n
 }
 
+// holds returns a table row's setup that sets key to token on admin's
+// node, with ttl (-1: no expiry).
+func holds(admin *redis.Client, key, token string, ttl time.Duration) func(*testing.T) {
+	return func(t *testing.T) { redistest.SetKey(t, admin, key, token, ttl) }
+}
+
+// aList returns a row's setup that makes key a list on admin's node: a
+// lock command on it gets an error reply.
+func aList(admin *redis.Client, key string) func(*testing.T) {
+	return func(t *testing.T) { admin.RPush(t.Context(), key, "x") }
+}
+
+// all returns a row's setup that runs each of setups.
+func all(setups ...func(*testing.T)) func(*testing.T) {
+	return func(t *testing.T) {
+		for _, f := range setups {
+			f(t)
+		}
+	}
+}
+
 // wantKey is what a key should hold after a call: a value ("" for
 // missing) and a PTTL range in milliseconds.
 type wantKey struct {

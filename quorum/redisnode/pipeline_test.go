@@ -108,6 +108,15 @@ func waitInFlight(t *testing.T, p *pipeline, n int) {
 	waitFor(t, fmt.Sprint(n, " operations in flight"), func() bool { return p.inFlight() >= n })
 }
 
+// pingThenFreeze has p's connection up, then freezes proc.
+func pingThenFreeze(t *testing.T, p *pipeline, proc *redisProc) {
+	t.Helper()
+	if _, err := p.do(t.Context(), "ping"); err != nil {
+		t.Fatalf("PING: %v", err)
+	}
+	proc.Freeze(t)
+}
+
 // occupy sends a PING and returns once it is written (or, on a
 // handshakePipeline, being written): on a frozen node it waits until d or
 // the thaw.
@@ -189,10 +198,7 @@ func TestPipelineCoalescesQueuedOperations(t *testing.T) {
 func TestPipelineManyBatchesInFlight(t *testing.T) {
 	proc := startRedis(t)
 	p, writes := testPipeline(t, proc.Addr)
-	if _, err := p.do(t.Context(), "ping"); err != nil {
-		t.Fatalf("PING: %v", err)
-	}
-	proc.Freeze(t)
+	pingThenFreeze(t, p, proc)
 	start := writes.Load()
 	var wg sync.WaitGroup
 	const ops = 10
@@ -255,10 +261,7 @@ func TestPipelineBatchTimeoutDropsConnection(t *testing.T) {
 	proc := startRedis(t)
 	admin := proc.admin(t)
 	p, _ := testPipeline(t, proc.Addr)
-	if _, err := p.do(t.Context(), "ping"); err != nil {
-		t.Fatalf("PING: %v", err)
-	}
-	proc.Freeze(t)
+	pingThenFreeze(t, p, proc)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 100*time.Millisecond)
 	// Sent behind the PING, the SET times out in turn.
@@ -287,10 +290,7 @@ func TestPipelineBatchTimeoutDropsConnection(t *testing.T) {
 func TestPipelineEachCallerWaitsOnlyForItsOwnDeadline(t *testing.T) {
 	proc := startRedis(t)
 	p, _ := testPipeline(t, proc.Addr)
-	if _, err := p.do(t.Context(), "ping"); err != nil {
-		t.Fatalf("PING: %v", err)
-	}
-	proc.Freeze(t)
+	pingThenFreeze(t, p, proc)
 	var wg sync.WaitGroup
 	for _, d := range []time.Duration{time.Second, 100 * time.Millisecond, 600 * time.Millisecond, 150 * time.Millisecond} {
 		wg.Go(func() {
@@ -598,10 +598,7 @@ func TestPipelineConnectionDroppedMidBatch(t *testing.T) {
 func TestPipelineNodeKilledWithBatchesInFlight(t *testing.T) {
 	proc := startRedis(t)
 	p, _ := testPipeline(t, proc.Addr)
-	if _, err := p.do(t.Context(), "ping"); err != nil {
-		t.Fatalf("PING: %v", err)
-	}
-	proc.Freeze(t)
+	pingThenFreeze(t, p, proc)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i := range 5 {
@@ -745,10 +742,7 @@ func TestPipelineGivenUpOpMarksItsConnectionUnlessItMayLandLate(t *testing.T) {
 			if late {
 				p = n.lp
 			}
-			if _, err := p.do(t.Context(), "ping"); err != nil {
-				t.Fatalf("PING: %v", err)
-			}
-			proc.Freeze(t)
+			pingThenFreeze(t, p, proc)
 			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 			defer cancel()
 			if _, err := p.do(ctx, "set", "k", "v"); err == nil {

@@ -82,36 +82,36 @@ func TestRedisNodeAcquire(t *testing.T) {
 	}{
 		{"SET NX: free key", nil, quorum.Lock{Keys: []string{"k"}, Token: "mine"}, true, nil, false,
 			map[string]wantKey{"k": expiring("mine", 1000)}},
-		{"SET NX: held key", func(t *testing.T) { redistest.SetKey(t, admin, "k", "other", 100*time.Second) },
+		{"SET NX: held key", holds(admin, "k", "other", 100*time.Second),
 			quorum.Lock{Keys: []string{"k"}, Token: "mine"}, false, nil, false,
 			map[string]wantKey{"k": expiring("other", 100000)}},
-		{"SET NX: key of another type exists", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+		{"SET NX: key of another type exists", aList(admin, "k"),
 			quorum.Lock{Keys: []string{"k"}, Token: "mine"}, false, nil, false, nil},
 		{"script: several free keys", nil, quorum.Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, true, nil, false,
 			map[string]wantKey{"k1": expiring("mine", 1000), "k2": expiring("mine", 1000)}},
-		{"script: one key held sets none", func(t *testing.T) { redistest.SetKey(t, admin, "k2", "other", -1) },
+		{"script: one key held sets none", holds(admin, "k2", "other", -1),
 			quorum.Lock{Keys: []string{"k1", "k2"}, Token: "mine"}, false, nil, false,
 			map[string]wantKey{"k1": missingKey(), "k2": noExpiry("other")}},
 		// A re-entry keeps a longer TTL (the engine sets the new one once
 		// granted: a failed one must not shorten the earlier grant).
-		{"script: own prefix re-enters, keeping a longer TTL", func(t *testing.T) { redistest.SetKey(t, admin, "k", "app:1", 100*time.Second) },
+		{"script: own prefix re-enters, keeping a longer TTL", holds(admin, "k", "app:1", 100*time.Second),
 			quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, []quorum.Entry{again("app:1", 100000)}, false,
 			map[string]wantKey{"k": expiring("app:2", 100000)}},
-		{"script: own prefix re-enters with a longer new TTL", func(t *testing.T) { redistest.SetKey(t, admin, "k", "app:1", 300*time.Millisecond) },
+		{"script: own prefix re-enters with a longer new TTL", holds(admin, "k", "app:1", 300*time.Millisecond),
 			quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, []quorum.Entry{again("app:1", 300)}, false,
 			map[string]wantKey{"k": expiring("app:2", 1000)}},
-		{"script: re-entry beside a free key", func(t *testing.T) { redistest.SetKey(t, admin, "k1", "app:1", -1) },
+		{"script: re-entry beside a free key", holds(admin, "k1", "app:1", -1),
 			quorum.Lock{Keys: []string{"k1", "k2"}, Token: "app:2", PrefixLen: 4}, true, []quorum.Entry{again("app:1", -1), {}}, false,
 			map[string]wantKey{"k1": noExpiry("app:2"), "k2": expiring("app:2", 1000)}},
-		{"script: other prefix is denied", func(t *testing.T) { redistest.SetKey(t, admin, "k", "web:1", -1) },
+		{"script: other prefix is denied", holds(admin, "k", "web:1", -1),
 			quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, nil, false,
 			map[string]wantKey{"k": noExpiry("web:1")}},
-		{"script: prefix longer than the tokens", func(t *testing.T) { redistest.SetKey(t, admin, "k", "ab", -1) },
+		{"script: prefix longer than the tokens", holds(admin, "k", "ab", -1),
 			quorum.Lock{Keys: []string{"k"}, Token: "ab", PrefixLen: 10}, true, []quorum.Entry{again("ab", -1)}, false,
 			map[string]wantKey{"k": noExpiry("ab")}},
 		{"script: prefix on a free key", nil, quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, true, nil, false,
 			map[string]wantKey{"k": expiring("app:2", 1000)}},
-		{"script: error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+		{"script: error reply is a failure", aList(admin, "k"),
 			quorum.Lock{Keys: []string{"k"}, Token: "app:2", PrefixLen: 4}, false, nil, true, nil},
 	}
 	for _, tt := range tests {
@@ -155,15 +155,12 @@ func TestRedisNodeRelease(t *testing.T) {
 		wantErr bool
 		after   map[string]wantKey
 	}{
-		{"each code", func(t *testing.T) {
-			redistest.SetKey(t, admin, "deleted", "mine", time.Second)
-			redistest.SetKey(t, admin, "other", "other", -1)
-		}, []string{"deleted", "other", "missing"}, []quorum.Found{quorum.FoundDeleted, quorum.FoundOther, quorum.FoundMissing}, false,
+		{"each code", all(holds(admin, "deleted", "mine", time.Second), holds(admin, "other", "other", -1)),
+			[]string{"deleted", "other", "missing"}, []quorum.Found{quorum.FoundDeleted, quorum.FoundOther, quorum.FoundMissing}, false,
 			map[string]wantKey{"deleted": missingKey(), "other": noExpiry("other")}},
-		{"token must match exactly", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine:more", -1) },
+		{"token must match exactly", holds(admin, "k", "mine:more", -1),
 			[]string{"k"}, []quorum.Found{quorum.FoundOther}, false, map[string]wantKey{"k": noExpiry("mine:more")}},
-		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
-			[]string{"k"}, nil, true, nil},
+		{"error reply is a failure", aList(admin, "k"), []string{"k"}, nil, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,38 +187,33 @@ func TestRedisNodeExtend(t *testing.T) {
 		after  map[string]wantKey
 		errRow bool
 	}{
-		{"set: held", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", 100*time.Second) },
+		{"set: held", holds(admin, "k", "mine", 100*time.Second),
 			[]string{"k"}, quorum.ExtendSet, time.Second, map[string]wantKey{"k": expiring("mine", 1000)}, false},
-		{"set: no expiry gets one", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", -1) },
+		{"set: no expiry gets one", holds(admin, "k", "mine", -1),
 			[]string{"k"}, quorum.ExtendSet, time.Second, map[string]wantKey{"k": expiring("mine", 1000)}, false},
-		{"set: another token", func(t *testing.T) { redistest.SetKey(t, admin, "k", "other", 100*time.Second) },
+		{"set: another token", holds(admin, "k", "other", 100*time.Second),
 			[]string{"k"}, quorum.ExtendSet, 0, map[string]wantKey{"k": expiring("other", 100000)}, false},
 		{"set: missing", nil, []string{"k"}, quorum.ExtendSet, 0, map[string]wantKey{"k": missingKey()}, false},
-		{"set: one key not held changes none", func(t *testing.T) {
-			redistest.SetKey(t, admin, "k1", "mine", 100*time.Second)
-			redistest.SetKey(t, admin, "k2", "other", -1)
-		}, []string{"k1", "k2"}, quorum.ExtendSet, 0,
+		{"set: one key not held changes none", all(holds(admin, "k1", "mine", 100*time.Second), holds(admin, "k2", "other", -1)),
+			[]string{"k1", "k2"}, quorum.ExtendSet, 0,
 			map[string]wantKey{"k1": expiring("mine", 100000), "k2": noExpiry("other")}, false},
-		{"add: held", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", time.Second) },
+		{"add: held", holds(admin, "k", "mine", time.Second),
 			[]string{"k"}, quorum.ExtendAdd, 2 * time.Second, map[string]wantKey{"k": expiring("mine", 2000)}, false},
-		{"add: shortest of several", func(t *testing.T) {
-			redistest.SetKey(t, admin, "k1", "mine", 3*time.Second)
-			redistest.SetKey(t, admin, "k2", "mine", 2*time.Second)
-		}, []string{"k1", "k2"}, quorum.ExtendAdd, 3 * time.Second,
+		{"add: shortest of several", all(holds(admin, "k1", "mine", 3*time.Second), holds(admin, "k2", "mine", 2*time.Second)),
+			[]string{"k1", "k2"}, quorum.ExtendAdd, 3 * time.Second,
 			map[string]wantKey{"k1": expiring("mine", 4000), "k2": expiring("mine", 3000)}, false},
-		{"add: no expiry is denied", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", -1) },
+		{"add: no expiry is denied", holds(admin, "k", "mine", -1),
 			[]string{"k"}, quorum.ExtendAdd, 0, map[string]wantKey{"k": noExpiry("mine")}, false},
 		{"add: missing", nil, []string{"k"}, quorum.ExtendAdd, 0, map[string]wantKey{"k": missingKey()}, false},
 		{"acquire: missing is set", nil, []string{"k"}, quorum.ExtendOrAcquire, time.Second,
 			map[string]wantKey{"k": expiring("mine", 1000)}, false},
-		{"acquire: held and missing", func(t *testing.T) { redistest.SetKey(t, admin, "k1", "mine", -1) },
+		{"acquire: held and missing", holds(admin, "k1", "mine", -1),
 			[]string{"k1", "k2"}, quorum.ExtendOrAcquire, time.Second,
 			map[string]wantKey{"k1": expiring("mine", 1000), "k2": expiring("mine", 1000)}, false},
-		{"acquire: another token sets none", func(t *testing.T) { redistest.SetKey(t, admin, "k2", "other", -1) },
+		{"acquire: another token sets none", holds(admin, "k2", "other", -1),
 			[]string{"k1", "k2"}, quorum.ExtendOrAcquire, 0,
 			map[string]wantKey{"k1": missingKey(), "k2": noExpiry("other")}, false},
-		{"error reply is a failure", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
-			[]string{"k"}, quorum.ExtendSet, 0, nil, true},
+		{"error reply is a failure", aList(admin, "k"), []string{"k"}, quorum.ExtendSet, 0, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,11 +250,11 @@ func TestRedisNodeInspect(t *testing.T) {
 		wantErr bool
 	}{
 		{"missing", nil, quorum.Entry{}, false},
-		{"present", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", time.Second) },
+		{"present", holds(admin, "k", "mine", time.Second),
 			quorum.Entry{Present: true, Token: "mine", TTL: time.Second}, false},
-		{"no expiry", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", -1) },
+		{"no expiry", holds(admin, "k", "mine", -1),
 			quorum.Entry{Present: true, Token: "mine", TTL: -time.Millisecond}, false},
-		{"another type is reported by its type", func(t *testing.T) { admin.RPush(t.Context(), "k", "x") },
+		{"another type is reported by its type", aList(admin, "k"),
 			quorum.Entry{Present: true, Type: "list", TTL: -time.Millisecond}, false},
 		{"a hash lock", func(t *testing.T) {
 			admin.HSet(t.Context(), "k", "u:1", 1)
