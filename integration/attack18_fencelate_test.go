@@ -28,10 +28,12 @@ import (
 // proxy, Q): T2.
 // The held write-backs land; A's repeat FENCE must get T2 or more.
 func TestAttack18LateFenceWriteBackDoesNotLowerTheLaterHoldsToken(t *testing.T) {
-	attack18LateFenceWriteBack(t, false)
+	attack18LateFenceWriteBack(t, false, true)
 }
 
-func attack18LateFenceWriteBack(t *testing.T, throughQ bool) {
+// attack18LateFenceWriteBack runs the scenario above, the second hold
+// through Q if throughQ, P then monitored if pMonitored.
+func attack18LateFenceWriteBack(t *testing.T, throughQ, pMonitored bool) {
 	c := startNodes(t, 3)
 	holds := make([]*attack18HoldFirst, 3)
 	addrs := make([]string, 3)
@@ -48,7 +50,11 @@ func attack18LateFenceWriteBack(t *testing.T, throughQ bool) {
 	} else {
 		// P dials no connection after the FENCE (as one that crashed, or
 		// went idle): none of its kills orders the late write-back.
-		p = startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), addrs...).Client
+		if pMonitored {
+			p = mustStartMonitored(t, attack16Config(), addrs...).Client
+		} else {
+			p = startProxy(t, proxy.Config{CommandTimeout: commandTimeout}, attack16Config(), addrs...).Client
+		}
 		q = mustStartMonitored(t, attack16Config(), c.addrs...).Client
 		attack16Warm(t, q)
 	}
@@ -85,6 +91,15 @@ func attack18LateFenceWriteBack(t *testing.T, throughQ bool) {
 	for _, i := range []int{first, second} {
 		if conns, _ := holds[i].held(); len(conns) != 1 {
 			t.Skipf("master %d held %d write-backs; want 1 (the FENCE agreed, or wrote back nowhere)", i, len(conns))
+		}
+	}
+	if throughQ && pMonitored {
+		// P's monitor dials masters 0 and 1 again at its next probe, and
+		// the new connection's CLIENT KILL would order the write-back
+		// first: its link holds that too (as a cut one would), so the
+		// write-back's deadline alone stands in the way.
+		for _, i := range []int{first, second} {
+			holds[i].reset("kill", 10, 2500*time.Millisecond)
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // the write-back's connections dropped

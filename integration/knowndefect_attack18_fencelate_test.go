@@ -15,5 +15,5 @@ import "testing"
 // tells nothing of the deadline (TestLockWritesPastTheirDeadlineDoNothing
 // in quorum/redisnode shows a late write-back doing nothing).
 func TestAttack18LateFenceWriteBackDoesNotLowerTheLaterHoldsTokenThroughAnotherProxy(t *testing.T) {
-	attack18LateFenceWriteBack(t, true)
+	attack18LateFenceWriteBack(t, true, false)
 }
