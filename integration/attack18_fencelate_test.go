@@ -31,6 +31,16 @@ func TestAttack18LateFenceWriteBackDoesNotLowerTheLaterHoldsToken(t *testing.T) 
 	attack18LateFenceWriteBack(t, false, true)
 }
 
+// Across proxies no kill orders the late write-back: P here runs no
+// monitor, so it has read no master's clock and its write-back carries
+// no deadline (as from a proxy before its first probe). The record of
+// the same token with a higher T stays where it lands
+// (counter_write.lua); TestLockWritesPastTheirDeadlineDoNothing in
+// quorum/redisnode shows a dated late write-back doing nothing.
+func TestAttack18LateFenceWriteBackDoesNotLowerTheLaterHoldsTokenThroughAnotherProxy(t *testing.T) {
+	attack18LateFenceWriteBack(t, true, false)
+}
+
 // attack18LateFenceWriteBack runs the scenario above, the second hold
 // through Q if throughQ, P then monitored if pMonitored.
 func attack18LateFenceWriteBack(t *testing.T, throughQ, pMonitored bool) {

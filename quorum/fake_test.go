@@ -861,6 +861,13 @@ func (f *fakeNode) WriteCounter(ctx context.Context, key, token, field string, v
 			w = CounterNotHeld
 			return nil
 		}
+		if rec, ok := f.get(now, HoldPrefix+key); ok {
+			if t, tok, ok := strings.Cut(rec.token, " "); ok && tok == token {
+				if n, _ := strconv.ParseInt(t, 10, 64); n > v {
+					v = n // a higher record of this token stays
+				}
+			}
+		}
 		f.store()[HoldPrefix+key] = fakeEntry{token: fmt.Sprint(v, " ", token), expires: now.Add(e.pttl(now).Truncate(time.Millisecond))}
 		return nil
 	})

@@ -467,7 +467,13 @@ func successors(cfg modelConfig, s *mstate) []next {
 				default:
 					nd.c, ack = max(nd.c, m.a), 1
 					if !cfg.incr {
-						nd.recH, nd.recT = m.b, m.a
+						// A higher record of the same token stays
+						// (counter_write.lua).
+						t := m.a
+						if cfg.token(nd.recH) == cfg.token(m.b) {
+							t = max(t, nd.recT)
+						}
+						nd.recH, nd.recT = m.b, t
 					}
 				}
 			}

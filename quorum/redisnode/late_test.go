@@ -203,3 +203,52 @@ func TestRenewalsPastTheirDeadlineDoNothing(t *testing.T) {
 		admin.Del(ctx, "k")
 	}
 }
+
+// TestFenceWriteBackKeepsTheTokensHigherRecord: a FENCE write-back that
+// lands after the same token's next hold recorded a higher T leaves
+// that record (and follows the key's TTL); a lower record of the token,
+// or another token's, is written over (attack18 A7 across proxies).
+func TestFenceWriteBackKeepsTheTokensHigherRecord(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	ctx := t.Context()
+	if err := admin.HSet(ctx, quorum.CountersKey, "seeded", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rec := quorum.HoldPrefix + "k"
+	for _, tt := range []struct {
+		name, before string
+		v            int64
+		want         string
+	}{
+		{"a higher record of the token", "25 mine", 23, "25 mine"},
+		{"a higher record, more digits", "100 mine", 99, "100 mine"},
+		{"the same record", "23 mine", 23, "23 mine"},
+		{"a lower record of the token", "22 mine", 23, "23 mine"},
+		{"a lower record, fewer digits", "9 mine", 23, "23 mine"},
+		{"another token's higher record", "25 other", 23, "23 mine"},
+		{"another token ending in the token", "25 xmine", 23, "23 mine"},
+		{"the token as a prefix of the record's", "25 mine2", 23, "23 mine"},
+		{"no record", "", 23, "23 mine"},
+	} {
+		if err := admin.Set(ctx, "k", "mine", 30*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		admin.Del(ctx, rec)
+		if tt.before != "" {
+			if err := admin.Set(ctx, rec, tt.before, time.Second).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, err := n.WriteCounter(ctx, "k", "mine", quorum.FenceField, tt.v, false, 0)
+		if err != nil || w != quorum.CounterWritten {
+			t.Errorf("%s: WriteCounter = %v, %v; want written", tt.name, w, err)
+		}
+		if got := admin.Get(ctx, rec).Val(); got != tt.want {
+			t.Errorf("%s: record %q; want %q", tt.name, got, tt.want)
+		}
+		if pttl := admin.PTTL(ctx, rec).Val(); pttl <= 20*time.Second {
+			t.Errorf("%s: record's TTL %v; want the key's (30s)", tt.name, pttl)
+		}
+	}
+}

@@ -2,6 +2,7 @@
 -- ARGV[1] is the field, ARGV[2] the value (a decimal without sign or
 -- leading zeros), ARGV[3] "1" for an exclusive write, ARGV[4] the token,
 -- ARGV[5] the deadline (lateCheck, which the node puts before this).
+-- A record the token already has with a higher value stays.
 -- Returns 1 written, 0 not seeded (nothing written), -1 exclusive and
 -- the counter was at the value or above, -2 a FENCE whose key does not
 -- hold the token there (no record written).
@@ -25,6 +26,17 @@ if #KEYS == 3 then
     -- not count, so that every fenced hold leaves its record on a quorum.
     return -2
   end
-  redis.call("set", KEYS[3], ARGV[2] .. " " .. ARGV[4], "PX", pttl)
+  -- A record of this token with a higher T stays (its expiry follows
+  -- the key's): a write-back that lands late, after the same token's
+  -- next hold got a higher T, must not set it back (attack18 A7).
+  local v = ARGV[2]
+  local rec = redis.call("get", KEYS[3])
+  if rec then
+    local sp = string.find(rec, " ", 1, true)
+    if sp and string.sub(rec, sp + 1) == ARGV[4] and below(v, string.sub(rec, 1, sp - 1)) then
+      v = string.sub(rec, 1, sp - 1)
+    end
+  end
+  redis.call("set", KEYS[3], v .. " " .. ARGV[4], "PX", pttl)
 end
 return 1
