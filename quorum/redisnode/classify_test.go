@@ -108,3 +108,52 @@ func TestEntryResult(t *testing.T) {
 		})
 	}
 }
+
+func TestLatchAnswerResult(t *testing.T) {
+	tests := []struct {
+		name    string
+		vals    []any
+		want    quorum.LatchAnswer
+		wantErr bool
+	}{
+		{"state and value", []any{int64(1), int64(5)}, quorum.LatchAnswer{State: 1, Value: 5}, false},
+		{"a value as text", []any{int64(1), "5"}, quorum.LatchAnswer{State: 1, Value: 5}, false},
+		{"with nonce and bare", []any{int64(1), int64(5), "7", int64(1)}, quorum.LatchAnswer{State: 1, Value: 5, Nonce: 7, Bare: true}, false},
+		{"too short", []any{int64(1)}, quorum.LatchAnswer{}, true},
+		{"too long", []any{int64(1), int64(5), int64(7), int64(1), int64(0)}, quorum.LatchAnswer{}, true},
+		{"state not an integer", []any{"1", int64(5)}, quorum.LatchAnswer{}, true},
+		{"value not a number", []any{int64(1), "x"}, quorum.LatchAnswer{}, true},
+		{"value of another type", []any{int64(1), []any{}}, quorum.LatchAnswer{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := latchAnswerResult(tt.vals)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("latchAnswerResult(%v) = %+v, %v; want %+v, error %v", tt.vals, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestMarkResult(t *testing.T) {
+	tests := []struct {
+		name    string
+		vals    []any
+		want    quorum.CounterEntry
+		wantErr bool
+	}{
+		{"state and mark", []any{int64(1), "12"}, quorum.CounterEntry{State: 1, Value: 12}, false},
+		{"too short", []any{int64(1)}, quorum.CounterEntry{}, true},
+		{"mark not text", []any{int64(1), int64(12)}, quorum.CounterEntry{}, true},
+		{"mark not a number", []any{int64(1), "x"}, quorum.CounterEntry{}, true},
+		{"state not an integer", []any{"1", "12"}, quorum.CounterEntry{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := markResult(tt.vals)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("markResult(%v) = %+v, %v; want %+v, error %v", tt.vals, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

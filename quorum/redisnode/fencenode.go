@@ -51,16 +51,11 @@ func counterKeys(key string) []string {
 }
 
 func (n *redisNode) ReadCounter(ctx context.Context, key, token, field string) (quorum.CounterEntry, error) {
-	cmd, err := n.p.eval(ctx, counterReadScript, counterKeys(key), field, token)
-	if err != nil {
-		return quorum.CounterEntry{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return quorum.CounterEntry{}, err
-	}
-	return counterEntryResult(vals, 9)
+	return evalSlice(ctx, n.p, readCounterResult, counterReadScript, counterKeys(key), field, token)
 }
+
+// readCounterResult decodes counter_read.lua's reply.
+func readCounterResult(vals []any) (quorum.CounterEntry, error) { return counterEntryResult(vals, 9) }
 
 func (n *redisNode) FenceRound(ctx context.Context, key, token, field string) (quorum.CounterEntry, error) {
 	return runCall(ctx, n.p, pipeFenceRound(key, token, field))
@@ -175,14 +170,11 @@ func pipeWriteCounter(key, token, field string, v int64, exclusive bool, until s
 }
 
 func (n *redisNode) MarkCounters(ctx context.Context, id string) (quorum.CounterEntry, error) {
-	cmd, err := n.lp.eval(ctx, counterMarkScript, []string{quorum.CountersKey}, id)
-	if err != nil {
-		return quorum.CounterEntry{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return quorum.CounterEntry{}, err
-	}
+	return evalSlice(ctx, n.lp, markResult, counterMarkScript, []string{quorum.CountersKey}, id)
+}
+
+// markResult decodes counter_mark.lua's {state, mark}.
+func markResult(vals []any) (quorum.CounterEntry, error) {
 	if len(vals) != 2 {
 		return quorum.CounterEntry{}, fmt.Errorf("counter mark replied %d values", len(vals))
 	}

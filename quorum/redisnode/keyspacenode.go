@@ -60,15 +60,7 @@ func parseKeyspace(text string) quorum.KeyCount {
 
 // ReadKey runs read_key.lua.
 func (n *redisNode) ReadKey(ctx context.Context, key string) (quorum.NodeKey, error) {
-	cmd, err := n.p.eval(ctx, readKeyScript, []string{key})
-	if err != nil {
-		return quorum.NodeKey{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return quorum.NodeKey{}, err
-	}
-	return nodeKeyResult(vals)
+	return evalSlice(ctx, n.p, nodeKeyResult, readKeyScript, []string{key})
 }
 
 // nodeKeyResult decodes read_key.lua's {type, items, pttl, encoding}.

@@ -35,13 +35,14 @@ var (
 )
 
 func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (quorum.LatchAnswer, error) {
-	cmd, err := n.lp.eval(ctx, s, []string{quorum.CountersKey}, args...)
-	if err != nil {
-		return quorum.LatchAnswer{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil || len(vals) < 2 || len(vals) > 4 {
-		return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v, %v", vals, err)
+	return evalSlice(ctx, n.lp, latchAnswerResult, s, []string{quorum.CountersKey}, args...)
+}
+
+// latchAnswerResult decodes a latch script's {state, value[, nonce[,
+// bare]]}.
+func latchAnswerResult(vals []any) (quorum.LatchAnswer, error) {
+	if len(vals) < 2 || len(vals) > 4 {
+		return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 	}
 	state, ok := vals[0].(int64)
 	if !ok {
@@ -54,9 +55,11 @@ func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (quoru
 		case int64:
 			*p = x
 		case string:
-			if *p, err = strconv.ParseInt(x, 10, 64); err != nil {
+			v, err := strconv.ParseInt(x, 10, 64)
+			if err != nil {
 				return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v: %w", vals, err)
 			}
+			*p = v
 		default:
 			return quorum.LatchAnswer{}, fmt.Errorf("latch script replied %v", vals)
 		}

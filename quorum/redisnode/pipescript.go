@@ -24,6 +24,19 @@ func (p *pipeline) eval(ctx context.Context, s *script, keys []string, args ...a
 	return p.evalKeyed(ctx, s, len(keys), append(keysArgs, args...))
 }
 
+// evalSlice runs s on p, as eval does, and decodes its array reply.
+func evalSlice[T any](ctx context.Context, p *pipeline, decode func([]any) (T, error), s *script, keys []string, args ...any) (T, error) {
+	cmd, err := p.eval(ctx, s, keys, args...)
+	if err == nil {
+		var vals []any
+		if vals, err = cmd.Slice(); err == nil {
+			return decode(vals)
+		}
+	}
+	var zero T
+	return zero, err
+}
+
 // evalBody runs s by its body (EVAL), never its digest or library: for
 // a give-back, which must run on a node without s cached however late
 // its replies come (a NOSCRIPT read past the deadline sends nothing).

@@ -581,15 +581,7 @@ func extendAnswer(v any, err error) (time.Duration, error) {
 }
 
 func (n *redisNode) Inspect(ctx context.Context, key string) (quorum.Entry, error) {
-	cmd, err := n.p.eval(ctx, inspectScript, []string{key})
-	if err != nil {
-		return quorum.Entry{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return quorum.Entry{}, err
-	}
-	return entryResult(vals)
+	return evalSlice(ctx, n.p, entryResult, inspectScript, []string{key})
 }
 
 // entryResult turns the inspect script's {value, pttl} reply into an Entry.

@@ -63,16 +63,8 @@ func (n *redisNode) UndoRead(ctx context.Context, l quorum.ReadLock, nonce strin
 }
 
 func (n *redisNode) UnlockRead(ctx context.Context, u quorum.ReadUnlock) (quorum.ReadRelease, error) {
-	cmd, err := n.p.eval(ctx, rwUnlockScript, []string{u.Key, u.Channel, u.TimeoutPrefix, u.KeyPrefix, u.Latch},
+	return evalSlice(ctx, n.p, readReleaseResult, rwUnlockScript, []string{u.Key, u.Channel, u.TimeoutPrefix, u.KeyPrefix, u.Latch},
 		u.Message, u.Name, u.Publish, u.LatchPX)
-	if err != nil {
-		return quorum.ReadRelease{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return quorum.ReadRelease{}, err
-	}
-	return readReleaseResult(vals)
 }
 
 // readReleaseResult decodes rwlock_unlock.lua's reply.
@@ -98,15 +90,8 @@ func readReleaseResult(vals []any) (quorum.ReadRelease, error) {
 }
 
 func (n *redisNode) UnlockWrite(ctx context.Context, u quorum.WriteUnlock) (quorum.WriteRelease, error) {
-	cmd, err := n.p.eval(ctx, rwWriteUnlockScript, []string{u.Key, u.Channel, u.Latch}, u.Message, u.Lease, u.Name, u.Publish, u.LatchPX)
-	if err != nil {
-		return quorum.WriteRelease{}, err
-	}
-	vals, err := cmd.Slice()
-	if err != nil {
-		return quorum.WriteRelease{}, err
-	}
-	return writeReleaseResult(vals)
+	return evalSlice(ctx, n.p, writeReleaseResult, rwWriteUnlockScript, []string{u.Key, u.Channel, u.Latch},
+		u.Message, u.Lease, u.Name, u.Publish, u.LatchPX)
 }
 
 // writeReleaseResult decodes rwlock_wunlock.lua's reply.
