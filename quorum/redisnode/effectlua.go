@@ -167,10 +167,7 @@ const maxReplyDepth = 256
 // marker the run added that still has the value it gave it (the key goes
 // with its last entry). It returns how many own holders it removed. Its
 // last ARGV is its deadline (lateCheck).
-var undoEffectScript = newScript(lateCheck + undoEffectSrc)
-
-//go:embed lua/undo_effect.lua
-var undoEffectSrc string
+var undoEffectScript = luaScript(lateCheck, "undo_effect")
 
 // wrapped is a body in the wrapper, in both forms: a script, and a call
 // of the library's one function fn that runs the body's chunk. evalHead

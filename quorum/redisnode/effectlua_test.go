@@ -42,7 +42,7 @@ func TestWrapperFormsParse(t *testing.T) {
 			t.Errorf("%s: chunk's first line %q does not end with the body's", name, first)
 		}
 	}
-	if _, err := parse.Parse(strings.NewReader(undoEffectSrc), "undo"); err != nil {
+	if _, err := parse.Parse(strings.NewReader(undoEffectScript.src), "undo"); err != nil {
 		t.Errorf("undo script: %v", err)
 	}
 }
@@ -72,6 +72,30 @@ func TestWrapperKindsFromAllowList(t *testing.T) {
 		c, ok := lua.Lookup(tt.name)
 		if got := commandKind(tt.name, c); !ok || got != tt.want {
 			t.Errorf("commandKind(%s) = %d (allowed: %v); want %d", tt.name, got, ok, tt.want)
+		}
+	}
+}
+
+// Every script the node runs, as luaScript and newScript assembled it,
+// is Lua that parses, and keeps no placeholder.
+func TestNodeScriptsParse(t *testing.T) {
+	scripts := map[string]*script{
+		"acquire": acquireScript, "undo": undoScript, "release": releaseScript, "extend": extendScript,
+		"inspect": inspectScript, "delete": deleteScript, "read_key": readKeyScript, "undo_effect": undoEffectScript,
+		"counter_read": counterReadScript, "counter_fence": counterFenceScript, "counter_write": counterWriteScript,
+		"counter_mark": counterMarkScript, "counter_seed": counterSeedScript, "counter_name": counterNameScript,
+		"latch_set": latchSetScript, "latch_undo": latchUndoScript, "latch_decr": latchDecrScript,
+		"latch_claim": latchClaimScript, "latch_del": latchDelScript, "latch_reset": latchResetScript,
+		"rwlock_take": rwTakeScript, "rwlock_undo": rwUndoScript, "rwlock_unlock": rwUnlockScript,
+		"rwlock_force": rwForceScript, "rwlock_renew": rwRenewScript, "rwlock_publish": rwPublishScript,
+		"rwlock_renewlock": rwRenewLockScript, "rwlock_wunlock": rwWriteUnlockScript,
+	}
+	for name, s := range scripts {
+		if _, err := parse.Parse(strings.NewReader(s.src), name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if strings.Contains(s.src, "__RLP_") {
+			t.Errorf("%s keeps a placeholder", name)
 		}
 	}
 }

@@ -2,43 +2,23 @@ package redisnode
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // The counters' scripts (fence.go), one atomic step each on a node. The
 // three that ask whether a key holds a token begin with the one rule.
 var (
-	//go:embed lua/counter_holds.lua
-	counterHoldsSrc string
-	//go:embed lua/counter_read.lua
-	counterReadSrc string
-	//go:embed lua/counter_fence.lua
-	counterFenceSrc string
-	//go:embed lua/counter_write.lua
-	counterWriteSrc string
-	//go:embed lua/counter_mark.lua
-	counterMarkSrc string
-	//go:embed lua/counter_seed.lua
-	counterSeedSrc string
-	//go:embed lua/counter_name.lua
-	counterNameSrc string
-
-	counterReadScript  = newScript(counterHoldsSrc + counterReadSrc)
-	counterFenceScript = newScript(counterHoldsSrc + strings.NewReplacer(
-		"__RLP_COUNTERS", lua.Quote(quorum.CountersKey),
-		"__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix),
-		"__RLP_FENCEFIELD", lua.Quote(quorum.FenceField)).Replace(counterFenceSrc))
-	counterWriteScript = newScript(lateCheck + counterHoldsSrc + counterWriteSrc)
-	counterMarkScript  = newScript(counterMarkSrc)
-	counterSeedScript  = newScript(counterSeedSrc)
-	counterNameScript  = newScript(counterNameSrc)
+	counterReadScript  = luaScript("", "counter_holds", "counter_read")
+	counterFenceScript = luaScript("", "counter_holds", "counter_fence")
+	counterWriteScript = luaScript(lateCheck, "counter_holds", "counter_write")
+	counterMarkScript  = luaScript("", "counter_mark")
+	counterSeedScript  = luaScript("", "counter_seed")
+	counterNameScript  = luaScript("", "counter_name")
 )
 
 // counterKeys are a counter script's KEYS: the hash, and for a FENCE the

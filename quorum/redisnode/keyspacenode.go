@@ -2,7 +2,6 @@ package redisnode
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,10 +12,7 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
-//go:embed lua/read_key.lua
-var readKeySrc string
-
-var readKeyScript = newScript(readKeySrc)
+var readKeyScript = luaScript("", "read_key")
 
 // KeyCount reads INFO keyspace's db0 line and leaves the membership
 // record and the counters, which have no TTL, out of the count.

@@ -2,7 +2,6 @@ package redisnode
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 
@@ -11,27 +10,12 @@ import (
 
 // The latch's scripts (latch.go), one atomic step each on a node.
 var (
-	//go:embed lua/latch_set.lua
-	latchSetSrc string
-	//go:embed lua/latch_undo.lua
-	latchUndoSrc string
-	//go:embed lua/latch_decr.lua
-	latchDecrSrc string
-	//go:embed lua/latch_claim.lua
-	latchClaimSrc string
-	//go:embed lua/latch_del.lua
-	latchDelSrc string
-	//go:embed lua/latch_reset.lua
-	latchResetSrc string
-	//go:embed lua/latch_voted.lua
-	latchVotedSrc string
-
-	latchSetScript   = newScript(latchVotedSrc + latchSetSrc)
-	latchUndoScript  = newScript(latchUndoSrc)
-	latchDecrScript  = newScript(latchDecrSrc)
-	latchClaimScript = newScript(latchVotedSrc + latchClaimSrc)
-	latchDelScript   = newScript(latchVotedSrc + latchDelSrc)
-	latchResetScript = newScript(latchVotedSrc + latchResetSrc)
+	latchSetScript   = luaScript("", "latch_voted", "latch_set")
+	latchUndoScript  = luaScript("", "latch_undo")
+	latchDecrScript  = luaScript("", "latch_decr")
+	latchClaimScript = luaScript("", "latch_voted", "latch_claim")
+	latchDelScript   = luaScript("", "latch_voted", "latch_del")
+	latchResetScript = luaScript("", "latch_voted", "latch_reset")
 )
 
 func (n *redisNode) latchRun(ctx context.Context, s *script, args ...any) (quorum.LatchAnswer, error) {

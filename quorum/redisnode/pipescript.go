@@ -3,6 +3,7 @@ package redisnode
 import (
 	"context"
 	"crypto/sha1"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 	"github.com/redlock-proxy/redlock-proxy/internal/wire"
+	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // eval runs s: by its function (FCALL) when it has a library and the
@@ -269,6 +272,34 @@ func newScript(src string) *script {
 	s := &script{src: src, sha: hex.EncodeToString(h[:])}
 	s.shaArg = s.sha
 	return s
+}
+
+// nodeLua holds the node's own scripts (the wrapper's are wrapperFS).
+//
+//go:embed lua/counter_*.lua lua/latch_*.lua lua/rwlock_*.lua lua/read_key.lua lua/undo_effect.lua
+var nodeLua embed.FS
+
+// engineNames fills in the names a node script shares with the engine,
+// each as a Lua string: the counters' hash, the hold records' prefix
+// and FENCE's field.
+var engineNames = strings.NewReplacer(
+	"__RLP_COUNTERS", lua.Quote(quorum.CountersKey),
+	"__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix),
+	"__RLP_FENCEFIELD", lua.Quote(quorum.FenceField))
+
+// luaScript is the script of head (lateCheck, or none) and the named
+// files of lua/ in order, with engineNames filled in.
+func luaScript(head string, files ...string) *script {
+	var b strings.Builder
+	b.WriteString(head)
+	for _, f := range files {
+		src, err := nodeLua.ReadFile("lua/" + f + ".lua")
+		if err != nil {
+			panic(err) // no such file: the package fails to start, in every test
+		}
+		b.Write(src)
+	}
+	return newScript(engineNames.Replace(b.String()))
 }
 
 // withLibrary gives s a library form: lib, whose one function is fn,

@@ -2,44 +2,23 @@ package redisnode
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/redlock-proxy/redlock-proxy/internal/lua"
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
 // The read lock's scripts (rwlock.go), one atomic step each on a node.
 var (
-	//go:embed lua/rwlock_take.lua
-	rwTakeSrc string
-	//go:embed lua/rwlock_undo.lua
-	rwUndoSrc string
-	//go:embed lua/rwlock_unlock.lua
-	rwUnlockSrc string
-	//go:embed lua/rwlock_force.lua
-	rwForceSrc string
-	//go:embed lua/rwlock_renew.lua
-	rwRenewSrc string
-	//go:embed lua/rwlock_publish.lua
-	rwPublishSrc string
-	//go:embed lua/rwlock_renewlock.lua
-	rwRenewLockSrc string
-	//go:embed lua/rwlock_wunlock.lua
-	rwWriteUnlockSrc string
-
-	rwTakeScript    = newScript(rwTakeSrc)
-	rwUndoScript    = newScript(rwUndoSrc)
-	rwUnlockScript  = newScript(rwUnlockSrc)
-	rwForceScript   = newScript(strings.ReplaceAll(rwForceSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
-	rwRenewScript   = newScript(lateCheck + rwRenewSrc)
-	rwPublishScript = newScript(rwPublishSrc)
-	// The hold record's prefix is the engine's own (fence.go).
-	rwRenewLockScript   = newScript(lateCheck + strings.ReplaceAll(rwRenewLockSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
-	rwWriteUnlockScript = newScript(strings.ReplaceAll(rwWriteUnlockSrc, "__RLP_HOLDPREFIX", lua.Quote(quorum.HoldPrefix)))
+	rwTakeScript        = luaScript("", "rwlock_take")
+	rwUndoScript        = luaScript("", "rwlock_undo")
+	rwUnlockScript      = luaScript("", "rwlock_unlock")
+	rwForceScript       = luaScript("", "rwlock_force")
+	rwRenewScript       = luaScript(lateCheck, "rwlock_renew")
+	rwPublishScript     = luaScript("", "rwlock_publish")
+	rwRenewLockScript   = luaScript(lateCheck, "rwlock_renewlock")
+	rwWriteUnlockScript = luaScript("", "rwlock_wunlock")
 )
 
 func (n *redisNode) TakeRead(ctx context.Context, l quorum.ReadLock, ttl time.Duration, nonce string) (quorum.ReadTake, error) {
