@@ -45,6 +45,11 @@ const (
 	// set missed answered every claim nobody's, and split claims decided
 	// none); none at a tombstone (one the scripts before it left) is any.
 	latchVotedPrefix = "d:"
+	// latchForgotPrefix is the same memory of the kept votes a node
+	// forgot while their slot lived, to vote for a third ballot (the
+	// rest of L3, latch_claim.lua): there a claim of one of them, or of
+	// none, is nobody's. A delete moves it into latchVotedPrefix.
+	latchForgotPrefix = "x:"
 	// latchNobody is the claim of a node seeded after a restart that may
 	// have answered another before: it answers nobody's claim (0).
 	latchNobody = -1
@@ -76,7 +81,7 @@ const (
 func latchSeedFields(fields map[string]int64, dumps []map[string]int64, quorum int) {
 	names := map[string]bool{}
 	for f := range fields {
-		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix, latchVoteBallotPrefix, latchKeptBallotPrefix, latchKeptClaimPrefix, latchVotedPrefix} {
+		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix, latchVoteBallotPrefix, latchKeptBallotPrefix, latchKeptClaimPrefix, latchVotedPrefix, latchForgotPrefix} {
 			if name, ok := strings.CutPrefix(f, p); ok {
 				names[name] = true
 				if p != latchCountPrefix {

@@ -106,12 +106,13 @@ func TestLatchSeedCount(t *testing.T) {
 // TestLatchSeedFields: a restarted node's latch fields from the seeded
 // nodes' dumps: the highest count, a fresh nonce (not the set's, which a
 // countDown that read it before the restart still names), no copied
-// claim nor vote kept ("p:", "q:"), nobody's claim (-1) but for a latch that every dump has a count
+// claim nor vote kept ("p:", "q:"), no memory of forgotten votes ("x:":
+// a reseeded node answers a claim of none), nobody's claim (-1) but for a latch that every dump has a count
 // and a claim field of (0: to take), and nothing for other counters.
 func TestLatchSeedFields(t *testing.T) {
 	dumps := []map[string]int64{
 		{"l:a": 2, "n:a": 7, "m:a": 0, "l:b": 1, "n:b": 8, "m:b": 0, "m:c": 9, "k:x": 4},
-		{"l:a": 1, "n:a": 7, "m:a": 0, "m:b": 5, "l:d": 3, "n:d": 6, "p:d": 4, "q:d": 9},
+		{"l:a": 1, "n:a": 7, "m:a": 0, "m:b": 5, "l:d": 3, "n:d": 6, "p:d": 4, "q:d": 9, "x:d": 8},
 	}
 	fields := map[string]int64{}
 	for _, d := range dumps {

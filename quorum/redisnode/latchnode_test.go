@@ -364,4 +364,39 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	n.LatchDelete(ctx, "old")
 	a, err = n.LatchClaim(ctx, "old", 124, -1, 125)
 	want("a claim at a later tombstone of a node with no memory", a, err, quorum.CounterSeeded, 0)
+	// The rest of L3: a node keeping a vote of one ballot ("p:") and
+	// holding one of another votes for a third, the kept one forgotten,
+	// its ballot remembered apart ("x:"): a claim of it, or of none, is
+	// nobody's from then on.
+	admin.HSet(ctx, quorum.CountersKey, "o:a3", "130", "m:a3", "131", "p:a3", "132", "q:a3", "133")
+	a, err = n.LatchClaim(ctx, "a3", 134, 130, 136)
+	want("a claim of a third ballot", a, err, quorum.CounterSeeded, 134)
+	a, err = n.LatchClaim(ctx, "a3", 137, 130, 132)
+	want("a claim of the forgotten ballot", a, err, quorum.CounterSeeded, 0)
+	a, err = n.LatchClaim(ctx, "a3", 137, 130, 130)
+	want("a claim of the slot's ballot", a, err, quorum.CounterSeeded, 131)
+	a, err = n.LatchClaim(ctx, "a3", 137, 130, 136)
+	want("a second claim of the third ballot", a, err, quorum.CounterSeeded, 134)
+	a, err = n.LatchClaim(ctx, "a3", 137, 130, 0)
+	want("a claim of no ballot beside the memory", a, err, quorum.CounterSeeded, 0)
+	if x, _ := field("x:a3"); x == "" {
+		t.Error("no x:a3: the forgotten vote's ballot is not remembered apart")
+	}
+	if d, ok := field("d:a3"); ok {
+		t.Errorf("d:a3 %q; want none while the slot lives", d)
+	}
+	n.LatchDelete(ctx, "a3")
+	if x, _ := field("x:a3"); x != "" {
+		t.Errorf("a delete left x:a3 %q", x)
+	}
+	a, err = n.LatchClaim(ctx, "a3", 138, -1, 132)
+	want("a claim of the forgotten ballot at the tombstone", a, err, quorum.CounterSeeded, 0)
+	a, err = n.LatchClaim(ctx, "a3", 138, -1, 140)
+	want("a claim of another ballot at the tombstone", a, err, quorum.CounterSeeded, 138)
+	// A seed's memory of any ("d:" -1) is not such a memory: a claim of
+	// none that read the seed's slot, left to take, gets the vote
+	// (TestRedissonLatchMasterRestartedBetweenCountDowns).
+	admin.HSet(ctx, quorum.CountersKey, "l:s3", "1", "n:s3", "150", "o:s3", "150", "m:s3", "0", "d:s3", "-1")
+	a, err = n.LatchClaim(ctx, "s3", 151, 150, 0)
+	want("a claim of none on a seeded node", a, err, quorum.CounterSeeded, 151)
 }

@@ -23,12 +23,17 @@
 -- vote given in a slot of another tag, or for none, records its ballot
 -- ("b:"). A ballot is a set's tag (a seed's carried tag is negated:
 -- latch.go latchCarried), so a vote of another ballot is another
--- latch's: the node keeps it by its ballot, where it keeps none yet, and
--- votes for this one, its slot's tag left as the evidence (attack15 L3:
--- an older opening's vote, on a node the set missed, split two last
--- countDowns' claims, and as the least the tie-break sent nothing). A
--- claim of none may be of either latch: a vote it is answered with
--- answers any from now on, and beside a second one it is nobody's.
+-- latch's: the node keeps it by its ballot, and votes for this one, its
+-- slot's tag left as the evidence (attack15 L3: an older opening's vote,
+-- on a node the set missed, split two last countDowns' claims, and as
+-- the least the tie-break sent nothing); a vote it kept before is
+-- forgotten, its ballot remembered apart ("x:", latch_voted.lua: the
+-- rest of L3). A claim of a ballot so forgotten, of none beside such a
+-- memory, is nobody's (else a second vote); a delete's memory ("d:")
+-- and a seed's "any" take no part in it: a reseeded node answers a
+-- claim of none as before. A claim of none may be of
+-- either latch: a vote it is answered with answers any from now on, and
+-- beside a second one it is nobody's.
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return {redis.call("hexists", KEYS[1], "pending"), 0}
 end
@@ -44,6 +49,13 @@ if o == "-1" then
   return {2, ARGV[2]}
 end
 local p = redis.call("hget", KEYS[1], "p:" .. ARGV[1])
+local x = redis.call("hget", KEYS[1], "x:" .. ARGV[1])
+if x then
+  local b = redis.call("hget", KEYS[1], "b:" .. ARGV[1]) or o
+  if ARGV[4] == "0" or ARGV[4] ~= b and ARGV[4] ~= p and voted(x, ARGV[4]) then
+    return {2, 0}
+  end
+end
 if p and (p == ARGV[4] or p == "0" or ARGV[4] == "0") then
   if ARGV[4] == "0" and p ~= "0" then
     if c and c ~= "0" and c ~= "-1" then
@@ -73,7 +85,10 @@ if c == "-1" then
 end
 if c and c ~= "0" then
   local b = redis.call("hget", KEYS[1], "b:" .. ARGV[1]) or o
-  if ARGV[4] ~= "0" and b ~= "0" and b ~= ARGV[4] and not p then
+  if ARGV[4] ~= "0" and b ~= "0" and b ~= ARGV[4] then
+    if p then
+      redis.call("hset", KEYS[1], "x:" .. ARGV[1], remember(x, p))
+    end
     redis.call("hset", KEYS[1], "p:" .. ARGV[1], b, "q:" .. ARGV[1], c, f, ARGV[2], "b:" .. ARGV[1], ARGV[4])
     return {2, ARGV[2]}
   end

@@ -7,7 +7,8 @@
 -- late claim that read it misses, and no claim creates the slot again (a
 -- second vote of this node: attack12 U1b); a claim of another ballot
 -- votes there (attack15 L4). A vote's ballot and one kept from a
--- replaced slot ("b:", "p:", "q:") go too.
+-- replaced slot ("b:", "p:", "q:") go too, and the ballots of votes
+-- forgotten while the slot lived ("x:", latch_claim.lua) join "d:".
 if redis.call("hget", KEYS[1], "seeded") ~= "1" then
   return {redis.call("hexists", KEYS[1], "pending"), 0}
 end
@@ -26,8 +27,9 @@ local p = redis.call("hget", KEYS[1], "p:" .. ARGV[1])
 if p then
   d = remember(d, p)
 end
+d = merge(d, redis.call("hget", KEYS[1], "x:" .. ARGV[1]))
 local had = redis.call("hdel", KEYS[1], "l:" .. ARGV[1])
-local slot = redis.call("hdel", KEYS[1], "n:" .. ARGV[1], "m:" .. ARGV[1], "o:" .. ARGV[1], "b:" .. ARGV[1], "p:" .. ARGV[1], "q:" .. ARGV[1])
+local slot = redis.call("hdel", KEYS[1], "n:" .. ARGV[1], "m:" .. ARGV[1], "o:" .. ARGV[1], "b:" .. ARGV[1], "p:" .. ARGV[1], "q:" .. ARGV[1], "x:" .. ARGV[1])
 if had + slot > 0 then
   redis.call("hset", KEYS[1], "o:" .. ARGV[1], "-1", "d:" .. ARGV[1], d or "0")
 end
