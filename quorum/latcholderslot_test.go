@@ -35,12 +35,7 @@ func newOlderSlotStage(t *testing.T, older func(s *olderSlotStage), between func
 	ctx := t.Context()
 	s.m = LatchMessages{Publish: "publish", Channel: "latch20h:L", Message: "0"}
 	setMsg := LatchMessages{Publish: "publish", Channel: "latch20h:L:set", Message: "set"}
-	sub := s.procs[0].admin(t).Subscribe(ctx, s.m.Channel)
-	t.Cleanup(func() { sub.Close() })
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
-	msgs := sub.Channel()
+	msgs := subscribe(t, s.procs[0].admin(t), s.m.Channel).Channel()
 	s.cfg = Config{MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
 	s.plain = New(s.cfg, s.procs[0].node(t), s.procs[1].node(t), s.procs[2].node(t))
 	if _, err := s.plain.Incr(ctx, "seed", 1); err != nil { // seeds the deployment
@@ -50,10 +45,7 @@ func newOlderSlotStage(t *testing.T, older func(s *olderSlotStage), between func
 		t.Fatalf("the older LatchSet: %v, %v; want true", ok, err)
 	}
 	older(s)
-	time.Sleep(300 * time.Millisecond)
-	for len(msgs) > 0 {
-		<-msgs // the older latch's
-	}
+	quietCount(msgs) // the older latch's
 	var held [3]any
 	cut := New(s.cfg, s.procs[0].node(t), s.procs[1].node(t), heldSet{Node: s.procs[2].node(t), held: &held})
 	if ok, err := cut.LatchSet(ctx, "L", 2, setMsg); err != nil || !ok {
@@ -62,14 +54,8 @@ func newOlderSlotStage(t *testing.T, older func(s *olderSlotStage), between func
 	between(s)
 	n := 0
 	s.got = func() int {
-		for {
-			select {
-			case <-msgs:
-				n++
-			case <-time.After(300 * time.Millisecond):
-				return n
-			}
-		}
+		n += quietCount(msgs)
+		return n
 	}
 	return s
 }

@@ -22,6 +22,12 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 			t.Errorf("%s = %+v, %v; want state %d, %d", what, got, err, state, v)
 		}
 	}
+	// claim is a claim on a seeded node, answered v.
+	claim := func(what, name string, c, nonce, ballot, v int64) {
+		t.Helper()
+		a, err := n.LatchClaim(ctx, name, c, nonce, ballot)
+		want(what, a, err, quorum.CounterSeeded, v)
+	}
 	field := func(f string) (string, bool) {
 		v, err := admin.HGet(ctx, quorum.CountersKey, f).Result()
 		return v, err == nil
@@ -79,15 +85,12 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	}
 	decr("countDown of an open latch", 0, 0, 0)
 	decr("countDown of an open latch, a set's nonce", 7, 0, 0)
-	a, err = n.LatchClaim(ctx, "x", 11, 8, 7)
-	want("a claim in another set's slot", a, err, quorum.CounterSeeded, 0)
-	a, err = n.LatchClaim(ctx, "x", 11, 7, 7)
-	want("the first claim", a, err, quorum.CounterSeeded, 11)
+	claim("a claim in another set's slot", "x", 11, 8, 7, 0)
+	claim("the first claim", "x", 11, 7, 7, 11)
 	if v, _ := field("m:x"); v != "11" {
 		t.Errorf("claim field %q; want 11", v)
 	}
-	a, err = n.LatchClaim(ctx, "x", 12, 7, 0)
-	want("a second claim", a, err, quorum.CounterSeeded, 11)
+	claim("a second claim", "x", 12, 7, 0, 11)
 
 	a, err = n.LatchSet(ctx, "y", 3, 9)
 	want("set y", a, err, quorum.CounterSeeded, 1)
@@ -132,24 +135,18 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// the ballot from a claim that read no tag there; a claim of another
 	// ballot, or one that read a tag, is nobody's; a late set of the
 	// ballot keeps the claim.
-	a, err = n.LatchClaim(ctx, "s", 20, 21, 21)
-	want("a claim that read a tag, on a node with no slot", a, err, quorum.CounterSeeded, 0)
-	a, err = n.LatchClaim(ctx, "s", 20, 0, 0)
-	want("a claim with no ballot, on a node with no slot", a, err, quorum.CounterSeeded, 0)
+	claim("a claim that read a tag, on a node with no slot", "s", 20, 21, 21, 0)
+	claim("a claim with no ballot, on a node with no slot", "s", 20, 0, 0, 0)
 	if l := admin.HLen(ctx, quorum.CountersKey).Val(); l != 6 {
 		t.Errorf("claims that create nothing left %d fields; want 6", l)
 	}
-	a, err = n.LatchClaim(ctx, "s", 20, 0, 21)
-	want("a claim that creates the slot", a, err, quorum.CounterSeeded, 20)
+	claim("a claim that creates the slot", "s", 20, 0, 21, 20)
 	if v, _ := field("o:s"); v != "21" {
 		t.Errorf("the created slot's tag %q; want the ballot 21", v)
 	}
-	a, err = n.LatchClaim(ctx, "s", 22, 0, 21)
-	want("a second claim of the ballot that read no tag", a, err, quorum.CounterSeeded, 20)
-	a, err = n.LatchClaim(ctx, "s", 22, 21, 21)
-	want("a second claim that read the created tag", a, err, quorum.CounterSeeded, 20)
-	a, err = n.LatchClaim(ctx, "s", 23, 0, 24)
-	want("a claim of another ballot", a, err, quorum.CounterSeeded, 0)
+	claim("a second claim of the ballot that read no tag", "s", 22, 0, 21, 20)
+	claim("a second claim that read the created tag", "s", 22, 21, 21, 20)
+	claim("a claim of another ballot", "s", 23, 0, 24, 0)
 	a, err = n.LatchSet(ctx, "s", 2, 21)
 	want("the ballot's set landing late", a, err, quorum.CounterSeeded, 1)
 	if v, _ := field("m:s"); v != "20" {
@@ -182,8 +179,7 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 			t.Errorf("the undo of a set that found no slot left %s %q", f, v)
 		}
 	}
-	a, err = n.LatchClaim(ctx, "q", 31, 0, 32)
-	want("a claim where a set that found no slot was undone", a, err, quorum.CounterSeeded, 31)
+	claim("a claim where a set that found no slot was undone", "q", 31, 0, 32, 31)
 	n.LatchSet(ctx, "p", 1, 33)
 	a, err = n.LatchClaim(ctx, "p", 34, 33, 33)
 	want("a claim in a denied set's slot, before its undo", a, err, quorum.CounterSeeded, 34)
@@ -234,16 +230,14 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// latch not set there since, and takes claims again once one is, or
 	// once a set's reset lands.
 	admin.HSet(ctx, quorum.CountersKey, "m:w", "-1", "l:v", "4", "n:v", "5", "m:v", "-1")
-	a, err = n.LatchClaim(ctx, "w", 13, 0, 0)
-	want("claim on a restarted node", a, err, quorum.CounterSeeded, 0)
+	claim("claim on a restarted node", "w", 13, 0, 0, 0)
 	a, err = n.LatchClaim(ctx, "w", 13, 0, 14)
 	want("claim of a ballot on a restarted node", a, err, quorum.CounterSeeded, 0)
 	if v, _ := field("m:w"); v != "-1" {
 		t.Errorf("a restarted node took a claim of a latch not set since: %q", v)
 	}
 	n.LatchSet(ctx, "w", 1, 14)
-	a, err = n.LatchClaim(ctx, "w", 13, 14, 14)
-	want("claim on a restarted node after a set", a, err, quorum.CounterSeeded, 13)
+	claim("claim on a restarted node after a set", "w", 13, 14, 14, 13)
 	if err := n.LatchReset(ctx, "v", 2, 15, 5); err != nil {
 		t.Fatal(err)
 	}
@@ -255,14 +249,11 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// answered that vote, one of the new set's ballot takes the new slot.
 	n.LatchSet(ctx, "f", 1, 40)
 	n.LatchDecrement(ctx, "f", 40)
-	a, err = n.LatchClaim(ctx, "f", 41, 40, 40)
-	want("the opening claim", a, err, quorum.CounterSeeded, 41)
+	claim("the opening claim", "f", 41, 40, 40, 41)
 	a, err = n.LatchSet(ctx, "f", 5, 42)
 	want("a new set of the opened latch", a, err, quorum.CounterSeeded, 1)
-	a, err = n.LatchClaim(ctx, "f", 43, 42, 40)
-	want("a claim of the opened latch's ballot, in the new slot", a, err, quorum.CounterSeeded, 41)
-	a, err = n.LatchClaim(ctx, "f", 43, 42, 42)
-	want("a claim of the new set's ballot", a, err, quorum.CounterSeeded, 43)
+	claim("a claim of the opened latch's ballot, in the new slot", "f", 43, 42, 40, 41)
+	claim("a claim of the new set's ballot", "f", 43, 42, 42, 43)
 	a, err = n.LatchClaim(ctx, "f", 44, 42, 0)
 	want("a claim of no ballot beside two votes", a, err, quorum.CounterSeeded, 0)
 	// L3: a vote of an older ballot, in its own slot, is kept by it; the
@@ -270,38 +261,31 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// answered a vote makes it answer any.
 	n.LatchSet(ctx, "k", 1, 80)
 	n.LatchDecrement(ctx, "k", 80)
-	a, err = n.LatchClaim(ctx, "k", 81, 80, 80)
-	want("the older opening's claim", a, err, quorum.CounterSeeded, 81)
-	a, err = n.LatchClaim(ctx, "k", 82, 80, 83)
-	want("a claim of a new set's ballot in the older slot", a, err, quorum.CounterSeeded, 82)
-	a, err = n.LatchClaim(ctx, "k", 84, 80, 80)
-	want("a claim of the older ballot after", a, err, quorum.CounterSeeded, 81)
-	a, err = n.LatchClaim(ctx, "k", 85, 80, 83)
-	want("a second claim of the new ballot", a, err, quorum.CounterSeeded, 82)
+	claim("the older opening's claim", "k", 81, 80, 80, 81)
+	claim("a claim of a new set's ballot in the older slot", "k", 82, 80, 83, 82)
+	claim("a claim of the older ballot after", "k", 84, 80, 80, 81)
+	claim("a second claim of the new ballot", "k", 85, 80, 83, 82)
 	if v, _ := field("o:k"); v != "80" {
 		t.Errorf("the new ballot's vote left the slot tag %q; want the older 80 (the evidence)", v)
 	}
 	n.LatchSet(ctx, "j", 1, 90)
 	n.LatchDecrement(ctx, "j", 90)
 	n.LatchClaim(ctx, "j", 91, 90, 90)
-	a, err = n.LatchClaim(ctx, "j", 92, 90, 0)
-	want("a claim of no ballot", a, err, quorum.CounterSeeded, 91)
+	claim("a claim of no ballot", "j", 92, 90, 0, 91)
 	a, err = n.LatchClaim(ctx, "j", 93, 90, 94)
 	want("a claim of another ballot after one of none", a, err, quorum.CounterSeeded, 91)
 	// A vote given in a slot of another tag is kept by its ballot: a
 	// newer set keeps it for that ballot, a late set of that ballot takes
 	// it as its slot's claim.
 	admin.HSet(ctx, quorum.CountersKey, "o:g", "50", "m:g", "0", "o:h", "60", "m:h", "0")
-	a, err = n.LatchClaim(ctx, "g", 51, 50, 52)
-	want("a claim in an older latch's slot", a, err, quorum.CounterSeeded, 51)
+	claim("a claim in an older latch's slot", "g", 51, 50, 52, 51)
 	n.LatchSet(ctx, "g", 1, 53)
 	a, err = n.LatchClaim(ctx, "g", 54, 53, 52)
 	want("a claim of that ballot after a newer set", a, err, quorum.CounterSeeded, 51)
 	// A vote given for no ballot, kept, answers a claim of any.
 	n.LatchSet(ctx, "e", 1, 70)
 	n.LatchDecrement(ctx, "e", 70)
-	a, err = n.LatchClaim(ctx, "e", 71, 70, 0)
-	want("a claim of no ballot", a, err, quorum.CounterSeeded, 71)
+	claim("a claim of no ballot", "e", 71, 70, 0, 71)
 	n.LatchSet(ctx, "e", 1, 72)
 	a, err = n.LatchClaim(ctx, "e", 73, 72, 72)
 	want("a claim of the new set's ballot beside a vote of none", a, err, quorum.CounterSeeded, 71)
@@ -317,17 +301,13 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	n.LatchSet(ctx, "t", 1, 100)
 	n.LatchClaim(ctx, "t", 101, 100, 100)
 	n.LatchDelete(ctx, "t")
-	a, err = n.LatchClaim(ctx, "t", 102, -1, 100)
-	want("a claim at a tombstone, of a ballot its node voted for", a, err, quorum.CounterSeeded, 0)
-	a, err = n.LatchClaim(ctx, "t", 102, -1, 0)
-	want("a claim at a tombstone, of no ballot", a, err, quorum.CounterSeeded, 0)
-	a, err = n.LatchClaim(ctx, "t", 103, -1, 104)
-	want("a claim at a tombstone, of a ballot its node never voted for", a, err, quorum.CounterSeeded, 103)
+	claim("a claim at a tombstone, of a ballot its node voted for", "t", 102, -1, 100, 0)
+	claim("a claim at a tombstone, of no ballot", "t", 102, -1, 0, 0)
+	claim("a claim at a tombstone, of a ballot its node never voted for", "t", 103, -1, 104, 103)
 	if v, _ := field("o:t"); v != "104" {
 		t.Errorf("the claim at the tombstone left the slot tag %q; want its ballot 104", v)
 	}
-	a, err = n.LatchClaim(ctx, "t", 105, 104, 104)
-	want("a second claim of that ballot", a, err, quorum.CounterSeeded, 103)
+	claim("a second claim of that ballot", "t", 105, 104, 104, 103)
 	n.LatchDelete(ctx, "t")
 	for _, b := range []int64{100, 104} {
 		a, err = n.LatchClaim(ctx, "t", 106, -1, b)
@@ -369,14 +349,10 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	// its ballot remembered apart ("x:"): a claim of it, or of none, is
 	// nobody's from then on.
 	admin.HSet(ctx, quorum.CountersKey, "o:a3", "130", "m:a3", "131", "p:a3", "132", "q:a3", "133")
-	a, err = n.LatchClaim(ctx, "a3", 134, 130, 136)
-	want("a claim of a third ballot", a, err, quorum.CounterSeeded, 134)
-	a, err = n.LatchClaim(ctx, "a3", 137, 130, 132)
-	want("a claim of the forgotten ballot", a, err, quorum.CounterSeeded, 0)
-	a, err = n.LatchClaim(ctx, "a3", 137, 130, 130)
-	want("a claim of the slot's ballot", a, err, quorum.CounterSeeded, 131)
-	a, err = n.LatchClaim(ctx, "a3", 137, 130, 136)
-	want("a second claim of the third ballot", a, err, quorum.CounterSeeded, 134)
+	claim("a claim of a third ballot", "a3", 134, 130, 136, 134)
+	claim("a claim of the forgotten ballot", "a3", 137, 130, 132, 0)
+	claim("a claim of the slot's ballot", "a3", 137, 130, 130, 131)
+	claim("a second claim of the third ballot", "a3", 137, 130, 136, 134)
 	a, err = n.LatchClaim(ctx, "a3", 137, 130, 0)
 	want("a claim of no ballot beside the memory", a, err, quorum.CounterSeeded, 0)
 	if x, _ := field("x:a3"); x == "" {
@@ -389,14 +365,12 @@ func TestLatchScriptsOnRedis(t *testing.T) {
 	if x, _ := field("x:a3"); x != "" {
 		t.Errorf("a delete left x:a3 %q", x)
 	}
-	a, err = n.LatchClaim(ctx, "a3", 138, -1, 132)
-	want("a claim of the forgotten ballot at the tombstone", a, err, quorum.CounterSeeded, 0)
+	claim("a claim of the forgotten ballot at the tombstone", "a3", 138, -1, 132, 0)
 	a, err = n.LatchClaim(ctx, "a3", 138, -1, 140)
 	want("a claim of another ballot at the tombstone", a, err, quorum.CounterSeeded, 138)
 	// A seed's memory of any ("d:" -1) is not such a memory: a claim of
 	// none that read the seed's slot, left to take, gets the vote
 	// (TestRedissonLatchMasterRestartedBetweenCountDowns).
 	admin.HSet(ctx, quorum.CountersKey, "l:s3", "1", "n:s3", "150", "o:s3", "150", "m:s3", "0", "d:s3", "-1")
-	a, err = n.LatchClaim(ctx, "s3", 151, 150, 0)
-	want("a claim of none on a seeded node", a, err, quorum.CounterSeeded, 151)
+	claim("a claim of none on a seeded node", "s3", 151, 150, 0, 151)
 }
