@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -153,6 +154,53 @@ func TestMarkResult(t *testing.T) {
 			got, err := markResult(tt.vals)
 			if (err != nil) != tt.wantErr || got != tt.want {
 				t.Errorf("markResult(%v) = %+v, %v; want %+v, error %v", tt.vals, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestUnlockResults(t *testing.T) {
+	five := quorum.Value{Kind: quorum.ValueInt, Int: 5}
+	reads := []struct {
+		name    string
+		vals    []any
+		want    quorum.ReadRelease
+		wantErr bool
+	}{
+		{"latched, a number", []any{int64(0), "5"}, quorum.ReadRelease{Latched: true, Latch: five}, false},
+		{"latched, no number", []any{int64(0), "x"}, quorum.ReadRelease{Latched: true}, false},
+		{"latched, nil", []any{int64(0), nil}, quorum.ReadRelease{Latched: true}, false},
+		{"released, free", []any{int64(1), int64(1)}, quorum.ReadRelease{Free: true}, false},
+		{"held", []any{int64(2), int64(0)}, quorum.ReadRelease{Held: true}, false},
+		{"unknown kind", []any{int64(3), int64(0)}, quorum.ReadRelease{}, true},
+		{"too short", []any{int64(1)}, quorum.ReadRelease{}, true},
+	}
+	for _, tt := range reads {
+		t.Run("read "+tt.name, func(t *testing.T) {
+			got, err := readReleaseResult(tt.vals)
+			if (err != nil) != tt.wantErr || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("readReleaseResult(%v) = %+v, %v; want %+v, error %v", tt.vals, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+	writes := []struct {
+		name    string
+		vals    []any
+		want    quorum.WriteRelease
+		wantErr bool
+	}{
+		{"latched, a number", []any{int64(0), "5"}, quorum.WriteRelease{Latched: true, Latch: five}, false},
+		{"latched, no number", []any{int64(0), "x"}, quorum.WriteRelease{Latched: true}, false},
+		{"released, flag", []any{int64(3), int64(1)}, quorum.WriteRelease{Outcome: 3, Flag: true}, false},
+		{"not held", []any{int64(1), int64(0)}, quorum.WriteRelease{Outcome: 1}, false},
+		{"unknown kind", []any{int64(4), int64(0)}, quorum.WriteRelease{}, true},
+		{"too long", []any{int64(1), int64(0), int64(0)}, quorum.WriteRelease{}, true},
+	}
+	for _, tt := range writes {
+		t.Run("write "+tt.name, func(t *testing.T) {
+			got, err := writeReleaseResult(tt.vals)
+			if (err != nil) != tt.wantErr || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("writeReleaseResult(%v) = %+v, %v; want %+v, error %v", tt.vals, got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

@@ -55,12 +55,7 @@ func readReleaseResult(vals []any) (quorum.ReadRelease, error) {
 	switch {
 	case !ok:
 	case kind == 0:
-		// Redisson answers tonumber(latch): nil when it is not a number.
-		s, _ := vals[1].(string)
-		if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-			return quorum.ReadRelease{Latched: true, Latch: quorum.Value{Kind: quorum.ValueInt, Int: v}}, nil
-		}
-		return quorum.ReadRelease{Latched: true}, nil
+		return quorum.ReadRelease{Latched: true, Latch: latchValue(vals[1])}, nil
 	case kind == 1 || kind == 2:
 		free, _ := vals[1].(int64)
 		return quorum.ReadRelease{Held: kind == 2, Free: free == 1}, nil
@@ -73,6 +68,16 @@ func (n *redisNode) UnlockWrite(ctx context.Context, u quorum.WriteUnlock) (quor
 		u.Message, u.Lease, u.Name, u.Publish, u.LatchPX)
 }
 
+// latchValue is an unlock's answer where a latch stood in its way:
+// Redisson answers tonumber(latch), nil when it is not a number.
+func latchValue(v any) quorum.Value {
+	s, _ := v.(string)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return quorum.Value{Kind: quorum.ValueInt, Int: n}
+	}
+	return quorum.Value{}
+}
+
 // writeReleaseResult decodes rwlock_wunlock.lua's reply.
 func writeReleaseResult(vals []any) (quorum.WriteRelease, error) {
 	if len(vals) == 2 {
@@ -80,12 +85,7 @@ func writeReleaseResult(vals []any) (quorum.WriteRelease, error) {
 		flag, _ := vals[1].(int64)
 		switch {
 		case kind == 0:
-			// Redisson answers tonumber(latch): nil when it is not a number.
-			s, _ := vals[1].(string)
-			if v, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return quorum.WriteRelease{Latched: true, Latch: quorum.Value{Kind: quorum.ValueInt, Int: v}}, nil
-			}
-			return quorum.WriteRelease{Latched: true}, nil
+			return quorum.WriteRelease{Latched: true, Latch: latchValue(vals[1])}, nil
 		case kind >= 1 && kind <= 3:
 			return quorum.WriteRelease{Outcome: uint8(kind), Flag: flag == 1}, nil
 		}
