@@ -113,9 +113,8 @@ import (
 // one kept of another ballot (the one without faults is
 // TestLatchTwoVotesOnMissedMasterLeaveNoWaiter). -short and -race run
 // fifteen 3-node worlds and two 5-node ones (about 1.74 million
-// states); without, eight more
-// (about 14.1 million states, 14 minutes at load about 9, about 3 GB at
-// most).
+// states); without, eight more (about 15.1 million states, 26 minutes
+// at load about 10, about 3 GB at most).
 
 // latchRule is how a countDown decides to send the zero message.
 type latchRule uint8
