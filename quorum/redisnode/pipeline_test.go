@@ -331,6 +331,17 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	if err := admin.ScriptFlush(t.Context()).Err(); err != nil {
 		t.Fatalf("SCRIPT FLUSH: %v", err)
 	}
+	evalBatched(t, proc, p, s, func(cmd *redis.Cmd, err error, want string) {
+		if err != nil || cmd.Val() != want {
+			t.Errorf("script = %v, %v; want %s", cmd, err, want)
+		}
+	})
+}
+
+// evalBatched freezes proc, sends 20 runs of s on p behind a PING, all
+// in flight together, thaws proc and checks each answer.
+func evalBatched(t *testing.T, proc *redisProc, p *pipeline, s *script, check func(cmd *redis.Cmd, err error, want string)) {
+	t.Helper()
 	proc.Freeze(t)
 	var wg sync.WaitGroup
 	occupy(t, &wg, p, 10*time.Second)
@@ -338,9 +349,7 @@ func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 		wg.Go(func() {
 			want := fmt.Sprint("batched-", i)
 			cmd, err := p.eval(t.Context(), s, nil, want)
-			if err != nil || cmd.Val() != want {
-				t.Errorf("script = %v, %v; want %s", cmd, err, want)
-			}
+			check(cmd, err, want)
 		})
 	}
 	waitInFlight(t, p, 21)
@@ -374,19 +383,7 @@ func TestPipelineLoadsLibraryTheNodeLacks(t *testing.T) {
 	if err := admin.Do(t.Context(), "FUNCTION", "FLUSH").Err(); err != nil {
 		t.Fatalf("FUNCTION FLUSH: %v", err)
 	}
-	proc.Freeze(t)
-	var wg sync.WaitGroup
-	occupy(t, &wg, p, 10*time.Second)
-	for i := range 20 {
-		wg.Go(func() {
-			want := fmt.Sprint("batched-", i)
-			cmd, err := p.eval(t.Context(), s, nil, want)
-			check(cmd, err, want)
-		})
-	}
-	waitInFlight(t, p, 21)
-	proc.Thaw()
-	wg.Wait()
+	evalBatched(t, proc, p, s, check)
 
 	// The function was missing when called, the library is there when
 	// loaded.
