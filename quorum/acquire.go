@@ -117,10 +117,12 @@ func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
 	fanOutOn(ctx, e, e.cfg.NodeTimeout, false, nil, ask, func(nctx context.Context, i int, n Node) (bool, error) {
 		switch what[i] {
 		case undoRelease:
-			found, err := dated(nctx, ctx, e, i, func(until int64) ([]Found, error) { return n.Release(nctx, l, until) })
+			found, err := dated(nctx, ctx, e, i, func(nctx context.Context, until int64) ([]Found, error) { return n.Release(nctx, l, until) })
 			return slices.Contains(found, FoundDeleted), err
 		case undoSetBack:
-			given, err := dated(nctx, ctx, e, i, func(until int64) (int, error) { return n.Undo(nctx, l, results[i].v.Before, until) })
+			given, err := dated(nctx, ctx, e, i, func(nctx context.Context, until int64) (int, error) {
+				return n.Undo(nctx, l, results[i].v.Before, until)
+			})
 			return given > 0, err
 		}
 		return false, nil

@@ -140,7 +140,15 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, call func(Batch) Call[T
 	timed := obs != nil || tr != nil
 	var until []int64
 	if c.Command.Dated {
-		until, sc.holds = e.writeUntils(sc.until[:0], sc.holds[:0], deadline, roomPast(ctx, deadline))
+		room := roomPast(ctx, deadline)
+		fit := deadline
+		for _, i := range idx {
+			if f := e.fitHold(i, deadline, room); f.Before(fit) {
+				fit = f
+			}
+		}
+		deadline = fit
+		until, sc.holds = e.writeUntils(sc.until[:0], sc.holds[:0], deadline)
 		sc.until = until
 	}
 	batches[0].Fan(ctx, deadline, batches, idx, c.Command, until, timed, replies)

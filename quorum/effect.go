@@ -174,7 +174,7 @@ func (e *Engine) undoKeys(ctx context.Context, keys []string, undo [][]KeyUndo) 
 	parent := context.WithoutCancel(ctx)
 	fanOutWithin(parent, e, e.cfg.NodeTimeout, false, nil, func(nctx context.Context, i int, n Node) (struct{}, error) {
 		for _, u := range undo[i] {
-			_, err := dated(nctx, parent, e, i, func(until int64) (struct{}, error) {
+			_, err := dated(nctx, parent, e, i, func(nctx context.Context, until int64) (struct{}, error) {
 				return struct{}{}, n.UndoEffect(nctx, keys[u.Key], u, until)
 			})
 			if err != nil {

@@ -33,7 +33,9 @@ func (e *Engine) ExtendOrAcquire(ctx context.Context, l Lock, ttl time.Duration)
 func (e *Engine) extend(ctx context.Context, l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) (Lease, error) {
 	start := time.Now()
 	results := fanOutCall(ctx, e, func(b Batch) Call[time.Duration] { return b.ExtendCall(l, ttl, mode, limit) }, func(nctx context.Context, i int, n Node) (time.Duration, error) {
-		return dated(nctx, ctx, e, i, func(until int64) (time.Duration, error) { return n.Extend(nctx, l, ttl, mode, limit, until) })
+		return dated(nctx, ctx, e, i, func(nctx context.Context, until int64) (time.Duration, error) {
+			return n.Extend(nctx, l, ttl, mode, limit, until)
+		})
 	})
 	// A node grants with the TTL it set (in ExtendAdd mode, its own), 0
 	// when it set none, and -1 when it would have passed limit.

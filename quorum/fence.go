@@ -505,7 +505,7 @@ func counterUnavailable(reads []result[CounterEntry], seeded int) error {
 // done when a quorum wrote it.
 func (e *Engine) writeCounter(ctx context.Context, key, token, field string, v int64, exclusive bool) error {
 	results := fanOut(ctx, e, func(nctx context.Context, i int, n Node) (CounterWrite, error) {
-		return dated(nctx, ctx, e, i, func(until int64) (CounterWrite, error) {
+		return dated(nctx, ctx, e, i, func(nctx context.Context, until int64) (CounterWrite, error) {
 			return n.WriteCounter(nctx, key, token, field, v, exclusive, until)
 		})
 	})

@@ -31,9 +31,9 @@ const maxHold = time.Second
 // field is at least the most the clock may read at d, and a write that
 // runs by d is not refused however the reading is off. 0 (no limit)
 // before the first probe, as publishDecided's, and where that hold would
-// pass room (the time the caller has past d) or maxHold: a field then
-// would refuse writes made in time.
-func (e *Engine) writeUntil(i int, d time.Time, room time.Duration) (until int64, hold time.Duration) {
+// pass maxHold: a field then would refuse writes made in time. Callers
+// keep d+hold within their own time with fitHold.
+func (e *Engine) writeUntil(i int, d time.Time) (until int64, hold time.Duration) {
 	h := e.health[i]
 	h.mu.Lock()
 	at := h.clock.best
@@ -50,7 +50,7 @@ func (e *Engine) writeUntil(i int, d time.Time, room time.Duration) (until int64
 	}
 	// hold must cover the spread at d+hold, which grows with hold.
 	hold = time.Duration(float64(2*at.spread(d, df)+2*time.Millisecond) / (1 - 2*df))
-	if hold > min(room, maxHold) {
+	if hold > maxHold {
 		// A field that no write run after d+hold passes would refuse
 		// some that ran by d: no limit, as before the first probe. A
 		// release answered then deletes on every master that ran it
@@ -62,11 +62,24 @@ func (e *Engine) writeUntil(i int, d time.Time, room time.Duration) (until int64
 	return max(at.node.Add(end.Sub(at.local)-at.spread(end, df)-time.Millisecond).UnixMilli(), 1), hold
 }
 
+// fitHold is when a wait for node i's lock write must end so that its
+// hold ends within room past d: d, or earlier by what the hold passes
+// room. The engine gives up on the node sooner rather than send the
+// write with no limit or answer past the command's time (attack19 U1:
+// with command_timeout at most node_timeout no room was left, and every
+// write went with no limit). The hold at the earlier time is no longer.
+func (e *Engine) fitHold(i int, d time.Time, room time.Duration) time.Time {
+	if _, hold := e.writeUntil(i, d); hold > room {
+		return d.Add(room - hold)
+	}
+	return d
+}
+
 // writeUntils sets until[j] and holds[j] to writeUntil of every node j at
-// d, with room past it.
-func (e *Engine) writeUntils(until []int64, holds []time.Duration, d time.Time, room time.Duration) ([]int64, []time.Duration) {
+// d.
+func (e *Engine) writeUntils(until []int64, holds []time.Duration, d time.Time) ([]int64, []time.Duration) {
 	for j := range e.nodes {
-		u, h := e.writeUntil(j, d, room)
+		u, h := e.writeUntil(j, d)
 		until, holds = append(until, u), append(holds, h)
 	}
 	return until, holds
@@ -85,14 +98,24 @@ func roomPast(ctx context.Context, d time.Time) time.Duration {
 // ctx's deadline is when it gives up on the node), with its deadline
 // field, and, if the node did not answer, holds the caller until the
 // node's clock is past that field. parent is the fan-out's own context:
-// how long past the deadline the caller may be held.
-func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(until int64) (T, error)) (T, error) {
+// how long past the deadline the caller may be held; where the hold
+// would pass it, write gets a context that ends sooner (fitHold).
+func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(ctx context.Context, until int64) (T, error)) (T, error) {
 	d, ok := ctx.Deadline()
 	if !ok {
-		return write(0)
+		return write(ctx, 0)
 	}
-	until, hold := e.writeUntil(i, d, roomPast(parent, d))
-	v, err := write(until)
+	if fit := e.fitHold(i, d, roomPast(parent, d)); fit.Before(d) {
+		if !fit.After(time.Now()) {
+			var zero T
+			return zero, context.DeadlineExceeded // no time to wait and hold: not sent
+		}
+		fctx, cancel := context.WithDeadline(ctx, fit)
+		defer cancel()
+		ctx, d = fctx, fit
+	}
+	until, hold := e.writeUntil(i, d)
+	v, err := write(ctx, until)
 	if until > 0 && !answered(err) {
 		holdUntil(d.Add(hold))
 	}

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,35 +37,46 @@ func TestFanOutSendsEachNodeItsOwnDeadline(t *testing.T) {
 		h.mu.Unlock()
 	}
 	l := Lock{Keys: []string{"k"}, Token: "mine"}
-	for _, flushed := range []bool{false, true} {
-		set := func() {
-			for _, a := range admins {
-				if err := a.Set(ctx, "k", "mine", 30*time.Second).Err(); err != nil {
-					t.Fatal(err)
-				}
-				if flushed {
-					a.ScriptFlush(ctx)
+	for _, tight := range []bool{false, true} {
+		// tight: the command ends with the fan-out (command_timeout =
+		// node_timeout), so the fan-out ends its hold early rather
+		// than send the writes with no limit (attack19 U1).
+		ctx := ctx
+		if tight {
+			c, cancel := context.WithTimeout(ctx, e.cfg.NodeTimeout)
+			defer cancel()
+			ctx = c
+		}
+		for _, flushed := range []bool{false, true} {
+			set := func() {
+				for _, a := range admins {
+					if err := a.Set(ctx, "k", "mine", 30*time.Second).Err(); err != nil {
+						t.Fatal(err)
+					}
+					if flushed {
+						a.ScriptFlush(ctx)
+					}
 				}
 			}
-		}
-		set()
-		behind()
-		if _, err := e.Extend(ctx, l, 5*time.Second); err != nil {
-			t.Fatalf("flushed %v: Extend: %v", flushed, err)
-		}
-		for i, a := range admins {
-			if got, short := a.PTTL(ctx, "k").Val(), i != 1; (got <= 5*time.Second) != short {
-				t.Errorf("flushed %v: after Extend, node %d's PTTL = %v; want extended to 5s: %v", flushed, i, got, short)
+			set()
+			behind()
+			if _, err := e.Extend(ctx, l, 5*time.Second); err != nil {
+				t.Fatalf("tight %v, flushed %v: Extend: %v", tight, flushed, err)
 			}
-		}
-		set()
-		rel, err := e.Release(ctx, l)
-		if err != nil || rel.Keys != 1 {
-			t.Fatalf("flushed %v: Release = %+v, %v; want one key released", flushed, rel, err)
-		}
-		for i, a := range admins {
-			if got, gone := a.Exists(ctx, "k").Val() == 0, i != 1; got != gone {
-				t.Errorf("flushed %v: after Release, node %d's key gone = %v; want %v", flushed, i, got, gone)
+			for i, a := range admins {
+				if got, short := a.PTTL(ctx, "k").Val(), i != 1; (got <= 5*time.Second) != short {
+					t.Errorf("tight %v, flushed %v: after Extend, node %d's PTTL = %v; want extended to 5s: %v", tight, flushed, i, got, short)
+				}
+			}
+			set()
+			rel, err := e.Release(ctx, l)
+			if err != nil || rel.Keys != 1 {
+				t.Fatalf("tight %v, flushed %v: Release = %+v, %v; want one key released", tight, flushed, rel, err)
+			}
+			for i, a := range admins {
+				if got, gone := a.Exists(ctx, "k").Val() == 0, i != 1; got != gone {
+					t.Errorf("tight %v, flushed %v: after Release, node %d's key gone = %v; want %v", tight, flushed, i, got, gone)
+				}
 			}
 		}
 	}
@@ -108,7 +120,7 @@ func TestWriteUntilBoundsTheNodesClockAtTheDeadline(t *testing.T) {
 			}
 			d := sent.Add(50 * time.Millisecond)
 			for i, n := range nodes {
-				want, hold := e.writeUntil(i, d, maxHold)
+				want, hold := e.writeUntil(i, d)
 				got := lastUntil(n)
 				switch {
 				case got != want:
@@ -135,7 +147,7 @@ func TestWriteUntilBoundsTheNodesClockAtTheDeadline(t *testing.T) {
 		c.silent = true
 		time.Sleep(300 * time.Millisecond)
 		sent := time.Now()
-		_, hold := e.writeUntil(2, sent.Add(50*time.Millisecond), maxHold)
+		_, hold := e.writeUntil(2, sent.Add(50*time.Millisecond))
 		if _, err := e.Release(t.Context(), l); err != nil {
 			t.Fatal(err)
 		}
@@ -152,4 +164,50 @@ func lastUntil(f *fakeNode) int64 {
 		return -1
 	}
 	return calls[len(calls)-1].until
+}
+
+// TestDatedWriteFitsItsHoldInTheCommandsTime: where the command ends
+// with the fan-out (command_timeout = node_timeout), a release still
+// carries its deadline field, and the engine stops waiting for a silent
+// node early enough that the hold ends with the command (attack19 U1:
+// it went with no limit, and landed late across proxies). A command
+// with less time left than the hold does not send that write at all.
+func TestDatedWriteFitsItsHoldInTheCommandsTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b, c := &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"}
+		e := New(Config{MaxTTL: time.Minute, NodeTimeout: 50 * time.Millisecond, ProbeInterval: time.Second, DriftFactor: 0.01}, a, b, c)
+		if err := e.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		c.silent = true
+		time.Sleep(300 * time.Millisecond) // the reading ages
+		l := Lock{Keys: []string{"k"}, Token: "t"}
+		sent := time.Now()
+		_, hold := e.writeUntil(2, sent.Add(50*time.Millisecond))
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if _, err := e.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(sent); took > 50*time.Millisecond || took < 50*time.Millisecond-hold {
+			t.Errorf("a release node c left unanswered took %v; want the command's 50ms, its wait cut by the hold %v", took, hold)
+		}
+		for _, n := range []*fakeNode{a, b, c} {
+			if got := lastUntil(n); got <= 0 {
+				t.Errorf("%s: until = %d; want a deadline field", n.addr, got)
+			}
+		}
+		before := len(c.callsTo("release"))
+		ctx, cancel = context.WithTimeout(t.Context(), hold/2)
+		defer cancel()
+		sent = time.Now()
+		e.Release(ctx, l)
+		if took := time.Since(sent); took > hold/2 {
+			t.Errorf("a release with %v left took %v", hold/2, took)
+		}
+		if got := len(c.callsTo("release")); got != before {
+			t.Errorf("node c got %d more releases with less time left than its hold; want none", got-before)
+		}
+	})
 }

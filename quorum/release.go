@@ -31,7 +31,7 @@ func (e *Engine) Release(ctx context.Context, l Lock) (rel Released, err error) 
 		}()
 	}
 	results := fanOutCall(ctx, e, func(b Batch) Call[[]Found] { return b.ReleaseCall(l) }, func(nctx context.Context, i int, n Node) ([]Found, error) {
-		return dated(nctx, ctx, e, i, func(until int64) ([]Found, error) { return n.Release(nctx, l, until) })
+		return dated(nctx, ctx, e, i, func(nctx context.Context, until int64) ([]Found, error) { return n.Release(nctx, l, until) })
 	})
 	fails := failures(results)
 	for k := range l.Keys {

@@ -205,7 +205,7 @@ func (e *Engine) ForceUnlockRW(ctx context.Context, f ForceUnlock) (int64, error
 func (e *Engine) RenewRead(ctx context.Context, keys, args []string, ttl time.Duration) ([]int64, error) {
 	start := time.Now()
 	results := fanOut(ctx, e, func(nctx context.Context, i int, n Node) ([]int64, error) {
-		return dated(nctx, ctx, e, i, func(until int64) ([]int64, error) { return n.RenewRead(nctx, keys, args, until) })
+		return dated(nctx, ctx, e, i, func(nctx context.Context, until int64) ([]int64, error) { return n.RenewRead(nctx, keys, args, until) })
 	})
 	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys)/2, ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)
@@ -227,7 +227,7 @@ func (e *Engine) RenewLocks(ctx context.Context, keys, args []string, ttl time.D
 	// A late renewal must not cut the same owner's later, longer lock
 	// through another proxy (attack18 A6): it carries a deadline.
 	results := fanOut(ctx, e, func(nctx context.Context, i int, n Node) ([]int64, error) {
-		return dated(nctx, ctx, e, i, func(until int64) ([]int64, error) { return n.RenewLocks(nctx, keys, args, until) })
+		return dated(nctx, ctx, e, i, func(nctx context.Context, until int64) ([]int64, error) { return n.RenewLocks(nctx, keys, args, until) })
 	})
 	out, err := decideRenew(results, e.countedNodes(), e.quorum, len(keys), ttl, start, time.Now(), e.cfg.DriftFactor)
 	e.observe(OpExtend, start, err)
