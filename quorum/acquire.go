@@ -76,7 +76,7 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	}
 	// Step 5: undo. The caller may have given up already; the cleanup
 	// must still run.
-	e.undo(context.WithoutCancel(ctx), l, results)
+	e.undo(context.WithoutCancel(ctx), l, results, leavesSilent(l, results, ballots, e.quorum))
 	return Lease{}, d.err
 }
 
@@ -88,7 +88,7 @@ func (e *Engine) UndoAcquire(ctx context.Context, l Lock, lease Lease) {
 		e.Release(ctx, l)
 		return
 	}
-	e.undo(ctx, l, lease.taken.results)
+	e.undo(ctx, l, lease.taken.results, false) // a re-entry: undoOf leaves its silent nodes
 }
 
 // tookAgain reports whether a node took a key again.
@@ -102,16 +102,16 @@ func tookAgain(results []result[Acquired]) bool {
 }
 
 // undo gives back what an acquire of l took, on each node as undoOf says
-// of its answer in results. Not observed: the observer sees each node's
+// of its answer in results, leave its leavesSilent. Not observed: the observer sees each node's
 // part of the acquire itself. Only the nodes undoOf gives something to
 // do are called, so the command's trace keeps the others' answers (a
 // node that failed reads failed); a called node's answer is whether it
 // gave anything back.
-func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired]) {
+func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired], leave bool) {
 	what := make([]undoing, len(results))
 	ask := make([]bool, len(results))
 	for i, r := range results {
-		what[i] = undoOf(l, r.v, r.err)
+		what[i] = undoOf(l, r.v, r.err, leave)
 		ask[i] = what[i] != undoNothing
 	}
 	fanOutOn(ctx, e, e.cfg.NodeTimeout, false, nil, ask, func(nctx context.Context, i int, n Node) (bool, error) {
@@ -149,15 +149,45 @@ const (
 // released, as one that the breaker marked down during this acquire (a
 // third timeout in a row) is, past the breaker; but with l.PrefixLen the
 // write may have taken an earlier grant again, which a release would
-// delete: the keys are left there to their TTL.
-func undoOf(l Lock, a Acquired, err error) undoing {
+// delete: the keys are left there to their TTL. So they are where leave
+// says (leavesSilent): the write may have landed on the token's earlier
+// grant.
+func undoOf(l Lock, a Acquired, err error, leave bool) undoing {
 	switch {
 	case err == nil && !a.Granted, errors.Is(err, ErrNodeDown):
 		return undoNothing
 	case err == nil && a.Before != nil:
 		return undoSetBack
-	case err != nil && l.PrefixLen > 0:
+	case err != nil && (l.PrefixLen > 0 || leave):
 		return undoNothing
 	}
 	return undoRelease
+}
+
+// leavesSilent reports whether a failed plain acquire of l (no
+// PrefixLen), whose nodes answered results and ballots, leaves its keys
+// on the nodes that failed to their TTL instead of releasing them. Such
+// a node may hold the acquire's write, its reply lost, or the same
+// token's earlier grant, which a holder sending its SET NX again keeps
+// on one Redis, and a release cannot tell them apart. An earlier grant
+// whose validity runs is on a quorum of counted nodes, and there a
+// plain acquire is denied: so the release is safe when a quorum of
+// counted nodes said they do not hold the token (they granted, or denied
+// and revealed that no key holds it) and no node said it does. A denial
+// that reveals nothing (a master older than Redis 7.0) says neither.
+func leavesSilent(l Lock, results []result[Acquired], ballots []ballot, quorum int) bool {
+	if l.PrefixLen > 0 {
+		return false // undoOf leaves them anyway
+	}
+	free := 0
+	for i, r := range results {
+		switch {
+		case r.err != nil:
+		case r.v.Holds:
+			return true
+		case ballots[i].counts && (r.v.Granted || r.v.Revealed):
+			free++
+		}
+	}
+	return free < quorum
 }

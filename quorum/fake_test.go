@@ -40,6 +40,9 @@ type fakeNode struct {
 	effect *NodeEffect
 	// fence: the node keeps counters (counters, below).
 	fence bool
+	// old is a master older than Redis 7.0: its denial of a plain
+	// acquire does not reveal whether a key holds the token.
+	old bool
 
 	// What Probe reports; set before the engine starts, or through the
 	// methods below. An empty runID is filled in from addr.
@@ -233,7 +236,8 @@ var errFakeTTL = errors.New("ERR invalid expire time")
 // all keys or none, and an existing key counts as free only when it
 // starts with the token's first PrefixLen bytes; such a key keeps its
 // TTL where that is longer, and its earlier value and TTL are in the
-// answer's Before.
+// answer's Before. A plain acquire denied says whether a key holds the
+// token (SET NX GET), unless the node is old.
 func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acquired, error) {
 	var a Acquired
 	err := f.do(ctx, fakeCall{op: "acquire", keys: l.Keys, token: l.Token, prefixLen: l.PrefixLen, ttl: ttl}, func(now time.Time) error {
@@ -245,6 +249,12 @@ func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acqu
 			if e, held := f.get(now, k); held {
 				n := l.PrefixLen
 				if n <= 0 || prefix(e.token, n) != prefix(l.Token, n) {
+					if n <= 0 && !f.old {
+						a = Acquired{Revealed: true, Holds: slices.ContainsFunc(l.Keys, func(k string) bool {
+							e, held := f.get(now, k)
+							return held && e.token == l.Token
+						})}
+					}
 					return nil
 				}
 				if before == nil {

@@ -144,6 +144,11 @@ type Acquired struct {
 	// the earlier value and its TTL (negative: no expiry); a key taken
 	// free has the zero Entry. Nil when every key was free.
 	Before []Entry
+	// Revealed: the node denied a plain acquire (no PrefixLen) and said
+	// whether a key of the lock holds its token (Holds), as SET NX GET
+	// does. False where it cannot say (a master older than Redis 7.0):
+	// the undo of a failed acquire then knows less (leavesSilent).
+	Revealed, Holds bool
 }
 
 // Found is what a release found at one key on one node.

@@ -25,7 +25,10 @@ import (
 // sent to shorten it. A second proxy for A, its messages landing in any
 // order with the first's, is a world of its own (a known defect), and so
 // is one where A's acquires are answered by every master and undone at
-// once (no undo of A's on its way), which two proxies pass.
+// once (no undo of A's on its way), which two proxies pass. C may also
+// send again the token it holds (plainRepeats: a holder repeating its
+// SET NX), to masters that say, when they deny it, whether the key holds
+// it (SET NX GET), or (old) to masters older than Redis 7.0 that do not.
 //
 // Steps, in any order:
 //   - an acquire by A or C, when its earlier acquire's messages are done
@@ -48,6 +51,11 @@ import (
 // that sends the masters that kept a longer TTL the one asked, in a
 // round of its own (settle: Engine.Settle before attack16 R2b; it lands
 // after the same token's later, longer re-entry through another proxy).
+// For plain repeats: a failed acquire that releases its silent masters
+// (the undo before leavesSilent: the lost write may be on the earlier
+// grant), one that leaves them only where a master revealed the token
+// (not where fewer than a quorum answered), and one that reads an old
+// master's denial as revealing no token.
 
 const reMasters = 3
 
@@ -110,14 +118,12 @@ type reWorld struct {
 	// plainRepeats lets C send again the token it sent last (a holder
 	// repeating its SET NX).
 	plainRepeats bool
-	// reveal is a design for plainRepeats, not the engine's (see
-	// TestReentryPlainRepeatRevealDesign): a master that denies a plain
-	// acquire answers whether the key holds its token (SET NX GET), and
-	// a failed one leaves its silent masters to their TTL when one did,
-	// or when fewer than a quorum answered: a valid earlier grant of the
-	// token is on a quorum, which meets any quorum of answering masters.
-	// revealUnsure (a control) drops the second condition.
-	reveal, revealUnsure bool
+	// old masters do not reveal, when they deny C, whether the key holds
+	// its token (Acquired.Revealed): SET NX GET needs Redis 7.0.
+	old bool
+	// leave is the rule under test for a failed plain acquire's silent
+	// masters; nil: the engine's, leavesSilent.
+	leave reLeave
 	// twoProxies lets A acquire through a second proxy too, while its
 	// messages through the first are still on their way (and the other
 	// way round): they land on the masters in any order.
@@ -131,7 +137,11 @@ type reWorld struct {
 }
 
 // reRule is an undo rule under test: undoOf, or a broken one.
-type reRule func(l Lock, a Acquired, err error) undoing
+type reRule func(l Lock, a Acquired, err error, leave bool) undoing
+
+// reLeave is a rule for leaving a failed plain acquire's silent masters
+// to their TTL: leavesSilent, or a broken one.
+type reLeave func(l Lock, results []result[Acquired], ballots []ballot, quorum int) bool
 
 // reLock is client c's lock with token tok.
 func reLock(c int, tok uint8) Lock {
@@ -407,6 +417,9 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reSte
 				continue
 			}
 			ok, again := s.keys[i].grants(c)
+			if !ok && c == 1 && !w.old {
+				answers[i].Revealed, answers[i].Holds = true, s.keys[i].val == tok // SET NX GET
+			}
 			if ok {
 				n.keys[i] = reKey{tok, ttl}
 				if again && !w.newTTL && s.keys[i].left > ttl {
@@ -443,19 +456,19 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reSte
 			}
 			// or, too slow, its validity ran out: failed below
 		}
-		heldOwn, answered := false, 0
+		var results [reMasters]result[Acquired]
+		var ballots [reMasters]ballot
 		for i := range reMasters {
-			if errs[i] == nil {
-				answered++
-				heldOwn = heldOwn || !answers[i].Granted && s.keys[i].val == tok
-			}
+			results[i] = result[Acquired]{v: answers[i], err: errs[i]}
+			ballots[i] = ballot{err: errs[i], granted: answers[i].Granted, counts: true}
 		}
-		unsure := answered < Quorum(reMasters) && !w.revealUnsure
+		leaves := w.leave
+		if leaves == nil {
+			leaves = leavesSilent
+		}
+		leave := leaves(l, results[:], ballots[:], Quorum(reMasters))
 		for i := range reMasters {
-			u := reUndo{kind: rule(l, answers[i], errs[i])}
-			if w.reveal && c == 1 && errs[i] != nil && (heldOwn || unsure) {
-				u.kind = undoNothing
-			}
+			u := reUndo{kind: rule(l, answers[i], errs[i], leave)}
 			if u.kind == undoSetBack {
 				u.before = s.keys[i]
 			}
@@ -491,7 +504,7 @@ func (s reState) String() string {
 
 // reUndoBeforeF0b is the undo before the fix: every master that granted
 // or failed is released.
-func reUndoBeforeF0b(_ Lock, a Acquired, err error) undoing {
+func reUndoBeforeF0b(_ Lock, a Acquired, err error, _ bool) undoing {
 	if err == nil && !a.Granted || errors.Is(err, ErrNodeDown) {
 		return undoNothing
 	}
@@ -500,11 +513,32 @@ func reUndoBeforeF0b(_ Lock, a Acquired, err error) undoing {
 
 // reUndoReleasesFailed is the fix without its care for a master that
 // failed: released even when the lock re-enters.
-func reUndoReleasesFailed(l Lock, a Acquired, err error) undoing {
+func reUndoReleasesFailed(l Lock, a Acquired, err error, leave bool) undoing {
 	if err != nil {
 		return undoRelease
 	}
-	return undoOf(l, a, err)
+	return undoOf(l, a, err, leave)
+}
+
+// reLeaveNever is the undo before leavesSilent: a failed plain acquire
+// releases its silent masters.
+func reLeaveNever(Lock, []result[Acquired], []ballot, int) bool { return false }
+
+// reLeaveOnlyHeld is leavesSilent without its care for an acquire that
+// fewer than a quorum of masters answered: it leaves the silent masters
+// only where a master revealed the token.
+func reLeaveOnlyHeld(_ Lock, results []result[Acquired], _ []ballot, _ int) bool {
+	return slices.ContainsFunc(results, func(r result[Acquired]) bool { return r.err == nil && r.v.Holds })
+}
+
+// reLeaveOldReadsFree is leavesSilent reading an old master's denial,
+// which reveals nothing, as one that revealed no token there.
+func reLeaveOldReadsFree(l Lock, results []result[Acquired], ballots []ballot, quorum int) bool {
+	revealed := slices.Clone(results)
+	for i := range revealed {
+		revealed[i].v.Revealed = true
+	}
+	return leavesSilent(l, revealed, ballots, quorum)
 }
 
 // TestReentryNeverTwoHolders: with undoOf, no reachable state tells A and
@@ -524,18 +558,24 @@ func TestReentryNeverTwoHolders(t *testing.T) {
 	}
 }
 
-// TestReentryPlainRepeatLosesTheEarlierGrant pins a known defect that
-// undoOf keeps (docs/guarantees.md): a plain acquire (SET NX) whose token
-// already holds the key, repeated by its holder, that fails with a reply
-// lost from a master holding the earlier grant, releases that master,
-// since the lost write may be there: the earlier grant goes with it. When
-// it is fixed, this world joins TestReentryNeverTwoHolders.
-func TestReentryPlainRepeatLosesTheEarlierGrant(t *testing.T) {
-	states, violation := reCheck(undoOf, reWorld{ttl: 2, plainRepeats: true})
-	if violation == "" {
-		t.Fatalf("%d states, none with two holders: the known defect is gone; make this world part of TestReentryNeverTwoHolders", states)
+// TestReentryPlainRepeatKeepsTheEarlierGrant: C sends again the token
+// it holds, with SET NX (a holder repeating its acquire), and a master
+// holding its grant may lose the reply. With leavesSilent no reachable
+// state tells A and C that each holds the key, over masters that reveal
+// whether a denied key holds the token and over old ones that do not.
+func TestReentryPlainRepeatKeepsTheEarlierGrant(t *testing.T) {
+	for _, w := range []reWorld{{ttl: 2, plainRepeats: true}, {ttl: 2, short: 1, plainRepeats: true}, {ttl: 2, plainRepeats: true, old: true}, {ttl: 2, short: 1, plainRepeats: true, old: true}} {
+		if (w.short > 0 || w.old) && (testing.Short() || modelUnderRace) {
+			continue // seconds each, ten times that under -race
+		}
+		t.Run(fmt.Sprintf("TTL %d, short %d, old masters %v", w.ttl, w.short, w.old), func(t *testing.T) {
+			states, violation := reCheck(undoOf, w)
+			if violation != "" {
+				t.Fatalf("after %d states: %s", states, violation)
+			}
+			t.Logf("%d states, none with two holders", states)
+		})
 	}
-	t.Logf("known defect, after %d states: %s", states, violation)
 }
 
 // TestReentryTwoProxiesLateUndoNeedsItsDeadline: A acquires through two
@@ -564,6 +604,9 @@ func TestReentryCheckerCatchesBrokenUndos(t *testing.T) {
 		{"a failed master released although the lock re-enters", reUndoReleasesFailed, reWorld{ttl: 2}},
 		{"a re-entry sets its shorter TTL where its reply is lost", undoOf, reWorld{ttl: 3, short: 1, newTTL: true}},
 		{"a granted re-entry's round to its shorter TTL lands after the same token's later grant (attack16 R2b)", undoOf, reWorld{ttl: 3, short: 1, twoProxies: true, answered: true, settle: true}},
+		{"a failed plain repeat releases its silent masters (the undo before leavesSilent)", undoOf, reWorld{ttl: 2, plainRepeats: true, leave: reLeaveNever}},
+		{"a failed plain repeat releases its silent masters where fewer than a quorum answered", undoOf, reWorld{ttl: 2, plainRepeats: true, leave: reLeaveOnlyHeld}},
+		{"an old master's denial read as revealing no token", undoOf, reWorld{ttl: 2, plainRepeats: true, old: true, leave: reLeaveOldReadsFree}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			states, violation := reCheck(tt.rule, tt.world)
@@ -572,23 +615,5 @@ func TestReentryCheckerCatchesBrokenUndos(t *testing.T) {
 			}
 			t.Logf("caught after %d states: %s", states, violation)
 		})
-	}
-}
-
-// TestReentryPlainRepeatRevealDesign checks a design for the plain-repeat
-// defect that the engine does not have: the plainRepeats world passes
-// with it, and fails without its care for an acquire that fewer than a
-// quorum of masters answered.
-func TestReentryPlainRepeatRevealDesign(t *testing.T) {
-	for _, w := range []reWorld{{ttl: 2, plainRepeats: true, reveal: true}, {ttl: 2, short: 1, plainRepeats: true, reveal: true}} {
-		if states, violation := reCheck(undoOf, w); violation != "" {
-			t.Errorf("%+v: after %d states: %s", w, states, violation)
-		}
-	}
-	w := reWorld{ttl: 2, plainRepeats: true, reveal: true, revealUnsure: true}
-	if states, violation := reCheck(undoOf, w); violation == "" {
-		t.Errorf("%+v: %d states, no violation; want the silent masters' release caught", w, states)
-	} else {
-		t.Logf("control caught: %s", violation)
 	}
 }
