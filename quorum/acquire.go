@@ -57,7 +57,7 @@ func (e *Engine) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Lease,
 	// Step 1: the start time, before the first send.
 	start := time.Now()
 	// Steps 2-3: try every node at once, each under its own deadline.
-	results := fanOutCall(ctx, e, func(b Batch) Call[Acquired] { return b.AcquireCall(l, ttl) }, func(ctx context.Context, _ int, n Node) (Acquired, error) {
+	results := fanOutCall(ctx, e, func(b Batch) Call[Acquired] { return b.AcquireCall(l, ttl, e.reveal()) }, func(ctx context.Context, _ int, n Node) (Acquired, error) {
 		return n.Acquire(ctx, l, ttl)
 	})
 	// Step 4: granted by a quorum, with validity left. A grant from a
@@ -89,6 +89,18 @@ func (e *Engine) UndoAcquire(ctx context.Context, l Lock, lease Lease) {
 		return
 	}
 	e.undo(ctx, l, lease.taken.results, false) // a re-entry: undoOf leaves its silent nodes
+}
+
+// reveal reports whether every node's batch path may ask a plain
+// acquire's denial to reveal what the key holds (Batch.Reveals): the
+// batch sends one command to all of them.
+func (e *Engine) reveal() bool {
+	for _, n := range e.nodes {
+		if !n.Batch().Reveals() {
+			return false
+		}
+	}
+	return true
 }
 
 // tookAgain reports whether a node took a key again.
@@ -183,7 +195,7 @@ func leavesSilent(l Lock, results []result[Acquired], ballots []ballot, quorum i
 	for i, r := range results {
 		switch {
 		case r.err != nil:
-		case r.v.Holds:
+		case r.v.holds(l.Token):
 			return true
 		case ballots[i].counts && (r.v.Granted || r.v.Revealed):
 			free++

@@ -18,8 +18,13 @@ type Batch interface {
 	// that the batch would bypass the wrapper's methods.
 	Node() Node
 	// AcquireCall, ReleaseCall, ExtendCall and FenceRoundCall are the
-	// node operations of those names, as a batch runs them.
-	AcquireCall(l Lock, ttl time.Duration) Call[Acquired]
+	// node operations of those names, as a batch runs them. With reveal,
+	// a plain acquire's denial says what the key holds (Acquired.Revealed),
+	// which every node of the batch must be able to do (Reveals).
+	AcquireCall(l Lock, ttl time.Duration, reveal bool) Call[Acquired]
+	// Reveals reports whether the node can answer a plain acquire's
+	// denial with what the key holds (SET NX GET: Redis 7.0 on).
+	Reveals() bool
 	ReleaseCall(l Lock) Call[[]Found]
 	ExtendCall(l Lock, ttl time.Duration, mode ExtendMode, limit time.Duration) Call[time.Duration]
 	FenceRoundCall(key, token, field string) Call[CounterEntry]

@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -86,14 +87,70 @@ func BenchmarkAcquireTake(b *testing.B) {
 }
 
 // BenchmarkTakeAB runs both takes on one engine from 64 goroutines, in
-// alternating rounds (the order flipped every round) so that the
-// machine's load drifts over both alike, and reports this process's CPU
-// per call for each and the effect's over the catalogue's.
+// alternating rounds (takesAB), and reports this process's CPU per call
+// for each and the effect's over the catalogue's.
 func BenchmarkTakeAB(b *testing.B) {
 	e := benchEngine(b)
-	takes := [2]func(key string) error{acquireTake(b, e), effectTake(b, e)}
+	cpu := takesAB(b, [2]func(key string) error{acquireTake(b, e), effectTake(b, e)})
+	b.ReportMetric(cpu[0], "catalogue-go-cpu-ns/op")
+	b.ReportMetric(cpu[1], "effect-go-cpu-ns/op")
+	b.ReportMetric(cpu[1]/cpu[0], "effect/catalogue")
+}
+
+// BenchmarkSetNXGetAB is BenchmarkTakeAB for the catalogue's SET NX over
+// nodes not probed (SET NX PX) and over the same servers' nodes whose
+// probe read Redis 7.0 (SET NX PX GET, whose denial reveals what the key
+// holds), each take on a new key, then each on a key another token
+// holds (denied):
+//
+//	go test ./quorum -run '^$' -bench 'SetNXGetAB' -count 3
+func BenchmarkSetNXGetAB(b *testing.B) {
+	plain := benchEngine(b)
+	var nodes []Node
+	for _, n := range plain.nodes {
+		rn := RedisNode(n.Addr(), false)
+		b.Cleanup(func() { rn.Close() })
+		if _, err := rn.Probe(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		nodes = append(nodes, rn)
+	}
+	get := New(plain.cfg, nodes...)
+	if plain.reveal() || !get.reveal() {
+		b.Fatal("want the probed nodes alone to reveal")
+	}
+	for _, denied := range []bool{false, true} {
+		b.Run(fmt.Sprintf("denied=%v", denied), func(b *testing.B) {
+			takes := [2]func(key string) error{acquireTake(b, plain), acquireTake(b, get)}
+			if denied {
+				if _, err := plain.Acquire(b.Context(), Lock{Keys: []string{"bench:held"}, Token: "other"}, time.Minute); err != nil && !errors.Is(err, ErrDenied) {
+					b.Fatal(err) // denied: an earlier run took it
+				}
+				for i, e := range []*Engine{plain, get} {
+					takes[i] = func(string) error {
+						if _, err := e.Acquire(b.Context(), Lock{Keys: []string{"bench:held"}, Token: "tok"}, 10500*time.Millisecond); !errors.Is(err, ErrDenied) {
+							return fmt.Errorf("Acquire of a held key = %v; want denied", err)
+						}
+						return nil
+					}
+				}
+			}
+			cpu := takesAB(b, takes)
+			b.ReportMetric(cpu[0], "setnx-go-cpu-ns/op")
+			b.ReportMetric(cpu[1], "setnxget-go-cpu-ns/op")
+			b.ReportMetric(cpu[1]/cpu[0], "get/plain")
+		})
+	}
+}
+
+// takesAB runs each take from 64 goroutines, each call on a key of its
+// own, in alternating rounds (the order flipped every round) so that the
+// machine's load drifts over both alike, and returns this process's CPU
+// per call of each, in ns.
+func takesAB(b *testing.B, takes [2]func(key string) error) [2]float64 {
 	var seq atomic.Int64
-	key := func() string { return "bench:" + strconv.FormatInt(seq.Add(1), 10) }
+	run := "bench:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" // keys new to every run on the same servers
+	key := func() string { return run + strconv.FormatInt(seq.Add(1), 10) }
 	for _, take := range takes {
 		if err := take(key()); err != nil {
 			b.Fatal(err)
@@ -124,9 +181,7 @@ func BenchmarkTakeAB(b *testing.B) {
 		}
 	}
 	calls := float64(rounds * per)
-	b.ReportMetric(float64(cpu[0])/calls, "catalogue-go-cpu-ns/op")
-	b.ReportMetric(float64(cpu[1])/calls, "effect-go-cpu-ns/op")
-	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "effect/catalogue")
+	return [2]float64{float64(cpu[0]) / calls, float64(cpu[1]) / calls}
 }
 
 func selfCPU() time.Duration {

@@ -250,10 +250,15 @@ func (f *fakeNode) Acquire(ctx context.Context, l Lock, ttl time.Duration) (Acqu
 				n := l.PrefixLen
 				if n <= 0 || prefix(e.token, n) != prefix(l.Token, n) {
 					if n <= 0 && !f.old {
-						a = Acquired{Revealed: true, Holds: slices.ContainsFunc(l.Keys, func(k string) bool {
+						a = Acquired{Revealed: true, Held: e.token}
+						if len(l.Keys) > 1 && !slices.ContainsFunc(l.Keys, func(k string) bool {
 							e, held := f.get(now, k)
 							return held && e.token == l.Token
-						})}
+						}) {
+							a.Held = ""
+						} else if len(l.Keys) > 1 {
+							a.Held = l.Token
+						}
 					}
 					return nil
 				}

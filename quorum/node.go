@@ -102,6 +102,7 @@ const MembersKey = "redlock-proxy:members"
 // Probe is what one probe read from a node.
 type Probe struct {
 	RunID   string        // INFO run_id: new on every start of the process
+	Version string        // INFO redis_version
 	Uptime  time.Duration // INFO uptime_in_seconds
 	Loading bool          // INFO loading: still reading its data set
 	Role    string        // INFO role: "master" or "slave"
@@ -145,11 +146,17 @@ type Acquired struct {
 	// free has the zero Entry. Nil when every key was free.
 	Before []Entry
 	// Revealed: the node denied a plain acquire (no PrefixLen) and said
-	// whether a key of the lock holds its token (Holds), as SET NX GET
-	// does. False where it cannot say (a master older than Redis 7.0):
-	// the undo of a failed acquire then knows less (leavesSilent).
-	Revealed, Holds bool
+	// what the key holds (Held), as SET NX GET does. False where it
+	// cannot say (a master older than Redis 7.0): the undo of a failed
+	// acquire then knows less (leavesSilent).
+	Revealed bool
+	// Held is, where Revealed, the key's value ("" for a key of another
+	// type); of several keys, the token if one holds it, else "".
+	Held string
 }
+
+// holds reports whether a revealed that a key holds token.
+func (a Acquired) holds(token string) bool { return a.Revealed && a.Held == token }
 
 // Found is what a release found at one key on one node.
 type Found int8

@@ -418,7 +418,7 @@ func (s reState) acquires(rule reRule, w reWorld, c int, tok, ttl uint8) []reSte
 			}
 			ok, again := s.keys[i].grants(c)
 			if !ok && c == 1 && !w.old {
-				answers[i].Revealed, answers[i].Holds = true, s.keys[i].val == tok // SET NX GET
+				answers[i].Revealed, answers[i].Held = true, reNames[s.keys[i].val] // SET NX GET
 			}
 			if ok {
 				n.keys[i] = reKey{tok, ttl}
@@ -527,8 +527,8 @@ func reLeaveNever(Lock, []result[Acquired], []ballot, int) bool { return false }
 // reLeaveOnlyHeld is leavesSilent without its care for an acquire that
 // fewer than a quorum of masters answered: it leaves the silent masters
 // only where a master revealed the token.
-func reLeaveOnlyHeld(_ Lock, results []result[Acquired], _ []ballot, _ int) bool {
-	return slices.ContainsFunc(results, func(r result[Acquired]) bool { return r.err == nil && r.v.Holds })
+func reLeaveOnlyHeld(l Lock, results []result[Acquired], _ []ballot, _ int) bool {
+	return slices.ContainsFunc(results, func(r result[Acquired]) bool { return r.err == nil && r.v.holds(l.Token) })
 }
 
 // reLeaveOldReadsFree is leavesSilent reading an old master's denial,

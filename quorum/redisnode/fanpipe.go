@@ -199,9 +199,10 @@ type endsAtDeadline interface {
 func (n *redisNode) Batch() quorum.Batch { return n }
 func (n *redisNode) Node() quorum.Node   { return n }
 
-func (n *redisNode) AcquireCall(l quorum.Lock, ttl time.Duration) quorum.Call[quorum.Acquired] {
-	return pipeAcquire(l, ttl)
+func (n *redisNode) AcquireCall(l quorum.Lock, ttl time.Duration, reveal bool) quorum.Call[quorum.Acquired] {
+	return pipeAcquire(l, ttl, reveal)
 }
+func (n *redisNode) Reveals() bool { return n.reveals.Load() }
 func (n *redisNode) ReleaseCall(l quorum.Lock) quorum.Call[[]quorum.Found] {
 	return pipeRelease(l, noUntilArg)
 }

@@ -111,6 +111,7 @@ func (n *redisNode) ready(ctx context.Context, c net.Conn, rd *wire.Reader) (id 
 				failed = cmp.Or(failed, err)
 			}
 			runID = p.RunID
+			n.reveals.Store(setTakesNXGet(p.Version))
 		}
 	}
 	if failed != nil {

@@ -27,6 +27,7 @@ func (n *redisNode) Probe(ctx context.Context) (quorum.Probe, error) {
 	if err != nil {
 		return quorum.Probe{}, err
 	}
+	n.reveals.Store(setTakesNXGet(p.Version))
 	sent := time.Now()
 	now, err := n.c.Time(ctx).Result()
 	if err != nil {
@@ -54,6 +55,7 @@ func parseInfo(text string) (quorum.Probe, error) {
 		}
 	}
 	p.RunID = fields["run_id"]
+	p.Version = fields["redis_version"]
 	if p.RunID == "" {
 		return quorum.Probe{}, errors.New("INFO has no run_id")
 	}
@@ -96,6 +98,16 @@ func (n *redisNode) connected(ctx context.Context, cn *redis.Conn) error {
 	if err != nil {
 		return err
 	}
+	n.reveals.Store(setTakesNXGet(p.Version))
 	(*f)(p.RunID)
 	return nil
+}
+
+// setTakesNXGet reports whether a server of INFO's redis_version v takes
+// SET with both NX and GET: Redis 7.0 and later (Valkey reports 7.2.4).
+// Before, it answers a syntax error.
+func setTakesNXGet(v string) bool {
+	major, _, _ := strings.Cut(v, ".")
+	m, err := strconv.Atoi(major)
+	return err == nil && m >= 7
 }

@@ -53,7 +53,11 @@ type redisNode struct {
 	onRunID atomic.Pointer[func(runID string)]
 	// noClientID is set once the node refused CLIENT ID (logged once).
 	noClientID atomic.Bool
-	log        *slog.Logger
+	// reveals is set while the node's last INFO (a probe's, or a new
+	// connection's) reads Redis 7.0 or later, whose SET takes NX with
+	// GET: a plain acquire then says what a key it denies holds.
+	reveals atomic.Bool
+	log     *slog.Logger
 }
 
 // NewRedisNode returns the Node for the Redis master at addr. The go-redis
@@ -124,9 +128,10 @@ func (n *redisNode) DropConnection() {
 // lock's keys and ARGV[1] its token.
 
 // acquireScript sets every key to ARGV[1] with TTL ARGV[2] ms, unless one
-// exists, and returns 1; 0 if it set none. With ARGV[3] > 0 a key whose
-// value starts with the first ARGV[3] bytes of the token does not count
-// as existing: the acquire takes it again (a re-entry), keeping its TTL
+// exists, and returns 1; if it set none, 0, or with ARGV[3] = 0 what it
+// reveals of the keys (the token if one holds it, else ""), as SET NX GET
+// does of one. With ARGV[3] > 0 a key whose value starts with the first
+// ARGV[3] bytes of the token does not count as existing: the acquire takes it again (a re-entry), keeping its TTL
 // where that is longer (or none), and then returns, per key, 0 for a key
 // taken free or {value, pttl} of the key taken again, so that a failed
 // acquire can set that earlier grant back (undo). A master whose answer
@@ -138,7 +143,15 @@ local before, again = {}, false
 for i, key in ipairs(KEYS) do
   before[i] = 0
   if redis.call("exists", key) == 1 then
-    if n == 0 or redis.call("getrange", key, 0, n - 1) ~= string.sub(ARGV[1], 1, n) then
+    if n == 0 then
+      for _, k in ipairs(KEYS) do
+        if redis.call("type", k).ok == "string" and redis.call("get", k) == ARGV[1] then
+          return ARGV[1]
+        end
+      end
+      return ""
+    end
+    if redis.call("getrange", key, 0, n - 1) ~= string.sub(ARGV[1], 1, n) then
       return 0
     end
     before[i] = {redis.call("get", key), redis.call("pttl", key)}
@@ -332,11 +345,13 @@ return {{t}, redis.call("pttl", KEYS[1])}
 var modeArg = map[quorum.ExtendMode]string{quorum.ExtendSet: "set", quorum.ExtendAdd: "add", quorum.ExtendOrAcquire: "acquire"}
 
 func (n *redisNode) Acquire(ctx context.Context, l quorum.Lock, ttl time.Duration) (quorum.Acquired, error) {
-	return runCall(ctx, n.p, pipeAcquire(l, ttl))
+	return runCall(ctx, n.p, pipeAcquire(l, ttl, n.reveals.Load()))
 }
 
-// pipeAcquire is Acquire as the pipeline runs it.
-func pipeAcquire(l quorum.Lock, ttl time.Duration) quorum.Call[quorum.Acquired] {
+// pipeAcquire is Acquire as the pipeline runs it; with reveal, a plain
+// one-key acquire is SET NX GET (Redis 7.0 on), whose denial says what
+// the key holds. acquireScript's denial of a plain acquire always does.
+func pipeAcquire(l quorum.Lock, ttl time.Duration, reveal bool) quorum.Call[quorum.Acquired] {
 	px := ttl.Milliseconds()
 	// PrefixLen re-enters only when above zero; a negative one would turn
 	// on Lua's negative string indexes.
@@ -345,7 +360,10 @@ func pipeAcquire(l quorum.Lock, ttl time.Duration) quorum.Call[quorum.Acquired] 
 		// PX always goes out, so Redis refuses a TTL under 1ms as the
 		// script does: SetArgs drops a TTL <= 0 and would set a key that
 		// never expires.
-		return plainCall(appendSetNX(l.Keys[0], l.Token, px), setNXAnswer)
+		if reveal {
+			return plainCall(appendSetNX(l.Keys[0], l.Token, px, true), setNXGetAnswer)
+		}
+		return plainCall(appendSetNX(l.Keys[0], l.Token, px, false), setNXAnswer)
 	}
 	if len(l.Keys) == 1 {
 		return scriptCall(acquireScript, l.Keys, []any{l.Token, px, prefixLen}, acquireOneAnswer) // no closure to allocate
@@ -362,18 +380,41 @@ func setNXAnswer(_ any, err error) (quorum.Acquired, error) {
 	return quorum.Acquired{Granted: ok}, err
 }
 
+// setNXGetAnswer is the node's answer to SET NX PX GET: a nil reply
+// granted (the key was free, and is set), a value denied and revealed. A
+// key of another type answers WRONGTYPE, which is a denial too, as SET
+// NX's nil there: it holds no token.
+func setNXGetAnswer(v any, err error) (quorum.Acquired, error) {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return quorum.Acquired{Granted: true}, nil
+	case err != nil && redis.HasErrorPrefix(err, "WRONGTYPE"):
+		return quorum.Acquired{Revealed: true}, nil
+	case err != nil:
+		return quorum.Acquired{}, err
+	}
+	held, ok := v.(string)
+	if !ok {
+		return quorum.Acquired{}, fmt.Errorf("set nx get replied %T", v)
+	}
+	return quorum.Acquired{Revealed: true, Held: held}, nil
+}
+
 // acquireOneAnswer is acquireAnswer for one key.
 func acquireOneAnswer(v any, err error) (quorum.Acquired, error) { return acquireAnswer(v, err, 1) }
 
 // acquireAnswer turns acquireScript's reply for keys keys into the node's
 // answer: 0 denied, 1 granted, or granted with a re-entry, one item per
-// key, 0 (taken free) or {value, pttl} (taken again, at least one). Any
-// other reply is an error, never a grant.
+// key, 0 (taken free) or {value, pttl} (taken again, at least one); a
+// string, a plain acquire denied and revealed (the token where a key
+// holds it, else ""). Any other reply is an error, never a grant.
 func acquireAnswer(v any, err error, keys int) (quorum.Acquired, error) {
 	if err != nil {
 		return quorum.Acquired{}, err
 	}
 	switch v := v.(type) {
+	case string:
+		return quorum.Acquired{Revealed: true, Held: v}, nil
 	case int64:
 		switch v {
 		case 0:
@@ -450,16 +491,24 @@ func undoAnswer(v any, err error) (int, error) {
 	return int(i), err
 }
 
-// appendSetNX is SET key token PX px NX, encoded.
-func appendSetNX(key, token string, px int64) []byte {
-	b := make([]byte, 0, 64+len(key)+len(token))
-	b = wire.AppendArray(b, 6)
+// appendSetNX is SET key token PX px NX, encoded, and with get, GET.
+func appendSetNX(key, token string, px int64, get bool) []byte {
+	b := make([]byte, 0, 72+len(key)+len(token))
+	if get {
+		b = wire.AppendArray(b, 7)
+	} else {
+		b = wire.AppendArray(b, 6)
+	}
 	b = wire.AppendBulk(b, "set")
 	b = wire.AppendBulk(b, key)
 	b = wire.AppendBulk(b, token)
 	b = wire.AppendBulk(b, "px")
 	b = wire.AppendBulkInt(b, px)
-	return wire.AppendBulk(b, "nx")
+	b = wire.AppendBulk(b, "nx")
+	if get {
+		b = wire.AppendBulk(b, "get")
+	}
+	return b
 }
 
 // int64Reply is v as an integer reply.

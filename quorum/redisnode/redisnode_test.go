@@ -3,6 +3,8 @@ package redisnode
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -32,7 +34,8 @@ func TestAcquireAnswerDecodesTheReentry(t *testing.T) {
 			quorum.Acquired{Granted: true, Before: []quorum.Entry{{Present: true, Token: "app:1", TTL: -time.Millisecond}}}, false},
 		{"unknown code", int64(2), 1, quorum.Acquired{}, true},
 		{"negative code", int64(-1), 1, quorum.Acquired{}, true},
-		{"a bulk string", "OK", 1, quorum.Acquired{}, true},
+		{"denied, a key holds the token", "app:1", 2, quorum.Acquired{Revealed: true, Held: "app:1"}, false},
+		{"denied, no key holds the token", "", 2, quorum.Acquired{Revealed: true}, false},
 		{"nil", nil, 1, quorum.Acquired{}, true},
 		{"too few items", []any{int64(0)}, 2, quorum.Acquired{}, true},
 		{"too many items", []any{int64(0), []any{"a", int64(1)}}, 1, quorum.Acquired{}, true},
@@ -48,10 +51,10 @@ func TestAcquireAnswerDecodesTheReentry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := acquireAnswer(tt.reply, nil, tt.keys)
-			if (err != nil) != tt.wantErr || !slices.Equal(got.Before, tt.want.Before) || got.Granted != tt.want.Granted {
+			if (err != nil) != tt.wantErr || !slices.Equal(got.Before, tt.want.Before) || got.Granted != tt.want.Granted || got.Revealed != tt.want.Revealed || got.Held != tt.want.Held {
 				t.Errorf("acquireAnswer(%#v, %d keys) = %+v, %v; want %+v, error %v", tt.reply, tt.keys, got, err, tt.want, tt.wantErr)
 			}
-			if err != nil && (got.Granted || got.Before != nil) {
+			if err != nil && (got.Granted || got.Before != nil || got.Revealed) {
 				t.Errorf("acquireAnswer(%#v) = %+v with error %v; want the zero answer", tt.reply, got, err)
 			}
 		})
@@ -130,6 +133,80 @@ func TestRedisNodeAcquire(t *testing.T) {
 			}
 			checkKeys(t, admin, tt.keys)
 		})
+	}
+}
+
+// TestRedisNodeAcquireRevealsTheHolder: a plain acquire denied says what
+// the key holds (SET NX GET) once the node's INFO read Redis 7.0 or
+// later, and a key of another type is a denial that holds no token, as
+// SET NX's nil there, not an error. Several keys (acquireScript) reveal
+// whether one holds the token, whatever the version.
+func TestRedisNodeAcquireRevealsTheHolder(t *testing.T) {
+	p := startRedis(t)
+	admin := p.admin(t)
+	mine := func(keys ...string) quorum.Lock { return quorum.Lock{Keys: keys, Token: "mine"} }
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T)
+		lock    quorum.Lock
+		want    quorum.Acquired // after a probe
+		unknown bool            // before a probe: no reveal (Revealed false)
+	}{
+		{"free key", nil, mine("k"), quorum.Acquired{Granted: true}, false},
+		{"held by another token", func(t *testing.T) { redistest.SetKey(t, admin, "k", "other", time.Minute) },
+			mine("k"), quorum.Acquired{Revealed: true, Held: "other"}, true},
+		{"held by the token", func(t *testing.T) { redistest.SetKey(t, admin, "k", "mine", time.Minute) },
+			mine("k"), quorum.Acquired{Revealed: true, Held: "mine"}, true},
+		{"held by an empty value", func(t *testing.T) { redistest.SetKey(t, admin, "k", "", time.Minute) },
+			mine("k"), quorum.Acquired{Revealed: true}, true},
+		{"a key of another type", func(t *testing.T) { admin.RPush(t.Context(), "k", "mine") },
+			mine("k"), quorum.Acquired{Revealed: true}, true},
+		{"several keys, one holds the token", func(t *testing.T) {
+			redistest.SetKey(t, admin, "k1", "other", time.Minute)
+			redistest.SetKey(t, admin, "k2", "mine", time.Minute)
+		}, mine("k1", "k2"), quorum.Acquired{Revealed: true, Held: "mine"}, false},
+		{"several keys, another type beside the token", func(t *testing.T) {
+			admin.HSet(t.Context(), "k1", "mine", "1")
+			redistest.SetKey(t, admin, "k2", "mine", time.Minute)
+		}, mine("k1", "k2"), quorum.Acquired{Revealed: true, Held: "mine"}, false},
+		{"several keys, none holds the token", func(t *testing.T) { admin.HSet(t.Context(), "k2", "mine", "1") },
+			mine("k1", "k2"), quorum.Acquired{Revealed: true}, false},
+	}
+	for _, probed := range []bool{false, true} {
+		n := p.node(t)
+		if probed {
+			if _, err := n.Probe(t.Context()); err != nil {
+				t.Fatalf("Probe: %v", err)
+			}
+		}
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s, probed %v", tt.name, probed), func(t *testing.T) {
+				redistest.Flush(t, admin)
+				if tt.setup != nil {
+					tt.setup(t)
+				}
+				dump := func() map[string]string {
+					out := map[string]string{}
+					for _, k := range tt.lock.Keys {
+						v, _ := admin.Dump(t.Context(), k).Result()
+						out[k] = v
+					}
+					return out
+				}
+				before := dump()
+				want := tt.want
+				if tt.unknown && !probed {
+					want = quorum.Acquired{}
+				}
+				got, err := n.Acquire(t.Context(), tt.lock, time.Second)
+				if err != nil || got.Granted != want.Granted || got.Revealed != want.Revealed || got.Held != want.Held || got.Before != nil {
+					t.Fatalf("Acquire(%+v) = %+v, %v; want %+v", tt.lock, got, err, want)
+				}
+				if !got.Granted && !maps.Equal(dump(), before) {
+					t.Errorf("a denied Acquire changed the keys")
+				}
+			})
+		}
 	}
 }
 
