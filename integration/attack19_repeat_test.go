@@ -1,5 +1,3 @@
-//go:build knowndefect
-
 package integration
 
 import (
@@ -7,14 +5,16 @@ import (
 	"time"
 )
 
-// A known defect (docs/guarantees.md, "Known defects": the plain repeat
-// of SET NX), on real masters: the holder of K sends its SET NX again
-// with its own token (a client retrying an acquire whose reply it lost);
-// master 0 denies it, and the replies of masters 1 and 2 are held past
-// node_timeout. The failed acquire's undo releases masters 1 and 2, where
-// K holds the token: the earlier grant is left on master 0 alone, and C
-// gets K while the holder's grant runs. One Redis answers nil and keeps
-// the key.
+// The plain repeat of SET NX (docs/guarantees.md), on real masters: the
+// holder of K sends its SET NX again with its own token (a client
+// retrying an acquire whose reply it lost); master 0 denies it, and the
+// replies of masters 1 and 2 are held past node_timeout. The failed
+// acquire's undo leaves masters 1 and 2, where K holds the token (fewer
+// than a quorum answered, and master 0 revealed the token), and C must
+// not get K while the holder's grant runs. Before quorum's leavesSilent
+// the undo released them, the earlier grant was left on master 0 alone,
+// and C got K (a known defect, under the knowndefect build tag). One
+// Redis answers nil and keeps the key.
 func TestAttack19PlainRepeatWithLostRepliesKeepsTheEarlierGrant(t *testing.T) {
 	c := startNodes(t, 3)
 	var h1, h2 attack18HoldFirst
