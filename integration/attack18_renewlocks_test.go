@@ -11,14 +11,25 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/proxy"
 )
 
-// attack18 A6 through Redisson's newer watchdog, LockTask (RenewLocks: a
-// quorum operation of its own, sent to each master alone): a renewal
-// that proxy P gave up on must not land on masters after the same
-// owner's unlock and new, longer lock through proxy Q and cut it. The
-// renewal carries a deadline on each master's clock (quorum's
-// writeUntil) and does nothing past it. The same through
-// renewExpiration, a wrapped run, is a known defect
-// (knowndefect_attack18_renew_test.go).
+// attack18 A6: attack17 F4 through a Redisson watchdog renewal (pexpire
+// to the watchdog's lease) that proxy P gave up on: it must not land on
+// masters after the same owner's unlock and new, longer lock through
+// proxy Q (one client whose connections a load balancer spreads over
+// two proxies) and cut that lock, so that C takes it while the owner's
+// lock is valid. One Redis runs the renewal before the unlock. The
+// renewal is renewExpiration, served by its effect: the wrapped run
+// carries a deadline on each master's clock (quorum's writeUntil) and
+// does nothing past it (the wrapper's late check).
+func TestAttack18LateRedissonRenewalDoesNotCutTheOwnersLaterLock(t *testing.T) {
+	attack18LateRenewal(t, func(ctx context.Context, cl *redis.Client, key string, lease int, owner string) (bool, error) {
+		v, err := redis.NewScript(redissonRenew).Run(ctx, cl, []string{key}, lease, owner).Int64()
+		return v == 1, err
+	})
+}
+
+// The same through Redisson's newer watchdog, LockTask (RenewLocks: a
+// quorum operation of its own, sent to each master alone), which
+// carries the same deadline.
 func TestAttack18LateRedissonLockTaskRenewalDoesNotCutTheOwnersLaterLock(t *testing.T) {
 	attack18LateRenewal(t, func(ctx context.Context, cl *redis.Client, key string, lease int, owner string) (bool, error) {
 		v, err := redis.NewScript(redissonRenewAll).Run(ctx, cl, []string{key}, lease, owner).Int64Slice()

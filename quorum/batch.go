@@ -59,9 +59,11 @@ type Command struct {
 	Src  string
 	Keys []string
 	Args []any
-	// Dated: the command's last argument is its deadline field, which
-	// each node's copy gets its own value in (a fan-out's until).
+	// Dated: the command has a deadline field, which each node's copy
+	// gets its own value in (a fan-out's until): its last argument, or
+	// the one that Tail bytes of Cmd follow.
 	Dated bool
+	Tail  int
 }
 
 // Call is a node operation as a batch runs it: the same command for

@@ -82,6 +82,18 @@ func BenchmarkRunEffectTake(b *testing.B) {
 	benchTakes(b, effectTake(b, benchEngine(b)))
 }
 
+// BenchmarkRunEffectTakeProbed is BenchmarkRunEffectTake with every
+// node's clock read by a probe: the FCALL goes to each node with its own
+// deadline field (a copy patched per node).
+func BenchmarkRunEffectTakeProbed(b *testing.B) {
+	e := benchEngine(b)
+	if err := e.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	benchTakes(b, effectTake(b, e))
+}
+
 func BenchmarkAcquireTake(b *testing.B) {
 	benchTakes(b, acquireTake(b, benchEngine(b)))
 }

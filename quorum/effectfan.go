@@ -28,7 +28,7 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, eff *Effect, call EffectC
 		if eff.ready.Load() == 0 {
 			timeout = max(timeout, firstLoadTimeout)
 		}
-		results := fanOutWithin(ctx, e, timeout, e.monitored.Load(), e.cfg.Observer, eachEffect(eff, call))
+		results := fanOutWithin(ctx, e, timeout, e.monitored.Load(), e.cfg.Observer, e.eachEffect(ctx, eff, call))
 		for i, r := range results {
 			if r.err == nil && i < 64 {
 				eff.ready.Or(1 << i)
@@ -65,11 +65,11 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, eff *Effect, call EffectC
 		// its deadline, and the node that asked for the library would
 		// get no time at all (review30 N2). The validity charges the
 		// time, as for any call.
-		retried := fanOutWithin(ctx, e, e.cfg.NodeTimeout, false, nil, func(ctx context.Context, i int, n Node) (NodeEffect, error) {
+		retried := fanOutWithin(ctx, e, e.cfg.NodeTimeout, false, nil, func(nctx context.Context, i int, n Node) (NodeEffect, error) {
 			if !again[i] {
 				return NodeEffect{}, nil
 			}
-			return eachEffect(eff, call)(ctx, i, n)
+			return e.eachEffect(ctx, eff, call)(nctx, i, n)
 		})
 		for i, r := range retried {
 			if again[i] {
@@ -91,10 +91,17 @@ func (e *Engine) runEffectOnNodes(ctx context.Context, eff *Effect, call EffectC
 // as for any call; later calls wait node_timeout again.
 const firstLoadTimeout = 500 * time.Millisecond
 
-// eachEffect runs the call of eff on one node as runEffect does.
-func eachEffect(eff *Effect, call EffectCall) func(ctx context.Context, i int, n Node) (NodeEffect, error) {
+// eachEffect runs the call of eff on one node as runEffect does, part
+// of a fan-out on parent, with its deadline field (late.go): a run that
+// lands after its client was told it failed must not cut what the client
+// did next through another proxy (attack18 A6).
+func (e *Engine) eachEffect(parent context.Context, eff *Effect, call EffectCall) func(ctx context.Context, i int, n Node) (NodeEffect, error) {
 	return func(ctx context.Context, i int, n Node) (NodeEffect, error) {
-		return n.RunEffect(ctx, eff, call, call.OutFor(i))
+		return dated(ctx, parent, e, i, func(until int64) (NodeEffect, error) {
+			c := call
+			c.Until = until
+			return n.RunEffect(ctx, eff, c, call.OutFor(i))
+		})
 	}
 }
 

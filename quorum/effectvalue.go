@@ -105,9 +105,13 @@ type effectNode interface {
 // i*len(keys)). Tag (internal/pubid) starts each message the run
 // publishes, the same on every node, so that the hubs count the copies
 // of one publish by it; the wrapper gets it after Args ("": untagged).
+// Until is the run's deadline field on its node (late.go; 0: no limit),
+// which the wrapper gets after Tag; FCall's is 0, patched per node by
+// the batch.
 type EffectCall struct {
 	Keys, Args []string
 	Tag        string
+	Until      int64
 	FCall      []byte
 	Out        []KeyEffect
 }
@@ -126,15 +130,16 @@ func (c EffectCall) OutFor(i int) []KeyEffect {
 	return c.Out[i*n : i*n : (i+1)*n]
 }
 
-// KeysArgs are the call's keys, then its args and its tag, as go-redis
-// command arguments: for the script form and the retries (pipescript.go).
+// KeysArgs are the call's keys, then its args, its tag and its deadline
+// field, as go-redis command arguments: for the script form and the
+// retries (pipescript.go).
 func (c EffectCall) KeysArgs() []any {
-	out := make([]any, 0, len(c.Keys)+len(c.Args)+1)
+	out := make([]any, 0, len(c.Keys)+len(c.Args)+2)
 	for _, k := range c.Keys {
 		out = append(out, k)
 	}
 	for _, a := range c.Args {
 		out = append(out, a)
 	}
-	return append(out, c.Tag)
+	return append(out, c.Tag, c.Until)
 }

@@ -690,7 +690,10 @@ func (f *fakeNode) RunEffect(ctx context.Context, _ *Effect, c EffectCall, _ []K
 		return NodeEffect{}, errUnsupported
 	}
 	var ne NodeEffect
-	err := f.do(ctx, fakeCall{op: "effect", keys: c.Keys}, func(time.Time) error {
+	err := f.do(ctx, fakeCall{op: "effect", keys: c.Keys, until: c.Until}, func(now time.Time) error {
+		if f.late(now, c.Until) {
+			return errFakeLate
+		}
 		ne = *f.effect
 		return nil
 	})

@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestFanOutSendsEachNodeItsOwnDeadline: a pipelined release and extend
-// go to every node with that node's own deadline field: a node whose
+// TestFanOutSendsEachNodeItsOwnDeadline: a pipelined release and extend,
+// and a wrapped run, go to every node with that node's own deadline field: a node whose
 // clock the engine reads an hour behind gets a deadline long past and
 // does nothing, the others do the write, also where the script is
 // missing (its body sent after NOSCRIPT, with that node's field).
@@ -29,13 +29,47 @@ func TestFanOutSendsEachNodeItsOwnDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No probe puts node 1's clock right again within the test.
-	behind := func() {
+	shift := func(d time.Duration) {
 		h := e.health[1]
 		h.mu.Lock()
-		h.clock.last.node = h.clock.last.node.Add(-time.Hour)
-		h.clock.best.node = h.clock.best.node.Add(-time.Hour)
+		h.clock.last.node = h.clock.last.node.Add(d)
+		h.clock.best.node = h.clock.best.node.Add(d)
 		h.mu.Unlock()
 	}
+	behind := func() { shift(-time.Hour) }
+	// A wrapped run (Redisson's renewExpiration, served by its effect):
+	// the pipelined FCALL, patched per node, and a run on each node, as
+	// a body's first runs (attack18 A6).
+	eff := e.Wrap(redissonRenewBody, nil)
+	renew := func(when string, late bool) {
+		t.Helper()
+		for _, a := range admins {
+			if err := a.HSet(ctx, "h", "uuid:1", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			a.PExpire(ctx, "h", 30*time.Second)
+		}
+		if res, err := e.RunEffect(ctx, eff, []string{"h"}, []string{"2000", "uuid:1"}); err != nil || !res.Granted {
+			t.Fatalf("%s: RunEffect = %+v, %v; want granted", when, res, err)
+		}
+		for i, a := range admins {
+			if got, short := a.PTTL(ctx, "h").Val(), !late || i != 1; (got <= 2*time.Second) != short {
+				t.Errorf("%s: node %d's PTTL = %v; want renewed to 2s: %v", when, i, got, short)
+			}
+		}
+	}
+	// The first run loads the library, on a connection of its own: a
+	// dial probes its node again (WatchConnects), which would set the
+	// clock right.
+	renew("a first run", false)
+	if got := eff.ready.Load(); got != 0b111 {
+		t.Fatalf("every node answered, ready = %b", got)
+	}
+	behind()
+	renew("a pipelined run", true)
+	eff.ready.Store(0)
+	renew("a run on each node", true)
+	shift(time.Hour)
 	l := Lock{Keys: []string{"k"}, Token: "mine"}
 	for _, tight := range []bool{false, true} {
 		// tight: the command ends with the fan-out (command_timeout =

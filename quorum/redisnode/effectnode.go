@@ -14,25 +14,26 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/quorum"
 )
 
-// fcallCommand encodes the call of s's function with c's keys, args and
-// tag, and the SHA-1 of the body's chunk, as evalKeyed sends it: one
-// buffer that every node's pipeline writes as it is, with no command
-// object.
-func fcallCommand(s *script, c quorum.EffectCall) []byte {
+// fcallCommand encodes the call of s's function with c's keys, args, tag
+// and deadline field, and the SHA-1 of the body's chunk, as evalKeyed
+// sends it: one buffer that every node's pipeline writes as it is, with
+// no command object. tail is how many bytes follow the deadline field
+// (Command.Tail).
+func fcallCommand(s *script, c quorum.EffectCall) (b []byte, tail int) {
 	keys, args := c.Keys, c.Args
 	sha, _ := s.chunkArg.(string)
-	size := 80 + len(s.fn) + len(sha) + len(c.Tag)
+	size := 80 + untilWidth + len(s.fn) + len(sha) + len(c.Tag)
 	for _, k := range keys {
 		size += 16 + len(k)
 	}
 	for _, a := range args {
 		size += 16 + len(a)
 	}
-	n := 4 + len(keys) + len(args)
+	n := 5 + len(keys) + len(args)
 	if sha != "" {
 		n++
 	}
-	b := wire.AppendArray(make([]byte, 0, size), n)
+	b = wire.AppendArray(make([]byte, 0, size), n)
 	b = wire.AppendBulk(b, "fcall")
 	b = wire.AppendBulk(b, s.fn)
 	b = wire.AppendBulkInt(b, int64(len(keys)))
@@ -43,10 +44,13 @@ func fcallCommand(s *script, c quorum.EffectCall) []byte {
 		b = wire.AppendBulk(b, a)
 	}
 	b = wire.AppendBulk(b, c.Tag)
+	b = wire.AppendBulk(b, noUntil)
+	putUntil(b, c.Until)
+	end := len(b)
 	if sha != "" {
 		b = wire.AppendBulk(b, sha)
 	}
-	return b
+	return b, len(b) - end
 }
 
 func (n *redisNode) RunEffect(ctx context.Context, eff *quorum.Effect, c quorum.EffectCall, out []quorum.KeyEffect) (quorum.NodeEffect, error) {
@@ -79,7 +83,10 @@ func (n *redisNode) FCall(w any, call quorum.EffectCall) (quorum.Call[any], bool
 	if s.fn == "" || s.noLib.Load() {
 		return quorum.Call[any]{}, false
 	}
-	return plainCall(fcallCommand(s, call), fcallAnswer), true
+	b, tail := fcallCommand(s, call)
+	c := plainCall(b, fcallAnswer)
+	c.Command.Dated, c.Command.Tail = true, tail
+	return c, true
 }
 
 // fcallAnswer is a batch's FCALL reply as runEffectOnNodes reads it: an
@@ -131,9 +138,9 @@ func (n *redisNode) runWrapped(ctx context.Context, s *script, c quorum.EffectCa
 		cmd, err := p.evalKeyed(ctx, s, len(c.Keys), c.KeysArgs())
 		return cmd.Val(), cmd.Args()[0] != fcallArg, err
 	}
-	b := c.FCall
-	if b == nil {
-		b = fcallCommand(s, c)
+	b := c.FCall // its deadline field 0: no limit
+	if b == nil || c.Until != 0 {
+		b, _ = fcallCommand(s, c)
 	}
 	v, err = p.reply(ctx, b)
 	if err == nil || ctx.Err() != nil {

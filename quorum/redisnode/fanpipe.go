@@ -234,7 +234,7 @@ func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []quoru
 	if !c.Dated || !slices.ContainsFunc(until, func(ms int64) bool { return ms != 0 }) {
 		until = nil // the field as encoded: no limit
 	}
-	f.copies(c.Cmd, idx, until)
+	f.copies(c.Cmd, c.Tail, idx, until)
 	nctx := &f.ctx
 	var b []byte // built once, for the first node that lacks it
 	f.launch(nctx, pipes, idx, c.Cmd)
@@ -260,8 +260,9 @@ func (n *redisNode) Fan(ctx context.Context, deadline time.Time, batches []quoru
 }
 
 // copies gives f's ops for the nodes in idx each a copy of cmd with its
-// node's deadline field from until, in f's buffer; with until nil, none.
-func (f *fan) copies(cmd []byte, idx []int, until []int64) {
+// node's deadline field from until (the argument tail bytes of cmd
+// follow), in f's buffer; with until nil, none.
+func (f *fan) copies(cmd []byte, tail int, idx []int, until []int64) {
 	f.perNode = until != nil
 	if until == nil {
 		return
@@ -275,7 +276,7 @@ func (f *fan) copies(cmd []byte, idx []int, until []int64) {
 	for k, i := range idx {
 		own := f.buf[k*n : (k+1)*n : (k+1)*n]
 		copy(own, cmd)
-		putUntil(own, until[i])
+		putUntil(own[:n-tail], until[i])
 		f.cmds[i] = own
 	}
 }

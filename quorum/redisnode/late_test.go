@@ -252,3 +252,77 @@ func TestFenceWriteBackKeepsTheTokensHigherRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestWrappedRunsPastTheirDeadlineDoNothing: a wrapped run (Redisson's
+// renewExpiration, a PEXPIRE served by its effect) past the last
+// millisecond it carries does nothing and answers LATE, as a library
+// call (loading the library, and with it loaded), as a script and on
+// the batch path (its field patched into a copy of the FCALL); one in
+// time, or with no limit (0), runs (attack18 A6).
+func TestWrappedRunsPastTheirDeadlineDoNothing(t *testing.T) {
+	p := startRedis(t)
+	n, admin := p.node(t), p.admin(t)
+	script := p.node(t)
+	script.p.noFunctions.Store(true)
+	ctx := t.Context()
+	const renew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then " +
+		"redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;"
+	eff := quorum.New(quorum.Config{MaxTTL: time.Minute}, n).Wrap(renew, nil)
+	call := func(until int64) quorum.EffectCall {
+		return quorum.EffectCall{Keys: []string{"k"}, Args: []string{"2000", "uuid:1"}, Until: until}
+	}
+	forms := []struct {
+		name string
+		run  func(until int64) (quorum.NodeEffect, error)
+	}{
+		{"library", func(until int64) (quorum.NodeEffect, error) {
+			return n.RunEffect(ctx, eff, call(until), nil)
+		}},
+		{"script", func(until int64) (quorum.NodeEffect, error) {
+			return script.RunEffect(ctx, eff, call(until), nil)
+		}},
+		{"batch", func(until int64) (quorum.NodeEffect, error) {
+			c, ok := n.FCall(eff.Wrapped(), call(0))
+			if !ok || !c.Command.Dated {
+				t.Fatalf("FCall = %v, dated %v; want a dated call", ok, c.Command.Dated)
+			}
+			replies := make([]quorum.Reply, 1)
+			n.Fan(ctx, time.Now().Add(5*time.Second), []quorum.Batch{n}, []int{0}, c.Command, []int64{until}, false, replies)
+			v, err := c.Result(replies[0].V, replies[0].Err)
+			if err != nil {
+				return quorum.NodeEffect{}, err
+			}
+			return n.EffectOf(eff.Wrapped(), v, nil, call(0), nil)
+		}},
+	}
+	for _, f := range forms {
+		for _, tt := range []struct {
+			name  string
+			until func(now int64) int64
+			late  bool
+		}{
+			{"a second past its deadline", func(now int64) int64 { return now - 1000 }, true},
+			{"with no limit", func(int64) int64 { return 0 }, false},
+			{"a millisecond past its deadline", func(now int64) int64 { return now - 1 }, true},
+			{"in time", func(now int64) int64 { return now + 10000 }, false},
+		} {
+			if err := admin.HSet(ctx, "k", "uuid:1", 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			admin.PExpire(ctx, "k", 30*time.Second)
+			ne, err := f.run(tt.until(nodeMilli(t, admin)))
+			pttl := admin.PTTL(ctx, "k").Val()
+			switch {
+			case tt.late && !redis.HasErrorPrefix(err, "LATE"):
+				t.Errorf("%s, %s: err = %v; want a LATE reply", f.name, tt.name, err)
+			case tt.late && pttl < 20*time.Second:
+				t.Errorf("%s, %s: the run cut the key to %v", f.name, tt.name, pttl)
+			case !tt.late && (err != nil || ne.Reply.Int != 1):
+				t.Errorf("%s, %s: %+v, %v; want the reply 1", f.name, tt.name, ne, err)
+			case !tt.late && pttl > 2*time.Second:
+				t.Errorf("%s, %s: the key's TTL is %v; want the run's 2s", f.name, tt.name, pttl)
+			}
+			admin.Del(ctx, "k")
+		}
+	}
+}
