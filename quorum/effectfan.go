@@ -97,7 +97,7 @@ const firstLoadTimeout = 500 * time.Millisecond
 // did next through another proxy (attack18 A6).
 func (e *Engine) eachEffect(parent context.Context, eff *Effect, call EffectCall) func(ctx context.Context, i int, n Node) (NodeEffect, error) {
 	return func(ctx context.Context, i int, n Node) (NodeEffect, error) {
-		return dated(ctx, parent, e, i, func(until int64) (NodeEffect, error) {
+		return dated(ctx, parent, e, i, func(ctx context.Context, until int64) (NodeEffect, error) {
 			c := call
 			c.Until = until
 			return n.RunEffect(ctx, eff, c, call.OutFor(i))
