@@ -37,7 +37,7 @@ func TestAttack13IncrMonotonicUnderTendingAndFlushes(t *testing.T) {
 	next := time.Now()
 	for i := 0; time.Now().Before(end); i++ {
 		if time.Now().After(next) {
-			redistest.Flush(t, procs[i%3].admin(t))
+			redistest.Flush(t, procs[i%3].Client(t))
 			next = time.Now().Add(700 * time.Millisecond)
 		}
 		v, err := engines[i%2].Incr(ctx, "n", 1)
@@ -79,7 +79,7 @@ func TestAttack13NewDeploymentWithOneMasterFlushedRepeatedly(t *testing.T) {
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	admin := procs[2].admin(t)
+	admin := procs[2].Client(t)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { // flushes the third master without pause
@@ -148,12 +148,12 @@ func TestAttack13FrozenMasterAndFlushesNeverGoBack(t *testing.T) {
 		incr(i)
 		time.Sleep(10 * time.Millisecond)
 	}
-	redistest.Flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].Client(t))
 	for i := range 60 {
 		incr(i)
 		time.Sleep(10 * time.Millisecond)
 	}
-	redistest.Flush(t, procs[1].admin(t))
+	redistest.Flush(t, procs[1].Client(t))
 	for i := range 60 {
 		incr(i)
 		time.Sleep(10 * time.Millisecond)
@@ -195,7 +195,7 @@ func TestAttack13NewDeploymentWithOneMasterDown(t *testing.T) {
 	}
 	t.Logf("Incr: %v", err)
 	for i, p := range procs[:2] {
-		n := p.admin(t).Exists(ctx, CountersKey).Val()
+		n := p.Client(t).Exists(ctx, CountersKey).Val()
 		t.Logf("node %d has the counters' hash: %d", i, n)
 	}
 }
@@ -230,7 +230,7 @@ func TestAttack13ProxyRestartThenFlushNeverGoesBack(t *testing.T) {
 		last = v
 	}
 	a.Close()
-	redistest.Flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].Client(t))
 	b := start()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -243,7 +243,7 @@ func TestAttack13ProxyRestartThenFlushNeverGoesBack(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	redistest.Flush(t, procs[1].admin(t))
+	redistest.Flush(t, procs[1].Client(t))
 	for range 100 {
 		v, err := b.Incr(ctx, "n", 1)
 		if err == nil {

@@ -57,7 +57,7 @@ func TestAttack9LatchOpensAfterNCountDownsDespiteAnOldLatchsCount(t *testing.T) 
 	if !ok {
 		t.Fatal("old trySetCount(5) not set")
 	}
-	c := procs[2].admin(t)
+	c := procs[2].Client(t)
 	nonce := c.HGet(ctx, CountersKey, "n:s").Val()
 	for range 5 {
 		mustLatch(t, "old countDown", e.LatchCountDown(ctx, "s", testLatchMessages))
@@ -71,11 +71,11 @@ func TestAttack9LatchOpensAfterNCountDownsDespiteAnOldLatchsCount(t *testing.T) 
 	if !ok {
 		t.Fatal("new trySetCount(2) not granted")
 	}
-	redistest.Flush(t, procs[1].admin(t)) // B restarts empty
-	e.LatchCount(ctx, "s")                // marks B
+	redistest.Flush(t, procs[1].Client(t)) // B restarts empty
+	e.LatchCount(ctx, "s")                 // marks B
 	time.Sleep(e.quarantine() + 50*time.Millisecond)
 	e.LatchCount(ctx, "s") // seeds B
-	seed := procs[1].admin(t).HGet(ctx, CountersKey, "l:s").Val()
+	seed := procs[1].Client(t).HGet(ctx, CountersKey, "l:s").Val()
 	for range 2 {
 		mustLatch(t, "countDown", e.LatchCountDown(ctx, "s", testLatchMessages))
 	}
@@ -97,12 +97,12 @@ func TestAttack9OpenLatchReadsWithOneOfFiveDown(t *testing.T) {
 	if ok, err := e.LatchSet(ctx, "s", 5, testLatchMessages); !ok || err != nil {
 		t.Fatalf("old trySetCount(5) = %v, %v", ok, err)
 	}
-	nonce := procs[3].admin(t).HGet(ctx, CountersKey, "n:s").Val()
+	nonce := procs[3].Client(t).HGet(ctx, CountersKey, "n:s").Val()
 	for range 5 {
 		mustLatch(t, "old countDown", e.LatchCountDown(ctx, "s", testLatchMessages))
 	}
 	for _, i := range []int{3, 4} { // D and E missed them
-		procs[i].admin(t).HSet(ctx, CountersKey, "l:s", 5, "n:s", nonce)
+		procs[i].Client(t).HSet(ctx, CountersKey, "l:s", 5, "n:s", nonce)
 	}
 	if ok, err := e.LatchSet(ctx, "s", 2, testLatchMessages); !ok || err != nil {
 		t.Fatalf("new trySetCount(2) = %v, %v", ok, err)
@@ -132,7 +132,7 @@ func TestAttack9LatchDoesNotOpenEarlyOnAnOldLatchsLateDecrement(t *testing.T) {
 	if ok, err := e.LatchSet(ctx, "s", 1, testLatchMessages); !ok || err != nil {
 		t.Fatalf("old trySetCount(1) = %v, %v", ok, err)
 	}
-	procs[2].admin(t).HDel(ctx, CountersKey, "l:s", "n:s") // C down at the old set
+	procs[2].Client(t).HDel(ctx, CountersKey, "l:s", "n:s") // C down at the old set
 	mustLatch(t, "old countDown", e.LatchCountDown(ctx, "s", testLatchMessages))
 	if v, err := e.LatchCount(ctx, "s"); v != 0 || err != nil {
 		t.Fatalf("the old latch after its countDown: %d, %v; want open", v, err)

@@ -51,7 +51,7 @@ func (f wrapperForm) String() string {
 func formEngine(t *testing.T, form wrapperForm) (*redis.Client, Node, *Engine) {
 	t.Helper()
 	p := startRedis(t)
-	admin, n := p.admin(t), p.nodeIn(t, form)
+	admin, n := p.Client(t), p.nodeIn(t, form)
 	form.check(t, admin)
 	return admin, n, New(Config{MaxTTL: time.Minute}, n)
 }
@@ -242,7 +242,7 @@ if redis.call('GET', key) == id then return redis.call('SET', key, id, 'PX', ttl
 // gave it (else it may be another client's, who wrote the same constant).
 func TestUndoEffectRemovesOnlyOwnHolders(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	ctx := t.Context()
 	write := []Marker{{Entry: "__write__", Value: "5"}}
 	tests := []struct {
@@ -600,7 +600,7 @@ func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
 	}
 	e.UndoEffect(t.Context(), res)
 	for i, p := range ps {
-		if v, err := p.admin(t).Get(t.Context(), "k").Result(); err != redis.Nil {
+		if v, err := p.Client(t).Get(t.Context(), "k").Result(); err != redis.Nil {
 			t.Errorf("node %d holds k = %q (%v) after the undo; want nothing", i, v, err)
 		}
 	}
@@ -615,14 +615,14 @@ func TestEffectUndoReachesNodesMarkedDownMeanwhile(t *testing.T) {
 func TestEffectFailedRefreshKeepsTheHoldOnFailedNodes(t *testing.T) {
 	ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 	for _, p := range ps[1:] {
-		p.admin(t).Set(t.Context(), "k", "tok", 30*time.Second)
+		p.Client(t).Set(t.Context(), "k", "tok", 30*time.Second)
 	}
 	e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), failedEffectNode{ps[1].node(t)}, failedEffectNode{ps[2].node(t)})
 	if _, err := e.RunEffect(t.Context(), e.Wrap(goZeroLock, nil), []string{"k"}, []string{"tok", "20000"}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
 	}
 	for i, p := range ps {
-		v, _ := p.admin(t).Get(t.Context(), "k").Result()
+		v, _ := p.Client(t).Get(t.Context(), "k").Result()
 		if want := map[bool]string{true: "", false: "tok"}[i == 0]; v != want {
 			t.Errorf("node %d: k = %q; want %q", i, v, want)
 		}
@@ -633,7 +633,7 @@ func TestEffectFailedRefreshKeepsTheHoldOnFailedNodes(t *testing.T) {
 // scripts as scripts from the first call: no FCALL is sent to it.
 func TestNodeWithoutFunctionsIsNotAsked(t *testing.T) {
 	p := startRedis(t)
-	admin := p.admin(t)
+	admin := p.Client(t)
 	n := p.nodeIn(t, asScript)
 	e := New(Config{MaxTTL: time.Minute}, n)
 	ne, err := n.RunEffect(t.Context(), e.Wrap(goZeroLock, nil), newEffectCall([]string{"k"}, []string{"tok", "5000"}, 1), nil)
@@ -686,7 +686,7 @@ return redis.call("pttl", KEYS[1])`
 		t.Run(tt.name, func(t *testing.T) {
 			ps := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 			for _, p := range ps {
-				tt.hold(p.admin(t))
+				tt.hold(p.Client(t))
 			}
 			e := New(Config{MaxTTL: time.Minute}, ps[0].node(t), failedEffectNode{ps[1].node(t)}, failedEffectNode{ps[2].node(t)})
 			eff := e.Wrap(tt.body, nil)
@@ -694,7 +694,7 @@ return redis.call("pttl", KEYS[1])`
 				t.Fatalf("RunEffect = %v; want ErrUnavailable", err)
 			}
 			for i, p := range ps {
-				if !tt.check(p.admin(t)) {
+				if !tt.check(p.Client(t)) {
 					t.Errorf("node %d lost the earlier hold after a failed re-entry", i)
 				}
 			}
@@ -716,7 +716,7 @@ func testEffectThatDoesNotCompileIsRefused(t *testing.T, form wrapperForm) {
 		nodes = append(nodes, p.nodeIn(t, form)) // a library that does not load runs as a script
 	}
 	e := New(Config{MaxTTL: time.Minute}, nodes...)
-	admin := ps[0].admin(t)
+	admin := ps[0].Client(t)
 	var locals, upvalues strings.Builder
 	for i := range 201 {
 		fmt.Fprintf(&locals, "local v%d = %d\n", i, i)
@@ -744,7 +744,7 @@ func testEffectThatDoesNotCompileIsRefused(t *testing.T, form wrapperForm) {
 			t.Errorf("RunEffect = %v; want the refusal %q", err, "it does not compile as Redis's Lua: "+one)
 		}
 		for i, p := range ps {
-			if n, _ := p.admin(t).Exists(t.Context(), "k").Result(); n != 0 {
+			if n, _ := p.Client(t).Exists(t.Context(), "k").Result(); n != 0 {
 				t.Errorf("node %d holds k; want nothing", i)
 			}
 		}

@@ -59,7 +59,7 @@ func TestEffectNodeThatLostTheLibraryCounts(t *testing.T) {
 		t.Fatalf("after a call answered by every node, the FCALL is not pipelined")
 	}
 	for _, p := range procs[:2] {
-		if err := p.admin(t).FunctionFlush(t.Context()).Err(); err != nil {
+		if err := p.Client(t).FunctionFlush(t.Context()).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func TestEffectNodeThatLostTheLibraryCounts(t *testing.T) {
 		t.Fatalf("take after two nodes lost the library = %+v, %v; want granted on 3", res, err)
 	}
 	for i, p := range procs {
-		if v, _ := p.admin(t).Get(t.Context(), "k2").Result(); v != "tok" {
+		if v, _ := p.Client(t).Get(t.Context(), "k2").Result(); v != "tok" {
 			t.Errorf("node %d holds k2 = %q; want tok", i, v)
 		}
 	}
@@ -80,7 +80,7 @@ func TestEffectNodeThatLostTheLibraryCounts(t *testing.T) {
 func TestEffectChangedSetReplyIsAnsweredAsOneRedis(t *testing.T) {
 	p := startRedis(t)
 	e := New(Config{MaxTTL: time.Minute, NodeTimeout: time.Second}, p.node(t))
-	admin := p.admin(t)
+	admin := p.Client(t)
 	for _, change := range []string{`r.err = "ERR boom"`, `r.ok = "DONE"`} {
 		body := `local r = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 ` + change + `

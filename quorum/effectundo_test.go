@@ -17,7 +17,7 @@ func TestUndoEffectGivesBackOnlyTheKeysTaken(t *testing.T) {
 	nodes := make([]Node, len(ps))
 	for i, p := range ps {
 		nodes[i] = p.node(t)
-		p.admin(t).Set(t.Context(), "parent", "tok", 30*time.Second)
+		p.Client(t).Set(t.Context(), "parent", "tok", 30*time.Second)
 	}
 	e := New(Config{MaxTTL: time.Minute}, nodes...)
 	eff := e.Wrap(`if redis.call("exists", KEYS[2]) == 1 then
@@ -30,10 +30,10 @@ return false`, nil)
 	}
 	e.UndoEffect(t.Context(), res)
 	for i, p := range ps {
-		if v, err := p.admin(t).Get(t.Context(), "child").Result(); err != redis.Nil {
+		if v, err := p.Client(t).Get(t.Context(), "child").Result(); err != redis.Nil {
 			t.Errorf("node %d: child = %q, %v after the undo; want no key", i, v, err)
 		}
-		if v := p.admin(t).Get(t.Context(), "parent").Val(); v != "tok" {
+		if v := p.Client(t).Get(t.Context(), "parent").Val(); v != "tok" {
 			t.Errorf("node %d: parent = %q after the undo; want the caller's token kept", i, v)
 		}
 	}

@@ -27,7 +27,7 @@ func TestPipedFanOutResendsScriptsNodesLack(t *testing.T) {
 	l := Lock{Keys: []string{"a", "b"}, Token: "mine"} // two keys: a script
 	flush := func() {
 		for _, i := range []int{0, 2} {
-			if err := procs[i].admin(t).ScriptFlush(ctx).Err(); err != nil {
+			if err := procs[i].Client(t).ScriptFlush(ctx).Err(); err != nil {
 				t.Fatalf("SCRIPT FLUSH: %v", err)
 			}
 		}
@@ -80,7 +80,7 @@ func TestPipedFanOutResendsScriptsWithANodeSilent(t *testing.T) {
 	procs[1].Freeze(t)
 	flush := func() {
 		for _, i := range []int{0, 2} {
-			if err := procs[i].admin(t).ScriptFlush(ctx).Err(); err != nil {
+			if err := procs[i].Client(t).ScriptFlush(ctx).Err(); err != nil {
 				t.Fatalf("SCRIPT FLUSH: %v", err)
 			}
 		}
@@ -99,7 +99,7 @@ func TestPipedFanOutResendsScriptsWithANodeSilent(t *testing.T) {
 	}
 	procs[1].Thaw()
 	for _, i := range []int{0, 2} {
-		if n, err := procs[i].admin(t).Exists(ctx, "a", "b").Result(); err != nil || n != 0 {
+		if n, err := procs[i].Client(t).Exists(ctx, "a", "b").Result(); err != nil || n != 0 {
 			t.Errorf("node %d: EXISTS a b = %d, %v after the release; want 0", i, n, err)
 		}
 	}

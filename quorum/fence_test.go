@@ -122,7 +122,7 @@ func TestReserved(t *testing.T) {
 // mark, seed, read, write, the hold record and its expiry.
 func TestCounterScriptsOnRedis(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	ctx := t.Context()
 	en, err := n.ReadCounter(ctx, "", "", "k:x")
 	if err != nil || en.State != CounterMissing || en.Now == 0 {
@@ -250,7 +250,7 @@ func TestFenceRestartedNodeCountsOnlyOnceSeeded(t *testing.T) {
 			t.Fatalf("Incr: %v", err)
 		}
 	}
-	redistest.Flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].Client(t))
 	if v, err := e.Incr(ctx, "n", 1); err != nil || v != 6 {
 		t.Fatalf("Incr with one node emptied = %d, %v; want 6", v, err)
 	}
@@ -379,7 +379,7 @@ func TestFenceAgreed(t *testing.T) {
 // token; else the counter plus one, recorded, and the record again.
 func TestFenceRoundOnRedis(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	ctx := t.Context()
 	redistest.SetKey(t, admin, "lock", "tok", time.Second)
 	if en, err := n.FenceRound(ctx, "lock", "tok", FenceField); err != nil || en.State != CounterMissing || en.Answer != 0 || !en.Held {
@@ -628,7 +628,7 @@ func TestCountersTendedWithoutTraffic(t *testing.T) {
 			t.Fatalf("Incr: %v", err)
 		}
 	}
-	redistest.Flush(t, procs[0].admin(t))
+	redistest.Flush(t, procs[0].Client(t))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := nodes[0].Counters(ctx)
@@ -653,7 +653,7 @@ func TestCountersTendedWithoutTraffic(t *testing.T) {
 	}
 	time.Sleep(20 * tendEvery * 50 * time.Millisecond)
 	for i, p := range fresh {
-		if n := p.admin(t).Exists(ctx, CountersKey).Val(); n != 0 {
+		if n := p.Client(t).Exists(ctx, CountersKey).Val(); n != 0 {
 			t.Errorf("node %d of a deployment that never used counters has the counters' hash after the monitor's rounds", i)
 		}
 	}

@@ -83,7 +83,7 @@ func TestFenceRepeatedWithANodeLostAfterTheQuorumAskedFirst(t *testing.T) {
 	// The node not asked gets nothing after the reply.
 	time.Sleep(50 * time.Millisecond)
 	for i, p := range procs {
-		if hits[i].Load() == 0 && p.admin(t).Exists(ctx, HoldPrefix+"k").Val() != 0 {
+		if hits[i].Load() == 0 && p.Client(t).Exists(ctx, HoldPrefix+"k").Val() != 0 {
 			t.Errorf("node %d, not asked, has a record of the hold", i)
 		}
 	}

@@ -48,7 +48,7 @@ func TestLatchOpenedStaysOpenAfterLateSetAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range procs[:2] {
-		if tag := p.admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); tag == "" {
+		if tag := p.Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); tag == "" {
 			t.Errorf("master %d has no claim slot tag after the opening countDown; want the set's (the seed's evidence)", i)
 		}
 	}
@@ -59,7 +59,7 @@ func TestLatchOpenedStaysOpenAfterLateSetAndRestart(t *testing.T) {
 		t.Fatalf("LatchCount after the late set: %d, %v; want 0", v, err)
 	}
 	// Master 0 restarts empty: a read marks it, one after the wait seeds it.
-	procs[0].admin(t).FlushAll(ctx)
+	procs[0].Client(t).FlushAll(ctx)
 	e.LatchCount(ctx, "L")
 	time.Sleep(e.quarantine() + 200*time.Millisecond)
 	// A read seeds it; under load a seed round can time out (the read
@@ -71,15 +71,15 @@ func TestLatchOpenedStaysOpenAfterLateSetAndRestart(t *testing.T) {
 	}
 	if err != nil || v != 0 {
 		for i, p := range procs {
-			t.Logf("master %d: %v", i, p.admin(t).HGetAll(ctx, CountersKey).Val())
+			t.Logf("master %d: %v", i, p.Client(t).HGetAll(ctx, CountersKey).Val())
 		}
 		t.Fatalf("the opened latch after a late set and a restart: count %d, %v; want 0 (open for good)", v, err)
 	}
-	seeded := procs[0].admin(t).HGetAll(ctx, CountersKey).Val()
+	seeded := procs[0].Client(t).HGetAll(ctx, CountersKey).Val()
 	if c, ok := seeded[latchCountPrefix+"L"]; ok {
 		t.Errorf("master 0 seeded with count %s; want none (a leftover)", c)
 	}
-	if tag := procs[1].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); seeded[latchSlotPrefix+"L"] != "-"+tag {
+	if tag := procs[1].Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); seeded[latchSlotPrefix+"L"] != "-"+tag {
 		t.Errorf("master 0 seeded with claim slot tag %q; want master 1's %q, negated (the evidence, for a later seed, in no ballot)", seeded[latchSlotPrefix+"L"], tag)
 	}
 }

@@ -30,7 +30,7 @@ func TestLatchZeroMessageOnceAcrossANewSetWithNoBallot(t *testing.T) {
 	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 	ctx := t.Context()
 	m := LatchMessages{Publish: "publish", Channel: "latch20g:latch", Message: "0"}
-	msgs := subscribe(t, procs[2].admin(t), m.Channel).Channel()
+	msgs := subscribe(t, procs[2].Client(t), m.Channel).Channel()
 
 	cfg := Config{MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
 	plain := New(cfg, procs[0].node(t), procs[1].node(t), procs[2].node(t))
@@ -57,7 +57,7 @@ func TestLatchZeroMessageOnceAcrossANewSetWithNoBallot(t *testing.T) {
 	}
 	if n := quietCount(msgs); n != 0 {
 		for i, p := range procs {
-			t.Logf("master %d: %v", i, p.admin(t).HGetAll(ctx, CountersKey).Val())
+			t.Logf("master %d: %v", i, p.Client(t).HGetAll(ctx, CountersKey).Val())
 		}
 		t.Errorf("%d zero messages for one opening of L; want 1 (B's claim won with master 0's second vote)", 1+n)
 	}

@@ -35,7 +35,7 @@ func newOlderSlotStage(t *testing.T, older func(s *olderSlotStage), between func
 	ctx := t.Context()
 	s.m = LatchMessages{Publish: "publish", Channel: "latch20h:L", Message: "0"}
 	setMsg := LatchMessages{Publish: "publish", Channel: "latch20h:L:set", Message: "set"}
-	msgs := subscribe(t, s.procs[0].admin(t), s.m.Channel).Channel()
+	msgs := subscribe(t, s.procs[0].Client(t), s.m.Channel).Channel()
 	s.cfg = Config{MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
 	s.plain = New(s.cfg, s.procs[0].node(t), s.procs[1].node(t), s.procs[2].node(t))
 	if _, err := s.plain.Incr(ctx, "seed", 1); err != nil { // seeds the deployment
@@ -70,7 +70,7 @@ func (s *olderSlotStage) splitLastCountDowns(t *testing.T) {
 	if err := s.plain.LatchCountDown(ctx, "L", s.m); err != nil {
 		t.Fatal(err)
 	}
-	tag := s.procs[1].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val()
+	tag := s.procs[1].Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val()
 	set, err := strconv.ParseInt(tag, 10, 64)
 	if err != nil {
 		t.Fatalf("master 1's slot tag %q: %v", tag, err)
@@ -81,7 +81,7 @@ func (s *olderSlotStage) splitLastCountDowns(t *testing.T) {
 	y := positiveNonce()
 	var yClaims []int64
 	claimY := func(i int) {
-		read, _ := strconv.ParseInt(s.procs[i].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
+		read, _ := strconv.ParseInt(s.procs[i].Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
 		a, err := s.procs[i].node(t).LatchClaim(ctx, "L", y, read, set)
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func (s *olderSlotStage) splitLastCountDowns(t *testing.T) {
 	}
 	if n := s.got() + extra; n != 1 {
 		for i, p := range s.procs {
-			t.Logf("master %d: %v", i, p.admin(t).HGetAll(ctx, CountersKey).Val())
+			t.Logf("master %d: %v", i, p.Client(t).HGetAll(ctx, CountersKey).Val())
 		}
 		t.Errorf("%d zero messages for the new latch; want 1 (a waiter's await() waits for good)", n)
 	}
@@ -135,7 +135,7 @@ func TestLatchDeniedSetUndoneOverOlderSlotSplitClaimsSendOneZeroMessage(t *testi
 		if ok, err := s.plain.LatchSet(t.Context(), "L", 2, LatchMessages{Publish: "publish", Channel: "latch20h:L:set", Message: "set"}); err != nil || ok {
 			t.Fatalf("a second participant's LatchSet(2): %v, %v; want false (denied)", ok, err)
 		}
-		c := s.procs[2].admin(t).HGetAll(t.Context(), CountersKey).Val()
+		c := s.procs[2].Client(t).HGetAll(t.Context(), CountersKey).Val()
 		for _, p := range []string{latchCountPrefix, latchNoncePrefix, latchClaimPrefix, latchSlotPrefix} {
 			if v, ok := c[p+"L"]; ok {
 				t.Errorf("master 2 after the denied set's undo has %sL %q; want no field of the latch", p, v)
@@ -159,7 +159,7 @@ func TestLatchOlderOpeningsVoteOnMissedMasterSplitClaimsSendOneZeroMessage(t *te
 	s := newOlderSlotStage(t, func(s *olderSlotStage) {
 		ctx := t.Context()
 		for _, p := range s.procs {
-			tag, _ := strconv.ParseInt(p.admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
+			tag, _ := strconv.ParseInt(p.Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
 			if d, err := p.node(t).LatchDecrement(ctx, "L", tag); err != nil || d.New != 0 {
 				t.Fatalf("the older countDown: %+v, %v", d, err)
 			}
@@ -185,7 +185,7 @@ func TestLatchOlderDeletesTombstoneOnMissedMasterSplitClaimsSendOneZeroMessage(t
 		var older string
 		s := newOlderSlotStage(t, func(s *olderSlotStage) {
 			ctx := t.Context()
-			older = s.procs[2].admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val()
+			older = s.procs[2].Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val()
 			if err := s.plain.LatchCountDown(ctx, "L", s.m); err != nil {
 				t.Fatal(err)
 			}
@@ -193,14 +193,14 @@ func TestLatchOlderDeletesTombstoneOnMissedMasterSplitClaimsSendOneZeroMessage(t
 				t.Fatalf("the older latch's delete: %v, %v; want false (opened: no count)", ok, err)
 			}
 			for i, p := range s.procs {
-				if v := p.admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); v != "-1" {
+				if v := p.Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(); v != "-1" {
 					t.Fatalf("master %d after the delete: slot tag %q; want the tombstone -1", i, v)
 				}
 			}
 		}, func(*olderSlotStage) {})
 		// The memory keeps a bit per ballot: where the new ballot shares
 		// the older one's (1 in 52), master 2 answers nobody's still.
-		tag := s.procs[1].admin(t).HGet(t.Context(), CountersKey, latchSlotPrefix+"L").Val()
+		tag := s.procs[1].Client(t).HGet(t.Context(), CountersKey, latchSlotPrefix+"L").Val()
 		if latchVotedBitForTest(t, tag) == latchVotedBitForTest(t, older) && try < 3 {
 			continue
 		}
@@ -236,7 +236,7 @@ func TestLatchTwoOlderVotesOnMissedMasterSplitClaimsSendOneZeroMessage(t *testin
 		ctx := t.Context()
 		open := func(claim int64) {
 			for _, p := range s.procs {
-				tag, _ := strconv.ParseInt(p.admin(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
+				tag, _ := strconv.ParseInt(p.Client(t).HGet(ctx, CountersKey, latchSlotPrefix+"L").Val(), 10, 64)
 				if d, err := p.node(t).LatchDecrement(ctx, "L", tag); err != nil || d.New != 0 {
 					t.Fatalf("an older countDown: %+v, %v", d, err)
 				}
@@ -250,7 +250,7 @@ func TestLatchTwoOlderVotesOnMissedMasterSplitClaimsSendOneZeroMessage(t *testin
 			t.Fatalf("the second older LatchSet: %v, %v; want true", ok, err)
 		}
 		open(1)
-		if p := s.procs[2].admin(t).HGet(ctx, CountersKey, latchKeptBallotPrefix+"L").Val(); p == "" {
+		if p := s.procs[2].Client(t).HGet(ctx, CountersKey, latchKeptBallotPrefix+"L").Val(); p == "" {
 			t.Fatal("master 2 keeps no vote by its ballot after the second opening")
 		}
 	}, func(*olderSlotStage) {})

@@ -20,7 +20,7 @@ func TestFanOutSendsEachNodeItsOwnDeadline(t *testing.T) {
 	var admins []*redis.Client
 	for _, p := range procs {
 		nodes = append(nodes, p.node(t))
-		admins = append(admins, p.admin(t))
+		admins = append(admins, p.Client(t))
 	}
 	e := New(Config{MaxTTL: time.Minute, NodeTimeout: 500 * time.Millisecond, ProbeInterval: 10 * time.Second}, nodes...)
 	t.Cleanup(func() { e.Close() })

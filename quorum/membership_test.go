@@ -293,7 +293,7 @@ func TestRestartedMasterNotCountedWhileRecordsUnread(t *testing.T) {
 	first := engine()
 	old := first.Status()[0].RunID
 	deadline := time.Now().Add(5 * time.Second)
-	for procs[1].admin(t).HGet(t.Context(), MembersKey, procs[0].Addr).Val() != old {
+	for procs[1].Client(t).HGet(t.Context(), MembersKey, procs[0].Addr).Val() != old {
 		if time.Now().After(deadline) {
 			t.Fatalf("the first engine did not record node 0's run_id %s", old)
 		}

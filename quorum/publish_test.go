@@ -22,7 +22,7 @@ func TestPublishDecidedDropsALateCopy(t *testing.T) {
 	e := New(Config{MaxTTL: 200 * time.Millisecond, NodeTimeout: 150 * time.Millisecond, ProbeInterval: 20 * time.Millisecond}, nodes...)
 	t.Cleanup(func() { e.Close() })
 	ctx := t.Context()
-	got := subscribe(t, procs[1].admin(t), "ch").Channel()
+	got := subscribe(t, procs[1].Client(t), "ch").Channel()
 	expect := func(what, want string) {
 		t.Helper()
 		select {

@@ -16,7 +16,9 @@ import (
 // node (quorum/redisnode): the engine end to end, and the fake checked
 // against the node. The node's own tests are in quorum/redisnode.
 
-// redisProc is a redis-server started for one test.
+// redisProc is a redis-server started for one test, with this package's
+// node over it (node); Client gives a plain client for setting up and
+// checking keys.
 type redisProc struct{ *redistest.Server }
 
 // startRedis runs a redis-server with no persistence on a free loopback
@@ -24,12 +26,6 @@ type redisProc struct{ *redistest.Server }
 func startRedis(t *testing.T) *redisProc {
 	t.Helper()
 	return &redisProc{redistest.Start(t)}
-}
-
-// admin returns a plain client for setting up and checking keys.
-func (p *redisProc) admin(t *testing.T) *redis.Client {
-	t.Helper()
-	return p.Client(t)
 }
 
 // subscribe subscribes c to channel, waits for the node's confirmation,
@@ -324,7 +320,7 @@ func sleepStep(d time.Duration) conformStep {
 // nothing. Each scenario runs on both and their answers must agree.
 func TestFakeNodeMatchesRedisNode(t *testing.T) {
 	p := startRedis(t)
-	admin := p.admin(t)
+	admin := p.Client(t)
 	rn := adminNode{p.node(t), admin}
 	if _, err := rn.Probe(t.Context()); err != nil { // Redis 7.0: SET NX GET reveals
 		t.Fatalf("Probe: %v", err)

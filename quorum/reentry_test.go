@@ -181,7 +181,7 @@ func TestAcquireFailedShorterReentryOnRedisKeepsTheEarlierGrant(t *testing.T) {
 	faulty := New(cfg, lostAcquire{Node: procs[0].node(t)}, downNode{Node: procs[1].node(t)}, procs[2].node(t))
 
 	cTok := "cccccccc-c-leftover"
-	if err := procs[2].admin(t).Set(ctx, "K", cTok, 1500*time.Millisecond).Err(); err != nil {
+	if err := procs[2].Client(t).Set(ctx, "K", cTok, 1500*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
 	a := Lock{Keys: []string{"K"}, Token: "aaaaaaaa-a-1", PrefixLen: 8}
@@ -193,14 +193,14 @@ func TestAcquireFailedShorterReentryOnRedisKeepsTheEarlierGrant(t *testing.T) {
 	if _, err := faulty.Acquire(ctx, a, time.Second); err == nil {
 		t.Fatal("A's re-entry with master 0's reply lost, 1 down and 2 C's: granted; want no quorum")
 	}
-	if pttl := procs[0].admin(t).PTTL(ctx, "K").Val(); pttl < 15*time.Second {
+	if pttl := procs[0].Client(t).PTTL(ctx, "K").Val(); pttl < 15*time.Second {
 		t.Errorf("master 0's K has %v left after A's failed 1s re-entry; want the earlier grant's 20s kept", pttl)
 	}
 	time.Sleep(1600 * time.Millisecond) // C's leftover, and a 1s TTL, gone
 	c := Lock{Keys: []string{"K"}, Token: "cccccccc-c-2"}
 	if _, err := plain.Acquire(ctx, c, 20*time.Second); err == nil && lease.Valid(time.Now()) {
 		for i, p := range procs {
-			t.Logf("master %d: K = %q", i, p.admin(t).Get(ctx, "K").Val())
+			t.Logf("master %d: K = %q", i, p.Client(t).Get(ctx, "K").Val())
 		}
 		t.Errorf("C was granted K while A's earlier grant is valid for %v more", time.Until(lease.Expires).Round(time.Second))
 	}

@@ -63,7 +63,7 @@ func TestReview28FailedReentryKeepsTheEarlierGrant(t *testing.T) {
 	twoDown := New(cfg, procs[0].node(t), procs[1].node(t), downNode{Node: procs[2].node(t)})
 
 	cTok := "cccccccc-c-leftover"
-	if err := procs[1].admin(t).Set(ctx, "K", cTok, 20*time.Second).Err(); err != nil {
+	if err := procs[1].Client(t).Set(ctx, "K", cTok, 20*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
 	a := Lock{Keys: []string{"K"}, Token: "aaaaaaaa-a-meta", PrefixLen: 8}
@@ -77,7 +77,7 @@ func TestReview28FailedReentryKeepsTheEarlierGrant(t *testing.T) {
 	c := Lock{Keys: []string{"K"}, Token: cTok, PrefixLen: 8}
 	if _, err := plain.Acquire(ctx, c, 20*time.Second); err == nil && lease.Valid(time.Now()) {
 		for i, p := range procs {
-			t.Logf("master %d: K = %q", i, p.admin(t).Get(ctx, "K").Val())
+			t.Logf("master %d: K = %q", i, p.Client(t).Get(ctx, "K").Val())
 		}
 		t.Errorf("C was granted K while A's earlier grant is valid for %v more (A's failed re-entry deleted it on master 0)", time.Until(lease.Expires).Round(time.Second))
 	}
@@ -108,7 +108,7 @@ func TestReview28LatchZeroMessageOnceAcrossANewSet(t *testing.T) {
 	procs := []*redisProc{startRedis(t), startRedis(t), startRedis(t)}
 	ctx := t.Context()
 	m := LatchMessages{Publish: "publish", Channel: "review28:latch", Message: "0"}
-	msgs := subscribe(t, procs[1].admin(t), m.Channel).Channel()
+	msgs := subscribe(t, procs[1].Client(t), m.Channel).Channel()
 
 	plain := []Node{procs[0].node(t), procs[1].node(t), procs[2].node(t)}
 	cfg := Config{MaxTTL: time.Second, NodeTimeout: 500 * time.Millisecond}
@@ -136,7 +136,7 @@ func TestReview28LatchZeroMessageOnceAcrossANewSet(t *testing.T) {
 	}
 	if n := quietCount(msgs); n != 0 {
 		for i, p := range procs {
-			t.Logf("master %d: %v", i, p.admin(t).HGetAll(ctx, CountersKey).Val())
+			t.Logf("master %d: %v", i, p.Client(t).HGetAll(ctx, CountersKey).Val())
 		}
 		t.Errorf("%d zero messages for one opening of L; want 1 (B's claim won with master 0's second vote)", 1+n)
 	}

@@ -115,7 +115,7 @@ func TestReview29LateReentryUndoLostOnRedis(t *testing.T) {
 	c := Lock{Keys: []string{"K"}, Token: "cccccccc-c-1"}
 	if _, err := plain.Acquire(ctx, c, 10*time.Second); err == nil && first.Valid(time.Now()) {
 		for i, p := range procs {
-			t.Logf("master %d: K = %q", i, p.admin(t).Get(ctx, "K").Val())
+			t.Logf("master %d: K = %q", i, p.Client(t).Get(ctx, "K").Val())
 		}
 		t.Errorf("C granted K while A's first grant is valid for %v more (second holder)", time.Until(first.Expires).Round(time.Second))
 	}

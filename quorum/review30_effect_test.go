@@ -34,7 +34,7 @@ func TestReview30EffectNodeThatLostTheLibraryBesideAFrozenNodeCounts(t *testing.
 		t.Fatalf("takes with every node up: %v", err)
 	}
 	procs[2].Freeze(t)
-	if err := procs[0].admin(t).FunctionFlush(t.Context()).Err(); err != nil {
+	if err := procs[0].Client(t).FunctionFlush(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.RunEffect(t.Context(), eff, []string{"lost"}, []string{"tok", "10000"})

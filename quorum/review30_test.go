@@ -36,7 +36,7 @@ func TestReview30FanResendUnderFlushesAndAFrozenMaster(t *testing.T) {
 	// SCRIPT FLUSH on a random master every few ms.
 	admins := make([]*redis.Client, len(procs))
 	for i, p := range procs {
-		admins[i] = p.admin(t)
+		admins[i] = p.Client(t)
 	}
 	wg.Go(func() {
 		for time.Now().Before(until) {

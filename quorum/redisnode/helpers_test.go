@@ -9,7 +9,9 @@ import (
 	"github.com/redlock-proxy/redlock-proxy/internal/redistest"
 )
 
-// redisProc is a redis-server started for one test.
+// redisProc is a redis-server started for one test, with this package's
+// node over it (node); Client gives a plain client for setting up and
+// checking keys.
 type redisProc struct{ *redistest.Server }
 
 // startRedis runs a redis-server with no persistence on a free loopback
@@ -17,12 +19,6 @@ type redisProc struct{ *redistest.Server }
 func startRedis(t *testing.T) *redisProc {
 	t.Helper()
 	return &redisProc{redistest.Start(t)}
-}
-
-// admin returns a plain client for setting up and checking keys.
-func (p *redisProc) admin(t *testing.T) *redis.Client {
-	t.Helper()
-	return p.Client(t)
 }
 
 // node returns the redisNode for p, closed when the test ends.

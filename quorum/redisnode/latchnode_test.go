@@ -14,7 +14,7 @@ import (
 // its own set; delete.
 func TestLatchScriptsOnRedis(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	ctx := t.Context()
 	want := func(what string, got quorum.LatchAnswer, err error, state quorum.CounterState, v int64) {
 		t.Helper()

@@ -25,7 +25,7 @@ func nodeMilli(t *testing.T, admin *redis.Client) int64 {
 // digest; one in time, or with no limit (0), works (attack17 F4).
 func TestLockWritesPastTheirDeadlineDoNothing(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	ctx := t.Context()
 	l := quorum.Lock{Keys: []string{"k"}, Token: "mine"}
 	// taken is an acquire that took k again from "mine" (60s left).
@@ -133,7 +133,7 @@ func TestUntilArgIsFixedWidth(t *testing.T) {
 // limit, it removes the run's own holder and its marker.
 func TestEffectUndoPastItsDeadlineDoesNothing(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	ctx := t.Context()
 	u := quorum.KeyUndo{Tokens: []string{"uuid:1"}, Markers: []quorum.Marker{{Entry: "mode", Value: "write"}}}
 	for _, tt := range []struct {
@@ -169,7 +169,7 @@ func TestEffectUndoPastItsDeadlineDoesNothing(t *testing.T) {
 // and answer LATE; in time, or with no limit, they renew (attack18 A6).
 func TestRenewalsPastTheirDeadlineDoNothing(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	ctx := t.Context()
 	for _, tt := range []struct {
 		name  string
@@ -210,7 +210,7 @@ func TestRenewalsPastTheirDeadlineDoNothing(t *testing.T) {
 // or another token's, is written over (attack18 A7 across proxies).
 func TestFenceWriteBackKeepsTheTokensHigherRecord(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	ctx := t.Context()
 	if err := admin.HSet(ctx, quorum.CountersKey, "seeded", "1").Err(); err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestFenceWriteBackKeepsTheTokensHigherRecord(t *testing.T) {
 // time, or with no limit (0), runs (attack18 A6).
 func TestWrappedRunsPastTheirDeadlineDoNothing(t *testing.T) {
 	p := startRedis(t)
-	n, admin := p.node(t), p.admin(t)
+	n, admin := p.node(t), p.Client(t)
 	script := p.node(t)
 	script.p.noFunctions.Store(true)
 	ctx := t.Context()

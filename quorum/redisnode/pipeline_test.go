@@ -226,7 +226,7 @@ func TestPipelineManyBatchesInFlight(t *testing.T) {
 // operations behind it.
 func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 	proc := startRedis(t)
-	admin := proc.admin(t)
+	admin := proc.Client(t)
 	p, _ := handshakePipeline(t, proc.Addr)
 	proc.Freeze(t)
 	var wg sync.WaitGroup
@@ -259,7 +259,7 @@ func TestPipelineExpiredOperationIsNotSent(t *testing.T) {
 // goes out on a new one.
 func TestPipelineBatchTimeoutDropsConnection(t *testing.T) {
 	proc := startRedis(t)
-	admin := proc.admin(t)
+	admin := proc.Client(t)
 	p, _ := testPipeline(t, proc.Addr)
 	pingThenFreeze(t, p, proc)
 	var wg sync.WaitGroup
@@ -314,7 +314,7 @@ func TestPipelineEachCallerWaitsOnlyForItsOwnDeadline(t *testing.T) {
 // both when sent alone and in a batch.
 func TestPipelineResendsScriptTheNodeLacks(t *testing.T) {
 	proc := startRedis(t)
-	admin := proc.admin(t)
+	admin := proc.Client(t)
 	p, _ := testPipeline(t, proc.Addr)
 	s := newScript(`return ARGV[1]`)
 	if cmd, err := p.eval(t.Context(), s, nil, "alone"); err != nil || cmd.Val() != "alone" {
@@ -369,7 +369,7 @@ func libScript() *script {
 // meanwhile by another caller (LOAD: already exists) is called.
 func TestPipelineLoadsLibraryTheNodeLacks(t *testing.T) {
 	proc := startRedis(t)
-	admin := proc.admin(t)
+	admin := proc.Client(t)
 	p, _ := testPipeline(t, proc.Addr)
 	s := libScript()
 	check := func(cmd *redis.Cmd, err error, want string) {
@@ -400,7 +400,7 @@ func TestPipelineLoadsLibraryTheNodeLacks(t *testing.T) {
 // refuses them runs the script instead, and is not asked again.
 func TestPipelineRunsScriptWhereFunctionsAreRefused(t *testing.T) {
 	proc := startRedis(t)
-	admin := proc.admin(t)
+	admin := proc.Client(t)
 	if err := admin.Do(t.Context(), "ACL", "SETUSER", "default", "-fcall").Err(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
@@ -694,7 +694,7 @@ func TestPipelineSettleKillsOnlyOnTheSameProcess(t *testing.T) {
 			if _, err := n.p.do(t.Context(), "ping"); err != nil {
 				t.Fatalf("PING: %v", err)
 			}
-			bystander := proc.admin(t)
+			bystander := proc.Client(t)
 			conn := bystander.Conn()
 			t.Cleanup(func() { conn.Close() })
 			id, err := conn.ClientID(t.Context()).Result()

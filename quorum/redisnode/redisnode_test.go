@@ -66,7 +66,7 @@ func TestAcquireAnswerDecodesTheReentry(t *testing.T) {
 
 func TestRedisNodeAcquire(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	if n.Addr() != p.Addr {
 		t.Errorf("Addr() = %q; want %q", n.Addr(), p.Addr)
 	}
@@ -143,7 +143,7 @@ func TestRedisNodeAcquire(t *testing.T) {
 // whether one holds the token, whatever the version.
 func TestRedisNodeAcquireRevealsTheHolder(t *testing.T) {
 	p := startRedis(t)
-	admin := p.admin(t)
+	admin := p.Client(t)
 	mine := func(keys ...string) quorum.Lock { return quorum.Lock{Keys: keys, Token: "mine"} }
 	tests := []struct {
 		name    string
@@ -223,7 +223,7 @@ func sameBefore(got, want []quorum.Entry) bool {
 
 func TestRedisNodeRelease(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	tests := []struct {
 		name    string
 		setup   func(t *testing.T)
@@ -254,7 +254,7 @@ func TestRedisNodeRelease(t *testing.T) {
 
 func TestRedisNodeExtend(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	tests := []struct {
 		name   string
 		setup  func(t *testing.T)
@@ -319,7 +319,7 @@ func TestRedisNodeExtend(t *testing.T) {
 
 func TestRedisNodeInspect(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	tests := []struct {
 		name    string
 		setup   func(t *testing.T)
@@ -362,7 +362,7 @@ func TestRedisNodeInspect(t *testing.T) {
 
 func TestRedisNodeDelete(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	redistest.SetKey(t, admin, "k1", "mine", time.Second)
 	redistest.SetKey(t, admin, "k2", "other", -1)
 	admin.RPush(t.Context(), "k3", "x")
@@ -444,7 +444,7 @@ func TestRedisNodeFrozenCallReturnsAtDeadline(t *testing.T) {
 // that does not expire: a lock nobody can lose.
 func TestRedisNodeAcquireNeverSetsKeyWithoutExpiry(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	tests := []struct {
 		name string
 		lock quorum.Lock
@@ -472,7 +472,7 @@ func TestRedisNodeAcquireNeverSetsKeyWithoutExpiry(t *testing.T) {
 // not turn on Lua's negative string indexes.
 func TestRedisNodeAcquireNegativePrefixLenIsPlain(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	tests := []struct {
 		name string
 		keys []string
@@ -498,7 +498,7 @@ func TestRedisNodeAcquireNegativePrefixLenIsPlain(t *testing.T) {
 
 func TestRedisNodeExtendAddRespectsLimit(t *testing.T) {
 	p := startRedis(t)
-	admin, n := p.admin(t), p.node(t)
+	admin, n := p.Client(t), p.node(t)
 	tests := []struct {
 		name  string
 		limit time.Duration
