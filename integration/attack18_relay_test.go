@@ -20,6 +20,8 @@ import (
 type attack18HoldFirst struct {
 	mu      sync.Mutex
 	mark    []byte
+	pass    int             // chunks with mark let through before the n held
+	each    []time.Duration // if set, the i-th held chunk's hold instead of hold
 	n       int
 	hold    time.Duration
 	replies bool
@@ -34,7 +36,23 @@ func (h *attack18HoldFirst) reset(mark string, n int, hold time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.mark, h.n, h.hold, h.conns, h.verbs, h.marks = []byte(mark), n, hold, nil, nil, map[int]int{}
-	h.replies, h.pending = false, map[int]bool{}
+	h.replies, h.pending, h.pass, h.each = false, map[int]bool{}, 0, nil
+}
+
+// resetEach is reset holding the i-th chunk with mark for holds[i].
+func (h *attack18HoldFirst) resetEach(mark string, holds ...time.Duration) {
+	h.reset(mark, len(holds), 0)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.each = holds
+}
+
+// resetAfter is reset letting the first pass chunks with mark through.
+func (h *attack18HoldFirst) resetAfter(mark string, pass, n int, hold time.Duration) {
+	h.reset(mark, n, hold)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pass = pass
 }
 
 // resetReplies is reset holding the replies to those chunks instead.
@@ -53,6 +71,10 @@ func (h *attack18HoldFirst) delay(conn int, b []byte) time.Duration {
 		return 0
 	}
 	h.marks[conn]++
+	if h.pass > 0 {
+		h.pass--
+		return 0
+	}
 	if len(h.conns) == h.n {
 		return 0
 	}
@@ -65,6 +87,9 @@ func (h *attack18HoldFirst) delay(conn int, b []byte) time.Duration {
 	if h.replies {
 		h.pending[conn] = true
 		return 0
+	}
+	if h.each != nil {
+		return h.each[len(h.conns)-1]
 	}
 	return h.hold
 }
