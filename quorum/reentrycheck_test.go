@@ -37,7 +37,8 @@ import (
 //     and its reply is lost, or the request never reaches it. A quorum
 //     of answered grants is told it holds the key, unless its validity
 //     ran out (a choice too); otherwise undoOf decides, per master, the
-//     undo to send (nothing, a release, or Node.Undo with the answer);
+//     undo to send (nothing, a release, or Node.Undo with the answer),
+//     with leavesSilent's answer for the masters that failed;
 //   - one of those messages landing on its master, or lost;
 //   - a tick: every TTL and every told validity goes down by one.
 //
