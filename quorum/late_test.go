@@ -245,3 +245,40 @@ func TestDatedWriteFitsItsHoldInTheCommandsTime(t *testing.T) {
 		}
 	})
 }
+
+// TestEffectRunCarriesItsDeadline: a run of a script served by its
+// effect goes to each node with its deadline field (Engine.writeUntil at
+// the fan-out's end), and the engine answers a run a node left
+// unanswered only once that node's clock is past it (attack18 A6).
+func TestEffectRunCarriesItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes := []*fakeNode{{addr: "a", offset: 5 * time.Second}, {addr: "b"}, {addr: "c"}}
+		for _, n := range nodes {
+			n.effect = &NodeEffect{Reply: Value{Kind: ValueInt, Int: 1}, Keys: []KeyEffect{{}}}
+		}
+		e := New(Config{MaxTTL: time.Minute, NodeTimeout: 50 * time.Millisecond, ProbeInterval: time.Second, DriftFactor: 0.01},
+			nodes[0], nodes[1], nodes[2])
+		if err := e.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		nodes[2].silent = true
+		time.Sleep(300 * time.Millisecond) // the reading ages
+		eff := e.Wrap("return 1", nil)
+		sent := time.Now()
+		d := sent.Add(firstLoadTimeout) // a body's first run waits so long
+		if _, err := e.RunEffect(t.Context(), eff, []string{"k"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, hold := e.writeUntil(2, d)
+		if took := time.Since(sent); took != firstLoadTimeout+hold {
+			t.Errorf("a run node c left unanswered took %v; want its wait and hold, %v", took, firstLoadTimeout+hold)
+		}
+		for i, n := range nodes {
+			calls := n.callsTo("effect")
+			if want, _ := e.writeUntil(i, d); len(calls) != 1 || want <= 0 || calls[0].until != want {
+				t.Errorf("%s: effect calls %+v; want one with until %d", n.addr, calls, want)
+			}
+		}
+	})
+}
