@@ -20,8 +20,8 @@ import (
 // wrapped, as a library and as a script, against the same body alone as
 // a function and against SET NX PX, in alternating rounds. It reports
 // Redis's own time per call (INFO commandstats, usec_per_call: the
-// command's run, no network), and the wrapped library's over the bare
-// function's:
+// command's run, no network), the wrapped library's over the bare
+// function's, and the library's with a deadline field over without:
 //
 //	go test ./quorum -run '^$' -bench EffectWrapper -benchtime 20000x -count 3
 func BenchmarkEffectWrapper(b *testing.B) {
@@ -56,6 +56,14 @@ func BenchmarkEffectWrapper(b *testing.B) {
 		}},
 		{"set", "set", func(key string) error {
 			return admin.Do(ctx, "SET", key, "tok", "NX", "PX", "10500").Err()
+		}},
+		// The library with a deadline field, as a probed engine sends it
+		// (attack18 A6): its TIME call beside the run.
+		{"library-dated", "fcall", func(key string) error {
+			c := newEffectCall([]string{key}, []string{"tok", "10500"}, 1)
+			c.Until = time.Now().Add(time.Hour).UnixMilli()
+			_, err := lib.RunEffect(ctx, eff, c, nil)
+			return err
 		}},
 	}
 	usec := make([]float64, len(variants))
@@ -93,6 +101,7 @@ func BenchmarkEffectWrapper(b *testing.B) {
 		b.ReportMetric(usec[i]/float64(calls[i]), v.name+"-us/call")
 	}
 	b.ReportMetric((usec[0]/float64(calls[0]))/(usec[2]/float64(calls[2])), "library/bare")
+	b.ReportMetric((usec[4]/float64(calls[4]))/(usec[0]/float64(calls[0])), "dated/library")
 }
 
 // commandStat reads a command's calls and total microseconds from INFO
