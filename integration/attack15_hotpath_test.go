@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,9 +143,11 @@ func TestAttack15PipelinedBatchesKeepOrderThroughFrozenMasters(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // the thawed masters' queued commands ran
 	run(t, r3, "after", true, 4)
-	for _, k := range []string{"a15:hot:victim"} {
-		if v, err := p.Client.Get(ctx, k).Result(); !errors.Is(err, redis.Nil) {
-			t.Errorf("GET %s after its client was killed = %q, %v; want nil (a NOQUORUM grant is given back)", k, v, err)
-		}
+	// The killed client's NOQUORUM take is given back where it was
+	// granted (master 0); the frozen masters answered nothing, so their
+	// writes stay to their TTL: either may have held the same token's
+	// earlier grant (quorum's leavesSilent).
+	if held := c.holding(t, "a15:hot:victim", "v"); slices.Contains(held, 0) {
+		t.Errorf("a15:hot:victim after its client was killed is held on masters %v; want it given back on master 0, which granted it", held)
 	}
 }
