@@ -352,12 +352,32 @@ func (p *pipeline) write(batch []*op) {
 	if len(live) == 0 {
 		return
 	}
-	cn, err := p.connection(latest)
+	cn, rtt, err := p.connection(latest)
 	if err != nil {
 		for _, o := range live {
 			o.finish(nil, err)
 		}
 		return
+	}
+	if rtt > 0 {
+		// A new connection: an op with less time left than its dial's
+		// round trip would be answered past its deadline, and the
+		// connection dropped with it unanswered, so that the next one
+		// pays the kill again, on a slow link every time (attack18's
+		// slow link). It is not sent; the connection stays for the
+		// next.
+		now := time.Now()
+		kept := live[:0]
+		for _, o := range live {
+			if o.limit.Sub(now) < rtt {
+				o.finish(nil, context.DeadlineExceeded)
+				continue
+			}
+			kept = append(kept, o)
+		}
+		if live = kept; len(live) == 0 {
+			return
+		}
 	}
 	buf := live[0].cmd
 	if len(live) > 1 {
@@ -394,12 +414,13 @@ func later(a, b time.Time) time.Time {
 }
 
 // connection returns the connection to write on, dialing one by limit if
-// there is none. Only the writer calls it.
-func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
+// there is none, and then how long the dial took (its handshake's round
+// trip, at least), else 0. Only the writer calls it.
+func (p *pipeline) connection(limit time.Time) (*nodeConn, time.Duration, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errClosed
+		return nil, 0, errClosed
 	}
 	cn := p.conn.Load()
 	if p.stale.Swap(false) && cn != nil {
@@ -411,12 +432,14 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 		p.mu.Unlock()
 	}
 	if cn != nil {
-		return cn, nil
+		return cn, 0, nil
 	}
+	start := time.Now()
 	c, rd, err := p.dial(deadlineContext(limit))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	took := max(time.Since(start), 1)
 	cn = &nodeConn{c: c, rd: rd}
 	var runID string
 	if cc, ok := c.(*clientConn); ok {
@@ -424,20 +447,20 @@ func (p *pipeline) connection(limit time.Time) (*nodeConn, error) {
 	}
 	if err := p.settle(c, rd, limit, runID); err != nil {
 		c.Close()
-		return nil, err
+		return nil, 0, err
 	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		c.Close()
-		return nil, errClosed
+		return nil, 0, errClosed
 	}
 	p.conn.Store(cn)
 	p.conns[cn] = true
 	p.readers.Add(1)
 	p.mu.Unlock()
 	go p.read(cn)
-	return cn, nil
+	return cn, took, nil
 }
 
 // retire lets cn finish the operations in flight on it, then closes it;

@@ -845,3 +845,50 @@ func TestPipelineRetireLetsTheOpInFlightFinish(t *testing.T) {
 		t.Errorf("dials = %d; want 2 (the first connection retired)", dials.Load())
 	}
 }
+
+// TestPipelineNewConnectionSendsNoOpItsRoundTripWouldMakeLate: an op
+// with less time left, once a new connection is dialed, than the dial's
+// round trip is not sent, so the connection is not dropped with it
+// unanswered, and the next op uses it (attack18's slow link: each new
+// connection paid its handshake and the kill of the last one, its op
+// came back overdue, and locking never resumed).
+func TestPipelineNewConnectionSendsNoOpItsRoundTripWouldMakeLate(t *testing.T) {
+	const rtt = 150 * time.Millisecond
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	var dials, commands atomic.Int32
+	p := newPipeline("slow", func(context.Context) (net.Conn, *wire.Reader, error) {
+		dials.Add(1)
+		time.Sleep(rtt) // the handshake's round trip
+		c, s := net.Pipe()
+		t.Cleanup(func() { s.Close() })
+		wg.Go(func() {
+			rd := wire.NewReader(s, 512)
+			for {
+				if _, err := rd.Next(); err != nil {
+					return
+				}
+				commands.Add(1)
+				time.Sleep(rtt)
+				if _, err := s.Write([]byte("+PONG\r\n")); err != nil {
+					return
+				}
+			}
+		})
+		return &clientConn{Conn: c, id: 1}, wire.NewReader(c, 512), nil
+	}, nil)
+	t.Cleanup(p.close)
+	ctx, cancel := context.WithTimeout(t.Context(), rtt+rtt/3)
+	defer cancel()
+	if _, err := p.do(ctx, "ping"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("PING with a third of a round trip left after the dial = %v; want a deadline error", err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 10*rtt)
+	defer cancel()
+	if _, err := p.do(ctx, "ping"); err != nil {
+		t.Fatalf("the next PING: %v", err)
+	}
+	if d, c := dials.Load(), commands.Load(); d != 1 || c != 1 {
+		t.Errorf("dials = %d, commands the node got = %d; want 1 and 1 (the late op not sent, its connection kept)", d, c)
+	}
+}
