@@ -108,7 +108,7 @@ func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(ctx 
 	if fit := e.fitHold(i, d, roomPast(parent, d)); fit.Before(d) {
 		if !fit.After(time.Now()) {
 			var zero T
-			return zero, context.DeadlineExceeded // no time to wait and hold: not sent
+			return zero, errNoTimeToHold
 		}
 		fctx, cancel := context.WithDeadline(ctx, fit)
 		defer cancel()
@@ -121,6 +121,12 @@ func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(ctx 
 	}
 	return v, err
 }
+
+// errNoTimeToHold is dated's answer for a write it did not send: the
+// caller's time left is less than the node's hold. It says nothing of
+// the node, so the breaker does not count it (noteResult; attack19 F1:
+// as a timeout it marked healthy nodes down).
+var errNoTimeToHold = errors.New("not sent: too little of the command's time left to wait for the node and hold")
 
 // answered reports whether err says the node ran the call: none, or an
 // error reply (LATE among them). Anything else (a timeout, a broken

@@ -1,5 +1,3 @@
-//go:build knowndefect
-
 package quorum
 
 import (
@@ -9,16 +7,16 @@ import (
 	"time"
 )
 
-// A known defect (docs/guarantees.md, "Known defects"; attack19 F1): it
-// fails until the fix. attack19 on fitHold: a dated write that no time is left to wait and
-// hold for is not sent (dated answers context.DeadlineExceeded). Its node
+// attack19 F1, on fitHold: a dated write that no time is left to wait and
+// hold for is not sent (dated answers errNoTimeToHold). Its node
 // was never called, so that is no stall of it: three such commands in a
 // row must not mark a healthy node down, which drops its connection
 // (every other client's operations in flight on it fail) and takes it
-// from every quorum until a probe brings it back. It fails: each node is
-// marked down once (dated's not-sent error is noted as a timeout of the
-// node while the command's context still runs; before fitHold the write
-// went out and timed out with the command, which noteResult ignores).
+// from every quorum until a probe brings it back. It failed: each node was
+// marked down once (dated's not-sent error, context.DeadlineExceeded, was
+// noted as a timeout of the node while the command's context still ran;
+// before fitHold the write went out and timed out with the command,
+// which noteResult ignores). Now errNoTimeToHold, which it skips.
 func TestAttack19DatedWriteNotSentIsNoStallOfItsNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b, c := &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"}
