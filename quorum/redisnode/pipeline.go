@@ -360,12 +360,13 @@ func (p *pipeline) write(batch []*op) {
 		return
 	}
 	if rtt > 0 {
-		// A new connection: an op with less time left than its dial's
-		// round trip would be answered past its deadline, and the
-		// connection dropped with it unanswered, so that the next one
-		// pays the kill again, on a slow link every time (attack18's
-		// slow link). It is not sent; the connection stays for the
-		// next.
+		// A new connection: an op with less time left than its dial
+		// took (connect and handshake, a round trip or more; the kills
+		// are not counted) is likely answered past its deadline, and
+		// the connection dropped with it unanswered, so that the next
+		// one pays the kills again, on a slow link every time
+		// (attack18's slow link). It is not sent; the connection
+		// stays for the next.
 		now := time.Now()
 		kept := live[:0]
 		for _, o := range live {
@@ -414,8 +415,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // connection returns the connection to write on, dialing one by limit if
-// there is none, and then how long the dial took (its handshake's round
-// trip, at least), else 0. Only the writer calls it.
+// there is none, and then how long the dial took (connect and
+// handshake, before any kill), else 0. Only the writer calls it.
 func (p *pipeline) connection(limit time.Time) (*nodeConn, time.Duration, error) {
 	p.mu.Lock()
 	if p.closed {
