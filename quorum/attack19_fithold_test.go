@@ -19,12 +19,7 @@ import (
 // which noteResult ignores). Now errNoTimeToHold, which it skips.
 func TestAttack19DatedWriteNotSentIsNoStallOfItsNode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, b, c := &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"}
-		e := New(Config{MaxTTL: time.Minute, NodeTimeout: 50 * time.Millisecond, ProbeInterval: time.Second, DriftFactor: 0.01}, a, b, c)
-		if err := e.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e, a, b, c := startedFakes(t)
 		time.Sleep(300 * time.Millisecond) // the reading ages
 		_, hold := e.writeUntil(0, time.Now().Add(50*time.Millisecond))
 		l := Lock{Keys: []string{"k"}, Token: "t"}

@@ -208,12 +208,7 @@ func lastUntil(f *fakeNode) int64 {
 // with less time left than the hold does not send that write at all.
 func TestDatedWriteFitsItsHoldInTheCommandsTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a, b, c := &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"}
-		e := New(Config{MaxTTL: time.Minute, NodeTimeout: 50 * time.Millisecond, ProbeInterval: time.Second, DriftFactor: 0.01}, a, b, c)
-		if err := e.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e, a, b, c := startedFakes(t)
 		c.silent = true
 		time.Sleep(300 * time.Millisecond) // the reading ages
 		l := Lock{Keys: []string{"k"}, Token: "t"}
@@ -281,4 +276,17 @@ func TestEffectRunCarriesItsDeadline(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startedFakes is an engine over three fake nodes (node_timeout 50ms,
+// drift_factor 0.01), started (probed), and closed when the test ends.
+func startedFakes(t *testing.T) (e *Engine, a, b, c *fakeNode) {
+	t.Helper()
+	a, b, c = &fakeNode{addr: "a"}, &fakeNode{addr: "b"}, &fakeNode{addr: "c"}
+	e = New(Config{MaxTTL: time.Minute, NodeTimeout: 50 * time.Millisecond, ProbeInterval: time.Second, DriftFactor: 0.01}, a, b, c)
+	if err := e.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, a, b, c
 }
