@@ -146,6 +146,7 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, call func(Batch) Call[T
 	sc.replies = replies
 	timed := obs != nil || tr != nil
 	var until []int64
+	cut := false // the wait ends early for the hold: fitHold
 	if c.Command.Dated {
 		room := roomPast(ctx, deadline)
 		fit := deadline
@@ -154,6 +155,7 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, call func(Batch) Call[T
 				fit = f
 			}
 		}
+		cut = fit.Before(deadline)
 		deadline = fit
 		until, sc.holds = e.writeUntils(sc.until[:0], sc.holds[:0], deadline)
 		sc.until = until
@@ -188,7 +190,7 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, call func(Batch) Call[T
 			}
 		}
 		if monitored {
-			e.noteResult(ctx, i, start, err)
+			e.noteResult(ctx, i, start, cutShort(err, cut))
 		}
 		if err != nil {
 			err = &NodeError{Node: i, Addr: n.Addr(), Err: err}

@@ -182,7 +182,7 @@ func (e *Engine) noteResult(ctx context.Context, i int, sent time.Time, err erro
 		// An answer, even an error reply, shows the node is there.
 		h.stalls.Store(0)
 		e.noteTrouble(h, re)
-	case ctx.Err() != nil, err == errNoTimeToHold:
+	case ctx.Err() != nil, err == errNoTimeToHold, errors.As(err, new(waitCut)):
 		// The caller gave up, or had no time to call the node; that
 		// says nothing about the node.
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
