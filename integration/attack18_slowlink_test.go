@@ -2,8 +2,11 @@ package integration
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // attack18: after F4b's fix a connection dropped with a lock operation
@@ -21,18 +24,7 @@ import (
 // each way drops every connection; then, the links at 100ms again,
 // locking must resume within 10s.
 func TestAttack18LockingResumesAfterOneHiccupOnASlowLink(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow links: seconds")
-	}
-	c := startNodes(t, 3)
-	d := fixedDelay(100 * time.Millisecond)
-	var addrs []string
-	for _, a := range c.addrs {
-		addrs = append(addrs, startRelay(t, a, relayOpts{sendDelay: d, replyDelay: d}))
-	}
-	cfg := attack16Config()
-	cfg.ProbeInterval = time.Second
-	p := mustStartMonitored(t, cfg, addrs...).Client
+	p, d := slowLinkProxy(t)
 	ctx := t.Context()
 	lock := func(key string) error {
 		ok, err := p.SetNX(ctx, key, "attack18-slow", 10*time.Second).Result()
@@ -66,4 +58,23 @@ func TestAttack18LockingResumesAfterOneHiccupOnASlowLink(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Errorf("after one hiccup, %d SET NX over 10s all failed, the last: %v", n, err)
+}
+
+// slowLinkProxy is a monitored proxy (attack16Config, probes every
+// second) over three masters whose links hold every chunk each way for
+// d, 100ms to begin with (a 200ms round trip). It skips under -short.
+func slowLinkProxy(t *testing.T) (*redis.Client, *atomic.Int64) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("slow links: seconds")
+	}
+	c := startNodes(t, 3)
+	d := fixedDelay(100 * time.Millisecond)
+	var addrs []string
+	for _, a := range c.addrs {
+		addrs = append(addrs, startRelay(t, a, relayOpts{sendDelay: d, replyDelay: d}))
+	}
+	cfg := attack16Config()
+	cfg.ProbeInterval = time.Second
+	return mustStartMonitored(t, cfg, addrs...).Client, d
 }

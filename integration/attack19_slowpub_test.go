@@ -14,18 +14,7 @@ import (
 // (4349955 sends no op on a new connection with less time left than its
 // dial took; a decided publish must still go out).
 func TestAttack19DecidedPublishOverSlowLinksIsDelivered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("slow links: seconds")
-	}
-	c := startNodes(t, 3)
-	d := fixedDelay(100 * time.Millisecond)
-	var addrs []string
-	for _, a := range c.addrs {
-		addrs = append(addrs, startRelay(t, a, relayOpts{sendDelay: d, replyDelay: d}))
-	}
-	cfg := attack16Config()
-	cfg.ProbeInterval = time.Second
-	p := mustStartMonitored(t, cfg, addrs...).Client
+	p, _ := slowLinkProxy(t)
 	ctx := t.Context()
 	const name = "a19pub"
 	sub := p.Subscribe(ctx, "redisson_rwlock:{"+name+"}")
