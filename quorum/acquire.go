@@ -114,11 +114,11 @@ func tookAgain(results []result[Acquired]) bool {
 }
 
 // undo gives back what an acquire of l took, on each node as undoOf says
-// of its answer in results, leave its leavesSilent. Not observed: the observer sees each node's
-// part of the acquire itself. Only the nodes undoOf gives something to
-// do are called, so the command's trace keeps the others' answers (a
-// node that failed reads failed); a called node's answer is whether it
-// gave anything back.
+// of its answer in results and of leave (leavesSilent's). Not observed:
+// the observer sees each node's part of the acquire itself. Only the
+// nodes undoOf gives something to do are called, so the command's trace
+// keeps the others' answers (a node that failed reads failed); a called
+// node's answer is whether it gave anything back.
 func (e *Engine) undo(ctx context.Context, l Lock, results []result[Acquired], leave bool) {
 	what := make([]undoing, len(results))
 	ask := make([]bool, len(results))

@@ -148,16 +148,18 @@ func fanOutCallOn[T any](ctx context.Context, e *Engine, call func(Batch) Call[T
 	var until []int64
 	cut := false // the wait ends early for the hold: fitHold
 	if c.Command.Dated {
+		until, sc.holds = e.writeUntils(sc.until[:0], sc.holds[:0], deadline)
 		room := roomPast(ctx, deadline)
 		fit := deadline
 		for _, i := range idx {
-			if f := e.fitHold(i, deadline, room); f.Before(fit) {
+			if f := fitHold(deadline, sc.holds[i], room); f.Before(fit) {
 				fit = f
 			}
 		}
-		cut = fit.Before(deadline)
-		deadline = fit
-		until, sc.holds = e.writeUntils(sc.until[:0], sc.holds[:0], deadline)
+		if cut = fit.Before(deadline); cut {
+			deadline = fit
+			until, sc.holds = e.writeUntils(until[:0], sc.holds[:0], deadline)
+		}
 		sc.until = until
 	}
 	batches[0].Fan(ctx, deadline, batches, idx, c.Command, until, timed, replies)

@@ -62,14 +62,15 @@ func (e *Engine) writeUntil(i int, d time.Time) (until int64, hold time.Duration
 	return max(at.node.Add(end.Sub(at.local)-at.spread(end, df)-time.Millisecond).UnixMilli(), 1), hold
 }
 
-// fitHold is when a wait for node i's lock write must end so that its
-// hold ends within room past d: d, or earlier by what the hold passes
-// room. The engine gives up on the node sooner rather than send the
-// write with no limit or answer past the command's time (attack19 U1:
-// with command_timeout at most node_timeout no room was left, and every
-// write went with no limit). The hold at the earlier time is no longer.
-func (e *Engine) fitHold(i int, d time.Time, room time.Duration) time.Time {
-	if _, hold := e.writeUntil(i, d); hold > room {
+// fitHold is when a wait for a lock write must end so that its hold
+// (writeUntil's at d) ends within room past d: d, or earlier by what the
+// hold passes room. The engine gives up on the node sooner rather than
+// send the write with no limit or answer past the command's time
+// (attack19 U1: with command_timeout at most node_timeout no room was
+// left, and every write went with no limit). The hold at the earlier
+// time is no longer.
+func fitHold(d time.Time, hold, room time.Duration) time.Time {
+	if hold > room {
 		return d.Add(room - hold)
 	}
 	return d
@@ -105,7 +106,8 @@ func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(ctx 
 	if !ok {
 		return write(ctx, 0)
 	}
-	fit := e.fitHold(i, d, roomPast(parent, d))
+	until, hold := e.writeUntil(i, d)
+	fit := fitHold(d, hold, roomPast(parent, d))
 	cut := fit.Before(d)
 	if cut {
 		if !fit.After(time.Now()) {
@@ -115,8 +117,8 @@ func dated[T any](ctx, parent context.Context, e *Engine, i int, write func(ctx 
 		fctx, cancel := context.WithDeadline(ctx, fit)
 		defer cancel()
 		ctx, d = fctx, fit
+		until, hold = e.writeUntil(i, d)
 	}
-	until, hold := e.writeUntil(i, d)
 	v, err := write(ctx, until)
 	if until > 0 && !answered(err) {
 		holdUntil(d.Add(hold))
